@@ -1,0 +1,135 @@
+package core
+
+import "time"
+
+// FanOut is how a round reaches its nodes.
+type FanOut uint8
+
+const (
+	// Multiplexed issues every node's request before awaiting any reply (the
+	// distlock page's "poor man's multiplexing") and decides as soon as the
+	// tally does: a round costs about one round trip. It is the zero value.
+	Multiplexed FanOut = iota
+	// Sequential sends to one node, awaits its reply, then the next, as the
+	// distlock page describes: a round costs about N round trips.
+	Sequential
+)
+
+// String returns "multiplexed" or "sequential".
+func (f FanOut) String() string {
+	if f == Sequential {
+		return "sequential"
+	}
+	return "multiplexed"
+}
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultTTL            = 10 * time.Second
+	DefaultDriftPPM       = 10_000 // 1% of the TTL, the distlock page's factor
+	DefaultDriftFixed     = 2 * time.Millisecond
+	DefaultNodeTimeoutDiv = 200 // node timeout = TTL/200: 50 ms for 10 s
+	DefaultMinNodeTimeout = 5 * time.Millisecond
+	DefaultMaxNodeTimeout = time.Second
+	DefaultMaxExtensions  = 10
+)
+
+// Config configures a Locker. Its zero value takes the documented defaults
+// for every field except Clock, Tokens and Jitter: package core never reads
+// a clock or makes randomness it was not given. The root package redlock
+// supplies production ones (time.Now, crypto/rand tokens, a seeded jitter
+// generator).
+type Config struct {
+	// TTL is the keys' expiry, a whole number of milliseconds (Redis PX).
+	// Default 10 s: long against a round trip and the node timeout, short
+	// enough that a crashed holder frees the lock soon.
+	TTL time.Duration
+	// DriftPPM is the clock-drift allowance in parts per million of the TTL,
+	// in [0, 1e6). Zero means DefaultDriftPPM (1%).
+	DriftPPM int64
+	// DriftFixed is added to the drift allowance; it covers the millisecond
+	// granularity of Redis expiry. Zero means 2 ms.
+	DriftFixed time.Duration
+	// NodeTimeout bounds every command to every node, including release and
+	// cleanup. Zero means TTL/200 clamped into [MinNodeTimeout,
+	// MaxNodeTimeout]. It must be below the TTL.
+	NodeTimeout time.Duration
+	// MinNodeTimeout and MaxNodeTimeout bound the derived NodeTimeout.
+	// Zero means 5 ms and 1 s.
+	MinNodeTimeout, MaxNodeTimeout time.Duration
+	// FanOut chooses sequential or multiplexed rounds. Zero is Multiplexed.
+	FanOut FanOut
+	// Retry is the acquisition retry policy. Zero means DefaultRetry.
+	Retry RetryPolicy
+	// MaxExtensions bounds how often one lock may be extended (the distlock
+	// page's liveness rule). Zero means 10; negative forbids extension.
+	MaxExtensions int
+	// Clock, Tokens and Jitter are required inputs.
+	Clock  Clock
+	Tokens TokenSource
+	Jitter Rand
+}
+
+// withDefaults returns c with zero fields replaced, or why c is invalid.
+func (c Config) withDefaults(nodes int) (Config, error) {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.DriftPPM == 0 {
+		c.DriftPPM = DefaultDriftPPM
+	}
+	if c.DriftFixed == 0 {
+		c.DriftFixed = DefaultDriftFixed
+	}
+	if c.MinNodeTimeout == 0 {
+		c.MinNodeTimeout = DefaultMinNodeTimeout
+	}
+	if c.MaxNodeTimeout == 0 {
+		c.MaxNodeTimeout = DefaultMaxNodeTimeout
+	}
+	if c.Retry.IsZero() {
+		c.Retry = DefaultRetry
+	}
+	if c.MaxExtensions == 0 {
+		c.MaxExtensions = DefaultMaxExtensions
+	}
+	switch {
+	case nodes < 1:
+		return c, invalid("no nodes")
+	case nodes > MaxNodes:
+		return c, invalid(itoa(nodes) + " nodes, more than MaxNodes (" + itoa(MaxNodes) + ")")
+	case c.TTL < 0:
+		return c, invalid("TTL " + c.TTL.String() + " is negative")
+	case c.TTL%time.Millisecond != 0:
+		return c, invalid("TTL " + c.TTL.String() + " is not a whole number of milliseconds (Redis PX)")
+	case c.DriftPPM < 0 || c.DriftPPM >= ppm:
+		return c, invalid("DriftPPM " + itoa(int(c.DriftPPM)) + " is outside [0, 1000000)")
+	case c.DriftFixed < 0:
+		return c, invalid("DriftFixed " + c.DriftFixed.String() + " is negative")
+	case c.MinNodeTimeout < 0 || c.MaxNodeTimeout < c.MinNodeTimeout:
+		return c, invalid("node timeout bounds [" + c.MinNodeTimeout.String() + ", " + c.MaxNodeTimeout.String() + "] are empty")
+	case c.NodeTimeout < 0:
+		return c, invalid("NodeTimeout " + c.NodeTimeout.String() + " is negative")
+	case c.FanOut > Sequential:
+		return c, invalid("unknown FanOut " + itoa(int(c.FanOut)))
+	case c.Clock == nil:
+		return c, invalid("Clock is nil (use redlock.New, or core.SystemClock{})")
+	case c.Tokens == nil:
+		return c, invalid("Tokens is nil (use redlock.New for crypto/rand tokens)")
+	case c.Jitter == nil:
+		return c, invalid("Jitter is nil (use redlock.New for a seeded generator)")
+	}
+	if r := c.Retry.validate(); r != "" {
+		return c, invalid(r)
+	}
+	if d := Drift(c.TTL, c.DriftPPM, c.DriftFixed); d >= c.TTL {
+		return c, invalid("TTL " + c.TTL.String() + " is consumed entirely by the clock-drift allowance " + d.String())
+	}
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = min(max(c.TTL/DefaultNodeTimeoutDiv, c.MinNodeTimeout), c.MaxNodeTimeout)
+	}
+	if c.NodeTimeout >= c.TTL {
+		return c, invalid("NodeTimeout " + c.NodeTimeout.String() + " is not below TTL " + c.TTL.String())
+	}
+	return c, nil
+}

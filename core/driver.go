@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Op names the three commands a Redlock round sends to a node.
+type Op uint8
+
+const (
+	// OpAcquire is SET key token NX PX ttl.
+	OpAcquire Op = iota + 1
+	// OpRelease deletes key only if it holds token (a Lua compare-and-delete).
+	OpRelease
+	// OpExtend sets the expiry of key to ttl only if it holds token (a Lua
+	// compare-and-PEXPIRE). It never creates the key.
+	OpExtend
+)
+
+// String returns "acquire", "release" or "extend".
+func (o Op) String() string {
+	switch o {
+	case OpAcquire:
+		return "acquire"
+	case OpRelease:
+		return "release"
+	case OpExtend:
+		return "extend"
+	}
+	return "op(" + itoa(int(o)) + ")"
+}
+
+// Command is one request to one node. It is a plain value: the driver may
+// keep it after Send returns without aliasing any caller memory.
+type Command struct {
+	Op    Op
+	Key   string
+	Token Token
+	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
+	// milliseconds (Config validation guarantees it). Zero for OpRelease.
+	TTL time.Duration
+}
+
+// Status is a node's answer to one Command.
+type Status uint8
+
+const (
+	// StatusOK: acquired (SET returned OK), released (key deleted) or extended.
+	StatusOK Status = iota + 1
+	// StatusHeld: the key holds another token. For OpAcquire this is SET NX's
+	// nil reply: the key exists.
+	StatusHeld
+	// StatusMissing: the key does not exist (expired, released or lost in a
+	// restart). Only OpRelease and OpExtend report it.
+	StatusMissing
+	// StatusError: the command failed (connection refused, auth, server
+	// error). Reply.Err says why.
+	StatusError
+	// StatusTimeout: the per-node deadline passed before the reply arrived.
+	StatusTimeout
+)
+
+// String returns a lower-case name such as "ok" or "held".
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusHeld:
+		return "held"
+	case StatusMissing:
+		return "missing"
+	case StatusError:
+		return "error"
+	case StatusTimeout:
+		return "timeout"
+	}
+	return "status(" + itoa(int(s)) + ")"
+}
+
+// Reply is a node's answer, or the lack of one.
+type Reply struct {
+	// Node is the index of the node that answered, in [0, Driver.Nodes()).
+	Node   int
+	Status Status
+	// Err is set for StatusError and StatusTimeout. Drivers should name the
+	// node (index and address) in it.
+	Err error
+}
+
+// Driver is a set of N independent Redis masters, indexed 0..N-1.
+//
+// A Driver is shared by every goroutine that locks through it, so it must be
+// safe for concurrent use. Per-round state lives in the Batch it returns.
+type Driver interface {
+	// Nodes returns N. It must not change over the Driver's life.
+	Nodes() int
+	// NodeName returns a human-readable name for node i, such as its address.
+	// It is used in error messages only.
+	NodeName(i int) string
+	// Begin returns an empty Batch for one round. ctx carries values only
+	// (tracing, logging): cancellation reaches the batch through Receive's
+	// cancel channel, so that release and cleanup outlive a cancelled caller.
+	Begin(ctx context.Context) Batch
+}
+
+// Batch is one round of commands, at most one per node, used by one
+// goroutine. The core uses it in one of two shapes:
+//
+//	sequential:  Send(0) Receive  Send(1) Receive  ...  Close
+//	multiplexed: Send(0) Send(1) ... Send(N-1)  Receive Receive ...  Close
+//
+// In the multiplexed shape every request is issued before any reply is
+// awaited, and Close may come before every reply has been received.
+type Batch interface {
+	// Send issues cmd to node without waiting for its reply. The command must
+	// not take longer than deadline, which is read on the Locker's clock:
+	// at deadline the node's reply is StatusTimeout. Send must not block on
+	// the network; a driver that can pipeline may buffer the command until
+	// the next Receive.
+	Send(node int, cmd Command, deadline time.Time)
+	// Receive puts any buffered commands on the wire, then waits for the
+	// next reply to a command sent in this batch, in any order. It returns
+	// ok == false, without a reply, if cancel is closed first; cancel may be
+	// nil. Receive is called at most once per Send.
+	Receive(cancel <-chan struct{}) (r Reply, ok bool)
+	// Close ends the round and returns the batch's resources. Replies not yet
+	// received must be consumed or discarded without blocking the caller and
+	// without leaking connections or goroutines. The batch is not used again.
+	Close()
+}

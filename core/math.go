@@ -1,0 +1,167 @@
+package core
+
+import "time"
+
+// MaxNodes is the largest N a Locker accepts. Every per-round array is sized
+// by it, so a round over up to MaxNodes nodes never touches the heap.
+const MaxNodes = 32
+
+// ppm is one million: drift factors are parts per million of the TTL.
+const ppm = 1_000_000
+
+// Quorum returns the number of nodes that must agree out of n: n/2+1. For an
+// even n this is a strict majority too (3 of 4), so two clients can never
+// both win; an even n tolerates no more failures than n-1 nodes would.
+func Quorum(n int) int { return n/2 + 1 }
+
+// Drift returns the clock-drift allowance for a lock of the given TTL:
+// ttl×factorPPM/1e6 + fixed, rounded up to the nanosecond, computed in
+// integers so that it neither loses precision nor overflows for any TTL.
+// factorPPM must be in [0, 1e6) and fixed non-negative; the result saturates
+// at the largest Duration.
+func Drift(ttl time.Duration, factorPPM int64, fixed time.Duration) time.Duration {
+	if ttl <= 0 {
+		return fixed
+	}
+	t := int64(ttl)
+	// Split ttl so neither product can overflow: (t/1e6)*f < t and
+	// (t%1e6)*f < 1e12.
+	d := (t/ppm)*factorPPM + ((t%ppm)*factorPPM+ppm-1)/ppm
+	if int64(fixed) > maxDuration-d {
+		return maxDuration
+	}
+	return time.Duration(d) + fixed
+}
+
+// Validity returns how long a lock stays safely held after the start of the
+// round that won it: ttl − elapsed − drift, never negative. A negative
+// elapsed means the clock ran backwards; the time spent is then unknown, so
+// Validity fails safe and returns 0.
+func Validity(ttl, elapsed, drift time.Duration) time.Duration {
+	if elapsed < 0 || elapsed >= ttl {
+		return 0
+	}
+	v := ttl - elapsed // > 0, so subtracting drift (>= 0) cannot overflow
+	if drift >= v {
+		return 0
+	}
+	return v - drift
+}
+
+const maxDuration = 1<<63 - 1
+
+// Vote is a round's verdict so far.
+type Vote uint8
+
+const (
+	// VotePending: a quorum can still be won or lost.
+	VotePending Vote = iota
+	// VoteWon: a quorum of nodes answered StatusOK.
+	VoteWon
+	// VoteLost: too few nodes are left to reach a quorum.
+	VoteLost
+)
+
+// String returns "pending", "won" or "lost".
+func (v Vote) String() string {
+	switch v {
+	case VoteWon:
+		return "won"
+	case VoteLost:
+		return "lost"
+	}
+	return "pending"
+}
+
+// Tally counts the answers of one round and decides it as early as the
+// answers allow. The zero Tally has no nodes; use NewTally. A Tally is a
+// value of fixed size, meant to live on the stack.
+type Tally struct {
+	n, quorum int
+	ok, held  int
+	missing   int
+	failed    int // StatusError and StatusTimeout
+	status    [MaxNodes]Status
+	errs      [MaxNodes]error
+}
+
+// NewTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
+// clamped into that range.
+func NewTally(n int) Tally {
+	if n < 1 {
+		n = 1
+	}
+	if n > MaxNodes {
+		n = MaxNodes
+	}
+	return Tally{n: n, quorum: Quorum(n)}
+}
+
+// Record notes node's answer. It reports false, and changes nothing, for a
+// node out of range, a node already recorded, or a zero Status.
+func (t *Tally) Record(node int, s Status, err error) bool {
+	if node < 0 || node >= t.n || t.status[node] != 0 || s == 0 || s > StatusTimeout {
+		return false
+	}
+	t.status[node] = s
+	t.errs[node] = err
+	switch s {
+	case StatusOK:
+		t.ok++
+	case StatusHeld:
+		t.held++
+	case StatusMissing:
+		t.missing++
+	default:
+		t.failed++
+	}
+	return true
+}
+
+// Vote decides the round: won once a quorum said OK, lost once the nodes
+// that have not said OK can no longer make a quorum.
+func (t *Tally) Vote() Vote {
+	if t.ok >= t.quorum {
+		return VoteWon
+	}
+	if t.ok+t.Pending() < t.quorum {
+		return VoteLost
+	}
+	return VotePending
+}
+
+// Nodes returns n. Quorum returns n/2+1.
+func (t *Tally) Nodes() int  { return t.n }
+func (t *Tally) Quorum() int { return t.quorum }
+
+// Pending returns how many nodes have not answered.
+func (t *Tally) Pending() int { return t.n - t.ok - t.held - t.missing - t.failed }
+
+// Counts returns how many nodes answered OK, held (another token), missing
+// (no key), and failed (error or timeout).
+func (t *Tally) Counts() (ok, held, missing, failed int) {
+	return t.ok, t.held, t.missing, t.failed
+}
+
+// Status returns node's recorded answer and error; Status 0 means none yet.
+func (t *Tally) Status(node int) (Status, error) {
+	if node < 0 || node >= t.n {
+		return 0, nil
+	}
+	return t.status[node], t.errs[node]
+}
+
+// cause classifies a round that did not win. Failures (errors, timeouts,
+// and nodes that never answered) are decisive when, had they all said OK,
+// a quorum would have been won: then the quorum was unreachable. Otherwise
+// the answers alone denied the quorum: taken by others when the held keys
+// alone deny it, else expired / not held.
+func (t *Tally) cause() error {
+	if t.ok+t.failed+t.Pending() >= t.quorum {
+		return ErrQuorumUnreachable
+	}
+	if t.missing == 0 || t.ok+t.failed+t.Pending()+t.missing < t.quorum {
+		return ErrTaken
+	}
+	return ErrNotHeld
+}

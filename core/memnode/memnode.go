@@ -1,0 +1,296 @@
+// Package memnode is an in-memory reference implementation of core.Driver:
+// N independent "Redis masters" with real key-expiry semantics on an
+// injected clock, plus fault switches (latency, down, hung, restart) and a
+// manual clock for deterministic tests. It imports the standard library and
+// core only, so it runs wherever core does (WebAssembly, TinyGo).
+//
+// Commands take effect when sent; the reply becomes ready after the node's
+// latency, or at the deadline as core.StatusTimeout if that comes first.
+// Receive returns the earliest ready reply and sleeps on the clock until
+// then, so with a ManualClock a round's timing is exact and repeatable.
+package memnode
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// ErrDown is the error of a node switched down, like a refused connection.
+var ErrDown = errors.New("memnode: connection refused")
+
+// ErrTimeout is the error of a reply that missed its deadline.
+var ErrTimeout = errors.New("memnode: deadline exceeded")
+
+// Cluster is N in-memory nodes. It is safe for concurrent use.
+type Cluster struct {
+	clock core.Clock
+	nodes []*node
+
+	mu   sync.Mutex
+	free []*batch // reused batches: Begin allocates nothing in steady state
+}
+
+type entry struct {
+	token   core.Token
+	expires time.Time
+}
+
+type node struct {
+	name string
+
+	mu      sync.Mutex
+	data    map[string]entry
+	latency time.Duration
+	down    bool
+	hung    bool
+	calls   int
+}
+
+// New returns a cluster of n empty nodes on clock.
+func New(n int, clock core.Clock) *Cluster {
+	c := &Cluster{clock: clock, nodes: make([]*node, n)}
+	for i := range c.nodes {
+		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]entry)}
+	}
+	return c
+}
+
+// Nodes returns N.
+func (c *Cluster) Nodes() int { return len(c.nodes) }
+
+// NodeName returns "mem:i".
+func (c *Cluster) NodeName(i int) string { return c.nodes[i].name }
+
+// SetLatency makes node i answer d after each command.
+func (c *Cluster) SetLatency(i int, d time.Duration) { c.with(i, func(n *node) { n.latency = d }) }
+
+// SetDown makes node i refuse every command at once with ErrDown.
+func (c *Cluster) SetDown(i int, down bool) { c.with(i, func(n *node) { n.down = down }) }
+
+// SetHung makes node i ignore commands: each one times out at its deadline
+// and has no effect, like a SIGSTOPped server.
+func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung = hung }) }
+
+// Restart empties node i, like a Redis restart without persistence.
+func (c *Cluster) Restart(i int) { c.with(i, func(n *node) { clear(n.data) }) }
+
+// Calls returns how many commands node i has received.
+func (c *Cluster) Calls(i int) int {
+	var k int
+	c.with(i, func(n *node) { k = n.calls })
+	return k
+}
+
+// Set stores key with token on node i for ttl, as another client would.
+func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
+	now := c.clock.Now()
+	c.with(i, func(n *node) { n.data[key] = entry{token, now.Add(ttl)} })
+}
+
+// Get returns the token of key on node i and its remaining time to live,
+// or ok == false if the key does not exist (or has expired).
+func (c *Cluster) Get(i int, key string) (token core.Token, ttl time.Duration, ok bool) {
+	now := c.clock.Now()
+	c.with(i, func(n *node) {
+		e, found := n.data[key]
+		if found && now.Before(e.expires) {
+			token, ttl, ok = e.token, e.expires.Sub(now), true
+		}
+	})
+	return token, ttl, ok
+}
+
+// Holders returns how many nodes hold key with token.
+func (c *Cluster) Holders(key string, token core.Token) int {
+	k := 0
+	for i := range c.nodes {
+		if t, _, ok := c.Get(i, key); ok && t == token {
+			k++
+		}
+	}
+	return k
+}
+
+func (c *Cluster) with(i int, f func(*node)) {
+	n := c.nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(n)
+}
+
+// exec applies cmd on node i at now and returns the reply and its delay.
+// hung reports a node that never answers.
+func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay time.Duration, hung bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls++
+	r.Node = i
+	switch {
+	case n.hung:
+		return r, 0, true
+	case n.down:
+		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
+		return r, 0, false
+	}
+	e, found := n.data[cmd.Key]
+	if found && !now.Before(e.expires) {
+		delete(n.data, cmd.Key) // expired: Redis would say it does not exist
+		found = false
+	}
+	switch cmd.Op {
+	case core.OpAcquire:
+		if found {
+			r.Status = core.StatusHeld
+		} else {
+			n.data[cmd.Key] = entry{cmd.Token, now.Add(cmd.TTL)}
+			r.Status = core.StatusOK
+		}
+	case core.OpRelease, core.OpExtend:
+		switch {
+		case !found:
+			r.Status = core.StatusMissing
+		case e.token != cmd.Token:
+			r.Status = core.StatusHeld
+		case cmd.Op == core.OpRelease:
+			delete(n.data, cmd.Key)
+			r.Status = core.StatusOK
+		default:
+			n.data[cmd.Key] = entry{e.token, now.Add(cmd.TTL)}
+			r.Status = core.StatusOK
+		}
+	default:
+		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
+	}
+	return r, n.latency, false
+}
+
+// NodeError is a failure of one node, naming it.
+type NodeError struct {
+	Node int
+	Name string
+	Err  error
+}
+
+func (e *NodeError) Error() string {
+	return "node " + strconv.Itoa(e.Node) + " (" + e.Name + "): " + e.Err.Error()
+}
+func (e *NodeError) Unwrap() error { return e.Err }
+
+type pending struct {
+	reply core.Reply
+	ready time.Time
+}
+
+type batch struct {
+	c    *Cluster
+	n    int
+	sent [core.MaxNodes]pending
+}
+
+// Begin returns a batch; ctx is not used.
+func (c *Cluster) Begin(ctx context.Context) core.Batch {
+	c.mu.Lock()
+	var b *batch
+	if k := len(c.free); k > 0 {
+		b = c.free[k-1]
+		c.free = c.free[:k-1]
+	}
+	c.mu.Unlock()
+	if b == nil {
+		b = &batch{c: c}
+	}
+	return b
+}
+
+func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
+	now := b.c.clock.Now()
+	r, delay, hung := b.c.nodes[i].exec(i, cmd, now)
+	ready := now.Add(delay)
+	if hung || ready.After(deadline) {
+		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
+		ready = deadline
+	}
+	if b.n < len(b.sent) {
+		b.sent[b.n] = pending{reply: r, ready: ready}
+		b.n++
+	}
+}
+
+func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if b.n == 0 {
+		return core.Reply{}, false
+	}
+	first := 0
+	for j := 1; j < b.n; j++ {
+		if b.sent[j].ready.Before(b.sent[first].ready) {
+			first = j
+		}
+	}
+	p := b.sent[first]
+	if wait := p.ready.Sub(b.c.clock.Now()); wait > 0 {
+		if !b.c.clock.Sleep(wait, cancel) {
+			return core.Reply{}, false
+		}
+	} else {
+		select {
+		case <-cancel:
+			return core.Reply{}, false
+		default:
+		}
+	}
+	b.n--
+	b.sent[first] = b.sent[b.n]
+	return p.reply, true
+}
+
+func (b *batch) Close() {
+	b.n = 0
+	b.c.mu.Lock()
+	b.c.free = append(b.c.free, b)
+	b.c.mu.Unlock()
+}
+
+// ManualClock is a Clock that moves only when told to, or when Sleep is
+// called: Sleep advances it by d at once. It is safe for concurrent use;
+// its zero value starts at the zero time.
+type ManualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewManualClock returns a clock reading start.
+func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
+
+// Now returns the clock's reading.
+func (m *ManualClock) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// Advance moves the clock by d, which may be negative (a clock running
+// backwards).
+func (m *ManualClock) Advance(d time.Duration) {
+	m.mu.Lock()
+	m.now = m.now.Add(d)
+	m.mu.Unlock()
+}
+
+// Sleep advances the clock by d and returns true, unless cancel is already
+// closed.
+func (m *ManualClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
+	select {
+	case <-cancel:
+		return false
+	default:
+	}
+	if d > 0 {
+		m.Advance(d)
+	}
+	return true
+}
