@@ -1,0 +1,389 @@
+// Package redistest runs real redis-server processes for tests: on loopback
+// only, on a free port, in a per-test temporary directory, without
+// persistence, optionally with a password, an ACL user or TLS. Servers can
+// be killed, stopped (SIGSTOP), continued and restarted on the same port
+// to inject faults. Every server is killed and reaped by t.Cleanup.
+package redistest
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// RequireEnv is the environment variable that turns a missing redis-server
+// into a test failure instead of a skip (set it in CI).
+const RequireEnv = "REDLOCK_REQUIRE_REDIS"
+
+// startTimeout bounds how long a server may take to answer PING. It is
+// generous because the test machine may be heavily loaded.
+const startTimeout = 15 * time.Second
+
+// RedisServerPath returns the path of redis-server. If it is not on PATH,
+// the test fails when REDLOCK_REQUIRE_REDIS=1 and is skipped otherwise,
+// naming the calling test's package and the Debian package to install.
+func RedisServerPath(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("redis-server")
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s: redis-server not found on PATH (%v); install it with \"apt-get install redis-server\"",
+		testPackage(), err)
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s, or unset %s", msg, RequireEnv)
+	}
+	t.Skipf("%s, or set %s=1 to make this a failure", msg, RequireEnv)
+	return ""
+}
+
+// testPackage returns the import path of the package under test, read from
+// the test binary's build information ("example.com/pkg.test").
+func testPackage() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path != "" {
+		return strings.TrimSuffix(bi.Path, ".test")
+	}
+	return filepath.Base(os.Args[0])
+}
+
+// Options configure a server.
+type Options struct {
+	// Password is requirepass for the default user.
+	Password string
+	// User and UserPassword create an ACL user with every permission
+	// (+@all ~* &*). With User set the default user is disabled.
+	User, UserPassword string
+	// TLS serves TLS only (no plain port), with a certificate for
+	// 127.0.0.1 issued by a CA generated in-process. Clients are not asked
+	// for certificates.
+	TLS bool
+}
+
+// Server is one redis-server process.
+type Server struct {
+	// Addr is "127.0.0.1:Port".
+	Addr string
+	Port int
+	Opts Options
+
+	t    testing.TB
+	path string
+	dir  string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has been reaped
+	waitErr error
+}
+
+// Start starts a server on a free loopback port, waits until it answers
+// PING and registers its kill with t.Cleanup.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	path := RedisServerPath(t)
+	s := &Server{Opts: opts, t: t, path: path, dir: t.TempDir()}
+	if opts.TLS {
+		if err := writeTLSFiles(s.dir); err != nil {
+			t.Fatalf("redistest: TLS files: %v", err)
+		}
+	}
+	t.Cleanup(s.Kill)
+	// Another process may take the port between our probe and the
+	// server's bind: retry with a new port.
+	var err error
+	for try := 0; try < 5; try++ {
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		if err = s.start(port); err == nil || !errors.Is(err, errAddrInUse) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return s
+}
+
+// StartN starts n servers with the same options.
+func StartN(t testing.TB, n int, opts Options) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = Start(t, opts)
+	}
+	return out
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("probing for a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var errAddrInUse = errors.New("address already in use")
+
+func (s *Server) logPath() string    { return filepath.Join(s.dir, "redis.log") }
+func (s *Server) stdoutPath() string { return filepath.Join(s.dir, "stdout.log") }
+
+// args returns the server's command line. Redis quotes each argument into
+// its configuration, so passwords need no escaping.
+func (s *Server) args(port int) []string {
+	a := []string{
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", s.logPath(),
+		"--daemonize", "no",
+		"--databases", "1",
+	}
+	if s.Opts.TLS {
+		a = append(a,
+			"--port", "0",
+			"--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", filepath.Join(s.dir, "server.crt"),
+			"--tls-key-file", filepath.Join(s.dir, "server.key"),
+			"--tls-ca-cert-file", filepath.Join(s.dir, "ca.crt"),
+			"--tls-auth-clients", "no",
+		)
+	} else {
+		a = append(a, "--port", strconv.Itoa(port))
+	}
+	if s.Opts.Password != "" {
+		a = append(a, "--requirepass", s.Opts.Password)
+	}
+	if s.Opts.User != "" {
+		a = append(a,
+			"--user", "default", "off",
+			"--user", s.Opts.User, "on", ">"+s.Opts.UserPassword, "+@all", "~*", "&*",
+		)
+	}
+	return a
+}
+
+// start runs the server on port and waits until it answers.
+func (s *Server) start(port int) error {
+	out, err := os.OpenFile(s.stdoutPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer out.Close() // the child has its own copy
+	// Truncate the log so that a failure shows this start's lines only.
+	_ = os.Truncate(s.logPath(), 0)
+
+	cmd := exec.Command(s.path, s.args(port)...)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", s.path, err)
+	}
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited, s.waitErr = cmd, exited, nil
+	s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.waitErr = err
+		s.mu.Unlock()
+		close(exited)
+	}()
+	return s.waitReady(cmd, exited)
+}
+
+// waitReady polls PING until the server started by cmd answers it. It
+// checks the answering process's id, so that a server another test started
+// on the same port is never mistaken for ours.
+func (s *Server) waitReady(cmd *exec.Cmd, exited chan struct{}) error {
+	deadline := time.Now().Add(startTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.mu.Lock()
+			werr := s.waitErr
+			s.mu.Unlock()
+			tail := s.logTail()
+			if strings.Contains(tail, "in use") {
+				return fmt.Errorf("port %d: %w\n%s", s.Port, errAddrInUse, tail)
+			}
+			return fmt.Errorf("redis-server on port %d exited during startup (%v); log:\n%s", s.Port, werr, tail)
+		default:
+		}
+		var pid int
+		pid, last = s.pid()
+		if last == nil {
+			if pid == cmd.Process.Pid {
+				return nil
+			}
+			last = fmt.Errorf("port %d answered by another redis-server (pid %d, ours %d)", s.Port, pid, cmd.Process.Pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Kill()
+	return fmt.Errorf("redis-server on port %d not ready after %v: %v; log:\n%s", s.Port, startTimeout, last, s.logTail())
+}
+
+// pid returns the process id of the server answering on Addr.
+func (s *Server) pid() (int, error) {
+	r, err := redis.String(s.Do("INFO", "server"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(r, "\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
+}
+
+// logTail returns the last lines of the server's log and stdout.
+func (s *Server) logTail() string {
+	var b strings.Builder
+	for _, p := range []string{s.stdoutPath(), s.logPath()} {
+		data, err := os.ReadFile(p)
+		if err != nil || len(bytes.TrimSpace(data)) == 0 {
+			continue
+		}
+		if len(data) > 4096 {
+			data = data[len(data)-4096:]
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", filepath.Base(p), bytes.TrimSpace(data))
+	}
+	return b.String()
+}
+
+// Kill sends SIGKILL and waits until the process is reaped: connections are
+// refused afterwards. It works on a stopped server too, and does nothing if
+// the server is not running.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill() // fails only if already reaped
+	<-exited
+}
+
+// Stop sends SIGSTOP: the server hangs and its connections stay open.
+func (s *Server) Stop() { s.signal(syscall.SIGSTOP) }
+
+// Cont sends SIGCONT to a stopped server.
+func (s *Server) Cont() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		s.t.Fatalf("redistest: signal %v to a server that never started", sig)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: signal %v to %s: %v", sig, s.Addr, err)
+	}
+}
+
+// Restart kills the server if it runs and starts it again on the same port
+// with empty data, waiting until it answers.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	// The kernel frees the listening port at once (Redis sets
+	// SO_REUSEADDR), but retry a little in case something else grabbed it.
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if err = s.start(s.Port); err == nil || !errors.Is(err, errAddrInUse) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// ClientTLS returns a client configuration that trusts the server's
+// certificate, or nil for a plain server. Each call returns a new value.
+func (s *Server) ClientTLS() *tls.Config {
+	if !s.Opts.TLS {
+		return nil
+	}
+	return clientTLS()
+}
+
+// Do runs one admin command over a fresh short-lived connection, with the
+// server's authentication and TLS, such as Do("GET", k) or
+// Do("SET", k, v, "PX", 5000). Bulk strings come back as string rather
+// than []byte, in arrays too; Redis error replies are returned as error.
+func (s *Server) Do(args ...any) (any, error) {
+	if len(args) == 0 {
+		return nil, errors.New("redistest: Do without a command")
+	}
+	name, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("redistest: Do: command name %v is not a string", args[0])
+	}
+	s.mu.Lock()
+	addr := s.Addr
+	s.mu.Unlock()
+	opts := []redis.DialOption{
+		redis.DialConnectTimeout(2 * time.Second),
+		redis.DialReadTimeout(5 * time.Second),
+		redis.DialWriteTimeout(5 * time.Second),
+	}
+	switch {
+	case s.Opts.User != "":
+		opts = append(opts, redis.DialUsername(s.Opts.User), redis.DialPassword(s.Opts.UserPassword))
+	case s.Opts.Password != "":
+		opts = append(opts, redis.DialPassword(s.Opts.Password))
+	}
+	if s.Opts.TLS {
+		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(clientTLS()))
+	}
+	c, err := redis.Dial("tcp", addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r, err := c.Do(name, args[1:]...)
+	return stringify(r), err
+}
+
+// stringify turns bulk strings into strings, recursively.
+func stringify(r any) any {
+	switch v := r.(type) {
+	case []byte:
+		return string(v)
+	case []any:
+		for i := range v {
+			v[i] = stringify(v[i])
+		}
+	}
+	return r
+}
