@@ -28,6 +28,9 @@ func New(d Driver, cfg Config) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkNodeNames(d, n); err != nil {
+		return nil, err
+	}
 	return &Locker{
 		drv:    d,
 		cfg:    c,
@@ -35,6 +38,24 @@ func New(d Driver, cfg Config) (*Locker, error) {
 		quorum: Quorum(n),
 		drift:  Drift(c.TTL, c.DriftPPM, c.DriftFixed),
 	}, nil
+}
+
+// checkNodeNames rejects a nil node (an empty name) and the same node given
+// twice: either would let fewer real masters than N make a "quorum".
+func checkNodeNames(d Driver, n int) error {
+	var names [MaxNodes]string
+	for i := 0; i < n; i++ {
+		names[i] = d.NodeName(i)
+		if names[i] == "" {
+			return invalid("node " + itoa(i) + " is nil (empty name)")
+		}
+		for j := 0; j < i; j++ {
+			if names[j] == names[i] {
+				return invalid("nodes " + itoa(j) + " and " + itoa(i) + " are the same node " + names[i])
+			}
+		}
+	}
+	return nil
 }
 
 // Config returns the configuration in force, defaults filled in.

@@ -124,19 +124,31 @@ func (c *Cluster) with(i int, f func(*node)) {
 }
 
 // exec applies cmd on node i at now and returns the reply and its delay.
-// hung reports a node that never answers.
+// hung reports a node that never answers. It unlocks without defer: this
+// is the reference driver's hot path.
 func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay time.Duration, hung bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.calls++
 	r.Node = i
-	switch {
-	case n.hung:
-		return r, 0, true
-	case n.down:
-		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
-		return r, 0, false
+	n.mu.Lock()
+	n.calls++
+	if n.hung || n.down {
+		hung = n.hung
+		n.mu.Unlock()
+		if !hung {
+			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
+		}
+		return r, 0, hung
 	}
+	r.Status = n.apply(cmd, now)
+	delay = n.latency
+	n.mu.Unlock()
+	if r.Status == 0 {
+		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
+	}
+	return r, delay, false
+}
+
+// apply runs cmd against the data with Redis's semantics; n.mu is held.
+func (n *node) apply(cmd core.Command, now time.Time) core.Status {
 	e, found := n.data[cmd.Key]
 	if found && !now.Before(e.expires) {
 		delete(n.data, cmd.Key) // expired: Redis would say it does not exist
@@ -145,28 +157,24 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 	switch cmd.Op {
 	case core.OpAcquire:
 		if found {
-			r.Status = core.StatusHeld
-		} else {
-			n.data[cmd.Key] = entry{cmd.Token, now.Add(cmd.TTL)}
-			r.Status = core.StatusOK
+			return core.StatusHeld
 		}
+		n.data[cmd.Key] = entry{cmd.Token, now.Add(cmd.TTL)}
+		return core.StatusOK
 	case core.OpRelease, core.OpExtend:
 		switch {
 		case !found:
-			r.Status = core.StatusMissing
+			return core.StatusMissing
 		case e.token != cmd.Token:
-			r.Status = core.StatusHeld
+			return core.StatusHeld
 		case cmd.Op == core.OpRelease:
 			delete(n.data, cmd.Key)
-			r.Status = core.StatusOK
 		default:
 			n.data[cmd.Key] = entry{e.token, now.Add(cmd.TTL)}
-			r.Status = core.StatusOK
 		}
-	default:
-		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
+		return core.StatusOK
 	}
-	return r, n.latency, false
+	return 0
 }
 
 // NodeError is a failure of one node, naming it.
@@ -190,6 +198,11 @@ type batch struct {
 	c    *Cluster
 	n    int
 	sent [core.MaxNodes]pending
+	// now is the clock reading shared by the sends issued since the last
+	// Receive: commands sent back to back execute at one instant, which
+	// saves a clock read per command (about 50 ns each on a VM).
+	now   time.Time
+	fresh bool
 }
 
 // Begin returns a batch; ctx is not used.
@@ -208,9 +221,15 @@ func (c *Cluster) Begin(ctx context.Context) core.Batch {
 }
 
 func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
-	now := b.c.clock.Now()
+	if !b.fresh {
+		b.now, b.fresh = b.c.clock.Now(), true
+	}
+	now := b.now
 	r, delay, hung := b.c.nodes[i].exec(i, cmd, now)
-	ready := now.Add(delay)
+	ready := now
+	if delay != 0 {
+		ready = now.Add(delay)
+	}
 	if hung || ready.After(deadline) {
 		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
 		ready = deadline
@@ -232,7 +251,15 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		}
 	}
 	p := b.sent[first]
-	if wait := p.ready.Sub(b.c.clock.Now()); wait > 0 {
+	b.fresh = false
+	// A reply ready no later than the last send needs no clock read.
+	if !p.ready.After(b.now) {
+		select {
+		case <-cancel:
+			return core.Reply{}, false
+		default:
+		}
+	} else if wait := p.ready.Sub(b.c.clock.Now()); wait > 0 {
 		if !b.c.clock.Sleep(wait, cancel) {
 			return core.Reply{}, false
 		}
@@ -249,7 +276,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 }
 
 func (b *batch) Close() {
-	b.n = 0
+	b.n, b.fresh = 0, false
 	b.c.mu.Lock()
 	b.c.free = append(b.c.free, b)
 	b.c.mu.Unlock()

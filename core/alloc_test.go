@@ -1,0 +1,115 @@
+package core_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+// sink keeps results reachable so that no compiler (TinyGo included)
+// optimises an allocation away.
+var sink core.Lock
+
+// mallocsPerRun counts heap allocations per call of f with
+// runtime.ReadMemStats, which works under gc and TinyGo alike
+// (testing.AllocsPerRun is a stub under TinyGo). Like AllocsPerRun, it
+// warms up once and averages over runs.
+func mallocsPerRun(runs int, f func()) uint64 {
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < runs; i++ {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.Mallocs - before.Mallocs) / uint64(runs)
+}
+
+// allocCase is one operation under one fan-out mode and node count.
+type allocCase struct {
+	name string
+	run  func()
+}
+
+// allocCases returns acquire+release (a fresh token each time) and
+// acquire+4×extend+release over memnode with the system clock, for N = 1,
+// 3, 5, 15 and MaxNodes in both fan-out modes. A failed operation panics:
+// an error path would allocate and hide nothing.
+func allocCases(tb testing.TB) []allocCase {
+	var out []allocCase
+	ctx := context.Background()
+	for _, mode := range modes {
+		for _, n := range []int{1, 3, 5, 15, core.MaxNodes} {
+			c := memnode.New(n, core.SystemClock{})
+			l, err := core.New(c, core.Config{FanOut: mode, Clock: core.SystemClock{},
+				Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry(), MaxExtensions: 1 << 30})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			prefix := "nodes=" + strconv.Itoa(n) + "/fanout=" + mode.String() + "/"
+			key, extendKey := "alloc:"+prefix, "alloc:extend:"+prefix
+			out = append(out,
+				allocCase{prefix + "acquire+release", func() {
+					lock, err := l.Acquire(ctx, key)
+					if err != nil {
+						panic(err)
+					}
+					if err := l.Release(ctx, lock); err != nil {
+						panic(err)
+					}
+					sink = lock
+				}},
+				allocCase{prefix + "extend", func() {
+					lock, err := l.Acquire(ctx, extendKey)
+					if err != nil {
+						panic(err)
+					}
+					for i := 0; i < 4; i++ {
+						if lock, err = l.Extend(ctx, lock); err != nil {
+							panic(err)
+						}
+					}
+					if err := l.Release(ctx, lock); err != nil {
+						panic(err)
+					}
+					sink = lock
+				}},
+			)
+		}
+	}
+	return out
+}
+
+func TestZeroAllocs(t *testing.T) {
+	for _, tc := range allocCases(t) {
+		if got := mallocsPerRun(200, tc.run); got != 0 {
+			t.Errorf("%s: %d allocations per run, want 0", tc.name, got)
+		}
+	}
+}
+
+func TestCoreStartsNoGoroutines(t *testing.T) {
+	cases := allocCases(t)
+	before := runtime.NumGoroutine()
+	for _, tc := range cases {
+		tc.run()
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Fatalf("goroutines %d -> %d", before, after)
+	}
+}
+
+func BenchmarkCore(b *testing.B) {
+	for _, tc := range allocCases(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				tc.run()
+			}
+		})
+	}
+}
