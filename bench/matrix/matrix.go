@@ -1,0 +1,240 @@
+// Package matrix describes a benchmark run: the cells to measure (library,
+// driver, scenario, node count, fan-out, concurrency), the parsing of the
+// command-line lists that choose them, and the Record each measured cell
+// produces. The redlock command and the peer command (bench/peers) share
+// it, so both sides of a comparison speak the same JSON.
+package matrix
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redlock-go/redlock/bench/measure"
+)
+
+// Libraries.
+const (
+	Redlock     = "redlock"
+	Redsync     = "redsync"
+	Redislock   = "redislock"
+	Rueidislock = "rueidislock"
+)
+
+// Scenarios: servers on loopback, or behind the latency proxy.
+const (
+	Loopback = "loopback"
+	Proxy    = "proxy"
+)
+
+// Peer fan-outs, named for what each peer does on the wire.
+const (
+	// FanConcurrent is redsync's goroutine per node, waiting for all.
+	FanConcurrent = "concurrent"
+	// FanSingle is one command to one server (bsm/redislock).
+	FanSingle = "single"
+	// FanKeys is rueidislock's sequential keys on one server.
+	FanKeys = "sequential-keys"
+)
+
+// Cell is one measurement's coordinates.
+type Cell struct {
+	Library  string `json:"library"`
+	Driver   string `json:"driver"`
+	Scenario string `json:"scenario"`
+	// Nodes is N: servers for Redlock and redsync, 2k-1 keys on one server
+	// for rueidislock, 1 for redislock.
+	Nodes   int    `json:"nodes"`
+	FanOut  string `json:"fanout"`
+	Clients int    `json:"clients"`
+	// SharedKey is the contended case: every client locks one key.
+	SharedKey bool `json:"shared_key,omitempty"`
+}
+
+// Subject names the library and its client, "redlock+redigo".
+func (c Cell) Subject() string { return c.Library + "+" + c.Driver }
+
+// IsPeer reports whether the cell measures another library.
+func (c Cell) IsPeer() bool { return c.Library != Redlock }
+
+// Name is a benchstat-style name, such as
+// "lib=redlock/driver=redigo/scenario=loopback/nodes=5/fanout=multiplexed/clients=1".
+func (c Cell) Name() string {
+	s := fmt.Sprintf("lib=%s/driver=%s/scenario=%s/nodes=%d/fanout=%s/clients=%d",
+		c.Library, c.Driver, c.Scenario, c.Nodes, c.FanOut, c.Clients)
+	if c.SharedKey {
+		s += "/key=shared"
+	}
+	return s
+}
+
+// KeyPrefix returns a key prefix unique to the cell within run.
+func (c Cell) KeyPrefix(run string) string {
+	return "bench:" + run + ":" + strings.ReplaceAll(c.Name(), "/", ":") + ":"
+}
+
+// Record is a measured cell.
+type Record struct {
+	Cell
+	measure.Result
+	// Note says why the cell has no figures, or what to keep in mind.
+	Note string `json:"note,omitempty"`
+}
+
+// Plan chooses the cells of a run.
+type Plan struct {
+	Drivers     []string // redlock drivers, "mem" included
+	NodeCounts  []int
+	FanOuts     []string // "sequential", "multiplexed"
+	Concurrency []int
+	// Proxy adds the latency-proxy scenario (clients 1, every N and
+	// fan-out, drivers other than mem).
+	Proxy bool
+	// Contended adds one shared-key cell per driver at the largest N and
+	// concurrency, multiplexed if chosen.
+	Contended bool
+	// Peers lists the peer subjects to run: "redsync+redigo",
+	// "redsync+rueidis", "redislock+go-redis", "rueidislock+rueidis".
+	Peers []string
+}
+
+// AllPeers is every peer subject, in run order.
+var AllPeers = []string{"redsync+redigo", "redsync+rueidis", "redislock+go-redis", "rueidislock+rueidis"}
+
+// Cells returns this library's cells, then the peers', in run order.
+func (p Plan) Cells() []Cell {
+	var cells []Cell
+	maxN, maxC := slices.Max(p.NodeCounts), slices.Max(p.Concurrency)
+	contendedFan := p.FanOuts[0]
+	if slices.Contains(p.FanOuts, "multiplexed") {
+		contendedFan = "multiplexed"
+	}
+	for _, d := range p.Drivers {
+		for _, n := range p.NodeCounts {
+			for _, f := range p.FanOuts {
+				for _, c := range p.Concurrency {
+					cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Loopback, Nodes: n, FanOut: f, Clients: c})
+				}
+			}
+		}
+		if p.Contended && maxC > 1 {
+			cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Loopback, Nodes: maxN, FanOut: contendedFan, Clients: maxC, SharedKey: true})
+		}
+	}
+	if p.Proxy {
+		for _, d := range p.Drivers {
+			if d == "mem" {
+				continue
+			}
+			for _, n := range p.NodeCounts {
+				for _, f := range p.FanOuts {
+					cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Proxy, Nodes: n, FanOut: f, Clients: 1})
+				}
+			}
+		}
+	}
+	for _, peer := range p.Peers {
+		lib, drv, _ := strings.Cut(peer, "+")
+		fan := FanConcurrent
+		nodes := p.NodeCounts
+		switch lib {
+		case Redislock:
+			fan, nodes = FanSingle, []int{1}
+		case Rueidislock:
+			fan = FanKeys
+		}
+		for _, n := range nodes {
+			for _, c := range p.Concurrency {
+				cells = append(cells, Cell{Library: lib, Driver: drv, Scenario: Loopback, Nodes: n, FanOut: fan, Clients: c})
+			}
+		}
+		if lib == Redsync && p.Contended && maxC > 1 {
+			cells = append(cells, Cell{Library: lib, Driver: drv, Scenario: Loopback, Nodes: maxN, FanOut: fan, Clients: maxC, SharedKey: true})
+		}
+		if p.Proxy && peer == "redsync+redigo" {
+			for _, n := range p.NodeCounts {
+				cells = append(cells, Cell{Library: lib, Driver: drv, Scenario: Proxy, Nodes: n, FanOut: fan, Clients: 1})
+			}
+		}
+	}
+	return cells
+}
+
+// ParseInts parses a comma-separated list of positive integers, sorted and
+// without duplicates.
+func ParseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ParseNames parses a comma-separated list of names, each of which must be
+// in allowed, keeping the order of allowed. "all" means every allowed name;
+// "none" or "" means none.
+func ParseNames(s string, allowed []string) ([]string, error) {
+	fields := splitList(s)
+	if len(fields) == 1 && fields[0] == "all" {
+		return slices.Clone(allowed), nil
+	}
+	if len(fields) == 1 && fields[0] == "none" {
+		return nil, nil
+	}
+	for _, f := range fields {
+		if !slices.Contains(allowed, f) {
+			return nil, fmt.Errorf("unknown name %q (choose from %s)", f, strings.Join(allowed, ", "))
+		}
+	}
+	var out []string
+	for _, a := range allowed {
+		if slices.Contains(fields, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// splitList splits on commas, trimming spaces and dropping empty fields.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Matches reports whether c matches every non-zero field of want
+// (SharedKey must match exactly).
+func (c Cell) Matches(want Cell) bool {
+	return (want.Library == "" || c.Library == want.Library) &&
+		(want.Driver == "" || c.Driver == want.Driver) &&
+		(want.Scenario == "" || c.Scenario == want.Scenario) &&
+		(want.Nodes == 0 || c.Nodes == want.Nodes) &&
+		(want.FanOut == "" || c.FanOut == want.FanOut) &&
+		(want.Clients == 0 || c.Clients == want.Clients) &&
+		c.SharedKey == want.SharedKey
+}
+
+// Find returns the first record whose cell matches want, or nil.
+func Find(recs []Record, want Cell) *Record {
+	for i := range recs {
+		if recs[i].Matches(want) {
+			return &recs[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package matrix
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redlock-go/redlock/bench/measure"
+)
+
+func TestParseInts(t *testing.T) {
+	got, err := ParseInts(" 5,1, 3,1 ")
+	if err != nil || !slices.Equal(got, []int{1, 3, 5}) {
+		t.Fatalf("ParseInts = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "1,x", "-2"} {
+		if _, err := ParseInts(bad); err == nil {
+			t.Errorf("ParseInts(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	allowed := []string{"mem", "redigo", "rueidis", "radix"}
+	got, err := ParseNames("radix,mem", allowed)
+	if err != nil || !slices.Equal(got, []string{"mem", "radix"}) {
+		t.Fatalf("ParseNames = %v, %v (want allowed order)", got, err)
+	}
+	if got, _ := ParseNames("all", allowed); !slices.Equal(got, allowed) {
+		t.Errorf("all = %v", got)
+	}
+	if got, _ := ParseNames("none", allowed); got != nil {
+		t.Errorf("none = %v", got)
+	}
+	if _, err := ParseNames("jedis", allowed); err == nil || !strings.Contains(err.Error(), "jedis") {
+		t.Errorf("unknown name: %v", err)
+	}
+}
+
+func TestPlanCells(t *testing.T) {
+	p := Plan{
+		Drivers:     []string{"mem", "redigo"},
+		NodeCounts:  []int{1, 3, 5},
+		FanOuts:     []string{"sequential", "multiplexed"},
+		Concurrency: []int{1, 32},
+		Proxy:       true,
+		Contended:   true,
+		Peers:       AllPeers,
+	}
+	cells := p.Cells()
+	count := func(f func(Cell) bool) int {
+		n := 0
+		for _, c := range cells {
+			if f(c) {
+				n++
+			}
+		}
+		return n
+	}
+	// 2 drivers × 3 N × 2 fan-outs × 2 concurrencies, plus 2 contended.
+	if n := count(func(c Cell) bool { return !c.IsPeer() && c.Scenario == Loopback }); n != 26 {
+		t.Errorf("loopback redlock cells = %d, want 26", n)
+	}
+	// Proxy: redigo only (mem has no network), 3 N × 2 fan-outs.
+	if n := count(func(c Cell) bool { return !c.IsPeer() && c.Scenario == Proxy }); n != 6 {
+		t.Errorf("proxy cells = %d, want 6", n)
+	}
+	if n := count(func(c Cell) bool { return c.Library == Redislock }); n != 2 {
+		t.Errorf("redislock cells = %d, want 2 (N=1 only)", n)
+	}
+	if count(func(c Cell) bool { return c.Driver == "mem" && c.Scenario == Proxy }) != 0 {
+		t.Error("mem behind the proxy")
+	}
+	var shared *Cell
+	for i := range cells {
+		if cells[i].Matches(Cell{Library: Redlock, Driver: "redigo", SharedKey: true}) {
+			shared = &cells[i]
+		}
+	}
+	if shared == nil || shared.Nodes != 5 || shared.Clients != 32 || shared.FanOut != "multiplexed" {
+		t.Errorf("contended cell = %+v", shared)
+	}
+	names := map[string]bool{}
+	for _, c := range cells {
+		if names[c.Name()] {
+			t.Errorf("duplicate cell %s", c.Name())
+		}
+		names[c.Name()] = true
+	}
+	// Peers run after this library's cells.
+	if !cells[len(cells)-1].IsPeer() || cells[0].IsPeer() {
+		t.Error("run order")
+	}
+}
+
+func TestFind(t *testing.T) {
+	cells := []Record{{Cell: Cell{Library: Redlock, Driver: "redigo", Nodes: 5, Clients: 1}}}
+	if Find(cells, Cell{Library: Redlock, Nodes: 5}) == nil {
+		t.Error("not found")
+	}
+	if Find(cells, Cell{Library: Redsync}) != nil {
+		t.Error("found a peer")
+	}
+}
+
+func TestRecordJSONIsFlat(t *testing.T) {
+	r := Record{Cell: Cell{Library: Redsync, Driver: "redigo", Nodes: 5}, Result: measure.Result{P50Us: 12.5}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if !strings.Contains(s, `"library":"redsync"`) || !strings.Contains(s, `"p50_us":12.5`) {
+		t.Fatalf("json = %s", s)
+	}
+	var back Record
+	if err := json.Unmarshal(b, &back); err != nil || back != r {
+		t.Fatalf("round trip = %+v, %v", back, err)
+	}
+}
+
+func TestName(t *testing.T) {
+	c := Cell{Library: Redlock, Driver: "redigo", Scenario: Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 1}
+	if got := c.Name(); got != "lib=redlock/driver=redigo/scenario=loopback/nodes=5/fanout=multiplexed/clients=1" {
+		t.Errorf("Name = %s", got)
+	}
+}

@@ -1,0 +1,301 @@
+// Package measure is the benchmark loop shared by every library under test:
+// C workers run acquire+release pairs, each pair timed into an HDR
+// histogram, while the process's allocations and goroutine creations are
+// counted around the measured window. The redlock command, its peer
+// command (bench/peers) and the go test benchmarks all use it, so every
+// figure comes from the same loop and the same histogram.
+package measure
+
+import (
+	"context"
+	"math"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Subject is a lock implementation bound to its servers.
+type Subject interface {
+	// Worker returns the state of one client goroutine that locks key.
+	// Workers are created before the measured window starts.
+	Worker(key string) Worker
+}
+
+// Worker is one client goroutine's view of a Subject. It is used by one
+// goroutine only.
+type Worker interface {
+	// Pair acquires the lock once (no retries) and, if it won, releases it.
+	// acquired is false when the lock was held by someone else, which is not
+	// an error; err reports a failure of either step.
+	Pair(ctx context.Context) (acquired bool, err error)
+}
+
+// Spec describes one measurement.
+type Spec struct {
+	// Clients is the number of worker goroutines (at least 1).
+	Clients int
+	// SharedKey makes every worker lock the same key (the contended case);
+	// otherwise each worker has its own key.
+	SharedKey bool
+	// KeyPrefix prefixes the keys, so that cells do not share keys.
+	KeyPrefix string
+	// Duration bounds the measured window; Ops bounds the number of pairs
+	// instead when it is positive (the go test benchmarks use b.N).
+	Duration time.Duration
+	Ops      int64
+	// Warmup runs the loop, unmeasured, for this long first (connections
+	// dialled, scripts loaded, pools filled).
+	Warmup time.Duration
+}
+
+// Histogram bounds: 100 ns to 60 s at 3 significant digits.
+const (
+	lowestNs  = 100
+	highestNs = int64(60 * time.Second)
+	sigFigs   = 3
+)
+
+// NewHistogram returns an empty latency histogram in nanoseconds with the
+// bounds every Result uses.
+func NewHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(lowestNs, highestNs, sigFigs)
+}
+
+// Result is one measurement. Latencies are in microseconds.
+type Result struct {
+	Ops      int64 `json:"ops"`
+	Acquired int64 `json:"acquired"`
+	Errors   int64 `json:"errors"`
+	// FirstError is the text of the first error seen, if any.
+	FirstError string  `json:"first_error,omitempty"`
+	Seconds    float64 `json:"seconds"`
+	// Throughput is pairs per second, contended failures included.
+	Throughput float64 `json:"ops_per_sec"`
+	MeanUs     float64 `json:"mean_us"`
+	P50Us      float64 `json:"p50_us"`
+	P90Us      float64 `json:"p90_us"`
+	P99Us      float64 `json:"p99_us"`
+	P999Us     float64 `json:"p999_us"`
+	MaxUs      float64 `json:"max_us"`
+	// AllocsPerOp and BytesPerOp are heap allocations per pair in the whole
+	// process (runtime.MemStats), in-process servers and proxies included.
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+	// GoroutinesPerOp is goroutines created per pair in the whole process,
+	// from runtime/metrics /sched/goroutines-created:goroutines.
+	GoroutinesPerOp float64 `json:"goroutines_per_op"`
+}
+
+// FromHistogram fills the latency fields of r from h (nanoseconds).
+func (r *Result) FromHistogram(h *hdrhistogram.Histogram) {
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	r.MeanUs = h.Mean() / 1e3
+	r.P50Us = us(h.ValueAtQuantile(50))
+	r.P90Us = us(h.ValueAtQuantile(90))
+	r.P99Us = us(h.ValueAtQuantile(99))
+	r.P999Us = us(h.ValueAtQuantile(99.9))
+	r.MaxUs = us(h.Max())
+}
+
+// Counters is a snapshot of the process-wide counters a Result divides by
+// its operations.
+type Counters struct {
+	Mallocs, Bytes, Goroutines uint64
+}
+
+const goroutinesCreated = "/sched/goroutines-created:goroutines"
+
+// ReadCounters reads the allocation and goroutine-creation counters. It
+// stops the world briefly (runtime.ReadMemStats), so call it outside the
+// timed window.
+func ReadCounters() Counters {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s := []metrics.Sample{{Name: goroutinesCreated}}
+	metrics.Read(s)
+	c := Counters{Mallocs: ms.Mallocs, Bytes: ms.TotalAlloc}
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		c.Goroutines = s[0].Value.Uint64()
+	}
+	return c
+}
+
+// PerOp sets the per-pair counter fields of r from the counters before and
+// after ops pairs.
+func (r *Result) PerOp(before, after Counters, ops int64) {
+	if ops <= 0 {
+		return
+	}
+	n := float64(ops)
+	r.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / n
+	r.BytesPerOp = float64(after.Bytes-before.Bytes) / n
+	r.GoroutinesPerOp = float64(after.Goroutines-before.Goroutines) / n
+}
+
+// Key returns the key of worker i under spec.
+func (s Spec) Key(i int) string {
+	if s.SharedKey {
+		return s.KeyPrefix + "shared"
+	}
+	return s.KeyPrefix + strconv.Itoa(i)
+}
+
+// Run measures subject under spec and returns the result.
+func Run(ctx context.Context, subject Subject, spec Spec) Result {
+	l := Prepare(subject, spec)
+	if spec.Warmup > 0 {
+		l.Warmup(ctx, spec.Warmup)
+	}
+	before := ReadCounters()
+	l.Go(ctx)
+	after := ReadCounters()
+	r := l.Result()
+	r.PerOp(before, after, r.Ops)
+	return r
+}
+
+// Loop is a prepared measurement: its workers and histograms exist, so
+// that starting it allocates nothing per pair. The go test benchmarks
+// drive it directly to keep testing.B's own counters exact.
+type Loop struct {
+	spec    Spec
+	workers []Worker
+	hists   []*hdrhistogram.Histogram
+	stats   []workerStats
+	elapsed time.Duration
+}
+
+type workerStats struct {
+	ops, acquired, errors int64
+	firstErr              error
+	_                     [32]byte // keep workers' counters on separate cache lines
+}
+
+// Prepare creates the workers and histograms of a measurement.
+func Prepare(subject Subject, spec Spec) *Loop {
+	if spec.Clients < 1 {
+		spec.Clients = 1
+	}
+	l := &Loop{spec: spec}
+	for i := 0; i < spec.Clients; i++ {
+		l.workers = append(l.workers, subject.Worker(spec.Key(i)))
+		l.hists = append(l.hists, NewHistogram())
+	}
+	l.stats = make([]workerStats, spec.Clients)
+	return l
+}
+
+// Warmup runs the loop for d without recording anything.
+func (l *Loop) Warmup(ctx context.Context, d time.Duration) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for _, w := range l.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && ctx.Err() == nil {
+				w.Pair(ctx)
+			}
+		}()
+	}
+	t := time.NewTimer(d)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+	}
+	stop.Store(true)
+	wg.Wait()
+}
+
+// Go runs the measured window: until Spec.Ops pairs are done when it is
+// positive, else for Spec.Duration. The worker goroutines are started, and
+// wait, before the window opens; the caller reads its counters around Go.
+func (l *Loop) Go(ctx context.Context) {
+	var (
+		stop   atomic.Bool
+		budget atomic.Int64
+		ready  sync.WaitGroup
+		done   sync.WaitGroup
+		start  = make(chan struct{})
+	)
+	counted := l.spec.Ops > 0
+	budget.Store(l.spec.Ops)
+	for i, w := range l.workers {
+		h, st := l.hists[i], &l.stats[i]
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			for ctx.Err() == nil {
+				if counted {
+					if budget.Add(-1) < 0 {
+						return
+					}
+				} else if stop.Load() {
+					return
+				}
+				t0 := time.Now()
+				ok, err := w.Pair(ctx)
+				h.RecordValue(int64(time.Since(t0)))
+				st.ops++
+				if ok {
+					st.acquired++
+				}
+				if err != nil {
+					st.errors++
+					if st.firstErr == nil {
+						st.firstErr = err
+					}
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	t0 := time.Now()
+	close(start)
+	if !counted {
+		t := time.NewTimer(l.spec.Duration)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		stop.Store(true)
+	}
+	done.Wait()
+	l.elapsed = time.Since(t0)
+}
+
+// Result merges the workers' histograms and counts. The counter fields are
+// left zero: see Result.PerOp.
+func (l *Loop) Result() Result {
+	h := NewHistogram()
+	var r Result
+	for i, wh := range l.hists {
+		h.Merge(wh)
+		st := &l.stats[i]
+		r.Ops += st.ops
+		r.Acquired += st.acquired
+		r.Errors += st.errors
+		if st.firstErr != nil && r.FirstError == "" {
+			r.FirstError = st.firstErr.Error()
+		}
+	}
+	r.Seconds = l.elapsed.Seconds()
+	if r.Seconds > 0 {
+		r.Throughput = float64(r.Ops) / r.Seconds
+	}
+	r.FromHistogram(h)
+	if math.IsNaN(r.MeanUs) {
+		r.MeanUs = 0
+	}
+	return r
+}

@@ -1,0 +1,55 @@
+package target
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/core"
+)
+
+func TestMemSubjectRuns(t *testing.T) {
+	drv, closeFn, err := Dial("mem", []string{"a", "b", "c"}, DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if drv.Nodes() != 3 {
+		t.Fatalf("nodes = %d", drv.Nodes())
+	}
+	s, err := NewRedlock(drv, core.Multiplexed, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := measure.Run(context.Background(), s, measure.Spec{Clients: 2, KeyPrefix: "t:", Ops: 200})
+	if r.Ops != 200 || r.Acquired != 200 || r.Errors != 0 {
+		t.Fatalf("result = %+v", r)
+	}
+}
+
+func TestContendedLosesAreNotErrors(t *testing.T) {
+	drv, _, _ := Dial("mem", []string{"a"}, DialOptions{})
+	s, _ := NewRedlock(drv, core.Sequential, 10*time.Second)
+	held, err := s.L.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := s.Worker("k").Pair(context.Background())
+	if ok || err != nil {
+		t.Fatalf("Pair on a held key = %v, %v; want false, nil", ok, err)
+	}
+	s.L.Release(context.Background(), held)
+}
+
+func TestUnknownDriverAndFanOut(t *testing.T) {
+	if _, _, err := Dial("nope", []string{"a"}, DialOptions{}); err == nil {
+		t.Error("unknown driver accepted")
+	}
+	if _, err := ParseFanOut("parallel"); err == nil {
+		t.Error("unknown fan-out accepted")
+	}
+	if f, _ := ParseFanOut("sequential"); f != core.Sequential {
+		t.Error("sequential")
+	}
+}
