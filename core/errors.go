@@ -86,7 +86,7 @@ func appendNodes(b []byte, nodes []NodeResult, s Status) []byte {
 		if first {
 			b = append(b, "; "...)
 			if s == 0 {
-				b = append(b, "no reply awaited"...)
+				b = append(b, "not consulted"...)
 			} else {
 				b = append(b, s.String()...)
 			}

@@ -1,0 +1,79 @@
+// Package core is the Redlock algorithm over N independent Redis masters,
+// without the I/O: quorum, validity and clock-drift math, the retry state
+// machine, and the acquire, release and extend rounds, run against a tiny
+// Driver interface that does the talking. It imports the standard library
+// only (no fmt, no reflect), starts no goroutines, keeps no package-level
+// mutable state, and allocates nothing on the success paths of Acquire,
+// Release and Extend for up to MaxNodes nodes, so it compiles and runs
+// under WebAssembly and TinyGo. Time (Clock), tokens (TokenSource) and
+// jitter (Rand) are inputs; the root package redlock supplies production
+// ones, and core/memnode supplies an in-memory Driver and a manual clock.
+//
+// # The algorithm
+//
+// To acquire key with TTL t, a Locker takes a random token and, in one
+// attempt:
+//
+//  1. reads the clock (start);
+//  2. sends SET key token NX PX t to every node, each command bounded by a
+//     node timeout small against t (Config.NodeTimeout, default t/200);
+//  3. reads the clock again once a quorum (N/2+1) has answered OK, or the
+//     quorum is lost (multiplexed), or every node has answered (sequential);
+//  4. computes validity = t − (now − start) − drift, drift = t×1% + 2 ms
+//     by default (integer arithmetic, rounded up);
+//  5. holds the lock only with a quorum and validity > 0. Otherwise it
+//     deletes the key on every node (compare-and-delete on the token) and,
+//     after a random delay, tries again, up to Config.Retry's tries.
+//
+// Release compare-and-deletes on every node, those that refused the key
+// included. Extend compare-and-sets the expiry on every node, never
+// re-creating a key that expired or was lost, with quorum and validity
+// recomputed from the start of the extend round, at most
+// Config.MaxExtensions times. Cleanup after a failed attempt and Release run
+// detached from the caller's cancellation and are bounded by the node
+// timeout alone, so a cancelled caller leaves no minority of keys behind.
+//
+// Rounds reach the nodes in one of two ways (Config.FanOut). Sequential
+// sends to one node after another, as the distlock page describes, and
+// visits every node even after the quorum is won, so that a later restart
+// of one node cannot hand a majority to another client. Multiplexed issues
+// every request before awaiting any reply and decides as soon as the tally
+// does; the driver discards the stragglers' replies.
+//
+// # What safety rests on
+//
+// Redlock is safe only if the caller keeps these promises:
+//
+//   - Clocks: the rate at which time passes on the client and on every
+//     node differs by a bounded amount, covered by the drift allowance
+//     (1% by default). Clocks need not be synchronised: validity is the
+//     difference of two readings of the client's monotonic clock, and keys
+//     expire by relative PX timeouts, never by absolute times. A clock that
+//     runs backwards makes a round fail safe (validity 0).
+//   - Restarts: a node that crashes must stay down for at least the
+//     longest TTL in use before it rejoins (a delayed restart), or run with
+//     appendonly yes and appendfsync always. Otherwise it may forget a key
+//     and let a second client win a majority.
+//   - Work: the holder finishes its work, or extends, before the lock's
+//     validity runs out (Lock.RemainingAt). A process paused past that
+//     point (GC, SIGSTOP) no longer holds the lock and must not act as if
+//     it did: the token is random, not monotonic, so the storage behind the
+//     lock cannot fence a stale holder.
+//   - Nodes: N independent masters, not replicas of one another.
+//
+// # Errors
+//
+// Every failure matches exactly one sentinel with errors.Is: ErrTaken,
+// ErrQuorumUnreachable, ErrCancelled (which also wraps ctx.Err()),
+// ErrNotHeld, ErrInvalidConfig or ErrExtensionLimit. Round failures are
+// *Error values that name the nodes involved and unwrap to each node's
+// error. Bad input is refused before anything is sent.
+//
+// # Writing a driver
+//
+// A Driver returns a Batch per round; see Batch for the two call shapes.
+// Send must not block on the network, the deadline passed to Send must
+// bound the command itself, and Close must not block on replies the core
+// chose not to await. core/memnode is the reference implementation, and
+// drivers/conformance is the suite every driver should pass.
+package core
