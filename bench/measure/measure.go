@@ -151,12 +151,8 @@ func Run(ctx context.Context, subject Subject, spec Spec) Result {
 	if spec.Warmup > 0 {
 		l.Warmup(ctx, spec.Warmup)
 	}
-	before := ReadCounters()
 	l.Go(ctx)
-	after := ReadCounters()
-	r := l.Result()
-	r.PerOp(before, after, r.Ops)
-	return r
+	return l.Result()
 }
 
 // Loop is a prepared measurement: its workers and histograms exist, so
@@ -168,6 +164,9 @@ type Loop struct {
 	hists   []*hdrhistogram.Histogram
 	stats   []workerStats
 	elapsed time.Duration
+	// before and after are the process counters around the window, read
+	// once the workers exist, so their own creation is not counted.
+	before, after Counters
 }
 
 type workerStats struct {
@@ -215,7 +214,7 @@ func (l *Loop) Warmup(ctx context.Context, d time.Duration) {
 
 // Go runs the measured window: until Spec.Ops pairs are done when it is
 // positive, else for Spec.Duration. The worker goroutines are started, and
-// wait, before the window opens; the caller reads its counters around Go.
+// wait, before the window opens and the counters are read.
 func (l *Loop) Go(ctx context.Context) {
 	var (
 		stop   atomic.Bool
@@ -259,6 +258,7 @@ func (l *Loop) Go(ctx context.Context) {
 		}()
 	}
 	ready.Wait()
+	l.before = ReadCounters()
 	t0 := time.Now()
 	close(start)
 	if !counted {
@@ -272,10 +272,11 @@ func (l *Loop) Go(ctx context.Context) {
 	}
 	done.Wait()
 	l.elapsed = time.Since(t0)
+	l.after = ReadCounters()
 }
 
-// Result merges the workers' histograms and counts. The counter fields are
-// left zero: see Result.PerOp.
+// Result merges the workers' histograms and counts, and divides the
+// process counters by the pairs done.
 func (l *Loop) Result() Result {
 	h := NewHistogram()
 	var r Result
@@ -294,6 +295,7 @@ func (l *Loop) Result() Result {
 		r.Throughput = float64(r.Ops) / r.Seconds
 	}
 	r.FromHistogram(h)
+	r.PerOp(l.before, l.after, r.Ops)
 	if math.IsNaN(r.MeanUs) {
 		r.MeanUs = 0
 	}

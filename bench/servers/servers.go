@@ -64,8 +64,8 @@ type Redis struct {
 }
 
 // StartRedis starts n redis-server processes from binary (Binary() when
-// empty), each on a free 127.0.0.1 port with no persistence (--save ''
-// --appendonly no), in a fresh temporary directory. It waits until each
+// empty), each on a free 127.0.0.1 port with no persistence (save disabled,
+// appendonly no), in a fresh temporary directory. It waits until each
 // answers PING.
 func StartRedis(binary string, n int) (*Redis, error) {
 	if binary == "" {

@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/latproxy"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/servers"
+	"github.com/redlock-go/redlock/bench/target"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+const (
+	ttl      = 10 * time.Second
+	maxNodes = 5
+	poolSize = 64
+	warmup   = 100 * time.Millisecond
+)
+
+var (
+	nodeCounts  = []int{1, 3, 5}
+	fanOuts     = []core.FanOut{core.Sequential, core.Multiplexed}
+	concurrency = []int{1, 32}
+)
+
+// The redis-server processes and proxies are started once, by the first
+// benchmark that needs them, and stopped by TestMain.
+var (
+	redisOnce  sync.Once
+	redisSet   *servers.Redis
+	redisErr   error
+	proxyOnce  sync.Once
+	proxies    []*latproxy.Proxy
+	proxyErr   error
+	proxyDelay = time.Millisecond
+)
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv("REDLOCK_BENCH_PROXY_MS"); v != "" {
+		ms, err := strconv.ParseFloat(v, 64)
+		if err != nil || ms < 0 {
+			fmt.Fprintf(os.Stderr, "bench: bad REDLOCK_BENCH_PROXY_MS=%q\n", v)
+			os.Exit(2)
+		}
+		proxyDelay = time.Duration(ms * float64(time.Millisecond))
+	}
+	code := m.Run()
+	closeSubject()
+	for _, p := range proxies {
+		p.Close()
+	}
+	if redisSet != nil {
+		redisSet.Close()
+	}
+	os.Exit(code)
+}
+
+// addrs returns the addresses of maxNodes servers for driver, behind the
+// proxy if asked. Redis-backed drivers skip (or fail, with
+// REDLOCK_REQUIRE_REDIS=1) without redis-server.
+func addrs(b *testing.B, driver string, proxied bool) []string {
+	b.Helper()
+	if target.InMemory(driver) {
+		return []string{"mem:0", "mem:1", "mem:2", "mem:3", "mem:4"}
+	}
+	bin := redistest.RedisServerPath(b)
+	redisOnce.Do(func() { redisSet, redisErr = servers.StartRedis(bin, maxNodes) })
+	if redisErr != nil {
+		b.Fatal(redisErr)
+	}
+	if !proxied {
+		return redisSet.Addrs()
+	}
+	proxyOnce.Do(func() {
+		for _, a := range redisSet.Addrs() {
+			p, err := latproxy.Start(a, proxyDelay)
+			if err != nil {
+				proxyErr = err
+				return
+			}
+			proxies = append(proxies, p)
+		}
+	})
+	if proxyErr != nil {
+		b.Fatal(proxyErr)
+	}
+	var out []string
+	for _, p := range proxies {
+		out = append(out, p.Addr())
+	}
+	return out
+}
+
+// The subject of the running sub-benchmark is kept across its calls (the
+// framework calls it with growing b.N), so that dialling and warm-up
+// happen once; it is closed when the next sub-benchmark starts.
+var (
+	curName  string
+	curSubj  *target.Redlock
+	curClose func() error
+)
+
+func closeSubject() {
+	if curClose != nil {
+		curClose()
+	}
+	curName, curSubj, curClose = "", nil, nil
+}
+
+func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec measure.Spec) *target.Redlock {
+	if curName == b.Name() {
+		return curSubj
+	}
+	closeSubject()
+	drv, closeFn, err := target.Dial(driver, as, target.DialOptions{PoolSize: poolSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := target.NewRedlock(drv, fan, ttl)
+	if err != nil {
+		closeFn()
+		b.Fatal(err)
+	}
+	curName, curSubj, curClose = b.Name(), s, closeFn
+	measure.Prepare(s, spec).Warmup(context.Background(), warmup)
+	return s
+}
+
+// run measures b.N pairs and reports the latency percentiles and
+// goroutines per pair next to the framework's ns/op, B/op and allocs/op.
+func run(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, clients int, shared bool) {
+	spec := measure.Spec{Clients: clients, SharedKey: shared, KeyPrefix: "bench:" + b.Name() + ":"}
+	s := subject(b, driver, as[:nodes], fan, spec)
+	spec.Ops = int64(b.N)
+	loop := measure.Prepare(s, spec)
+	b.ReportAllocs()
+	b.ResetTimer()
+	loop.Go(context.Background())
+	b.StopTimer()
+	r := loop.Result()
+	if r.Errors > 0 {
+		b.Fatalf("%d of %d pairs failed, first: %s", r.Errors, r.Ops, r.FirstError)
+	}
+	b.ReportMetric(r.P50Us, "p50-µs")
+	b.ReportMetric(r.P99Us, "p99-µs")
+	b.ReportMetric(r.GoroutinesPerOp, "goroutines/op")
+	if shared {
+		b.ReportMetric(100*float64(r.Acquired)/float64(r.Ops), "won-%")
+	}
+}
+
+// BenchmarkAcquireRelease is the matrix: driver × N × fan-out × clients on
+// distinct keys, servers on loopback.
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, d := range target.Drivers() {
+		for _, n := range nodeCounts {
+			for _, f := range fanOuts {
+				for _, c := range concurrency {
+					b.Run(fmt.Sprintf("driver=%s/nodes=%d/fanout=%s/clients=%d", d, n, f, c), func(b *testing.B) {
+						run(b, d, addrs(b, d, false), n, f, c, false)
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkContended has 32 clients race for one key at N=5: most rounds
+// lose (won-% says how many win), which exercises the cleanup path.
+func BenchmarkContended(b *testing.B) {
+	const n, c = maxNodes, 32
+	for _, d := range target.Drivers() {
+		b.Run(fmt.Sprintf("driver=%s/nodes=%d/fanout=%s/clients=%d", d, n, core.Multiplexed, c), func(b *testing.B) {
+			run(b, d, addrs(b, d, false), n, core.Multiplexed, c, true)
+		})
+	}
+}
+
+// BenchmarkProxy runs one client against servers behind the latency proxy
+// (REDLOCK_BENCH_PROXY_MS each way, default 1 ms), where a round costs
+// about one round trip multiplexed and N sequential.
+func BenchmarkProxy(b *testing.B) {
+	if proxyDelay == 0 {
+		b.Skip("bench: REDLOCK_BENCH_PROXY_MS=0")
+	}
+	for _, d := range target.Drivers() {
+		if target.InMemory(d) {
+			continue
+		}
+		for _, n := range nodeCounts {
+			for _, f := range fanOuts {
+				b.Run(fmt.Sprintf("driver=%s/nodes=%d/fanout=%s/clients=1", d, n, f), func(b *testing.B) {
+					run(b, d, addrs(b, d, true), n, f, 1, false)
+				})
+			}
+		}
+	}
+}

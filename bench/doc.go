@@ -1,0 +1,25 @@
+// Package bench is the benchmark suite of the redlock library. Its go test
+// benchmarks measure acquire+release pairs through every driver against
+// real redis-server processes that the suite starts on loopback:
+//
+//	go test -run '^$' -bench . ./bench
+//	go test -run '^$' -bench 'AcquireRelease/driver=redigo/nodes=5' -count 10 ./bench | tee new.txt
+//	benchstat old.txt new.txt
+//
+// Sub-benchmark names are benchstat dimensions:
+// BenchmarkAcquireRelease/driver=redigo/nodes=5/fanout=multiplexed/clients=1.
+// Besides ns/op, B/op and allocs/op, each reports p50-µs and p99-µs of a
+// pair, and goroutines/op: goroutines created per pair, counted by the
+// runtime (runtime/metrics /sched/goroutines-created:goroutines), not
+// sampled. BenchmarkContended has every client on one key;
+// BenchmarkProxy puts each server behind a delaying proxy (1 ms each way by
+// default, REDLOCK_BENCH_PROXY_MS to change, 0 to skip). Driver "mem" is the
+// in-memory reference node, the zero-cost floor of the core.
+//
+// Without redis-server on PATH the redis sub-benchmarks are skipped with a
+// message, or fail when REDLOCK_REQUIRE_REDIS=1.
+//
+// The comparison with other libraries, percentiles from longer runs,
+// plots and the committed results are the job of cmd/redlock-bench; the
+// subpackages hold what both share.
+package bench

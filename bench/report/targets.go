@@ -1,0 +1,213 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+)
+
+// Target is one goal of issue #4, checked against figures of the same run.
+type Target struct {
+	Name string `json:"name"`
+	// Goal states the bound, Figures the numbers it was checked with.
+	Goal    string  `json:"goal"`
+	Figures string  `json:"figures"`
+	Ratio   float64 `json:"ratio,omitempty"`
+	// Measured is false when a needed cell is missing from the run.
+	Measured bool   `json:"measured"`
+	Pass     bool   `json:"pass"`
+	Note     string `json:"note,omitempty"`
+}
+
+// Reference subjects for the comparisons.
+const (
+	refPeer   = "redsync"
+	refClient = "redigo"
+	// zero is the largest per-op count that rounds to 0 at two decimals:
+	// a long measured window amortises the runtime's own background
+	// allocations and goroutines below it.
+	zero = 0.005
+)
+
+// Evaluate computes the targets from the records of one run. nodes is the
+// N the targets are stated at (5), clients the high concurrency (32).
+func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
+	var ts []Target
+	latNote, tputNote := "", ""
+	if !env.Pinned {
+		latNote = "unpinned run: latency targets are defined pinned (--pin: taskset -c 0, GOMAXPROCS=1)"
+	} else {
+		tputNote = "pinned run: the throughput target is defined unpinned"
+	}
+	if strings.HasPrefix(env.Servers, "miniredis") {
+		latNote = join(latNote, "miniredis servers: not a real deployment")
+		tputNote = join(tputNote, "miniredis servers: not a real deployment")
+	}
+	find := func(c matrix.Cell) *matrix.Record {
+		r := matrix.Find(recs, c)
+		if r == nil || r.Ops == 0 {
+			return nil
+		}
+		return r
+	}
+	missing := func(name, goal string, what ...string) Target {
+		return Target{Name: name, Goal: goal, Figures: "not measured: " + strings.Join(what, ", ")}
+	}
+	lb := func(lib, drv string, n int, fan string, c int) *matrix.Record {
+		return find(matrix.Cell{Library: lib, Driver: drv, Scenario: matrix.Loopback, Nodes: n, FanOut: fan, Clients: c})
+	}
+
+	// 1. Core overhead over the in-memory driver.
+	for _, fan := range []string{"multiplexed", "sequential"} {
+		name := fmt.Sprintf("core overhead, mem N=%d %s", nodes, fan)
+		goal := "0 allocs/op and mean ≤ 1 µs per acquire+release"
+		r := lb(matrix.Redlock, "mem", nodes, fan, 1)
+		if r == nil {
+			ts = append(ts, missing(name, goal, "redlock+mem"))
+			continue
+		}
+		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+			Figures: fmt.Sprintf("%.2f allocs/op, mean %.2f µs (p50 %.2f µs)", r.AllocsPerOp, r.MeanUs, r.P50Us),
+			Ratio:   r.MeanUs,
+			Pass:    r.AllocsPerOp < zero && r.MeanUs <= 1, Note: latNote})
+	}
+
+	// 2. Against redsync+redigo at N, one client.
+	peer := lb(refPeer, refClient, nodes, matrix.FanConcurrent, 1)
+	for _, d := range []string{"redigo", "rueidis", "radix"} {
+		subj := "redlock+" + d
+		r := lb(matrix.Redlock, d, nodes, "multiplexed", 1)
+		name := fmt.Sprintf("%s N=%d multiplexed vs redsync+redigo: p50", subj, nodes)
+		goal := "p50 ≤ 0.75× redsync+redigo"
+		aname := fmt.Sprintf("%s N=%d multiplexed vs redsync+redigo: allocs", subj, nodes)
+		agoal := "allocs/op ≤ 1/3 of redsync+redigo's"
+		gname := fmt.Sprintf("%s N=%d multiplexed: goroutines per op", subj, nodes)
+		ggoal := "no goroutine started per op"
+		if r == nil {
+			continue // driver not in this run
+		}
+		ts = append(ts, Target{Name: gname, Goal: ggoal, Measured: true,
+			Figures: fmt.Sprintf("%.3f goroutines/op", r.GoroutinesPerOp), Ratio: r.GoroutinesPerOp,
+			Pass: r.GoroutinesPerOp < zero})
+		if peer == nil {
+			ts = append(ts, missing(name, goal, "redsync+redigo"), missing(aname, agoal, "redsync+redigo"))
+			continue
+		}
+		ratio := r.P50Us / peer.P50Us
+		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+			Figures: fmt.Sprintf("%.1f µs vs %.1f µs", r.P50Us, peer.P50Us), Ratio: ratio,
+			Pass: ratio <= 0.75, Note: latNote})
+		aratio := r.AllocsPerOp / peer.AllocsPerOp
+		ts = append(ts, Target{Name: aname, Goal: agoal, Measured: true,
+			Figures: fmt.Sprintf("%.1f vs %.1f allocs/op", r.AllocsPerOp, peer.AllocsPerOp), Ratio: aratio,
+			Pass: aratio <= 1.0/3})
+	}
+
+	// 3. Behind the latency proxy.
+	if env.ProxyDelayMs > 0 {
+		rtt := 2 * env.ProxyDelayMs * 1000 // µs
+		for _, d := range []string{"redigo", "rueidis", "radix"} {
+			subj := "redlock+" + d
+			for _, fan := range []string{"multiplexed", "sequential"} {
+				px := find(matrix.Cell{Library: matrix.Redlock, Driver: d, Scenario: matrix.Proxy, Nodes: nodes, FanOut: fan, Clients: 1})
+				floor := lb(matrix.Redlock, d, nodes, fan, 1)
+				if px == nil && floor == nil {
+					continue
+				}
+				trips, bound := 2, 1.15
+				goal := fmt.Sprintf("p50 ≤ 1.15× (2 round trips + loopback floor)")
+				if fan == "sequential" {
+					trips = 2 * nodes
+					goal = fmt.Sprintf("p50 ≈ %d round trips + loopback floor (0.9–1.15×)", trips)
+				}
+				name := fmt.Sprintf("%s N=%d %s behind a %.3g ms/direction proxy", subj, nodes, fan, env.ProxyDelayMs)
+				if px == nil || floor == nil {
+					ts = append(ts, missing(name, goal, "proxy or loopback cell"))
+					continue
+				}
+				ref := float64(trips)*rtt + floor.P50Us
+				ratio := px.P50Us / ref
+				pass := ratio <= bound
+				if fan == "sequential" {
+					pass = ratio >= 0.9 && ratio <= bound
+				}
+				ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+					Figures: fmt.Sprintf("%.0f µs vs %d×%.0f µs + %.0f µs = %.0f µs", px.P50Us, trips, rtt, floor.P50Us, ref),
+					Ratio:   ratio, Pass: pass, Note: latNote})
+			}
+		}
+	}
+
+	// 4. Throughput at high concurrency against the best peer.
+	var best *matrix.Record
+	for i := range recs {
+		r := &recs[i]
+		if r.IsPeer() && r.Scenario == matrix.Loopback && r.Nodes == nodes && r.Clients == clients && !r.SharedKey && r.Ops > 0 {
+			if best == nil || r.Throughput > best.Throughput {
+				best = r
+			}
+		}
+	}
+	for _, d := range []string{"redigo", "rueidis", "radix"} {
+		r := lb(matrix.Redlock, d, nodes, "multiplexed", clients)
+		if r == nil {
+			continue
+		}
+		name := fmt.Sprintf("redlock+%s N=%d multiplexed, %d clients: throughput", d, nodes, clients)
+		goal := "≥ 1.5× the best peer's"
+		if best == nil {
+			ts = append(ts, missing(name, goal, "peers"))
+			continue
+		}
+		ratio := r.Throughput / best.Throughput
+		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+			Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, best.Throughput, best.Subject()),
+			Ratio:   ratio, Pass: ratio >= 1.5, Note: tputNote})
+	}
+	return ts
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func verdict(t Target) string {
+	switch {
+	case !t.Measured:
+		return "n/a"
+	case t.Pass:
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func ratio(t Target) string {
+	if !t.Measured || math.IsNaN(t.Ratio) || math.IsInf(t.Ratio, 0) {
+		return ""
+	}
+	return fmt.Sprintf("%.3g", t.Ratio)
+}
+
+// Targets writes the targets as an aligned text table.
+func Targets(w io.Writer, ts []Target) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "verdict\ttarget\tgoal\tratio\tfigures\tnote")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", verdict(t), t.Name, t.Goal, ratio(t), t.Figures, t.Note)
+	}
+	return tw.Flush()
+}
+
+func writeTargetsMarkdown(b *strings.Builder, ts []Target) {
+	b.WriteString("| verdict | target | goal | ratio | figures | note |\n|---|---|---|--:|---|---|\n")
+	for _, t := range ts {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", verdict(t), t.Name, t.Goal, ratio(t), t.Figures, t.Note)
+	}
+}
