@@ -1,0 +1,651 @@
+package conformance
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+)
+
+// newClusterFunc starts n fresh nodes behind one driver for one test.
+type newClusterFunc func(t *testing.T, n int) cluster
+
+// behaviouralCase is a case that runs on real servers and on memnode.
+type behaviouralCase struct {
+	name string
+	// sizes are the node counts it runs with, as subtests "N=3" etc.
+	sizes []int
+	run   func(t *testing.T, c cluster, mode core.FanOut)
+}
+
+var behavioural = []behaviouralCase{
+	{"driver-shape", []int{1, 3}, testDriverShape},
+	{"acquire-release-extend", []int{3, 5}, testAcquireReleaseExtend},
+	{"expiry", []int{3}, testExpiry},
+	{"missing-key", []int{3}, testMissingKey},
+	{"foreign-token", []int{3}, testForeignToken},
+	{"stopped-node", []int{3, 5}, testStoppedNode},
+	{"killed-node", []int{3, 5}, testKilledNode},
+	{"restart", []int{3}, testRestart},
+	{"cancellation", []int{3}, testCancellation},
+	{"batch-close-early", []int{3}, testBatchCloseEarly},
+	{"mutual-exclusion", []int{3, 5}, testMutualExclusion},
+}
+
+func runCases(t *testing.T, newCluster newClusterFunc, mode core.FanOut) {
+	for _, bc := range behavioural {
+		t.Run(bc.name, func(t *testing.T) {
+			for _, n := range bc.sizes {
+				t.Run("N="+strconv.Itoa(n), func(t *testing.T) {
+					bc.run(t, newCluster(t, n), mode)
+				})
+			}
+		})
+	}
+}
+
+// Test defaults. The node timeout is generous because the suite runs under
+// the race detector on loaded machines; cases that need a short one say so.
+const (
+	defaultTTL         = 10 * time.Second
+	defaultNodeTimeout = 500 * time.Millisecond
+	// testTimeout bounds every call, so that a hanging driver fails the
+	// test instead of stalling it.
+	testTimeout = 10 * time.Second
+)
+
+// newLocker returns a Locker over c's driver in mode. Zero TTL, NodeTimeout
+// and Retry fields get the test defaults: 10 s, 500 ms, no retry.
+func newLocker(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *core.Locker {
+	t.Helper()
+	cfg.FanOut = mode
+	if cfg.TTL == 0 {
+		cfg.TTL = defaultTTL
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = defaultNodeTimeout
+	}
+	if cfg.Retry.IsZero() {
+		cfg.Retry = core.NoRetry()
+	}
+	l, err := redlock.New(c.Driver(), cfg)
+	require.NoError(t, err)
+	return l
+}
+
+// testContext returns a context that ends with the test or after
+// testTimeout.
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// testKey returns a key unique to the test.
+func testKey(t *testing.T, suffix string) string { return "conformance:" + t.Name() + suffix }
+
+// foreignToken is a token no Locker in the suite issues (crypto/rand ones
+// would need 2^128 luck), standing for another client.
+var foreignToken = core.TokenFromUint64s(0xf0f0f0f0f0f0f0f0, 0x0f0f0f0f0f0f0f0f)
+
+// requireError checks that err matches kind and is a *core.Error.
+func requireError(t *testing.T, err, kind error) *core.Error {
+	t.Helper()
+	require.ErrorIs(t, err, kind)
+	var e *core.Error
+	require.ErrorAs(t, err, &e)
+	return e
+}
+
+// assertNamed checks that err's message names each node.
+func assertNamed(t *testing.T, c cluster, err error, nodes []int) {
+	t.Helper()
+	for _, i := range nodes {
+		assert.Contains(t, err.Error(), c.Name(i), "error must name node %d", i)
+	}
+}
+
+// lossThreshold is how many nodes must fail to deny a quorum: N - quorum + 1.
+func lossThreshold(n int) int { return n - core.Quorum(n) + 1 }
+
+// requireHolds checks that each node holds key with tok and a PTTL above
+// minTTL.
+func requireHolds(t *testing.T, c cluster, key string, tok core.Token, minTTL time.Duration, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		got, pttl, ok := c.Get(i, key)
+		require.True(t, ok, "node %d (%s) must hold %q", i, c.Name(i), key)
+		require.Equal(t, tok.String(), got, "token of %q on node %d", key, i)
+		require.Greater(t, pttl, minTTL, "PTTL of %q on node %d", key, i)
+	}
+}
+
+// requireAbsent checks that key does not exist on each node.
+func requireAbsent(t *testing.T, c cluster, key string, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		got, _, ok := c.Get(i, key)
+		require.False(t, ok, "node %d (%s) must not hold %q, holds %s", i, c.Name(i), key, got)
+	}
+}
+
+// requireNotHolding checks that no node in nodes holds key with tok.
+func requireNotHolding(t *testing.T, c cluster, key string, tok core.Token, nodes ...int) {
+	t.Helper()
+	for _, i := range nodes {
+		got, _, ok := c.Get(i, key)
+		require.False(t, ok && got == tok.String(), "node %d (%s) still holds %q with the token", i, c.Name(i), key)
+	}
+}
+
+// eventually polls cond, on the test goroutine, until it holds or timeout
+// passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); {
+		if time.Now().After(deadline) {
+			require.FailNow(t, "condition not met within "+timeout.String(), msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func all(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func without(nodes []int, drop ...int) []int {
+	var out []int
+outer:
+	for _, i := range nodes {
+		for _, d := range drop {
+			if i == d {
+				continue outer
+			}
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// testDriverShape: Nodes is N and each node's name contains its address.
+func testDriverShape(t *testing.T, c cluster, _ core.FanOut) {
+	d := c.Driver()
+	require.Equal(t, c.N(), d.Nodes())
+	for i := range c.N() {
+		assert.Contains(t, d.NodeName(i), c.Name(i), "NodeName(%d)", i)
+	}
+}
+
+// testAcquireReleaseExtend: the basic semantics, checked on every node.
+func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{MaxExtensions: 2})
+
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, key, lock.Key())
+	assert.Greater(t, lock.Validity(), time.Duration(0))
+	assert.LessOrEqual(t, lock.Validity(), defaultTTL)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+
+	// A second acquirer is refused by the holder's nodes, and its cleanup
+	// leaves the holder's keys alone.
+	_, err = l.Acquire(ctx, key)
+	e := requireError(t, err, core.ErrTaken)
+	held := e.Failed(core.StatusHeld)
+	assert.GreaterOrEqual(t, len(held), lossThreshold(n), "nodes reporting held: %v", err)
+	assertNamed(t, c, err, held)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+
+	// Extend resets the expiry: shorten it first so the reset shows.
+	for i := range n {
+		c.Set(i, key, lock.Token(), time.Second)
+	}
+	ext, err := l.Extend(ctx, lock)
+	require.NoError(t, err)
+	assert.Equal(t, 1, ext.Extensions())
+	assert.Greater(t, ext.Validity(), time.Duration(0))
+	assert.Equal(t, lock.Token(), ext.Token())
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+
+	ext, err = l.Extend(ctx, ext)
+	require.NoError(t, err)
+	assert.Equal(t, 2, ext.Extensions())
+	_, err = l.Extend(ctx, ext)
+	requireError(t, err, core.ErrExtensionLimit)
+
+	require.NoError(t, l.Release(ctx, ext))
+	requireAbsent(t, c, key, all(n)...)
+}
+
+// testExpiry: a lock whose keys expired in Redis is gone: it cannot be
+// extended (nor re-created), its release says not held rather than taken,
+// and another client may take the key.
+func testExpiry(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	const ttl = 400 * time.Millisecond
+	cfg := core.Config{TTL: ttl, NodeTimeout: 150 * time.Millisecond}
+	l := newLocker(t, c, mode, cfg)
+
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), 0, all(n)...)
+	eventually(t, 5*time.Second, func() bool {
+		for i := range n {
+			if _, _, ok := c.Get(i, key); ok {
+				return false
+			}
+		}
+		return true
+	}, "keys must expire on every node")
+	// Validity is counted from before the keys were set, so it ended first.
+	assert.Zero(t, lock.Remaining())
+
+	_, err = l.Extend(ctx, lock)
+	requireError(t, err, core.ErrNotHeld)
+	requireAbsent(t, c, key, all(n)...)
+
+	err = l.Release(ctx, lock)
+	e := requireError(t, err, core.ErrNotHeld)
+	assert.NotErrorIs(t, err, core.ErrTaken)
+	assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
+
+	other := newLocker(t, c, mode, cfg)
+	lock2, err := other.Acquire(ctx, key)
+	require.NoError(t, err)
+	require.NotEqual(t, lock.Token(), lock2.Token())
+
+	// The stale holder cannot release the new holder's lock.
+	err = l.Release(ctx, lock)
+	requireError(t, err, core.ErrTaken)
+	requireHolds(t, c, key, lock2.Token(), 0, all(n)...)
+	require.NoError(t, other.Release(ctx, lock2))
+}
+
+// testMissingKey: release and extend of a lock whose keys were deleted (or
+// expired in Redis while the lock was still valid locally) report not
+// held, reach the nodes, and never re-create a key.
+func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n := testContext(t), c.N()
+	l := newLocker(t, c, mode, core.Config{})
+
+	t.Run("deleted everywhere", func(t *testing.T) {
+		key := testKey(t, "")
+		lock, err := l.Acquire(ctx, key)
+		require.NoError(t, err)
+		for i := range n {
+			c.Del(i, key)
+		}
+		_, err = l.Extend(ctx, lock)
+		e := requireError(t, err, core.ErrNotHeld)
+		assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
+		requireAbsent(t, c, key, all(n)...)
+
+		err = l.Release(ctx, lock)
+		e = requireError(t, err, core.ErrNotHeld)
+		assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
+		requireAbsent(t, c, key, all(n)...)
+	})
+
+	t.Run("expired in redis", func(t *testing.T) {
+		// The lock is valid locally for seconds more, so Extend must ask
+		// the nodes; their keys are gone.
+		key := testKey(t, "")
+		lock, err := l.Acquire(ctx, key)
+		require.NoError(t, err)
+		for i := range n {
+			c.Set(i, key, lock.Token(), 30*time.Millisecond)
+		}
+		eventually(t, 5*time.Second, func() bool {
+			for i := range n {
+				if _, _, ok := c.Get(i, key); ok {
+					return false
+				}
+			}
+			return true
+		}, "keys must expire on every node")
+		require.Positive(t, lock.Remaining())
+		_, err = l.Extend(ctx, lock)
+		requireError(t, err, core.ErrNotHeld)
+		requireAbsent(t, c, key, all(n)...)
+	})
+
+	t.Run("deleted on a minority", func(t *testing.T) {
+		key := testKey(t, "")
+		lock, err := l.Acquire(ctx, key)
+		require.NoError(t, err)
+		c.Del(0, key)
+		for i := 1; i < n; i++ {
+			c.Set(i, key, lock.Token(), time.Second)
+		}
+		ext, err := l.Extend(ctx, lock)
+		require.NoError(t, err)
+		requireAbsent(t, c, key, 0) // extend never re-creates a key
+		requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), 0)...)
+		require.NoError(t, l.Release(ctx, ext))
+		requireAbsent(t, c, key, all(n)...)
+	})
+}
+
+// testForeignToken: keys held by another token on a majority are neither
+// deleted nor extended.
+func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{})
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+
+	const foreignTTL = 5 * time.Second
+	foreign := []int{0, 1}
+	for _, i := range foreign {
+		c.Set(i, key, foreignToken, foreignTTL)
+	}
+
+	_, err = l.Extend(ctx, lock)
+	e := requireError(t, err, core.ErrTaken)
+	assert.ElementsMatch(t, foreign, e.Failed(core.StatusHeld), "%v", err)
+	assertNamed(t, c, err, foreign)
+	for _, i := range foreign {
+		got, pttl, ok := c.Get(i, key)
+		require.True(t, ok)
+		require.Equal(t, foreignToken.String(), got)
+		require.LessOrEqual(t, pttl, foreignTTL, "extend must not touch the foreign key's expiry on node %d", i)
+	}
+
+	err = l.Release(ctx, lock)
+	e = requireError(t, err, core.ErrTaken)
+	assert.ElementsMatch(t, foreign, e.Failed(core.StatusHeld), "%v", err)
+	requireHolds(t, c, key, foreignToken, 0, foreign...)
+	// Release is sent to every node, and deletes the lock's own key on the
+	// rest even though the round failed.
+	rest := without(all(n), foreign...)
+	eventually(t, 2*time.Second, func() bool {
+		for _, i := range rest {
+			if _, _, ok := c.Get(i, key); ok {
+				return false
+			}
+		}
+		return true
+	}, "release must delete the lock's own keys")
+}
+
+// testStoppedNode: a hung (SIGSTOPped) minority costs a node timeout, not
+// the lock; a hung majority makes the round fail with timeouts, within the
+// caller's deadline.
+func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
+	n := c.N()
+	// Generous against a hang, and never reached by a driver that honours
+	// the node timeout.
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second)
+	defer cancel()
+	l := newLocker(t, c, mode, core.Config{TTL: 5 * time.Second, NodeTimeout: 250 * time.Millisecond})
+
+	// Stop node 1, so that a sequential round must get past it.
+	stopped := []int{1}
+	c.Stop(1)
+	key := testKey(t, "")
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	assert.Positive(t, lock.Validity())
+	requireHolds(t, c, key, lock.Token(), 0, without(all(n), stopped...)...)
+	require.NoError(t, l.Release(ctx, lock))
+	requireAbsent(t, c, key, without(all(n), stopped...)...)
+
+	// Stop a majority: every stopped node must report a timeout.
+	for i := 2; len(stopped) < lossThreshold(n); i++ {
+		c.Stop(i)
+		stopped = append(stopped, i)
+	}
+	_, err = l.Acquire(ctx, testKey(t, "-2"))
+	e := requireError(t, err, core.ErrQuorumUnreachable)
+	assert.ElementsMatch(t, stopped, e.Failed(core.StatusTimeout), "%v", err)
+	assertNamed(t, c, err, stopped)
+	require.NoError(t, ctx.Err(), "the round must end at the node timeout, not the caller's deadline")
+
+	for _, i := range stopped {
+		c.Cont(i)
+	}
+}
+
+// testKilledNode: refused connections on a minority cost nothing; on a
+// majority the error names the nodes; restarted nodes are used again.
+func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n := testContext(t), c.N()
+	l := newLocker(t, c, mode, core.Config{})
+
+	// The largest minority, spread out so a sequential round meets live
+	// and dead nodes alternately.
+	var killed []int
+	for i := 0; len(killed) < n-core.Quorum(n); i += 2 {
+		c.Kill(i)
+		killed = append(killed, i)
+	}
+	key := testKey(t, "")
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), killed...)...)
+	require.NoError(t, l.Release(ctx, lock))
+
+	// One more makes a majority.
+	last := 1
+	c.Kill(last)
+	killed = append(killed, last)
+	_, err = l.Acquire(ctx, testKey(t, "-2"))
+	e := requireError(t, err, core.ErrQuorumUnreachable)
+	assert.ElementsMatch(t, killed, e.Failed(core.StatusError), "%v", err)
+	assertNamed(t, c, err, killed)
+
+	// Restarted nodes come back into use: the driver reconnects.
+	for _, i := range killed {
+		c.Restart(i)
+	}
+	key3 := testKey(t, "-3")
+	eventually(t, 5*time.Second, func() bool {
+		lock, err := l.Acquire(ctx, key3)
+		if err != nil {
+			return false
+		}
+		defer l.Release(ctx, lock)
+		for i := range n {
+			if got, _, ok := c.Get(i, key3); !ok || got != lock.Token().String() {
+				return false
+			}
+		}
+		return true
+	}, "after restart, an acquire must set the key on every node")
+}
+
+// testRestart: a node that restarts empty does not hand the lock to
+// another client, and extend does not re-create its key.
+func testRestart(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{})
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+
+	c.Restart(0)
+	requireAbsent(t, c, key, 0)
+
+	other := newLocker(t, c, mode, core.Config{})
+	_, err = other.Acquire(ctx, key)
+	requireError(t, err, core.ErrTaken)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), 0)...)
+
+	for i := 1; i < n; i++ {
+		c.Set(i, key, lock.Token(), time.Second)
+	}
+	ext, err := l.Extend(ctx, lock)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), 0)...)
+	// Extend never re-creates the lock's key on node 0. (The refused
+	// acquirer's key may be there: in a multiplexed round its cleanup can
+	// overtake its SET on another connection, so that is not checked.)
+	requireNotHolding(t, c, key, lock.Token(), 0)
+
+	require.NoError(t, l.Release(ctx, ext))
+	requireAbsent(t, c, key, all(n)...)
+}
+
+// testCancellation: a caller cancelled mid-acquire gets ErrCancelled
+// wrapping context.Canceled, and the attempt's keys are removed anyway;
+// release works with a cancelled context.
+func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
+	base, n, key := testContext(t), c.N(), testKey(t, "")
+	// Keep retrying, so that however late the cancel lands it lands during
+	// an attempt or a delay, never after the tries ran out.
+	l := newLocker(t, c, mode, core.Config{Retry: core.RandomDelay(1<<20, 10*time.Millisecond, 20*time.Millisecond)})
+
+	// A stopped majority holds the round open until the node timeout. Its
+	// nodes already hold the key for another client, so whatever of ours
+	// they run once continued (queued SET NX and release) changes nothing,
+	// and the check below is exact.
+	stopped := []int{1, 2}
+	for _, i := range stopped {
+		c.Set(i, key, foreignToken, time.Minute)
+		c.Stop(i)
+	}
+	ctx, cancel := context.WithCancel(base)
+	timer := time.AfterFunc(20*time.Millisecond, cancel)
+	defer timer.Stop()
+	tok := core.TokenFromUint64s(0x0123456789abcdef, uint64(time.Now().UnixNano()))
+	_, err := l.AcquireToken(ctx, key, tok)
+	requireError(t, err, core.ErrCancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, base.Err(), "cancellation must not wait for the test deadline")
+	// The cleanup ran detached from the cancelled caller.
+	requireNotHolding(t, c, key, tok, without(all(n), stopped...)...)
+
+	for _, i := range stopped {
+		c.Cont(i)
+	}
+	requireNotHolding(t, c, key, tok, all(n)...)
+
+	// Release and extend with a context that is already cancelled.
+	key2 := testKey(t, "-2")
+	lock, err := l.Acquire(base, key2)
+	require.NoError(t, err)
+	done, cancelDone := context.WithCancel(base)
+	cancelDone()
+	_, err = l.Extend(done, lock)
+	requireError(t, err, core.ErrCancelled)
+	require.NoError(t, l.Release(done, lock), "release must outlive the caller's cancellation")
+	requireAbsent(t, c, key2, all(n)...)
+}
+
+// testBatchCloseEarly drives the Batch directly: Close before all replies,
+// with a node that never answers, must not block, and the driver stays
+// usable. Receive with a closed cancel channel returns false.
+func testBatchCloseEarly(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	d := c.Driver()
+	c.Stop(n - 1)
+
+	tok := core.TokenFromUint64s(1, uint64(time.Now().UnixNano()))
+	deadline := time.Now().Add(time.Minute)
+	cmd := core.Command{Op: core.OpAcquire, Key: key, Token: tok, TTL: 2 * time.Second}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		b := d.Begin(ctx)
+		for i := range n {
+			b.Send(i, cmd, deadline)
+		}
+		r, ok := b.Receive(nil)
+		if assert.True(t, ok) {
+			assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+			assert.Less(t, r.Node, n-1, "the stopped node cannot answer")
+		}
+		b.Close()
+
+		// Receive on a closed cancel channel gives up while the only
+		// outstanding command waits on the stopped node.
+		b = d.Begin(ctx)
+		b.Send(n-1, core.Command{Op: core.OpRelease, Key: key, Token: tok}, deadline)
+		cancelled := make(chan struct{})
+		close(cancelled)
+		_, ok = b.Receive(cancelled)
+		assert.False(t, ok, "Receive must return when cancel is closed")
+		b.Close()
+	}()
+	select {
+	case <-closed:
+	case <-time.After(testTimeout):
+		require.FailNow(t, "Batch.Close or Receive blocked on a node that does not answer")
+	}
+	c.Cont(n - 1)
+
+	l := newLocker(t, c, mode, core.Config{})
+	key2 := testKey(t, "-2")
+	lock, err := l.Acquire(ctx, key2)
+	require.NoError(t, err)
+	requireHolds(t, c, key2, lock.Token(), defaultTTL/2, all(n)...)
+	require.NoError(t, l.Release(ctx, lock))
+}
+
+// testMutualExclusion: many goroutines contend for one key; at most one
+// holds it at any time, and no increment of a counter they update under
+// the lock is lost.
+func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
+	key := testKey(t, "")
+	workers, rounds := 16, 5
+	if mode == core.Sequential {
+		workers = 8 // a sequential round costs N round trips
+	}
+	l := newLocker(t, c, mode, core.Config{
+		TTL:   2 * time.Second,
+		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	// The race detector cannot see the happens-before edge Redis provides,
+	// so the shared state is atomic; the lock is what keeps the Load and
+	// Store of an increment together.
+	var holders, maxHolders atomic.Int32
+	var counter atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				lock, err := l.Acquire(ctx, key)
+				if err != nil {
+					errs <- err
+					return
+				}
+				h := holders.Add(1)
+				for m := maxHolders.Load(); h > m && !maxHolders.CompareAndSwap(m, h); m = maxHolders.Load() {
+				}
+				v := counter.Load()
+				time.Sleep(time.Millisecond)
+				counter.Store(v + 1)
+				holders.Add(-1)
+				if err := l.Release(context.Background(), lock); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	assert.Equal(t, int64(workers*rounds), counter.Load(), "increments lost")
+	assert.LessOrEqual(t, maxHolders.Load(), int32(1), "more than one holder at once")
+	requireAbsent(t, c, key, all(c.N())...)
+}

@@ -1,0 +1,156 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// realCase is a case that only a real server can check: memnode has no
+// script cache, no credentials and no transport.
+type realCase struct {
+	name string
+	run  func(t *testing.T, f Factory, mode core.FanOut)
+}
+
+var realCases = []realCase{
+	{"script-flush", testScriptFlush},
+	{"auth-password", testPassword},
+	{"auth-acl-user", testACLUser},
+	{"tls", testTLS},
+}
+
+// requireWorks takes, extends and releases a lock and checks every node.
+func requireWorks(t *testing.T, c cluster, mode core.FanOut) {
+	t.Helper()
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{})
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+	lock, err = l.Extend(ctx, lock)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx, lock))
+	requireAbsent(t, c, key, all(n)...)
+}
+
+// requireUnreachable checks that acquiring through c fails with
+// ErrQuorumUnreachable, naming every node: those that failed and those
+// whose reply was not awaited once the round was lost.
+func requireUnreachable(t *testing.T, c cluster, mode core.FanOut) {
+	t.Helper()
+	ctx := testContext(t)
+	l := newLocker(t, c, mode, core.Config{})
+	_, err := l.Acquire(ctx, testKey(t, ""))
+	e := requireError(t, err, core.ErrQuorumUnreachable)
+	failed := len(e.Failed(core.StatusError)) + len(e.Failed(core.StatusTimeout))
+	assert.GreaterOrEqual(t, failed, lossThreshold(c.N()), "%v", err)
+	assertNamed(t, c, err, all(c.N()))
+}
+
+// testScriptFlush: after SCRIPT FLUSH the driver's EVALSHA gets NOSCRIPT and
+// must fall back to EVAL, for extend and for release.
+func testScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{})
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	// Warm the driver's script path first, so that the flush below
+	// invalidates what it believes is loaded.
+	lock, err = l.Extend(ctx, lock)
+	require.NoError(t, err)
+
+	flush := func() {
+		for i := range n {
+			c.scriptFlush(i)
+		}
+	}
+	flush()
+	for i := range n {
+		c.Set(i, key, lock.Token(), time.Second)
+	}
+	lock, err = l.Extend(ctx, lock)
+	require.NoError(t, err, "extend after SCRIPT FLUSH")
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+
+	flush()
+	require.NoError(t, l.Release(ctx, lock), "release after SCRIPT FLUSH")
+	requireAbsent(t, c, key, all(n)...)
+}
+
+// testPassword: requirepass servers refuse a wrong password with an error
+// naming each node, and accept the right one.
+func testPassword(t *testing.T, f Factory, mode core.FanOut) {
+	opts := redistest.Options{Password: "right horse battery"}
+	t.Run("wrong", func(t *testing.T) {
+		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
+			for i := range eps {
+				eps[i].Password = "wrong"
+			}
+		})
+		requireUnreachable(t, c, mode)
+	})
+	t.Run("none", func(t *testing.T) {
+		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
+			for i := range eps {
+				eps[i].Password = ""
+			}
+		})
+		requireUnreachable(t, c, mode)
+	})
+	t.Run("right", func(t *testing.T) {
+		requireWorks(t, startReal(t, f, 3, opts, nil), mode)
+	})
+}
+
+// testACLUser: with the default user disabled, the driver must
+// authenticate as the named user.
+func testACLUser(t *testing.T, f Factory, mode core.FanOut) {
+	opts := redistest.Options{User: "locker", UserPassword: "pw-of-locker"}
+	t.Run("right", func(t *testing.T) {
+		requireWorks(t, startReal(t, f, 3, opts, nil), mode)
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
+			for i := range eps {
+				eps[i].Password = "wrong"
+			}
+		})
+		requireUnreachable(t, c, mode)
+	})
+	t.Run("no user", func(t *testing.T) {
+		// The password alone authenticates as the disabled default user.
+		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
+			for i := range eps {
+				eps[i].Username = ""
+			}
+		})
+		requireUnreachable(t, c, mode)
+	})
+}
+
+// testTLS: TLS-only servers work with the client configuration and fail,
+// without hanging, with a plain-text driver.
+func testTLS(t *testing.T, f Factory, mode core.FanOut) {
+	opts := redistest.Options{TLS: true}
+	t.Run("tls", func(t *testing.T) {
+		requireWorks(t, startReal(t, f, 3, opts, nil), mode)
+	})
+	t.Run("tls with password", func(t *testing.T) {
+		requireWorks(t, startReal(t, f, 3, redistest.Options{TLS: true, Password: "pw"}, nil), mode)
+	})
+	t.Run("plain text client", func(t *testing.T) {
+		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
+			for i := range eps {
+				eps[i].TLS = nil
+			}
+		})
+		requireUnreachable(t, c, mode)
+	})
+}
