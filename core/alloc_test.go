@@ -113,3 +113,20 @@ func BenchmarkCore(b *testing.B) {
 		})
 	}
 }
+
+var byteSink []byte
+
+// allocate is not inlined: TinyGo elides an inlined make whose result is
+// only stored to a global, which would make the canary below vacuous.
+//
+//go:noinline
+func allocate(n int) []byte { return make([]byte, n) }
+
+// TestAllocCounterSeesAllocations guards TestZeroAllocs against passing
+// vacuously: on every platform (gc, wasm, TinyGo) the counter must see a
+// real heap allocation.
+func TestAllocCounterSeesAllocations(t *testing.T) {
+	if got := mallocsPerRun(50, func() { byteSink = allocate(64) }); got < 1 {
+		t.Fatalf("counter saw %d allocations of a 64-byte slice, want >= 1", got)
+	}
+}
