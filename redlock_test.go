@@ -1,0 +1,63 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+func TestCryptoTokensAreDistinctAndFree(t *testing.T) {
+	src := redlock.CryptoTokens()
+	seen := make(map[core.Token]bool)
+	for i := 0; i < 5000; i++ { // crosses many 512-byte refills
+		tok := src.NewToken()
+		if tok == (core.Token{}) || seen[tok] {
+			t.Fatalf("token %d repeated or zero: %v", i, tok)
+		}
+		seen[tok] = true
+	}
+	if a := testing.AllocsPerRun(1000, func() { src.NewToken() }); a != 0 {
+		t.Fatalf("NewToken allocates %v times", a)
+	}
+}
+
+func TestJitterSpreads(t *testing.T) {
+	j := redlock.NewJitter()
+	var ones int
+	for i := 0; i < 1000; i++ {
+		if j.Uint64()&1 == 1 {
+			ones++
+		}
+	}
+	if ones < 400 || ones > 600 {
+		t.Fatalf("low bit set %d/1000 times", ones)
+	}
+	if a, b := redlock.NewJitter().Uint64(), redlock.NewJitter().Uint64(); a == b {
+		t.Fatal("two generators share a seed")
+	}
+}
+
+func TestNewFillsProductionInputs(t *testing.T) {
+	l, err := redlock.New(memnode.New(3, core.SystemClock{}), core.Config{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := l.Config()
+	if cfg.Clock == nil || cfg.Tokens == nil || cfg.Jitter == nil {
+		t.Fatal("inputs not filled")
+	}
+	lock, err := l.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := lock.Remaining(); r <= 0 || r > time.Second {
+		t.Fatalf("Remaining on the system clock = %v", r)
+	}
+	if err := l.Release(context.Background(), lock); err != nil {
+		t.Fatal(err)
+	}
+}
