@@ -1,0 +1,66 @@
+// Command peerbench measures peer Redis lock libraries for redlock-bench.
+// It reads a matrix.PeerRequest (JSON) on standard input, runs each cell
+// through the same loop as the redlock command (package measure), and
+// writes one matrix.PeerMessage (JSON) per line on standard output: a
+// start as each cell begins, the record as it ends. redlock-bench builds
+// and runs it; it is not meant to be run by hand.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/peers"
+)
+
+func main() {
+	var req matrix.PeerRequest
+	if err := json.NewDecoder(os.Stdin).Decode(&req); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench: reading the request:", err)
+		os.Exit(2)
+	}
+	tlsConf, err := peers.TLSConfig(req.TLS, req.TLSCA)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(2)
+	}
+	opts := peers.Options{Username: req.Username, Password: req.Password, TLS: tlsConf, TTL: req.TTL, PoolSize: req.PoolSize}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(os.Stdout)
+	for _, c := range req.Cells {
+		if ctx.Err() != nil {
+			os.Exit(1)
+		}
+		c := c
+		enc.Encode(matrix.PeerMessage{Start: &c})
+		rec := measureCell(ctx, c, req, opts)
+		enc.Encode(matrix.PeerMessage{Done: &rec})
+	}
+}
+
+func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opts peers.Options) matrix.Record {
+	rec := matrix.Record{Cell: c}
+	s, err := peers.Open(c, req.Addrs[c.Scenario], opts)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	defer s.Close()
+	runtime.GC()
+	rec.Result = measure.Run(ctx, s, measure.Spec{
+		Clients:   c.Clients,
+		SharedKey: c.SharedKey,
+		KeyPrefix: c.KeyPrefix(req.RunID),
+		Duration:  req.Duration,
+		Warmup:    req.Warmup,
+	})
+	return rec
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package main
+
+// affinity is unknown outside Linux.
+func affinity() []int { return nil }

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/target"
+)
+
+// config is the parsed command line.
+type config struct {
+	nodes       []string // external servers; empty: start our own
+	user, pass  string
+	tls         bool
+	tlsCA       string
+	plan        matrix.Plan
+	duration    time.Duration
+	warmup      time.Duration
+	proxyDelay  time.Duration
+	ttl         time.Duration
+	poolSize    int
+	pin         bool
+	out         string
+	noRedis     bool
+	peersDir    string
+	contended   bool
+	listDrivers bool
+}
+
+// parseFlags parses args (without the program name) into a config.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("redlock-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./cmd/redlock-bench [flags]\n\n%s\nflags:\n", usageText)
+		fs.PrintDefaults()
+	}
+	var (
+		c                                         config
+		nodes, drivers, counts, fans, conc, peers string
+	)
+	fs.StringVar(&nodes, "nodes", "", "comma-separated host:port list of external Redis servers (default: start redis-server, or miniredis, on loopback)")
+	fs.StringVar(&c.user, "user", "", "ACL user for external servers")
+	fs.StringVar(&c.pass, "password", "", "password for external servers")
+	fs.BoolVar(&c.tls, "tls", false, "connect to external servers over TLS")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM file of the CA that signed the servers' certificates (implies --tls)")
+	fs.StringVar(&drivers, "drivers", "all", "redlock drivers to run: "+strings.Join(target.Drivers(), ",")+" (all, none)")
+	fs.StringVar(&counts, "node-counts", "1,3,5", "node counts N to run")
+	fs.StringVar(&fans, "fanout", "sequential,multiplexed", "fan-outs to run")
+	fs.StringVar(&conc, "concurrency", "1,32", "client goroutines to run, on distinct keys")
+	fs.StringVar(&peers, "peers", "all", "peer libraries to run in the same run: "+strings.Join(matrix.AllPeers, ",")+" (all, none)")
+	fs.BoolVar(&c.contended, "contended", true, "add one single-key cell per subject at the largest N and concurrency")
+	fs.DurationVar(&c.duration, "duration", 400*time.Millisecond, "measured time per cell")
+	fs.DurationVar(&c.warmup, "warmup", 100*time.Millisecond, "unmeasured warm-up per cell")
+	fs.DurationVar(&c.proxyDelay, "proxy-latency", time.Millisecond, "delay the latency proxy adds in EACH direction (a round trip costs twice that); 0 disables the proxy scenario")
+	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock TTL, the same for every library")
+	fs.IntVar(&c.poolSize, "pool-size", 64, "connection pool size per node, for every library that has one")
+	fs.BoolVar(&c.pin, "pin", false, "re-run pinned to CPU 0 (taskset -c 0, GOMAXPROCS=1), the setting of the latency targets")
+	fs.StringVar(&c.out, "out", "", "results directory (default results/<servers>[-pinned])")
+	fs.BoolVar(&c.noRedis, "no-redis-server", false, "use in-process miniredis even if redis-server is on PATH")
+	fs.StringVar(&c.peersDir, "peers-dir", "", "directory of the nested peers module (default: bench/peers of this repository)")
+	fs.BoolVar(&c.listDrivers, "list", false, "print the drivers and peers compiled in, and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if nodes != "" {
+		for _, a := range strings.Split(nodes, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				if !strings.Contains(a, ":") {
+					return nil, fmt.Errorf("--nodes: %q is not host:port", a)
+				}
+				c.nodes = append(c.nodes, a)
+			}
+		}
+	}
+	if c.tlsCA != "" {
+		c.tls = true
+	}
+	if c.nodes == nil && (c.tls || c.user != "" || c.pass != "") {
+		return nil, errors.New("--user, --password, --tls and --tls-ca apply to external servers (--nodes)")
+	}
+	if c.plan.Drivers, err = matrix.ParseNames(drivers, target.Drivers()); err != nil {
+		return nil, fmt.Errorf("--drivers: %v", err)
+	}
+	if c.plan.NodeCounts, err = matrix.ParseInts(counts); err != nil {
+		return nil, fmt.Errorf("--node-counts: %v", err)
+	}
+	if c.plan.FanOuts, err = matrix.ParseNames(fans, []string{"sequential", "multiplexed"}); err != nil || len(c.plan.FanOuts) == 0 {
+		return nil, fmt.Errorf("--fanout: %v", orEmpty(err))
+	}
+	if c.plan.Concurrency, err = matrix.ParseInts(conc); err != nil {
+		return nil, fmt.Errorf("--concurrency: %v", err)
+	}
+	if c.plan.Peers, err = matrix.ParseNames(peers, matrix.AllPeers); err != nil {
+		return nil, fmt.Errorf("--peers: %v", err)
+	}
+	if len(c.plan.Drivers) == 0 && len(c.plan.Peers) == 0 {
+		return nil, errors.New("nothing to run: no drivers and no peers")
+	}
+	if c.nodes != nil {
+		if maxN := slices.Max(c.plan.NodeCounts); maxN > len(c.nodes) {
+			return nil, fmt.Errorf("--node-counts asks for %d nodes but --nodes lists %d", maxN, len(c.nodes))
+		}
+	}
+	switch {
+	case c.duration <= 0:
+		return nil, errors.New("--duration must be positive")
+	case c.warmup < 0 || c.proxyDelay < 0:
+		return nil, errors.New("--warmup and --proxy-latency must not be negative")
+	case c.ttl < time.Millisecond || c.ttl%time.Millisecond != 0:
+		return nil, errors.New("--ttl must be a whole number of milliseconds")
+	case c.poolSize < 1:
+		return nil, errors.New("--pool-size must be positive")
+	}
+	c.plan.Proxy = c.proxyDelay > 0
+	c.plan.Contended = c.contended
+	return &c, nil
+}
+
+func orEmpty(err error) error {
+	if err == nil {
+		return errors.New("empty list")
+	}
+	return err
+}
+
+const usageText = `Runs acquire+release pairs of the redlock library through each driver, and
+of peer libraries (redsync, bsm/redislock, rueidislock) through the same loop
+against the same servers, and reports latency percentiles, throughput,
+allocations and goroutines per pair, the issue's targets, and plots.
+
+With no flags it runs a quick matrix (about a minute) against redis-server
+processes it starts on loopback, or against in-process miniredis servers if
+redis-server is not installed (those figures are not a real deployment).
+Results go to the terminal and to --out: run.json, results.md, *.png.`

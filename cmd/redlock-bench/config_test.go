@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.plan.NodeCounts, []int{1, 3, 5}) || !slices.Equal(c.plan.Concurrency, []int{1, 32}) {
+		t.Errorf("plan = %+v", c.plan)
+	}
+	if !slices.Contains(c.plan.Drivers, "mem") || len(c.plan.Peers) != 4 {
+		t.Errorf("drivers %v, peers %v", c.plan.Drivers, c.plan.Peers)
+	}
+	if !c.plan.Proxy || c.proxyDelay != time.Millisecond || !c.plan.Contended {
+		t.Errorf("proxy %v %v", c.plan.Proxy, c.proxyDelay)
+	}
+	if c.nodes != nil || c.pin {
+		t.Error("external or pinned by default")
+	}
+}
+
+func TestFlags(t *testing.T) {
+	c, err := parseFlags([]string{
+		"--nodes", "10.0.0.1:6379, 10.0.0.2:6379,10.0.0.3:6379",
+		"--node-counts", "3,1", "--fanout", "multiplexed", "--concurrency", "8",
+		"--drivers", "mem", "--peers", "none", "--proxy-latency", "0",
+		"--tls-ca", "ca.pem", "--user", "u", "--password", "p",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.nodes) != 3 || c.nodes[1] != "10.0.0.2:6379" {
+		t.Errorf("nodes = %q", c.nodes)
+	}
+	if !c.tls || c.user != "u" || c.pass != "p" {
+		t.Error("auth/tls flags")
+	}
+	if c.plan.Proxy || c.plan.Peers != nil || !slices.Equal(c.plan.NodeCounts, []int{1, 3}) || !slices.Equal(c.plan.FanOuts, []string{"multiplexed"}) {
+		t.Errorf("plan = %+v", c.plan)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--nodes", "a:1", "--node-counts", "1,3"},
+		{"--password", "x"},
+		{"--nodes", "nohost"},
+		{"--drivers", "jedis"},
+		{"--fanout", "parallel"},
+		{"--concurrency", "0"},
+		{"--duration", "0s"},
+		{"--ttl", "1500us"},
+		{"--drivers", "none", "--peers", "none"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}

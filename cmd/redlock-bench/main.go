@@ -1,0 +1,307 @@
+// Command redlock-bench measures the redlock library through each of its
+// drivers, and peer Redis lock libraries through the same loop against the
+// same servers, and reports latency percentiles (HDR histograms),
+// throughput, allocations and goroutines per acquire+release pair, the
+// targets of the benchmark issue as ratios within the run, and plots.
+//
+//	go run ./cmd/redlock-bench                 # quick matrix, about a minute
+//	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
+//	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
+//
+// Servers: with --nodes, the given ones; otherwise it starts redis-server
+// processes on loopback, or in-process miniredis servers when redis-server
+// is not on PATH (or with --no-redis-server), under a banner: those
+// figures are not a real deployment. The latency-proxy scenario puts each
+// server behind an in-process TCP proxy that delays every byte by
+// --proxy-latency in each direction (1 ms: a round trip costs 2 ms).
+//
+// Peers (redsync v4 over redigo and rueidis, bsm/redislock at N=1,
+// rueidislock) live in the nested module bench/peers, which this command
+// builds with the go tool and runs as a child process; see its README.
+//
+// Output: a table and the targets on standard output, progress on standard
+// error, and run.json, results.md and PNG plots in --out.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/latproxy"
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/plots"
+	"github.com/redlock-go/redlock/bench/report"
+	"github.com/redlock-go/redlock/bench/servers"
+	"github.com/redlock-go/redlock/bench/target"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+const miniBanner = `
+################################################################################
+#  redis-server not used: running against in-process miniredis servers.       #
+#  These numbers do NOT represent a real deployment: the servers are Go code   #
+#  in this process, sharing its CPU, scheduler and garbage collector, and      #
+#  their allocations count in allocs/op. Install redis-server for real ones.   #
+################################################################################
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "redlock-bench:", err)
+		return 2
+	}
+	if cfg.listDrivers {
+		fmt.Fprintf(stdout, "drivers: %s\npeers:   %s\n", strings.Join(target.Drivers(), " "), strings.Join(matrix.AllPeers, " "))
+		return 0
+	}
+	env := environment()
+	if cfg.pin && !env.Pinned && os.Getenv(pinnedEnv) != "1" {
+		code, err := reexecPinned(args, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "redlock-bench:", err)
+		}
+		return code
+	}
+	if !env.Pinned {
+		fmt.Fprintln(stderr, pinAdvice)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench(ctx, cfg, env, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "redlock-bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// bench starts the servers and proxies, runs every cell, and reports.
+func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.Writer) error {
+	maxN := slices.Max(cfg.plan.NodeCounts)
+	var (
+		set  servers.Set
+		err  error
+		mode string
+	)
+	switch {
+	case cfg.nodes != nil:
+		set, mode = servers.External{List: cfg.nodes}, "external"
+		env.ServerAddrs = cfg.nodes
+	case !cfg.noRedis && servers.Binary() != "":
+		set, err = servers.StartRedis("", maxN)
+		mode = "redis-server"
+	default:
+		fmt.Fprint(stderr, miniBanner)
+		set, err = servers.StartMini(maxN)
+		mode = "miniredis"
+		env.Notes = append(env.Notes, "miniredis in-process servers: NOT a real deployment")
+	}
+	if err != nil {
+		return err
+	}
+	defer set.Close()
+	env.Servers = set.Kind()
+	if mode == "external" {
+		env.Servers = fmt.Sprintf("external (%d nodes)", len(cfg.nodes))
+	}
+	if env.Pinned {
+		mode += "-pinned"
+	}
+	out := cfg.out
+	if out == "" {
+		out = filepath.Join("results", mode)
+	}
+	env.CellSeconds = cfg.duration.Seconds()
+	env.WarmupSecs = cfg.warmup.Seconds()
+	env.TTLMs = cfg.ttl.Milliseconds()
+	env.PoolSize = cfg.poolSize
+
+	addrs := map[string][]string{matrix.Loopback: set.Addrs()}
+	if cfg.plan.Proxy {
+		var pa []string
+		for _, a := range set.Addrs() {
+			p, err := latproxy.Start(a, cfg.proxyDelay)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			pa = append(pa, p.Addr())
+		}
+		addrs[matrix.Proxy] = pa
+		env.ProxyDelayMs = float64(cfg.proxyDelay) / float64(time.Millisecond)
+	}
+	opts := target.DialOptions{Username: cfg.user, Password: cfg.pass, PoolSize: cfg.poolSize}
+	if cfg.tls {
+		if opts.TLS, err = tlsConfig(cfg.tlsCA); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintf(stderr, "servers: %s %v; GOMAXPROCS=%d, CPUs %s; %s per cell after %s warm-up\n",
+		env.Servers, set.Addrs(), env.GOMAXPROCS, env.Affinity, cfg.duration, cfg.warmup)
+	cells := cfg.plan.Cells()
+	var ours, peers []matrix.Cell
+	for _, c := range cells {
+		if c.IsPeer() {
+			peers = append(peers, c)
+		} else {
+			ours = append(ours, c)
+		}
+	}
+	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	prog := newProgress(stderr, len(cells))
+	var recs []matrix.Record
+	for _, c := range ours {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		prog.step(c.Name())
+		recs = append(recs, measureCell(ctx, cfg, opts, c, addrs[c.Scenario], runID))
+	}
+	if len(peers) > 0 && ctx.Err() == nil {
+		if err := peerCells(cfg, peers, addrs, runID, prog, &recs); err != nil {
+			prog.log("peers: %v", err)
+			env.Notes = append(env.Notes, "peers not measured: "+firstLine(err.Error()))
+			for _, c := range peers {
+				if matrix.Find(recs, c) == nil {
+					recs = append(recs, matrix.Record{Cell: c, Note: "not measured: peer command failed"})
+				}
+			}
+		}
+	}
+	prog.finish()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+
+	tn, tc := 5, 32
+	if !slices.Contains(cfg.plan.NodeCounts, tn) {
+		tn = maxN
+	}
+	if !slices.Contains(cfg.plan.Concurrency, tc) {
+		tc = slices.Max(cfg.plan.Concurrency)
+	}
+	result := report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}
+	fmt.Fprintln(stdout)
+	if err := report.Table(stdout, recs); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\ntargets (N=%d, %d clients; ratios within this run):\n", tn, tc)
+	if err := report.Targets(stdout, result.Targets); err != nil {
+		return err
+	}
+	if mode == "miniredis" {
+		fmt.Fprint(stdout, miniBanner)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	files, err := plots.Write(out, recs, env.ProxyDelayMs)
+	if err != nil {
+		return fmt.Errorf("plots: %v", err)
+	}
+	if err := report.WriteFiles(out, result, files); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nwrote %s: run.json, results.md, %s\n", out, strings.Join(files, ", "))
+	return nil
+}
+
+// measureCell runs one of this library's cells.
+func measureCell(ctx context.Context, cfg *config, opts target.DialOptions, c matrix.Cell, addrs []string, runID string) matrix.Record {
+	rec := matrix.Record{Cell: c}
+	fan, err := target.ParseFanOut(c.FanOut)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	drv, closeDrv, err := target.Dial(c.Driver, addrs[:c.Nodes], opts)
+	if err != nil {
+		rec.Note = "dial: " + err.Error()
+		return rec
+	}
+	defer closeDrv()
+	s, err := target.NewRedlock(drv, fan, cfg.ttl)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	runtime.GC() // the previous cell's garbage is not this cell's cost
+	rec.Result = measure.Run(ctx, s, measure.Spec{
+		Clients:   c.Clients,
+		SharedKey: c.SharedKey,
+		KeyPrefix: c.KeyPrefix(runID),
+		Duration:  cfg.duration,
+		Warmup:    cfg.warmup,
+	})
+	return rec
+}
+
+// peerCells builds and runs the peer command for cells, appending its
+// records to recs.
+func peerCells(cfg *config, cells []matrix.Cell, addrs map[string][]string, runID string, prog *progress, recs *[]matrix.Record) error {
+	dir, err := findPeersDir(cfg.peersDir)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "redlock-peerbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	prog.log("building the peer command in %s (first time: downloads the peers' modules)", dir)
+	bin, err := buildPeers(dir, tmp)
+	if err != nil {
+		return err
+	}
+	req := matrix.PeerRequest{
+		Addrs: addrs, Username: cfg.user, Password: cfg.pass, TLS: cfg.tls, TLSCA: cfg.tlsCA,
+		RunID: runID, TTL: cfg.ttl, PoolSize: cfg.poolSize, Duration: cfg.duration, Warmup: cfg.warmup,
+		Cells: cells,
+	}
+	return runPeers(bin, req,
+		func(c matrix.Cell) { prog.step(c.Name()) },
+		func(r matrix.Record) { *recs = append(*recs, r) })
+}
+
+// tlsConfig trusts the CA in caFile, or the system roots if it is empty.
+func tlsConfig(caFile string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return c, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificates", caFile)
+	}
+	c.RootCAs = pool
+	return c, nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
