@@ -1,0 +1,357 @@
+// Package fanout adapts a blocking Redis client to core.Batch.
+//
+// A Redis client such as rueidis or radix answers one command per call and
+// blocks the calling goroutine until the reply (or the context's deadline).
+// A Redlock round in multiplexed mode must have a command outstanding on
+// every node at once. Fanout gets there without starting a goroutine per
+// node per operation:
+//
+//   - New starts a fixed set of long-lived workers per node (Config.Workers,
+//     64 by default), each blocked on its node's job queue; Close stops them.
+//   - A batch buffers the commands given to Send. The first Receive hands all
+//     but the last buffered command to the nodes' workers and executes the
+//     last one inline, on the caller's goroutine. In sequential mode (one
+//     command outstanding) that means no handoff at all.
+//   - Workers put replies in the batch's reply channel, buffered for N
+//     replies, so a worker never blocks on a batch whose caller has stopped
+//     listening. A closed batch is reused (pooled) only once every reply has
+//     arrived; a batch closed with stragglers is left to the garbage
+//     collector, and the stragglers' replies land in its buffer.
+//   - Every command runs under context.WithDeadline(
+//     context.WithoutCancel(beginCtx), deadline): the Begin context's values
+//     reach the client, its cancellation does not, and the Send deadline
+//     bounds the command itself. A command whose deadline has already passed
+//     is not executed and answers core.StatusTimeout; so does a command that
+//     fails after its deadline, whatever the client's error says.
+//
+// Deadlines are compared with time.Now: a driver built on fanout assumes the
+// Locker runs on the system clock (core.SystemClock), as every real Redis
+// deployment does.
+package fanout
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DefaultWorkers is the number of workers per node when Config.Workers is 0.
+// A worker is one blocked client call; clients that pipeline concurrent calls
+// on a shared connection (rueidis, radix) turn them into one pipeline.
+const DefaultWorkers = 64
+
+// ErrClosed is the error of a command issued through a closed Fanout.
+var ErrClosed = errors.New("redlock: driver closed")
+
+// Exec runs one command on one node and blocks until its reply. ctx carries
+// the command's deadline; Exec must return by then (a client that cannot
+// guarantee it must be made to, for instance by closing the connection).
+// A non-nil error becomes a core.StatusError reply, or core.StatusTimeout
+// when the error is a deadline, when Exec returned StatusTimeout, or when
+// ctx's deadline had passed by the time Exec returned.
+type Exec func(ctx context.Context, node int, cmd core.Command) (core.Status, error)
+
+// Config configures a Fanout.
+type Config struct {
+	// Names holds one name per node (its address), used in errors. N is
+	// len(Names).
+	Names []string
+	// Exec runs a command. It is called concurrently, from the workers and
+	// from the goroutines calling Receive.
+	Exec Exec
+	// Workers is the number of workers per node; 0 means DefaultWorkers.
+	Workers int
+	// Queue is the capacity of each node's job queue; 0 means 4*Workers.
+	// When a node's queue is full, Receive waits for room after handing the
+	// other nodes their jobs.
+	Queue int
+}
+
+// Fanout is a set of per-node workers that serves core.Batch values for a
+// blocking Exec. It implements core.Driver; it is safe for concurrent use.
+type Fanout struct {
+	names []string
+	exec  Exec
+	n     int
+
+	queues []chan job
+	done   chan struct{}
+	closed atomic.Bool
+	once   sync.Once
+	wg     sync.WaitGroup
+
+	batches sync.Pool
+}
+
+// job is one command handed to a worker.
+type job struct {
+	b        *batch
+	node     int
+	cmd      core.Command
+	deadline time.Time
+}
+
+// New starts the workers. Callers must Close the Fanout to stop them.
+func New(cfg Config) *Fanout {
+	w := cfg.Workers
+	if w <= 0 {
+		w = DefaultWorkers
+	}
+	q := cfg.Queue
+	if q <= 0 {
+		q = 4 * w
+	}
+	n := len(cfg.Names)
+	f := &Fanout{
+		names:  append([]string(nil), cfg.Names...),
+		exec:   cfg.Exec,
+		n:      n,
+		queues: make([]chan job, n),
+		done:   make(chan struct{}),
+	}
+	f.batches.New = func() any {
+		return &batch{f: f, pend: make([]job, 0, n), replies: make(chan core.Reply, n)}
+	}
+	for i := range f.queues {
+		f.queues[i] = make(chan job, q)
+	}
+	f.wg.Add(n * w)
+	for i := 0; i < n; i++ {
+		for k := 0; k < w; k++ {
+			go f.worker(f.queues[i])
+		}
+	}
+	return f
+}
+
+// Nodes returns N.
+func (f *Fanout) Nodes() int { return f.n }
+
+// NodeName returns the name of node i.
+func (f *Fanout) NodeName(i int) string { return f.names[i] }
+
+// Close stops the workers and waits for them to return. A worker busy with
+// a command returns once the command does, by its deadline. Commands still
+// queued, and commands issued after Close, answer core.StatusError with
+// ErrClosed. Close is idempotent.
+func (f *Fanout) Close() {
+	f.once.Do(func() {
+		f.closed.Store(true)
+		close(f.done)
+		f.wg.Wait()
+	})
+}
+
+func (f *Fanout) worker(q chan job) {
+	defer f.wg.Done()
+	for {
+		select {
+		case j := <-q:
+			j.b.replies <- f.run(j)
+		case <-f.done:
+			f.drain(q)
+			return
+		}
+	}
+}
+
+// drain answers every job left in q with ErrClosed. It is called by the
+// workers once Close has begun and by a dispatcher that may have raced with
+// them; between them no job is left behind.
+func (f *Fanout) drain(q chan job) {
+	for {
+		select {
+		case j := <-q:
+			j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
+		default:
+			return
+		}
+	}
+}
+
+// run executes one job and returns its reply.
+func (f *Fanout) run(j job) core.Reply {
+	if f.closed.Load() {
+		return f.fail(j.node, j.cmd.Op, ErrClosed)
+	}
+	if !time.Now().Before(j.deadline) {
+		return f.timeout(j.node, j.cmd.Op, context.DeadlineExceeded)
+	}
+	ctx, cancel := context.WithDeadline(j.b.base, j.deadline)
+	st, err := f.exec(ctx, j.node, j.cmd)
+	late := ctx.Err() != nil
+	cancel()
+	switch {
+	case err == nil:
+		return core.Reply{Node: j.node, Status: st}
+	case st == core.StatusTimeout || late:
+		return f.timeout(j.node, j.cmd.Op, err)
+	}
+	return f.fail(j.node, j.cmd.Op, err)
+}
+
+func (f *Fanout) fail(node int, op core.Op, err error) core.Reply {
+	return wire.Fail(node, f.names[node], op, err)
+}
+
+func (f *Fanout) timeout(node int, op core.Op, err error) core.Reply {
+	r := wire.Fail(node, f.names[node], op, err)
+	r.Status = core.StatusTimeout
+	return r
+}
+
+// Begin returns a batch for one round. ctx's values reach Exec; its
+// cancellation does not (see core.Driver).
+func (f *Fanout) Begin(ctx context.Context) core.Batch {
+	b := f.batches.Get().(*batch)
+	b.ctx = ctx
+	return b
+}
+
+// batch is one round. It is used by one goroutine at a time; workers touch
+// only its replies channel and read base, which is set before any job is
+// handed to them.
+type batch struct {
+	f    *Fanout
+	ctx  context.Context // Begin's context
+	base context.Context // ctx without its cancellation; set at first flush
+
+	pend    []job           // sent, not yet flushed
+	replies chan core.Reply // capacity N: a worker never blocks on it
+	queued  int             // replies that will land in replies
+	taken   int             // replies taken out of replies
+}
+
+func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
+	if node < 0 || node >= b.f.n || b.queued+len(b.pend) >= b.f.n {
+		return // outside the contract (one command per node); ignore
+	}
+	b.pend = append(b.pend, job{b: b, node: node, cmd: cmd, deadline: deadline})
+}
+
+func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if len(b.pend) > 0 {
+		if isClosed(cancel) {
+			// Cancelled before anything went out: send nothing.
+			clear(b.pend)
+			b.pend = b.pend[:0]
+			return core.Reply{}, false
+		}
+		if r, direct := b.flush(); direct {
+			return r, true
+		}
+	}
+	if b.taken == b.queued {
+		return core.Reply{}, false // nothing outstanding: outside the contract
+	}
+	select {
+	case r := <-b.replies:
+		b.taken++
+		return r, true
+	case <-cancel:
+		return core.Reply{}, false
+	}
+}
+
+// flush hands all buffered jobs but the last to the workers, then runs the
+// last inline. When no other reply is outstanding the inline reply is
+// returned directly (direct == true); otherwise it joins the channel behind
+// the replies that arrived first.
+func (b *batch) flush() (r core.Reply, direct bool) {
+	if b.base == nil {
+		if b.ctx.Done() == nil {
+			b.base = b.ctx // nothing to detach from
+		} else {
+			b.base = context.WithoutCancel(b.ctx)
+		}
+	}
+	last := len(b.pend) - 1
+	var full uint64 // nodes whose queue had no room, by index in pend
+	for i := 0; i < last; i++ {
+		if !b.f.dispatch(b.pend[i], false) {
+			full |= 1 << i
+		}
+	}
+	for i := 0; full != 0; i++ {
+		if full&(1<<i) != 0 {
+			b.f.dispatch(b.pend[i], true)
+			full &^= 1 << i
+		}
+	}
+	j := b.pend[last]
+	b.queued += last
+	clear(b.pend)
+	b.pend = b.pend[:0]
+	r = b.f.run(j)
+	if b.taken == b.queued {
+		return r, true
+	}
+	b.replies <- r // room is guaranteed: at most N replies per batch
+	b.queued++
+	return core.Reply{}, false
+}
+
+// dispatch queues j for its node's workers. Without wait it returns false
+// if the queue is full; with wait it blocks until there is room or the
+// Fanout closes. A job that cannot be queued because the Fanout is closed
+// is answered with ErrClosed at once.
+func (f *Fanout) dispatch(j job, wait bool) bool {
+	q := f.queues[j.node]
+	if f.closed.Load() {
+		j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
+		return true
+	}
+	if wait {
+		select {
+		case q <- j:
+		case <-f.done:
+			j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
+			return true
+		}
+	} else {
+		select {
+		case q <- j:
+		default:
+			return false
+		}
+	}
+	if f.closed.Load() {
+		// Close may have begun after the check above, and its workers may
+		// have drained q before j landed in it: drain it ourselves.
+		f.drain(q)
+	}
+	return true
+}
+
+// Close ends the round. If every reply has arrived the batch is reset and
+// reused; otherwise it is dropped, and the stragglers' replies land in its
+// buffer, unread, until the garbage collector takes it.
+func (b *batch) Close() {
+	clear(b.pend)
+	b.pend = b.pend[:0]
+	for b.taken < b.queued {
+		select {
+		case <-b.replies:
+			b.taken++
+		default:
+			return // stragglers: never reuse
+		}
+	}
+	b.ctx, b.base = nil, nil
+	b.queued, b.taken = 0, 0
+	b.f.batches.Put(b)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
