@@ -248,4 +248,3 @@ func (m *memCluster) Set(i int, key string, tok core.Token, ttl time.Duration) {
 // Del stores an already expired entry: memnode has no delete, and treats an
 // expired key exactly as a missing one.
 func (m *memCluster) Del(i int, key string) { m.c.Set(i, key, core.Token{}, -time.Millisecond) }
-
