@@ -1,0 +1,107 @@
+// Package redigo is a core.Driver over github.com/gomodule/redigo: one
+// redis.Pool per Redis master. Dial makes the pools from addresses; New
+// wraps pools you already have.
+//
+// # Commands
+//
+// Acquire is SET key token NX PX ttl ("OK" is core.StatusOK, the nil reply
+// core.StatusHeld). Release and extend are EVALSHA of the shared scripts in
+// drivers/internal/wire, with the token in its wire form (lower-case hex),
+// so locks taken through one driver can be released through another. The
+// driver remembers per node which scripts the server has cached: until a
+// script succeeded on a node, and again after a connection to it broke
+// (probably a restart), it sends EVAL with the script's source instead,
+// which caches it. A NOSCRIPT reply (after SCRIPT FLUSH) is answered by
+// EVAL on the same connection, within the same deadline.
+//
+// Arguments reach redigo's ...interface{} without allocating: the constant
+// ones are boxed once, the key, the token (hex-encoded into the batch) and
+// the TTL (formatted once) are boxed once and kept while they stay the same
+// from node to node and round to round. Batches are pooled. What remains
+// per round is redigo's: Pool.GetContext allocates one small struct per
+// checkout. An acquire plus a release through a Locker costs about 2N+1
+// allocations (3, 7 and 11 for N = 1, 3 and 5); see TestAllocations.
+//
+// # Fan-out
+//
+// Send only records the command. The first Receive after one or more Sends
+// checks out a connection for each recorded command, writes the command
+// with redigo's Conn.Send and Conn.Flush, and only then starts reading;
+// so in multiplexed mode every node has its request before any reply is
+// awaited, and in sequential mode (Send, Receive, Send, ...) each Receive
+// writes and reads one command. No goroutine is started per node or per
+// operation.
+//
+// Replies are read one connection at a time, in node order, except that
+// nodes whose last command timed out or lost its connection ("suspect"
+// nodes) are written and read last: a hung node does not delay the healthy
+// nodes' writes, and the round is usually decided before its reply is
+// awaited. While one node's read waits for its deadline, the other replies
+// accumulate in their sockets and are taken without waiting afterwards.
+//
+// # Deadlines
+//
+// Send's deadline bounds the whole command on that node. The pool checkout
+// gets a context whose deadline it is, so a dial (TCP connect, TLS
+// handshake, AUTH) is cut at the deadline; the context has a Done channel
+// and a timer only if someone asks for them (a dial does; the checkout of
+// an idle connection does not), so the common checkout allocates nothing.
+// The read is redis.ReceiveWithTimeout with the time left, a socket read
+// deadline rather than redigo's goroutine-per-call ReceiveContext. A read
+// that times out makes redigo close the connection, and the pool drops it:
+// a connection that missed a reply is never reused. A command whose
+// deadline has passed before it could be written is not sent and answers
+// core.StatusTimeout (ErrDeadline). A reply read after its deadline (the
+// read had to wait for an earlier node) is taken if it has already arrived:
+// such a read gets a 1 ms timeout, enough to reach the socket.
+//
+// Writes are not given a deadline: a connection carries at most one small
+// command at a time and is dropped when its reply does not come, so the
+// socket's send buffer never fills.
+//
+// Deadlines are compared with time.Now: the Locker must run on the system
+// clock (core.SystemClock, which redlock.New uses), as with every real
+// Redis deployment.
+//
+// # Cancellation
+//
+// A blocking redigo read cannot be interrupted without closing the
+// connection, so Receive checks its cancel channel before each read: a
+// cancellation is seen within one node timeout, usually at once.
+//
+// # Stragglers
+//
+// In multiplexed mode the Locker stops reading once the round is decided;
+// Batch.Close then hands each connection whose reply was not read to the
+// driver's one drainer goroutine (started by Dial or New, stopped by
+// Driver.Close) through a queue of DrainQueue entries. The drainer reads
+// the reply, bounded by the command's deadline (falling back to EVAL on
+// NOSCRIPT, so that a release the round did not wait for still takes
+// effect), and returns the connection to its pool, or lets the pool drop
+// it if the read failed. Stragglers are queued in the order their rounds
+// end, so their deadlines are nearly in order: waiting for one hung node's
+// deadline leaves the later stragglers' replies ready to take. If the
+// queue is full, or the driver is closed, Close takes a reply that is
+// already buffered or else closes the connection at once; that costs a
+// reconnect (and, for a release that met NOSCRIPT, the release on that
+// node: the key then expires at its TTL), never a wait. Close never blocks
+// on the network.
+//
+// # Connections
+//
+// Dial does not connect: connections are made on first use, so a node that
+// is down at start-up only costs its vote. Options.PoolSize bounds the
+// idle connections per node, not the connections in use (see Options).
+// After a connection to a node broke, the idle connections returned to a
+// Dial-made pool before the break are PINGed (within the command's
+// deadline) before reuse, so that a restarted server costs one failed
+// command, not one per pooled connection.
+//
+// # Authentication and TLS
+//
+// Options.Password alone sends AUTH password (requirepass); with
+// Options.Username it sends AUTH username password (an ACL user).
+// Options.TLS makes every connection TLS: the configuration is cloned and
+// its ServerName defaults to the address's host; the handshake is bounded
+// by the command's deadline. Pools given to New are used as they are.
+package redigo

@@ -1,0 +1,458 @@
+package redigo
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// Defaults applied to zero Options fields.
+const (
+	// DefaultDialTimeout caps a connection attempt (TCP connect, TLS
+	// handshake and AUTH). It is only a backstop: every dial happens inside
+	// a command and is cut at that command's per-node deadline, which is
+	// normally far shorter.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultPoolSizePerCPU times GOMAXPROCS is the default PoolSize. A
+	// round holds one connection per node for about one round trip, and a
+	// goroutine blocked on the network gives up its CPU, so the number of
+	// rounds in flight is a small multiple of the CPUs; go-redis sizes its
+	// pools the same way.
+	DefaultPoolSizePerCPU = 10
+	// DrainQueue is the capacity of the straggler queue (see the package
+	// documentation). A full queue makes Close discard the connection
+	// instead, which costs a reconnect but never blocks.
+	DrainQueue = 1024
+)
+
+// ErrClosed is the error of a command sent through a closed Driver.
+var ErrClosed = errors.New("redigo: driver closed")
+
+// Options configure the pools that Dial creates.
+type Options struct {
+	// Username and Password authenticate every connection: AUTH user pass
+	// for an ACL user, AUTH pass for requirepass. A Username needs a
+	// Password.
+	Username, Password string
+	// TLS, if not nil, makes every connection TLS with this configuration
+	// (cloned; ServerName defaults to the address's host). nil is plain TCP.
+	TLS *tls.Config
+	// PoolSize is the number of idle connections kept per node; 0 means
+	// DefaultPoolSizePerCPU × GOMAXPROCS. Connections in use are not
+	// capped: a cap would make a round wait for another round's connection
+	// (eating its node timeout) or fail its vote outright, turning local
+	// contention into lost locks. Connections beyond PoolSize are closed
+	// when returned.
+	PoolSize int
+	// DialTimeout caps one connection attempt; 0 means DefaultDialTimeout.
+	// The per-node deadline of the command that needs the connection cuts
+	// the attempt earlier.
+	DialTimeout time.Duration
+}
+
+// Driver is a core.Driver over one redigo pool per node. It is safe for
+// concurrent use. Close it when done: it owns one goroutine (the straggler
+// drainer) and, when made by Dial, the pools.
+type Driver struct {
+	nodes []node
+	owned bool // the pools were made by Dial: Close closes them
+	epoch time.Time
+
+	batches sync.Pool
+
+	queue   chan straggler
+	enc     encoder // the drainer's
+	stop    chan struct{}
+	drained chan struct{}
+
+	mu     sync.RWMutex // excludes Batch.Close's enqueue from Driver.Close
+	closed atomic.Bool
+}
+
+type node struct {
+	pool *redis.Pool
+	name string
+	// suspect is set when the node's last command timed out or lost its
+	// connection, and cleared by any reply. Suspect nodes are written and
+	// read last in a round.
+	suspect atomic.Bool
+	// failedAt is when a connection to the node last broke (not timed out),
+	// in nanoseconds since Driver.epoch. Idle connections returned to a
+	// Dial-made pool before then are PINGed before reuse.
+	failedAt atomic.Int64
+	// scripts records which scripts the node is known to have cached.
+	scripts scriptSet
+}
+
+// scriptSet is a set of the two scripts, by op.
+type scriptSet struct{ bits atomic.Uint32 }
+
+func scriptBit(op core.Op) uint32 { return 1 << (op - core.OpRelease) }
+
+func (s *scriptSet) known(op core.Op) bool { return s.bits.Load()&scriptBit(op) != 0 }
+
+func (s *scriptSet) learn(op core.Op) {
+	if b := scriptBit(op); s.bits.Load()&b == 0 {
+		s.bits.Or(b)
+	}
+}
+
+func (s *scriptSet) forget(op core.Op) { s.bits.And(^scriptBit(op)) }
+func (s *scriptSet) forgetAll()        { s.bits.Store(0) }
+
+// straggler is a connection with one reply in flight that the round no
+// longer wants.
+type straggler struct {
+	conn     redis.Conn
+	cmd      core.Command
+	deadline time.Time
+	node     int
+	eval     bool // the command in flight is already the EVAL fallback
+}
+
+// Dial returns a Driver over one new pool per address ("host:port").
+// It checks the addresses and options first and fails with an error
+// matching core.ErrInvalidConfig that names the offending entry; it does not
+// connect: connections are made on first use, so a node that is down at
+// start-up only costs its vote.
+func Dial(addrs []string, opts Options) (*Driver, error) {
+	if err := validate(addrs, opts); err != nil {
+		return nil, err
+	}
+	size := opts.PoolSize
+	if size == 0 {
+		size = DefaultPoolSizePerCPU * runtime.GOMAXPROCS(0)
+	}
+	dialTimeout := opts.DialTimeout
+	if dialTimeout == 0 {
+		dialTimeout = DefaultDialTimeout
+	}
+	d := newDriver(len(addrs), true)
+	for i, addr := range addrs {
+		n := &d.nodes[i]
+		n.name = addr
+		dial := dialFunc(addr, opts, dialTimeout)
+		n.pool = &redis.Pool{
+			MaxIdle:     size,
+			DialContext: dial,
+			TestOnBorrowContext: func(ctx context.Context, c redis.Conn, lastUsed time.Time) error {
+				return d.checkIdle(n, ctx, c, lastUsed)
+			},
+		}
+	}
+	d.start()
+	return d, nil
+}
+
+// New returns a Driver over existing pools, one per node, in node order.
+// names[i] names node i in errors (typically its address); names may be nil,
+// which names the nodes "pool 0", "pool 1", ... A nil pool, the same pool
+// twice or the same name twice (the same server would vote twice) is an
+// error matching core.ErrInvalidConfig. Close does not close the pools.
+//
+// The pools' connections must implement redis.ConnWithTimeout (every redigo
+// connection does): reads are bounded by a per-command timeout, never by the
+// connections' own read timeout. A pool's DialContext and
+// TestOnBorrowContext receive a context whose deadline is the command's.
+func New(pools []*redis.Pool, names []string) (*Driver, error) {
+	switch {
+	case len(pools) == 0:
+		return nil, invalidf("no pools")
+	case len(pools) > core.MaxNodes:
+		return nil, invalidf("%d pools, more than core.MaxNodes (%d)", len(pools), core.MaxNodes)
+	case names != nil && len(names) != len(pools):
+		return nil, invalidf("%d names for %d pools", len(names), len(pools))
+	}
+	seenPool := make(map[*redis.Pool]int, len(pools))
+	seenName := make(map[string]int, len(pools))
+	d := newDriver(len(pools), false)
+	for i, p := range pools {
+		name := "pool " + strconv.Itoa(i)
+		if names != nil {
+			name = names[i]
+		}
+		if p == nil {
+			return nil, invalidf("pools[%d] (%s) is nil", i, name)
+		}
+		if j, dup := seenPool[p]; dup {
+			return nil, invalidf("pools[%d] (%s) is the same pool as pools[%d]", i, name, j)
+		}
+		if j, dup := seenName[name]; dup {
+			return nil, invalidf("names[%d] %q repeats names[%d]", i, name, j)
+		}
+		seenPool[p], seenName[name] = i, i
+		d.nodes[i] = node{pool: p, name: name}
+	}
+	d.start()
+	return d, nil
+}
+
+func newDriver(n int, owned bool) *Driver {
+	d := &Driver{
+		nodes:   make([]node, n),
+		owned:   owned,
+		epoch:   time.Now(),
+		queue:   make(chan straggler, DrainQueue),
+		stop:    make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+	d.batches.New = func() any { return &batch{d: d} }
+	return d
+}
+
+func (d *Driver) start() { go d.drainLoop() }
+
+// Nodes returns the number of nodes.
+func (d *Driver) Nodes() int { return len(d.nodes) }
+
+// NodeName returns node i's address (Dial) or name (New).
+func (d *Driver) NodeName(i int) string { return d.nodes[i].name }
+
+// Begin returns a pooled batch for one round. ctx's values reach the pools'
+// DialContext and TestOnBorrowContext; its cancellation is not used.
+func (d *Driver) Begin(ctx context.Context) core.Batch {
+	b := d.batches.Get().(*batch)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	b.values = ctx
+	return b
+}
+
+// Close stops the drainer, discards the connections still queued on it and,
+// for a Driver made by Dial, closes the pools (connections in use are closed
+// when their rounds end). It may wait for one in-flight straggler's read,
+// which is bounded by its node timeout. Rounds begun after Close fail every
+// command with ErrClosed. Close is idempotent.
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	already := d.closed.Swap(true)
+	d.mu.Unlock()
+	if already {
+		return nil
+	}
+	close(d.stop)
+	<-d.drained
+	var errs []error
+	if d.owned {
+		for i := range d.nodes {
+			if err := d.nodes[i].pool.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// drainLoop is the driver's one goroutine. It reads each straggler's reply,
+// bounded by the straggler's deadline, and returns the connection to its
+// pool (or discards it when the read failed). Stragglers are queued in the
+// order their rounds closed, so their deadlines are almost in order: a read
+// that waits for one deadline finds the later stragglers' replies already
+// arrived.
+func (d *Driver) drainLoop() {
+	defer close(d.drained)
+	for {
+		select {
+		case <-d.stop:
+			d.discardQueued()
+			return
+		default:
+		}
+		select {
+		case s := <-d.queue:
+			d.drain(s)
+		case <-d.stop:
+			d.discardQueued()
+			return
+		}
+	}
+}
+
+func (d *Driver) discardQueued() {
+	for {
+		select {
+		case s := <-d.queue:
+			discard(s.conn)
+		default:
+			return
+		}
+	}
+}
+
+func (d *Driver) drain(s straggler) {
+	_, err := redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
+	if err != nil && !s.eval && s.cmd.Op != core.OpAcquire && wire.IsNoScript(err) && time.Now().Before(s.deadline) {
+		d.nodes[s.node].scripts.forget(s.cmd.Op)
+		s.eval = true
+		// A release or extend the round stopped waiting for must still
+		// take effect: fall back to EVAL as Receive would.
+		if err = d.enc.write(s.conn, s.cmd, true); err == nil {
+			_, err = redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
+		}
+	}
+	d.observe(s.node, s.cmd.Op, err)
+	s.conn.Close() // returns a healthy connection; discards a failed one
+}
+
+// enqueue hands a straggler to the drainer, or discards its connection at
+// once when the queue is full or the driver closed.
+func (d *Driver) enqueue(s straggler) {
+	d.mu.RLock()
+	if !d.closed.Load() {
+		select {
+		case d.queue <- s:
+			d.mu.RUnlock()
+			return
+		default:
+		}
+	}
+	d.mu.RUnlock()
+	discard(s.conn)
+}
+
+// discard ends a connection with a reply in flight without blocking: it
+// takes the reply if it has already arrived (the connection is then
+// healthy and goes back to its pool); otherwise the read times out at once,
+// which makes redigo close the connection, and the pool drops it.
+func discard(c redis.Conn) {
+	_, _ = redis.ReceiveWithTimeout(c, discardRead)
+	c.Close()
+}
+
+// observe records the outcome of an op on node i: err is the client's
+// error (nil for a reply; a redis.Error reply is a reply).
+func (d *Driver) observe(i int, op core.Op, err error) {
+	n := &d.nodes[i]
+	if err == nil {
+		if n.suspect.Load() {
+			n.suspect.Store(false)
+		}
+		if op != core.OpAcquire {
+			n.scripts.learn(op)
+		}
+		return
+	}
+	if _, answered := err.(redis.Error); answered {
+		if n.suspect.Load() {
+			n.suspect.Store(false)
+		}
+		return
+	}
+	if !n.suspect.Load() {
+		n.suspect.Store(true)
+	}
+	if !isTimeout(err) {
+		// Probably a restart: the server's script cache is empty too.
+		n.failedAt.Store(int64(time.Since(d.epoch)))
+		n.scripts.forgetAll()
+	}
+}
+
+// checkIdle is the TestOnBorrowContext of Dial-made pools: after a
+// connection to the node broke (typically a restart), the idle connections
+// older than the break are PINGed before reuse, so that one restart costs
+// one failed command rather than one per pooled connection.
+func (d *Driver) checkIdle(n *node, ctx context.Context, c redis.Conn, lastUsed time.Time) error {
+	f := n.failedAt.Load()
+	if f == 0 || int64(lastUsed.Sub(d.epoch)) > f {
+		return nil
+	}
+	timeout := lateRead
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = readTimeout(dl, time.Now())
+	}
+	_, err := redis.DoWithTimeout(c, timeout, "PING")
+	return err
+}
+
+// dialFunc returns the DialContext of a Dial-made pool. The TCP connect,
+// the TLS handshake and AUTH are all bounded by ctx's deadline (the
+// command's) and by dialTimeout.
+func dialFunc(addr string, opts Options, dialTimeout time.Duration) func(context.Context) (redis.Conn, error) {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 5 * time.Minute}
+	var tlsConf *tls.Config
+	if opts.TLS != nil {
+		tlsConf = opts.TLS.Clone()
+		if tlsConf.ServerName == "" {
+			host, _, _ := net.SplitHostPort(addr)
+			tlsConf.ServerName = host
+		}
+	}
+	netDial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		nc, err := dialer.DialContext(ctx, network, address)
+		if err != nil || tlsConf == nil {
+			return nc, err
+		}
+		tc := tls.Client(nc, tlsConf)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
+	dopts := []redis.DialOption{redis.DialContextFunc(netDial)}
+	if opts.Password != "" {
+		dopts = append(dopts, redis.DialPassword(opts.Password))
+		if opts.Username != "" {
+			dopts = append(dopts, redis.DialUsername(opts.Username))
+		}
+	}
+	return func(ctx context.Context) (redis.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return redis.DialContext(ctx, "tcp", addr, dopts...)
+	}
+}
+
+// validate checks Dial's arguments before anything connects.
+func validate(addrs []string, opts Options) error {
+	switch {
+	case len(addrs) == 0:
+		return invalidf("no addresses")
+	case len(addrs) > core.MaxNodes:
+		return invalidf("%d addresses, more than core.MaxNodes (%d)", len(addrs), core.MaxNodes)
+	case opts.PoolSize < 0:
+		return invalidf("PoolSize %d is negative", opts.PoolSize)
+	case opts.DialTimeout < 0:
+		return invalidf("DialTimeout %v is negative", opts.DialTimeout)
+	case opts.Username != "" && opts.Password == "":
+		return invalidf("Username %q without a Password", opts.Username)
+	}
+	seen := make(map[string]int, len(addrs))
+	for i, a := range addrs {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return invalidf("addrs[%d] %q is not host:port: %v", i, a, err)
+		}
+		if host == "" {
+			return invalidf("addrs[%d] %q has no host", i, a)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return invalidf("addrs[%d] %q: port %q is not in 1..65535", i, a, port)
+		}
+		key := net.JoinHostPort(strings.ToLower(host), strings.TrimLeft(port, "0"))
+		if j, dup := seen[key]; dup {
+			return invalidf("addrs[%d] %q repeats addrs[%d] %q (the same server would vote twice)", i, a, j, addrs[j])
+		}
+		seen[key] = i
+	}
+	return nil
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: redigo: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+}

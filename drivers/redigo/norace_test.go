@@ -1,0 +1,5 @@
+//go:build !race
+
+package redigo
+
+const raceEnabled = false
