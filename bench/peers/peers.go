@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -238,12 +239,19 @@ type rueidislockSubject struct {
 func newRueidislock(addr string, n int, o Options) (*rueidislockSubject, error) {
 	opt := rueidisOption(addr, o)
 	opt.DisableCache = false // rueidislock relies on client-side caching for wake-ups
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+	lo := rueidislock.LockerOption{
 		ClientOption:   opt,
 		KeyValidity:    o.TTL,
 		KeyMajority:    int32(n/2 + 1),
 		NoLoopTracking: true,
-	})
+	}
+	l, err := rueidislock.NewLocker(lo)
+	if err != nil && strings.Contains(err.Error(), "DisableCache") {
+		// A server without CLIENT TRACKING (miniredis): run without the
+		// wake-ups, which an uncontended Try never waits for anyway.
+		lo.ClientOption.DisableCache = true
+		l, err = rueidislock.NewLocker(lo)
+	}
 	if err != nil {
 		return nil, err
 	}

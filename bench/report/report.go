@@ -31,12 +31,16 @@ type Env struct {
 	ServerAddrs []string `json:"server_addrs,omitempty"`
 	// ProxyDelayMs is the latency proxy's delay in each direction; one
 	// round trip through it costs twice that.
-	ProxyDelayMs float64  `json:"proxy_delay_each_way_ms"`
-	CellSeconds  float64  `json:"cell_seconds"`
-	WarmupSecs   float64  `json:"warmup_seconds"`
-	TTLMs        int64    `json:"ttl_ms"`
-	PoolSize     int      `json:"pool_size"`
-	Notes        []string `json:"notes,omitempty"`
+	ProxyDelayMs float64 `json:"proxy_delay_each_way_ms"`
+	// LoopbackPingUs and ProxyPingUs are the median PING round trip to the
+	// first server, direct and through its proxy: the proxy's real cost.
+	LoopbackPingUs float64  `json:"loopback_ping_us,omitempty"`
+	ProxyPingUs    float64  `json:"proxy_ping_us,omitempty"`
+	CellSeconds    float64  `json:"cell_seconds"`
+	WarmupSecs     float64  `json:"warmup_seconds"`
+	TTLMs          int64    `json:"ttl_ms"`
+	PoolSize       int      `json:"pool_size"`
+	Notes          []string `json:"notes,omitempty"`
 }
 
 // Run is everything a run produced.
@@ -56,7 +60,7 @@ func Table(w io.Writer, recs []matrix.Record) error {
 			clients += " (1 key)"
 		}
 		if r.Note != "" && r.Ops == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients, r.Note)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients, note(r))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.0f\t%.2f\t%s\t%s\t\n",
@@ -65,6 +69,15 @@ func Table(w io.Writer, recs []matrix.Record) error {
 			r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), errs(r))
 	}
 	return tw.Flush()
+}
+
+// note returns the first line of a record's note, shortened for a table.
+func note(r matrix.Record) string {
+	n, _, _ := strings.Cut(r.Note, "\n")
+	if len(n) > 100 {
+		n = n[:100] + "…"
+	}
+	return n
 }
 
 func us(v float64) string {
@@ -85,7 +98,7 @@ func errs(r matrix.Record) string {
 	if r.Errors == 0 {
 		return "0"
 	}
-	e := r.FirstError
+	e, _, _ := strings.Cut(r.FirstError, "\n")
 	if len(e) > 60 {
 		e = e[:60] + "…"
 	}
@@ -103,7 +116,11 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	fmt.Fprintf(&b, "- pinned: %v (affinity %s)\n- servers: %s\n", e.Pinned, e.Affinity, e.Servers)
 	fmt.Fprintf(&b, "- each cell: %.1f s after %.1f s warm-up; TTL %d ms; pool size %d\n", e.CellSeconds, e.WarmupSecs, e.TTLMs, e.PoolSize)
 	if e.ProxyDelayMs > 0 {
-		fmt.Fprintf(&b, "- latency proxy: %.3g ms added in each direction (one round trip = %.3g ms + loopback)\n", e.ProxyDelayMs, 2*e.ProxyDelayMs)
+		fmt.Fprintf(&b, "- latency proxy: %.3g ms added in each direction (one round trip = %.3g ms + loopback)", e.ProxyDelayMs, 2*e.ProxyDelayMs)
+		if e.ProxyPingUs > 0 {
+			fmt.Fprintf(&b, "; measured PING round trip %.0f µs through it, %.0f µs direct", e.ProxyPingUs, e.LoopbackPingUs)
+		}
+		b.WriteString("\n")
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)
@@ -132,7 +149,7 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 				clients += " (1 key)"
 			}
 			if r.Ops == 0 {
-				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients, r.Note)
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients, strings.ReplaceAll(note(r), "|", "/"))
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %s |\n",

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,6 +255,32 @@ func Ping(addr string, timeout time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("unexpected reply %q", strings.TrimSpace(line))
+}
+
+// PingRTT sends n PINGs to addr, one at a time on one connection, and
+// returns the median round trip. A -NOAUTH reply counts: it is a round
+// trip too.
+func PingRTT(addr string, n int) (time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	rtts := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		t0 := time.Now()
+		if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+			return 0, err
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			return 0, err
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2], nil
 }
 
 func lastLines(b []byte, n int) string {

@@ -19,6 +19,9 @@ func TestMiniAnswersPing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if rtt, err := PingRTT(m.Addrs()[0], 5); err != nil || rtt <= 0 {
+		t.Fatalf("PingRTT = %v, %v", rtt, err)
+	}
 }
 
 func TestRedisAnswersPing(t *testing.T) {

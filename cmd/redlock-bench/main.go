@@ -34,7 +34,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,7 +42,6 @@ import (
 
 	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/matrix"
-	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/plots"
 	"github.com/redlock-go/redlock/bench/report"
 	"github.com/redlock-go/redlock/bench/servers"
@@ -62,6 +60,9 @@ const miniBanner = `
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if os.Getenv(workerEnv) == "1" {
+		return worker(os.Stdin, stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -148,6 +149,14 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		}
 		addrs[matrix.Proxy] = pa
 		env.ProxyDelayMs = float64(cfg.proxyDelay) / float64(time.Millisecond)
+		if !cfg.tls {
+			direct, err1 := servers.PingRTT(set.Addrs()[0], 200)
+			proxied, err2 := servers.PingRTT(pa[0], 50)
+			if err1 == nil && err2 == nil {
+				env.LoopbackPingUs = float64(direct) / 1e3
+				env.ProxyPingUs = float64(proxied) / 1e3
+			}
+		}
 	}
 	opts := target.DialOptions{Username: cfg.user, Password: cfg.pass, PoolSize: cfg.poolSize}
 	if cfg.tls {
@@ -168,17 +177,30 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		}
 	}
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	req := matrix.PeerRequest{
+		Addrs: addrs, Username: cfg.user, Password: cfg.pass, TLS: cfg.tls, TLSCA: cfg.tlsCA,
+		RunID: runID, TTL: cfg.ttl, PoolSize: cfg.poolSize, Duration: cfg.duration, Warmup: cfg.warmup,
+	}
 	prog := newProgress(stderr, len(cells))
 	var recs []matrix.Record
-	for _, c := range ours {
-		if ctx.Err() != nil {
-			return ctx.Err()
+	onStart := func(c matrix.Cell) { prog.step(c.Name()) }
+	onRecord := func(r matrix.Record) { recs = append(recs, r) }
+	if len(ours) > 0 {
+		// This library's cells run in a child process too, so that both
+		// sides of the comparison count only their own allocations and
+		// goroutines, not the parent's servers and proxies.
+		self, err := os.Executable()
+		if err != nil {
+			return err
 		}
-		prog.step(c.Name())
-		recs = append(recs, measureCell(ctx, cfg, opts, c, addrs[c.Scenario], runID))
+		req.Cells = ours
+		if err := runChild(ctx, self, []string{workerEnv + "=1"}, req, onStart, onRecord); err != nil {
+			return err
+		}
 	}
 	if len(peers) > 0 && ctx.Err() == nil {
-		if err := peerCells(cfg, peers, addrs, runID, prog, &recs); err != nil {
+		req.Cells = peers
+		if err := peerCells(ctx, cfg, req, prog, onStart, onRecord); err != nil {
 			prog.log("peers: %v", err)
 			env.Notes = append(env.Notes, "peers not measured: "+firstLine(err.Error()))
 			for _, c := range peers {
@@ -226,39 +248,8 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	return nil
 }
 
-// measureCell runs one of this library's cells.
-func measureCell(ctx context.Context, cfg *config, opts target.DialOptions, c matrix.Cell, addrs []string, runID string) matrix.Record {
-	rec := matrix.Record{Cell: c}
-	fan, err := target.ParseFanOut(c.FanOut)
-	if err != nil {
-		rec.Note = err.Error()
-		return rec
-	}
-	drv, closeDrv, err := target.Dial(c.Driver, addrs[:c.Nodes], opts)
-	if err != nil {
-		rec.Note = "dial: " + err.Error()
-		return rec
-	}
-	defer closeDrv()
-	s, err := target.NewRedlock(drv, fan, cfg.ttl)
-	if err != nil {
-		rec.Note = err.Error()
-		return rec
-	}
-	runtime.GC() // the previous cell's garbage is not this cell's cost
-	rec.Result = measure.Run(ctx, s, measure.Spec{
-		Clients:   c.Clients,
-		SharedKey: c.SharedKey,
-		KeyPrefix: c.KeyPrefix(runID),
-		Duration:  cfg.duration,
-		Warmup:    cfg.warmup,
-	})
-	return rec
-}
-
-// peerCells builds and runs the peer command for cells, appending its
-// records to recs.
-func peerCells(cfg *config, cells []matrix.Cell, addrs map[string][]string, runID string, prog *progress, recs *[]matrix.Record) error {
+// peerCells builds the peer command and runs req's cells with it.
+func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *progress, onStart func(matrix.Cell), onRecord func(matrix.Record)) error {
 	dir, err := findPeersDir(cfg.peersDir)
 	if err != nil {
 		return err
@@ -273,14 +264,7 @@ func peerCells(cfg *config, cells []matrix.Cell, addrs map[string][]string, runI
 	if err != nil {
 		return err
 	}
-	req := matrix.PeerRequest{
-		Addrs: addrs, Username: cfg.user, Password: cfg.pass, TLS: cfg.tls, TLSCA: cfg.tlsCA,
-		RunID: runID, TTL: cfg.ttl, PoolSize: cfg.poolSize, Duration: cfg.duration, Warmup: cfg.warmup,
-		Cells: cells,
-	}
-	return runPeers(bin, req,
-		func(c matrix.Cell) { prog.step(c.Name()) },
-		func(r matrix.Record) { *recs = append(*recs, r) })
+	return runChild(ctx, bin, nil, req, onStart, onRecord)
 }
 
 // tlsConfig trusts the CA in caFile, or the system roots if it is empty.

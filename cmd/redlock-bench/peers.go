@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,14 +58,15 @@ func buildPeers(dir, tmp string) (string, error) {
 	return bin, nil
 }
 
-// runPeers runs the peer cells of req, calling onStart as each cell starts
-// and onRecord as it ends.
-func runPeers(bin string, req matrix.PeerRequest, onStart func(matrix.Cell), onRecord func(matrix.Record)) error {
+// runChild runs bin (with extra environment variables env) on the cells of
+// req, calling onStart as each cell starts and onRecord as it ends.
+func runChild(ctx context.Context, bin string, env []string, req matrix.PeerRequest, onStart func(matrix.Cell), onRecord func(matrix.Record)) error {
 	in, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin)
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(string(in))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -80,7 +82,7 @@ func runPeers(bin string, req matrix.PeerRequest, onStart func(matrix.Cell), onR
 		line := sc.Bytes()
 		var msg matrix.PeerMessage
 		if err := json.Unmarshal(line, &msg); err != nil {
-			return fmt.Errorf("peerbench: bad output %q: %v", line, err)
+			return fmt.Errorf("%s: bad output %q: %v", filepath.Base(bin), line, err)
 		}
 		switch {
 		case msg.Start != nil:
@@ -90,7 +92,7 @@ func runPeers(bin string, req matrix.PeerRequest, onStart func(matrix.Cell), onR
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("peerbench: %v", err)
+		return fmt.Errorf("%s: %v", filepath.Base(bin), err)
 	}
 	return sc.Err()
 }

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/target"
+)
+
+// workerEnv makes this program a cell runner: the parent redlock-bench
+// starts itself with it set, as it starts the peer command, and speaks the
+// same protocol (matrix.PeerRequest in, matrix.PeerMessage lines out).
+const workerEnv = "REDLOCK_BENCH_WORKER"
+
+// worker runs the cells of the request on stdin and reports on stdout.
+func worker(stdin io.Reader, stdout, stderr io.Writer) int {
+	var req matrix.PeerRequest
+	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
+		fmt.Fprintln(stderr, "redlock-bench worker: reading the request:", err)
+		return 2
+	}
+	opts := target.DialOptions{Username: req.Username, Password: req.Password, PoolSize: req.PoolSize}
+	if req.TLS {
+		var err error
+		if opts.TLS, err = tlsConfig(req.TLSCA); err != nil {
+			fmt.Fprintln(stderr, "redlock-bench worker:", err)
+			return 2
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(stdout)
+	for _, c := range req.Cells {
+		if ctx.Err() != nil {
+			return 1
+		}
+		enc.Encode(matrix.PeerMessage{Start: &c})
+		rec := measureCell(ctx, req, opts, c)
+		enc.Encode(matrix.PeerMessage{Done: &rec})
+	}
+	return 0
+}
+
+// measureCell runs one of this library's cells.
+func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOptions, c matrix.Cell) matrix.Record {
+	rec := matrix.Record{Cell: c}
+	fan, err := target.ParseFanOut(c.FanOut)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	addrs := req.Addrs[c.Scenario]
+	if target.InMemory(c.Driver) {
+		addrs = make([]string, c.Nodes)
+	}
+	if len(addrs) < c.Nodes {
+		rec.Note = fmt.Sprintf("%d servers for N=%d", len(addrs), c.Nodes)
+		return rec
+	}
+	drv, closeDrv, err := target.Dial(c.Driver, addrs[:c.Nodes], opts)
+	if err != nil {
+		rec.Note = "dial: " + err.Error()
+		return rec
+	}
+	defer closeDrv()
+	s, err := target.NewRedlock(drv, fan, req.TTL)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	runtime.GC() // the previous cell's garbage is not this cell's cost
+	rec.Result = measure.Run(ctx, s, measure.Spec{
+		Clients:   c.Clients,
+		SharedKey: c.SharedKey,
+		KeyPrefix: c.KeyPrefix(req.RunID),
+		Duration:  req.Duration,
+		Warmup:    req.Warmup,
+	})
+	return rec
+}
