@@ -92,10 +92,12 @@
 // Dial does not connect: connections are made on first use, so a node that
 // is down at start-up only costs its vote. Options.PoolSize bounds the
 // idle connections per node, not the connections in use (see Options).
-// After a connection to a node broke, the idle connections returned to a
-// Dial-made pool before the break are PINGed (within the command's
-// deadline) before reuse, so that a restarted server costs one failed
-// command, not one per pooled connection.
+// A Dial-made pool PINGs an idle connection before reuse, within the
+// command's deadline, when it may have died silently: when it was idle for
+// PingIdle or more (a server timeout or a middlebox may have closed it), or
+// when it predates a broken connection to the same node (a restart). So a
+// restarted server costs one failed command, not one per pooled
+// connection. Connections idle for IdleTimeout are closed.
 //
 // # Authentication and TLS
 //

@@ -32,6 +32,12 @@ const (
 	// rounds in flight is a small multiple of the CPUs; go-redis sizes its
 	// pools the same way.
 	DefaultPoolSizePerCPU = 10
+	// IdleTimeout closes the connections of a Dial-made pool that stayed
+	// idle this long, rather than trust them.
+	IdleTimeout = 5 * time.Minute
+	// PingIdle is how long a connection of a Dial-made pool may stay idle
+	// before it is PINGed on reuse.
+	PingIdle = time.Minute
 	// DrainQueue is the capacity of the straggler queue (see the package
 	// documentation). A full queue makes Close discard the connection
 	// instead, which costs a reconnect but never blocks.
@@ -148,8 +154,9 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		n.pool = &redis.Pool{
 			MaxIdle:     size,
 			DialContext: dial,
+			IdleTimeout: IdleTimeout,
 			TestOnBorrowContext: func(ctx context.Context, c redis.Conn, lastUsed time.Time) error {
-				return d.checkIdle(n, ctx, c, lastUsed)
+				return d.checkIdle(ctx, n, c, lastUsed)
 			},
 		}
 	}
@@ -166,7 +173,11 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 // The pools' connections must implement redis.ConnWithTimeout (every redigo
 // connection does): reads are bounded by a per-command timeout, never by the
 // connections' own read timeout. A pool's DialContext and
-// TestOnBorrowContext receive a context whose deadline is the command's.
+// TestOnBorrowContext receive a context whose deadline is the command's and
+// must honour it (and not keep it after returning); Dial and TestOnBorrow,
+// which get no context, are not bounded by it. A pool with Wait and
+// MaxActive set waits for a connection until the command's deadline, at
+// the cost of a timer per checkout.
 func New(pools []*redis.Pool, names []string) (*Driver, error) {
 	switch {
 	case len(pools) == 0:
@@ -336,6 +347,9 @@ func discard(c redis.Conn) {
 // observe records the outcome of an op on node i: err is the client's
 // error (nil for a reply; a redis.Error reply is a reply).
 func (d *Driver) observe(i int, op core.Op, err error) {
+	if err == errDeadlineEval {
+		return // the node answered, but too late to send the EVAL
+	}
 	n := &d.nodes[i]
 	if err == nil {
 		if n.suspect.Load() {
@@ -362,13 +376,16 @@ func (d *Driver) observe(i int, op core.Op, err error) {
 	}
 }
 
-// checkIdle is the TestOnBorrowContext of Dial-made pools: after a
-// connection to the node broke (typically a restart), the idle connections
-// older than the break are PINGed before reuse, so that one restart costs
-// one failed command rather than one per pooled connection.
-func (d *Driver) checkIdle(n *node, ctx context.Context, c redis.Conn, lastUsed time.Time) error {
+// checkIdle is the TestOnBorrowContext of Dial-made pools. It PINGs an
+// idle connection before reuse when the connection may have died silently:
+// after a connection to the node broke (typically a restart), the idle
+// connections older than the break; and any connection idle for longer
+// than PingIdle (a server timeout or a middlebox may have closed it). So a
+// restart or a quiet period costs at most a round trip, not a failed
+// command per pooled connection.
+func (d *Driver) checkIdle(ctx context.Context, n *node, c redis.Conn, lastUsed time.Time) error {
 	f := n.failedAt.Load()
-	if f == 0 || int64(lastUsed.Sub(d.epoch)) > f {
+	if (f == 0 || int64(lastUsed.Sub(d.epoch)) > f) && time.Since(lastUsed) < PingIdle {
 		return nil
 	}
 	timeout := lateRead

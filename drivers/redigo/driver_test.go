@@ -575,3 +575,20 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		})
 	}
 }
+
+func TestCheckIdle(t *testing.T) {
+	ss, d := servers(t, 1)
+	n := &d.nodes[0]
+	c, err := n.pool.GetContext(context.Background()) // dials: no check
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	assert.NoError(t, d.checkIdle(ctx, n, c, time.Now()), "fresh: no PING")
+	assert.NoError(t, d.checkIdle(ctx, n, c, time.Now().Add(-PingIdle)), "long idle: PING answered")
+	ss[0].Stop()
+	defer ss[0].Cont()
+	assert.NoError(t, d.checkIdle(ctx, n, c, time.Now()), "fresh: not PINGed, so not seen hung")
+	err = d.checkIdle(ctx, n, c, time.Now().Add(-PingIdle))
+	assert.True(t, wire.IsTimeout(err), "long idle: the PING times out at the deadline: %v", err)
+}
