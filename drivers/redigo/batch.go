@@ -147,6 +147,9 @@ func (b *batch) Close() {
 	}
 	b.buffered = 0
 	b.values = nil
+	if b.ctx != nil && !b.ctx.observed() {
+		b.ctx.values = context.Background() // keep no caller values in the pool
+	}
 	b.d.batches.Put(b)
 }
 

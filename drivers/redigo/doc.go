@@ -19,8 +19,11 @@
 // the TTL (formatted once) are boxed once and kept while they stay the same
 // from node to node and round to round. Batches are pooled. What remains
 // per round is redigo's: Pool.GetContext allocates one small struct per
-// checkout. An acquire plus a release through a Locker costs about 2N+1
-// allocations (3, 7 and 11 for N = 1, 3 and 5); see TestAllocations.
+// checkout. An acquire plus a release through a Locker costs 2N+1
+// allocations in the steady state (3, 7 and 11 for N = 1, 3 and 5: the
+// checkouts and the new token's box), and no goroutine; in multiplexed mode
+// an occasional dial adds a few while the pools grow to absorb the
+// stragglers. See TestAllocations and TestNoGoroutinePerRound.
 //
 // # Fan-out
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime/metrics"
 	"strconv"
 	"testing"
 	"time"
@@ -591,4 +592,42 @@ func TestCheckIdle(t *testing.T) {
 	assert.NoError(t, d.checkIdle(ctx, n, c, time.Now()), "fresh: not PINGed, so not seen hung")
 	err = d.checkIdle(ctx, n, c, time.Now().Add(-PingIdle))
 	assert.True(t, wire.IsTimeout(err), "long idle: the PING times out at the deadline: %v", err)
+}
+
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+func TestNoGoroutinePerRound(t *testing.T) {
+	_, d := servers(t, 5)
+	for _, f := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		t.Run(f.String(), func(t *testing.T) {
+			l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, FanOut: f, NodeTimeout: time.Second})
+			require.NoError(t, err)
+			ctx := context.Background()
+			do := func() {
+				lock, err := l.Acquire(ctx, "goroutines")
+				require.NoError(t, err)
+				require.NoError(t, l.Release(ctx, lock))
+			}
+			for i := 0; i < 300; i++ {
+				do() // grow the pools
+			}
+			const rounds = 500
+			before := goroutinesCreated()
+			for i := 0; i < rounds; i++ {
+				do()
+			}
+			created := goroutinesCreated() - before
+			t.Logf("%s: %d goroutines created in %d acquire+release", f, created, rounds)
+			// Only a dial starts one (the net package watches its context);
+			// the pools are grown, so dials are rare.
+			assert.Less(t, float64(created)/rounds, 0.05)
+		})
+	}
 }
