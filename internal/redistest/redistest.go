@@ -201,7 +201,9 @@ func (s *Server) start(port int) error {
 	exited := make(chan struct{})
 	s.mu.Lock()
 	s.cmd, s.exited, s.waitErr = cmd, exited, nil
-	s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if s.Port != port { // a restart keeps them: tests read them unlocked
+		s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
 	s.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
