@@ -73,6 +73,14 @@ func newPlot(title, x, y string, logY bool) *plot.Plot {
 	return p
 }
 
+// midRight moves the legend to the right, below the top: in the latency
+// plots the redis lines climb to the top right and mem runs along the
+// bottom, leaving the middle free.
+func midRight(p *plot.Plot) {
+	p.Legend.Left = false
+	p.Legend.YOffs = -1.3 * vg.Inch
+}
+
 func addSeries(p *plot.Plot, ss []series) error {
 	for i, s := range ss {
 		l, pts, err := plotter.NewLinePoints(s.xys)
@@ -109,6 +117,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		func(r matrix.Record) float64 { return r.P50Us })
 	if len(lat) > 0 {
 		p := newPlot("p50 latency of acquire+release vs N (loopback, 1 client)", "N (nodes; keys for rueidislock)", "p50 µs (log)", true)
+		midRight(p)
 		if err := addSeries(p, lat); err != nil {
 			return files, err
 		}
@@ -123,6 +132,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		func(r matrix.Record) float64 { return r.P99Us })
 	if len(p99) > 0 {
 		p := newPlot("p99 latency of acquire+release vs N (loopback, 1 client)", "N (nodes; keys for rueidislock)", "p99 µs (log)", true)
+		midRight(p)
 		if err := addSeries(p, p99); err != nil {
 			return files, err
 		}

@@ -31,6 +31,7 @@ type config struct {
 	peersDir    string
 	contended   bool
 	listDrivers bool
+	replot      string
 }
 
 // parseFlags parses args (without the program name) into a config.
@@ -65,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.out, "out", "", "results directory (default results/<servers>[-pinned])")
 	fs.BoolVar(&c.noRedis, "no-redis-server", false, "use in-process miniredis even if redis-server is on PATH")
 	fs.StringVar(&c.peersDir, "peers-dir", "", "directory of the nested peers module (default: bench/peers of this repository)")
+	fs.StringVar(&c.replot, "replot", "", "redraw the plots and results.md of a results directory from its run.json, and exit")
 	fs.BoolVar(&c.listDrivers, "list", false, "print the drivers and peers compiled in, and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -73,6 +74,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if cfg.listDrivers {
 		fmt.Fprintf(stdout, "drivers: %s\npeers:   %s\n", strings.Join(target.Drivers(), " "), strings.Join(matrix.AllPeers, " "))
+		return 0
+	}
+	if cfg.replot != "" {
+		if err := replot(cfg.replot); err != nil {
+			fmt.Fprintln(stderr, "redlock-bench:", err)
+			return 1
+		}
 		return 0
 	}
 	env := environment()
@@ -265,6 +273,23 @@ func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *p
 		return err
 	}
 	return runChild(ctx, bin, nil, req, onStart, onRecord)
+}
+
+// replot redraws dir's plots and results.md from its run.json.
+func replot(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return err
+	}
+	var r report.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %v", filepath.Join(dir, "run.json"), err)
+	}
+	files, err := plots.Write(dir, r.Records, r.Env.ProxyDelayMs)
+	if err != nil {
+		return err
+	}
+	return report.WriteFiles(dir, r, files)
 }
 
 // tlsConfig trusts the CA in caFile, or the system roots if it is empty.
