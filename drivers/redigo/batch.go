@@ -49,36 +49,117 @@ var (
 	argExtendSrc  any = wire.Extend.Src
 )
 
+// call is one command to one node, from checkout to reply.
+type call struct {
+	node     int
+	cmd      core.Command
+	deadline time.Time
+	conn     redis.Conn // holds the reply in flight, once written
+	eval     bool       // the command on the wire is EVAL, not EVALSHA
+}
+
+// worker runs calls: a batch's (on its caller's goroutine) or the
+// drainer's. It holds what a call needs besides the call itself, so that
+// running one allocates nothing.
+type worker struct {
+	enc    encoder
+	ctx    *nodeCtx
+	values context.Context // Begin's, for the pools' DialContext
+}
+
+// start checks out a connection for c and writes c's command on it. When
+// that fails it returns the reply and false, and c holds no connection.
+func (w *worker) start(d *Driver, c *call) (core.Reply, bool) {
+	i, op := c.node, c.cmd.Op
+	n := &d.nodes[i]
+	switch {
+	case d.closed.Load():
+		return wire.Fail(i, n.name, op, ErrClosed), false
+	case op < core.OpAcquire || op > core.OpExtend:
+		return wire.Fail(i, n.name, op, errors.New("unknown op")), false
+	case !time.Now().Before(c.deadline):
+		return wire.Fail(i, n.name, op, ErrDeadline), false
+	}
+	ctx := w.checkoutCtx(c.deadline)
+	conn, err := n.pool.GetContext(ctx)
+	ctx.finish()
+	if err != nil {
+		d.observe(i, op, err)
+		return wire.Fail(i, n.name, op, err), false
+	}
+	if !time.Now().Before(c.deadline) { // the checkout dialed past the deadline
+		conn.Close()
+		return wire.Fail(i, n.name, op, ErrDeadline), false
+	}
+	// Until the node is known to have the script, send it whole: EVAL
+	// caches it, and a fresh server costs no NOSCRIPT round trip.
+	c.eval = op != core.OpAcquire && !n.scripts.known(op)
+	if err := w.enc.write(conn, c.cmd, c.eval); err != nil {
+		d.observe(i, op, err)
+		conn.Close()
+		return wire.Fail(i, n.name, op, err), false
+	}
+	c.conn = conn
+	return core.Reply{}, true
+}
+
+// finish reads the reply to c's command, bounded by c's deadline, answers
+// NOSCRIPT with EVAL on the same connection, and returns the connection to
+// its pool (redigo closes it, and the pool drops it, if the read failed).
+// If cancel is closed before a read, it returns false and c keeps its
+// connection, the reply still in flight.
+func (w *worker) finish(d *Driver, c *call, cancel <-chan struct{}) (core.Reply, bool) {
+	if isClosed(cancel) {
+		return core.Reply{}, false
+	}
+	reply, err := redis.ReceiveWithTimeout(c.conn, readTimeout(c.deadline, time.Now()))
+	if err != nil && !c.eval && c.cmd.Op != core.OpAcquire && wire.IsNoScript(err) {
+		// The server lost its script cache (SCRIPT FLUSH): send the script
+		// itself. A release the round no longer waits for must still take
+		// effect, so the drainer does this too.
+		d.nodes[c.node].scripts.forget(c.cmd.Op)
+		c.eval = true
+		if !time.Now().Before(c.deadline) {
+			err = errDeadlineEval // the connection is healthy: nothing is in flight
+		} else if err = w.enc.write(c.conn, c.cmd, true); err == nil {
+			if isClosed(cancel) {
+				return core.Reply{}, false // the EVAL is in flight
+			}
+			reply, err = redis.ReceiveWithTimeout(c.conn, readTimeout(c.deadline, time.Now()))
+		}
+	}
+	d.observe(c.node, c.cmd.Op, err)
+	r := d.decode(c, reply, err)
+	c.conn.Close()
+	c.conn = nil
+	return r, true
+}
+
 // Slot states.
 const (
 	slotEmpty    uint8 = iota
 	slotBuffered       // Send was called; nothing is on the wire yet
-	slotWire           // written and flushed; conn holds the reply in flight
+	slotDeferred       // a suspect node's command, started once nothing else is left to read
+	slotWire           // written and flushed; the call's conn holds the reply in flight
 	slotReady          // the reply is known without a read (the write failed)
 	slotDone           // the reply was returned by Receive
 )
 
 type slot struct {
-	cmd      core.Command
-	deadline time.Time
-	conn     redis.Conn
-	reply    core.Reply
-	state    uint8
-	suspect  bool // the node was suspect when written: read it last
-	eval     bool // the NOSCRIPT fallback (EVAL) is on the wire
+	call
+	reply core.Reply
+	state uint8
 }
 
 // batch is one round. It is pooled by its Driver; a round allocates only
 // what redigo's pool allocates per checkout (one small struct per node) and
-// the boxes of a new key and token.
+// the box of a new key or token.
 type batch struct {
 	d        *Driver
-	values   context.Context
-	ctx      *nodeCtx
+	w        worker
 	buffered int
+	deferred int
 	slots    [core.MaxNodes]slot
-
-	enc encoder
 }
 
 // Send records cmd for node; nothing is written until the next Receive.
@@ -87,20 +168,26 @@ func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
 		return // outside the contract: at most one command per node
 	}
 	s := &b.slots[node]
-	s.cmd, s.deadline, s.state = cmd, deadline, slotBuffered
+	s.call = call{node: node, cmd: cmd, deadline: deadline}
+	s.state = slotBuffered
 	b.buffered++
 }
 
-// Receive writes the buffered commands, then returns the first available
-// reply: replies known without a read first, then the nodes in index order,
-// nodes that were suspect (their last command timed out or lost its
-// connection) last. A blocking read cannot be interrupted, so cancel is
+// Receive writes the buffered commands of healthy nodes, then returns the
+// first available reply: replies known without a read first, then the
+// nodes in index order. The commands of suspect nodes (whose last command
+// timed out or lost its connection) are written only when no other reply
+// is left to read. A blocking read cannot be interrupted, so cancel is
 // checked before each read: a cancellation is seen within one node timeout.
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	if b.buffered > 0 {
 		b.flush()
 	}
 	i := b.next()
+	if i < 0 && b.deferred > 0 {
+		b.startDeferred()
+		i = b.next()
+	}
 	if i < 0 {
 		return core.Reply{}, false
 	}
@@ -109,130 +196,81 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		s.state = slotDone
 		return s.reply, true
 	}
-	if isClosed(cancel) {
-		return core.Reply{}, false
+	r, ok := b.w.finish(b.d, &s.call, cancel)
+	if ok {
+		s.state = slotDone
 	}
-	reply, err := redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
-	if err != nil && !s.eval && s.cmd.Op != core.OpAcquire && wire.IsNoScript(err) {
-		// The server lost its script cache (SCRIPT FLUSH, restart): send
-		// the script itself on the same connection.
-		b.d.nodes[i].scripts.forget(s.cmd.Op)
-		s.eval = true
-		if !time.Now().Before(s.deadline) {
-			err = errDeadlineEval // the connection is healthy: nothing is in flight
-		} else if err = b.enc.write(s.conn, s.cmd, true); err == nil {
-			if isClosed(cancel) {
-				return core.Reply{}, false // the EVAL is a straggler now
-			}
-			reply, err = redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
-		}
-	}
-	b.d.observe(i, s.cmd.Op, err)
-	r := b.decode(i, reply, err)
-	s.conn.Close() // back to the pool, or dropped if the read failed
-	s.conn, s.state = nil, slotDone
-	return r, true
+	return r, ok
 }
 
-// Close hands the connections whose replies were not received to the
-// driver's drainer, or discards them when it is busy, and returns the
-// batch to the pool. It never waits for the network.
+// Close hands the connections whose replies were not read, and the
+// suspect nodes' commands not yet written, to the driver's drainer (or,
+// when it is busy, discards them) and returns the batch to the pool. It
+// never waits for the network.
 func (b *batch) Close() {
 	for i := range b.d.nodes {
 		s := &b.slots[i]
-		if s.state == slotWire {
-			b.d.enqueue(straggler{conn: s.conn, cmd: s.cmd, deadline: s.deadline, node: i, eval: s.eval})
+		if s.state == slotWire || s.state == slotDeferred {
+			b.d.enqueue(s.call)
 		}
 		*s = slot{}
 	}
-	b.buffered = 0
-	b.values = nil
-	if b.ctx != nil && !b.ctx.observed() {
-		b.ctx.values = context.Background() // keep no caller values in the pool
-	}
+	b.buffered, b.deferred = 0, 0
+	b.w.reset()
 	b.d.batches.Put(b)
 }
 
-// next returns the slot to answer next, or -1 when none is owed.
+// next returns the slot to answer next, or -1 when none is ready or on
+// the wire.
 func (b *batch) next() int {
-	best := -1
+	wired := -1
 	for i := range b.d.nodes {
-		s := &b.slots[i]
-		switch s.state {
+		switch b.slots[i].state {
 		case slotReady:
 			return i
 		case slotWire:
-			if best < 0 || (b.slots[best].suspect && !s.suspect) {
-				best = i
+			if wired < 0 {
+				wired = i
 			}
 		}
 	}
-	return best
+	return wired
 }
 
-// flush checks out a connection for every buffered command and writes and
-// flushes the command on it: healthy nodes first, so that a suspect node's
-// dial, which may take until its deadline, delays nobody's write.
+// flush writes every buffered command of a healthy node and defers the
+// suspect nodes': their checkout may dial or PING until their deadline,
+// which would hold up the reads of the healthy nodes.
 func (b *batch) flush() {
 	for i := range b.d.nodes {
-		if s := &b.slots[i]; s.state == slotBuffered {
-			s.suspect = b.d.nodes[i].suspect.Load()
+		s := &b.slots[i]
+		if s.state != slotBuffered {
+			continue
 		}
-	}
-	for pass := 0; pass < 2; pass++ {
-		for i := range b.d.nodes {
-			s := &b.slots[i]
-			if s.state == slotBuffered && s.suspect == (pass == 1) {
-				b.start(i, s)
-			}
+		if b.d.nodes[i].suspect.Load() {
+			s.state = slotDeferred
+			b.deferred++
+			continue
 		}
+		b.start(s)
 	}
 	b.buffered = 0
 }
 
-// start puts slot i's command on the wire, or makes its reply ready when
-// that fails.
-func (b *batch) start(i int, s *slot) {
-	n := &b.d.nodes[i]
-	switch {
-	case b.d.closed.Load():
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, ErrClosed))
-		return
-	case s.cmd.Op < core.OpAcquire || s.cmd.Op > core.OpExtend:
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, errors.New("unknown op")))
-		return
+func (b *batch) startDeferred() {
+	for i := range b.d.nodes {
+		if s := &b.slots[i]; s.state == slotDeferred {
+			b.start(s)
+		}
 	}
-	if !time.Now().Before(s.deadline) {
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, ErrDeadline))
-		return
-	}
-	ctx := b.checkoutCtx(s.deadline)
-	c, err := n.pool.GetContext(ctx)
-	ctx.finish()
-	if err != nil {
-		b.d.observe(i, s.cmd.Op, err)
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, err))
-		return
-	}
-	if !time.Now().Before(s.deadline) { // the checkout dialed past the deadline
-		c.Close()
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, ErrDeadline))
-		return
-	}
-	// Until the node is known to have the script, send it whole: EVAL
-	// caches it, and a fresh server costs no NOSCRIPT round trip.
-	s.eval = s.cmd.Op != core.OpAcquire && !n.scripts.known(s.cmd.Op)
-	if err := b.enc.write(c, s.cmd, s.eval); err != nil {
-		b.d.observe(i, s.cmd.Op, err)
-		c.Close()
-		b.ready(i, s, wire.Fail(i, n.name, s.cmd.Op, err))
-		return
-	}
-	s.conn, s.state = c, slotWire
+	b.deferred = 0
 }
 
-func (b *batch) ready(i int, s *slot, r core.Reply) {
-	s.reply, s.state = r, slotReady
+func (b *batch) start(s *slot) {
+	if r, ok := b.w.start(b.d, &s.call); ok {
+		s.state = slotWire
+	} else {
+		s.reply, s.state = r, slotReady
+	}
 }
 
 // encoder writes commands on redigo connections. It keeps the boxed key,
@@ -285,14 +323,14 @@ func (e *encoder) write(c redis.Conn, cmd core.Command, eval bool) error {
 	return c.Flush()
 }
 
-// decode maps a read's outcome to node i's reply.
-func (b *batch) decode(i int, reply any, err error) core.Reply {
-	s := &b.slots[i]
-	name := b.d.nodes[i].name
+// decode maps the outcome of c's read to its reply.
+func (d *Driver) decode(c *call, reply any, err error) core.Reply {
+	i, op := c.node, c.cmd.Op
+	name := d.nodes[i].name
 	if err != nil {
-		return wire.Fail(i, name, s.cmd.Op, err)
+		return wire.Fail(i, name, op, err)
 	}
-	switch s.cmd.Op {
+	switch op {
 	case core.OpAcquire:
 		switch v := reply.(type) {
 		case nil:
@@ -306,12 +344,12 @@ func (b *batch) decode(i int, reply any, err error) core.Reply {
 		if v, ok := reply.(int64); ok {
 			st, err := wire.ScriptStatus(v)
 			if err != nil {
-				return wire.Fail(i, name, s.cmd.Op, err)
+				return wire.Fail(i, name, op, err)
 			}
 			return core.Reply{Node: i, Status: st}
 		}
 	}
-	return wire.Fail(i, name, s.cmd.Op, fmt.Errorf("unexpected reply %T %v", reply, reply))
+	return wire.Fail(i, name, op, fmt.Errorf("unexpected reply %T %v", reply, reply))
 }
 
 func (e *encoder) boxKey(k string) any {
@@ -338,17 +376,25 @@ func (e *encoder) boxTTL(ttl time.Duration) any {
 }
 
 // checkoutCtx returns the context for one pool checkout ending at dl. The
-// batch reuses it from checkout to checkout unless someone observed it
+// worker reuses it from checkout to checkout unless someone observed it
 // (called Done, or Err after the deadline): an observed context is left
 // to its observers, unchanged, and a new one is made.
-func (b *batch) checkoutCtx(dl time.Time) *nodeCtx {
-	c := b.ctx
+func (w *worker) checkoutCtx(dl time.Time) *nodeCtx {
+	c := w.ctx
 	if c == nil || c.observed() {
 		c = new(nodeCtx)
-		b.ctx = c
+		w.ctx = c
 	}
-	c.values, c.dl = b.values, dl
+	c.values, c.dl = w.values, dl
 	return c
+}
+
+// reset forgets the caller's values.
+func (w *worker) reset() {
+	w.values = context.Background()
+	if w.ctx != nil && !w.ctx.observed() {
+		w.ctx.values = w.values
+	}
 }
 
 // readTimeout is the read timeout for a command ending at deadline: the

@@ -35,12 +35,17 @@
 // writes and reads one command. No goroutine is started per node or per
 // operation.
 //
-// Replies are read one connection at a time, in node order, except that
-// nodes whose last command timed out or lost its connection ("suspect"
-// nodes) are written and read last: a hung node does not delay the healthy
-// nodes' writes, and the round is usually decided before its reply is
-// awaited. While one node's read waits for its deadline, the other replies
-// accumulate in their sockets and are taken without waiting afterwards.
+// Replies are read one connection at a time, in node order. Nodes whose
+// last command timed out or lost its connection ("suspect" nodes) are
+// handled apart: their commands are written only once no other reply is
+// left to read, because their checkout may dial or PING until the deadline
+// (a partitioned host drops SYNs; a stopped server's accept queue fills),
+// which would hold up everyone else. So a hung node costs a round nothing
+// once it is suspect, and at most one node timeout the first time. While
+// one node's read waits for its deadline, the other replies accumulate in
+// their sockets and are taken without waiting afterwards. In the
+// sequential shape a suspect node's command is run at once, as there is
+// nothing else to do.
 //
 // # Deadlines
 //
@@ -74,21 +79,24 @@
 //
 // # Stragglers
 //
-// In multiplexed mode the Locker stops reading once the round is decided;
-// Batch.Close then hands each connection whose reply was not read to the
-// driver's one drainer goroutine (started by Dial or New, stopped by
-// Driver.Close) through a queue of DrainQueue entries. The drainer reads
-// the reply, bounded by the command's deadline (falling back to EVAL on
-// NOSCRIPT, so that a release the round did not wait for still takes
-// effect), and returns the connection to its pool, or lets the pool drop
-// it if the read failed. Stragglers are queued in the order their rounds
-// end, so their deadlines are nearly in order: waiting for one hung node's
-// deadline leaves the later stragglers' replies ready to take. If the
-// queue is full, or the driver is closed, Close takes a reply that is
-// already buffered or else closes the connection at once; that costs a
-// reconnect (and, for a release that met NOSCRIPT, the release on that
-// node: the key then expires at its TTL), never a wait. Close never blocks
-// on the network.
+// In multiplexed mode the Locker stops reading once the round is decided.
+// Batch.Close then hands each call it did not finish to the driver's one
+// drainer goroutine (started by Dial or New, stopped by Driver.Close)
+// through a queue of DrainQueue entries: connections whose reply was not
+// read, and suspect nodes' commands not yet written. The drainer runs each
+// to its end within the command's deadline, as Receive would (reading the
+// reply, writing the command first if needed, answering NOSCRIPT with EVAL
+// so that a release the round did not wait for still takes effect), and
+// returns the connection to its pool, or lets the pool drop it if the read
+// failed; the outcome updates the node's suspect flag, so a node that
+// recovers is noticed without a round waiting for it. Calls are queued in
+// the order their rounds end, so their deadlines are nearly in order:
+// waiting for one hung node's deadline leaves the later calls' replies
+// ready to take. If the queue is full, or the driver is closed, Close takes
+// a reply that is already buffered or else closes the connection at once,
+// and drops unwritten commands; that costs a reconnect (and possibly a
+// release on that node: the key then expires at its TTL), never a wait.
+// Close never blocks on the network.
 //
 // # Connections
 //

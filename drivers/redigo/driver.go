@@ -16,7 +16,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // Defaults applied to zero Options fields.
@@ -79,8 +78,8 @@ type Driver struct {
 
 	batches sync.Pool
 
-	queue   chan straggler
-	enc     encoder // the drainer's
+	queue   chan call // stragglers, see drainLoop
+	drainer worker
 	stop    chan struct{}
 	drained chan struct{}
 
@@ -118,16 +117,6 @@ func (s *scriptSet) learn(op core.Op) {
 
 func (s *scriptSet) forget(op core.Op) { s.bits.And(^scriptBit(op)) }
 func (s *scriptSet) forgetAll()        { s.bits.Store(0) }
-
-// straggler is a connection with one reply in flight that the round no
-// longer wants.
-type straggler struct {
-	conn     redis.Conn
-	cmd      core.Command
-	deadline time.Time
-	node     int
-	eval     bool // the command in flight is already the EVAL fallback
-}
 
 // Dial returns a Driver over one new pool per address ("host:port").
 // It checks the addresses and options first and fails with an error
@@ -216,11 +205,12 @@ func newDriver(n int, owned bool) *Driver {
 		nodes:   make([]node, n),
 		owned:   owned,
 		epoch:   time.Now(),
-		queue:   make(chan straggler, DrainQueue),
+		queue:   make(chan call, DrainQueue),
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
-	d.batches.New = func() any { return &batch{d: d} }
+	d.batches.New = func() any { return &batch{d: d, w: worker{values: context.Background()}} }
+	d.drainer.values = context.Background()
 	return d
 }
 
@@ -236,10 +226,9 @@ func (d *Driver) NodeName(i int) string { return d.nodes[i].name }
 // DialContext and TestOnBorrowContext; its cancellation is not used.
 func (d *Driver) Begin(ctx context.Context) core.Batch {
 	b := d.batches.Get().(*batch)
-	if ctx == nil {
-		ctx = context.Background()
+	if ctx != nil {
+		b.w.values = ctx
 	}
-	b.values = ctx
 	return b
 }
 
@@ -268,12 +257,15 @@ func (d *Driver) Close() error {
 	return errors.Join(errs...)
 }
 
-// drainLoop is the driver's one goroutine. It reads each straggler's reply,
-// bounded by the straggler's deadline, and returns the connection to its
-// pool (or discards it when the read failed). Stragglers are queued in the
-// order their rounds closed, so their deadlines are almost in order: a read
-// that waits for one deadline finds the later stragglers' replies already
-// arrived.
+// drainLoop is the driver's one goroutine. It takes the calls that rounds
+// ended without: for a call on the wire, it reads the reply; for a suspect
+// node's call that was never written, it checks out a connection and runs
+// the call. Either way the call is bounded by its deadline and ends as
+// Receive would end it (EVAL after NOSCRIPT, so that a release still takes
+// effect; the connection back to its pool, or dropped if the read failed).
+// Calls are queued in the order their rounds closed, so their deadlines
+// are almost in order: a read that waits for one deadline finds the later
+// calls' replies already arrived.
 func (d *Driver) drainLoop() {
 	defer close(d.drained)
 	for {
@@ -284,8 +276,8 @@ func (d *Driver) drainLoop() {
 		default:
 		}
 		select {
-		case s := <-d.queue:
-			d.drain(s)
+		case c := <-d.queue:
+			d.drain(&c)
 		case <-d.stop:
 			d.discardQueued()
 			return
@@ -296,52 +288,50 @@ func (d *Driver) drainLoop() {
 func (d *Driver) discardQueued() {
 	for {
 		select {
-		case s := <-d.queue:
-			discard(s.conn)
+		case c := <-d.queue:
+			discard(&c)
 		default:
 			return
 		}
 	}
 }
 
-func (d *Driver) drain(s straggler) {
-	_, err := redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
-	if err != nil && !s.eval && s.cmd.Op != core.OpAcquire && wire.IsNoScript(err) && time.Now().Before(s.deadline) {
-		d.nodes[s.node].scripts.forget(s.cmd.Op)
-		s.eval = true
-		// A release or extend the round stopped waiting for must still
-		// take effect: fall back to EVAL as Receive would.
-		if err = d.enc.write(s.conn, s.cmd, true); err == nil {
-			_, err = redis.ReceiveWithTimeout(s.conn, readTimeout(s.deadline, time.Now()))
+func (d *Driver) drain(c *call) {
+	if c.conn == nil {
+		if _, ok := d.drainer.start(d, c); !ok {
+			return
 		}
 	}
-	d.observe(s.node, s.cmd.Op, err)
-	s.conn.Close() // returns a healthy connection; discards a failed one
+	d.drainer.finish(d, c, nil)
 }
 
-// enqueue hands a straggler to the drainer, or discards its connection at
-// once when the queue is full or the driver closed.
-func (d *Driver) enqueue(s straggler) {
+// enqueue hands a call to the drainer, or discards it at once when the
+// queue is full or the driver closed.
+func (d *Driver) enqueue(c call) {
 	d.mu.RLock()
 	if !d.closed.Load() {
 		select {
-		case d.queue <- s:
+		case d.queue <- c:
 			d.mu.RUnlock()
 			return
 		default:
 		}
 	}
 	d.mu.RUnlock()
-	discard(s.conn)
+	discard(&c)
 }
 
-// discard ends a connection with a reply in flight without blocking: it
-// takes the reply if it has already arrived (the connection is then
-// healthy and goes back to its pool); otherwise the read times out at once,
-// which makes redigo close the connection, and the pool drops it.
-func discard(c redis.Conn) {
-	_, _ = redis.ReceiveWithTimeout(c, discardRead)
-	c.Close()
+// discard ends a call without blocking. A call never written is dropped.
+// For a call on the wire, the reply is taken if it is already buffered
+// (the connection is then healthy and goes back to its pool); otherwise
+// the read times out at once, which makes redigo close the connection, and
+// the pool drops it.
+func discard(c *call) {
+	if c.conn == nil {
+		return
+	}
+	_, _ = redis.ReceiveWithTimeout(c.conn, discardRead)
+	c.conn.Close()
 }
 
 // observe records the outcome of an op on node i: err is the client's

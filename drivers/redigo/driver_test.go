@@ -294,28 +294,66 @@ func TestStoppedNodeTimesOut(t *testing.T) {
 	assert.False(t, d.nodes[0].suspect.Load())
 }
 
-func TestSuspectNodeReadLast(t *testing.T) {
+func TestSuspectNodeDeferred(t *testing.T) {
 	ss, d := servers(t, 3)
 	ss[0].Stop()
-	defer ss[0].Cont()
+	stopped := true
+	defer func() {
+		if stopped {
+			ss[0].Cont()
+		}
+	}()
 	acq := core.Command{Op: core.OpAcquire, Key: "order", Token: tok(1), TTL: 5 * time.Second}
-	round(d, acq, 200*time.Millisecond) // node 0 becomes suspect
+	r := round(d, acq, 200*time.Millisecond) // node 0 times out and becomes suspect
+	require.Equal(t, core.StatusTimeout, r[0].Status)
 	require.True(t, d.nodes[0].suspect.Load())
+	require.Zero(t, d.nodes[0].pool.ActiveCount(), "the timed-out connection is gone")
+
 	b := d.Begin(context.Background())
-	dl := time.Now().Add(time.Second)
+	dl := time.Now().Add(5 * time.Second)
 	rel := core.Command{Op: core.OpRelease, Key: "order", Token: tok(1)}
 	for i := 0; i < 3; i++ {
 		b.Send(i, rel, dl)
 	}
-	// The healthy nodes answer first; the stopped node, its reply never
-	// read, is handed to the drainer by Close.
+	// The healthy nodes are written and read first; the suspect node's
+	// command waits, its connection not even checked out.
 	r1, ok1 := b.Receive(nil)
 	r2, ok2 := b.Receive(nil)
-	b.Close()
 	require.True(t, ok1)
 	require.True(t, ok2)
 	assert.Equal(t, []int{1, 2}, []int{r1.Node, r2.Node})
-	assert.Equal(t, core.StatusOK, r1.Status)
+	assert.Equal(t, []core.Status{core.StatusOK, core.StatusOK}, []core.Status{r1.Status, r2.Status})
+	assert.Zero(t, d.nodes[0].pool.ActiveCount(), "suspect node not contacted yet")
+	// Close hands the unwritten command to the drainer, which runs it
+	// within its deadline: once the node resumes, it answers and is no
+	// longer suspect.
+	b.Close()
+	require.Eventually(t, func() bool { return d.nodes[0].pool.ActiveCount() == 1 }, 5*time.Second, time.Millisecond,
+		"the drainer checks out a connection for the deferred command")
+	ss[0].Cont()
+	stopped = false
+	require.Eventually(t, func() bool { return !d.nodes[0].suspect.Load() }, 10*time.Second, time.Millisecond)
+
+	// When the healthy nodes do not decide, the suspect node is contacted
+	// within the round.
+	ss[1].Stop()
+	defer ss[1].Cont()
+	round(d, rel, 200*time.Millisecond)
+	require.True(t, d.nodes[1].suspect.Load())
+	b = d.Begin(context.Background())
+	dl = time.Now().Add(5 * time.Second)
+	b.Send(1, rel, dl)
+	b.Send(2, rel, dl)
+	rr, ok := b.Receive(nil)
+	require.True(t, ok)
+	assert.Equal(t, 2, rr.Node)
+	b.Close()
+	b = d.Begin(context.Background())
+	b.Send(1, rel, time.Now().Add(100*time.Millisecond))
+	rr, ok = b.Receive(nil)
+	b.Close()
+	require.True(t, ok)
+	assert.Equal(t, core.Reply{Node: 1, Status: core.StatusTimeout}, core.Reply{Node: rr.Node, Status: rr.Status}, "sequential: the suspect node is run at once")
 }
 
 func TestCancelBeforeRead(t *testing.T) {
@@ -478,7 +516,7 @@ func TestPassedDeadlineNotSent(t *testing.T) {
 
 func TestCheckoutContext(t *testing.T) {
 	type k struct{}
-	b := &batch{values: context.WithValue(context.Background(), k{}, "v")}
+	b := &worker{values: context.WithValue(context.Background(), k{}, "v")}
 	dl := time.Now().Add(time.Hour)
 	c := b.checkoutCtx(dl)
 	got, ok := c.Deadline()
