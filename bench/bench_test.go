@@ -145,8 +145,13 @@ func run(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, c
 	loop.Go(context.Background())
 	b.StopTimer()
 	r := loop.Result()
-	if r.Errors > 0 {
+	if r.Errors > 0 && !shared {
 		b.Fatalf("%d of %d pairs failed, first: %s", r.Errors, r.Ops, r.FirstError)
+	}
+	if r.Errors > 0 {
+		// Under contention a node timeout is a result, not a broken run.
+		b.Logf("%d of %d pairs failed, first: %s", r.Errors, r.Ops, r.FirstError)
+		b.ReportMetric(100*float64(r.Errors)/float64(r.Ops), "errors-%")
 	}
 	b.ReportMetric(r.P50Us, "p50-µs")
 	b.ReportMetric(r.P99Us, "p99-µs")
