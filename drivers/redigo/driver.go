@@ -234,8 +234,8 @@ func (d *Driver) Begin(ctx context.Context) core.Batch {
 
 // Close stops the drainer, discards the connections still queued on it and,
 // for a Driver made by Dial, closes the pools (connections in use are closed
-// when their rounds end). It may wait for one in-flight straggler's read,
-// which is bounded by its node timeout. Rounds begun after Close fail every
+// when their rounds end). It may wait for the drainer's call in progress,
+// which its deadline bounds. Rounds begun after Close fail every
 // command with ErrClosed. Close is idempotent.
 func (d *Driver) Close() error {
 	d.mu.Lock()
