@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -36,18 +35,6 @@ var ErrDeadline = fmt.Errorf("redigo: per-node deadline passed before the comman
 // errDeadlineEval is the error of a release or extend whose EVALSHA met
 // NOSCRIPT after its deadline: the EVAL fallback is not sent.
 var errDeadlineEval = fmt.Errorf("redigo: NOSCRIPT after the per-node deadline, EVAL not sent: %w", os.ErrDeadlineExceeded)
-
-// Arguments boxed once: passing them to redigo's ...interface{} costs no
-// allocation.
-var (
-	argNX         any = "NX"
-	argPX         any = "PX"
-	argOne        any = "1"
-	argReleaseSHA any = wire.Release.SHA1
-	argExtendSHA  any = wire.Extend.SHA1
-	argReleaseSrc any = wire.Release.Src
-	argExtendSrc  any = wire.Extend.Src
-)
 
 // call is one command to one node, from checkout to reply.
 type call struct {
@@ -273,56 +260,6 @@ func (b *batch) start(s *slot) {
 	}
 }
 
-// encoder writes commands on redigo connections. It keeps the boxed key,
-// token and TTL while they stay the same from node to node and round to
-// round, so that passing them to redigo's ...interface{} allocates nothing.
-type encoder struct {
-	args   [5]any
-	key    string
-	keyBox any
-	tok    core.Token
-	tokHex [core.HexSize]byte
-	tokBox any
-	ttl    time.Duration
-	ttlBox any
-}
-
-// write sends cmd on c, as EVAL instead of EVALSHA if eval is set, and
-// flushes it.
-func (e *encoder) write(c redis.Conn, cmd core.Command, eval bool) error {
-	a := &e.args
-	var name string
-	var n int
-	switch cmd.Op {
-	case core.OpAcquire:
-		name = "SET"
-		a[0], a[1], a[2], a[3], a[4] = e.boxKey(cmd.Key), e.boxToken(cmd.Token), argNX, argPX, e.boxTTL(cmd.TTL)
-		n = 5
-	case core.OpRelease, core.OpExtend:
-		name, a[0] = "EVALSHA", argReleaseSHA
-		switch {
-		case cmd.Op == core.OpExtend && eval:
-			name, a[0] = "EVAL", argExtendSrc
-		case cmd.Op == core.OpExtend:
-			a[0] = argExtendSHA
-		case eval:
-			name, a[0] = "EVAL", argReleaseSrc
-		}
-		a[1], a[2], a[3] = argOne, e.boxKey(cmd.Key), e.boxToken(cmd.Token)
-		n = 4
-		if cmd.Op == core.OpExtend {
-			a[4] = e.boxTTL(cmd.TTL)
-			n = 5
-		}
-	default:
-		return errors.New("unknown op " + cmd.Op.String())
-	}
-	if err := c.Send(name, a[:n]...); err != nil {
-		return err
-	}
-	return c.Flush()
-}
-
 // decode maps the outcome of c's read to its reply.
 func (d *Driver) decode(c *call, reply any, err error) core.Reply {
 	i, op := c.node, c.cmd.Op
@@ -352,51 +289,6 @@ func (d *Driver) decode(c *call, reply any, err error) core.Reply {
 	return wire.Fail(i, name, op, fmt.Errorf("unexpected reply %T %v", reply, reply))
 }
 
-func (e *encoder) boxKey(k string) any {
-	if e.keyBox == nil || k != e.key {
-		e.key, e.keyBox = k, k
-	}
-	return e.keyBox
-}
-
-func (e *encoder) boxToken(t core.Token) any {
-	if e.tokBox == nil || t != e.tok {
-		e.tok = t
-		wire.AppendToken(e.tokHex[:0], t)
-		e.tokBox = e.tokHex[:]
-	}
-	return e.tokBox
-}
-
-func (e *encoder) boxTTL(ttl time.Duration) any {
-	if e.ttlBox == nil || ttl != e.ttl {
-		e.ttl, e.ttlBox = ttl, wire.MillisString(ttl)
-	}
-	return e.ttlBox
-}
-
-// checkoutCtx returns the context for one pool checkout ending at dl. The
-// worker reuses it from checkout to checkout unless someone observed it
-// (called Done, or Err after the deadline): an observed context is left
-// to its observers, unchanged, and a new one is made.
-func (w *worker) checkoutCtx(dl time.Time) *nodeCtx {
-	c := w.ctx
-	if c == nil || c.observed() {
-		c = new(nodeCtx)
-		w.ctx = c
-	}
-	c.values, c.dl = w.values, dl
-	return c
-}
-
-// reset forgets the caller's values.
-func (w *worker) reset() {
-	w.values = context.Background()
-	if w.ctx != nil && !w.ctx.observed() {
-		w.ctx.values = w.values
-	}
-}
-
 // readTimeout is the read timeout for a command ending at deadline: the
 // time left, or lateRead once none is.
 func readTimeout(deadline, now time.Time) time.Duration {
@@ -416,83 +308,3 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 var isTimeout = wire.IsTimeout
-
-// nodeCtx is the context.Context of a pool checkout: its deadline is the
-// command's, its values are Begin's, and it is never cancelled otherwise.
-// Its Done channel and timer are made only when someone asks for Done
-// (a dial, a pool with Wait set): the common checkout of an idle connection
-// costs no allocation.
-type nodeCtx struct {
-	values context.Context
-	dl     time.Time
-
-	mu    sync.Mutex
-	done  chan struct{}
-	timer *time.Timer
-	err   error
-}
-
-func (c *nodeCtx) Deadline() (time.Time, bool) { return c.dl, true }
-func (c *nodeCtx) Value(key any) any           { return c.values.Value(key) }
-
-func (c *nodeCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done = make(chan struct{})
-		if c.err == nil {
-			if d := time.Until(c.dl); d > 0 {
-				c.timer = time.AfterFunc(d, func() { c.end(context.DeadlineExceeded) })
-				return c.done
-			}
-			c.err = context.DeadlineExceeded
-		}
-		close(c.done)
-	}
-	return c.done
-}
-
-func (c *nodeCtx) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil && !time.Now().Before(c.dl) {
-		c.err = context.DeadlineExceeded
-		if c.done != nil {
-			close(c.done)
-		}
-	}
-	return c.err
-}
-
-// end cancels c with err unless it has ended already.
-func (c *nodeCtx) end(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-		if c.done != nil {
-			close(c.done)
-		}
-	}
-}
-
-// finish is the cancel of a checkout: it releases an armed timer.
-func (c *nodeCtx) finish() {
-	c.mu.Lock()
-	armed := c.done != nil
-	if c.timer != nil {
-		c.timer.Stop()
-	}
-	c.mu.Unlock()
-	if armed {
-		c.end(context.Canceled)
-	}
-}
-
-func (c *nodeCtx) observed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done != nil || c.err != nil
-}
-
-func (c *nodeCtx) String() string { return "redigo.checkoutContext" }
