@@ -35,16 +35,21 @@ type Cluster struct {
 	free []*batch // reused batches: Begin allocates nothing in steady state
 }
 
+// entry is one key. Entries are kept by pointer and reused after release
+// or expiry, so that each command costs one map lookup and a steady
+// workload allocates nothing; sweep bounds the dead ones.
 type entry struct {
 	token   core.Token
 	expires time.Time
+	live    bool
 }
 
 type node struct {
 	name string
 
 	mu      sync.Mutex
-	data    map[string]entry
+	data    map[string]*entry
+	dead    int // entries in data that are not live
 	latency time.Duration
 	down    bool
 	hung    bool
@@ -55,7 +60,7 @@ type node struct {
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
 	for i := range c.nodes {
-		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]entry)}
+		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry)}
 	}
 	return c
 }
@@ -77,7 +82,7 @@ func (c *Cluster) SetDown(i int, down bool) { c.with(i, func(n *node) { n.down =
 func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung = hung }) }
 
 // Restart empties node i, like a Redis restart without persistence.
-func (c *Cluster) Restart(i int) { c.with(i, func(n *node) { clear(n.data) }) }
+func (c *Cluster) Restart(i int) { c.with(i, func(n *node) { clear(n.data); n.dead = 0 }) }
 
 // Calls returns how many commands node i has received.
 func (c *Cluster) Calls(i int) int {
@@ -89,7 +94,11 @@ func (c *Cluster) Calls(i int) int {
 // Set stores key with token on node i for ttl, as another client would.
 func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 	now := c.clock.Now()
-	c.with(i, func(n *node) { n.data[key] = entry{token, now.Add(ttl)} })
+	c.with(i, func(n *node) {
+		e := n.data[key]
+		n.alive(e, now)
+		n.set(e, key, token, now.Add(ttl))
+	})
 }
 
 // Get returns the token of key on node i and its remaining time to live,
@@ -97,8 +106,7 @@ func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 func (c *Cluster) Get(i int, key string) (token core.Token, ttl time.Duration, ok bool) {
 	now := c.clock.Now()
 	c.with(i, func(n *node) {
-		e, found := n.data[key]
-		if found && now.Before(e.expires) {
+		if e := n.lookup(key, now); e != nil {
 			token, ttl, ok = e.token, e.expires.Sub(now), true
 		}
 	})
@@ -147,30 +155,81 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 	return r, delay, false
 }
 
-// apply runs cmd against the data with Redis's semantics; n.mu is held.
-func (n *node) apply(cmd core.Command, now time.Time) core.Status {
-	e, found := n.data[cmd.Key]
-	if found && !now.Before(e.expires) {
-		delete(n.data, cmd.Key) // expired: Redis would say it does not exist
-		found = false
+// lookup returns key's live entry at now, or nil; an entry found expired
+// is marked dead, as Redis would forget the key. n.mu is held.
+func (n *node) lookup(key string, now time.Time) *entry {
+	e := n.data[key]
+	if !n.alive(e, now) {
+		return nil
 	}
+	return e
+}
+
+// alive reports whether e (which may be nil) is live at now, marking an
+// expired entry dead. n.mu is held.
+func (n *node) alive(e *entry, now time.Time) bool {
+	if e == nil || !e.live {
+		return false
+	}
+	if !now.Before(e.expires) {
+		e.live = false
+		n.dead++
+		return false
+	}
+	return true
+}
+
+// set makes key live with token until expires in e, key's entry, which is
+// nil when the key was never seen or dead otherwise. n.mu is held.
+func (n *node) set(e *entry, key string, token core.Token, expires time.Time) {
+	switch {
+	case e == nil:
+		e = new(entry)
+		n.data[key] = e
+	case !e.live:
+		n.dead--
+	}
+	e.token, e.expires, e.live = token, expires, true
+}
+
+// kill marks e dead and sweeps the dead entries once they outnumber the
+// live ones by far, so that memory stays bounded by the live keys. n.mu is
+// held.
+func (n *node) kill(e *entry) {
+	e.live = false
+	n.dead++
+	if n.dead > 1024 && n.dead > 2*(len(n.data)-n.dead) {
+		for k, d := range n.data {
+			if !d.live {
+				delete(n.data, k)
+			}
+		}
+		n.dead = 0
+	}
+}
+
+// apply runs cmd against the data with Redis's semantics, with one map
+// lookup; n.mu is held.
+func (n *node) apply(cmd core.Command, now time.Time) core.Status {
+	e := n.data[cmd.Key]
+	live := n.alive(e, now)
 	switch cmd.Op {
 	case core.OpAcquire:
-		if found {
+		if live {
 			return core.StatusHeld
 		}
-		n.data[cmd.Key] = entry{cmd.Token, now.Add(cmd.TTL)}
+		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
 		return core.StatusOK
 	case core.OpRelease, core.OpExtend:
 		switch {
-		case !found:
+		case !live:
 			return core.StatusMissing
 		case e.token != cmd.Token:
 			return core.StatusHeld
 		case cmd.Op == core.OpRelease:
-			delete(n.data, cmd.Key)
+			n.kill(e)
 		default:
-			n.data[cmd.Key] = entry{e.token, now.Add(cmd.TTL)}
+			e.expires = now.Add(cmd.TTL)
 		}
 		return core.StatusOK
 	}

@@ -1,0 +1,123 @@
+package memnode
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func do(c *Cluster, i int, cmd core.Command) core.Reply {
+	b := c.Begin(context.Background())
+	defer b.Close()
+	b.Send(i, cmd, c.clock.Now().Add(time.Second))
+	r, _ := b.Receive(nil)
+	return r
+}
+
+func TestRedisSemantics(t *testing.T) {
+	clock := NewManualClock(epoch)
+	c := New(1, clock)
+	a, b := core.TokenFromUint64s(1, 1), core.TokenFromUint64s(2, 2)
+	acq := func(tok core.Token, ttl time.Duration) core.Status {
+		return do(c, 0, core.Command{Op: core.OpAcquire, Key: "k", Token: tok, TTL: ttl}).Status
+	}
+	rel := func(tok core.Token) core.Status {
+		return do(c, 0, core.Command{Op: core.OpRelease, Key: "k", Token: tok}).Status
+	}
+	ext := func(tok core.Token, ttl time.Duration) core.Status {
+		return do(c, 0, core.Command{Op: core.OpExtend, Key: "k", Token: tok, TTL: ttl}).Status
+	}
+	steps := []struct {
+		name string
+		got  func() core.Status
+		want core.Status
+	}{
+		{"release of a missing key", func() core.Status { return rel(a) }, core.StatusMissing},
+		{"extend of a missing key", func() core.Status { return ext(a, time.Second) }, core.StatusMissing},
+		{"acquire", func() core.Status { return acq(a, 100*time.Millisecond) }, core.StatusOK},
+		{"acquire again (NX)", func() core.Status { return acq(b, time.Second) }, core.StatusHeld},
+		{"release with a foreign token", func() core.Status { return rel(b) }, core.StatusHeld},
+		{"extend with a foreign token", func() core.Status { return ext(b, time.Second) }, core.StatusHeld},
+		{"expiry at exactly the TTL", func() core.Status { clock.Advance(100 * time.Millisecond); return acq(b, time.Second) }, core.StatusOK},
+		{"old holder's release", func() core.Status { return rel(a) }, core.StatusHeld},
+		{"extend", func() core.Status { clock.Advance(900 * time.Millisecond); return ext(b, time.Second) }, core.StatusOK},
+		{"still held after the old TTL", func() core.Status { clock.Advance(500 * time.Millisecond); return acq(a, time.Second) }, core.StatusHeld},
+		{"release", func() core.Status { return rel(b) }, core.StatusOK},
+		{"released key is free", func() core.Status { return acq(a, time.Second) }, core.StatusOK},
+	}
+	for _, s := range steps {
+		if got := s.got(); got != s.want {
+			t.Fatalf("%s: %v, want %v", s.name, got, s.want)
+		}
+	}
+	if tok, ttl, ok := c.Get(0, "k"); !ok || tok != a || ttl != time.Second {
+		t.Fatalf("Get = %v %v %v", tok, ttl, ok)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	clock := NewManualClock(epoch)
+	c := New(2, clock)
+	cmd := core.Command{Op: core.OpAcquire, Key: "k", Token: core.TokenFromUint64s(1, 1), TTL: time.Second}
+	c.SetDown(0, true)
+	if r := do(c, 0, cmd); r.Status != core.StatusError || !errors.Is(r.Err, ErrDown) {
+		t.Fatalf("down node: %+v", r)
+	}
+	c.SetHung(1, true)
+	start := clock.Now()
+	if r := do(c, 1, cmd); r.Status != core.StatusTimeout || clock.Now().Sub(start) != time.Second {
+		t.Fatalf("hung node: %+v after %v", r, clock.Now().Sub(start))
+	}
+	if _, _, ok := c.Get(1, "k"); ok {
+		t.Fatal("a hung node applied the command")
+	}
+	c.SetHung(1, false)
+	c.SetLatency(1, 30*time.Millisecond)
+	start = clock.Now()
+	if r := do(c, 1, cmd); r.Status != core.StatusOK || clock.Now().Sub(start) != 30*time.Millisecond {
+		t.Fatalf("slow node: %+v after %v", r, clock.Now().Sub(start))
+	}
+	c.Restart(1)
+	if _, _, ok := c.Get(1, "k"); ok {
+		t.Fatal("restart kept the key")
+	}
+	if c.Calls(0) != 1 || c.Calls(1) != 2 {
+		t.Fatalf("calls %d %d", c.Calls(0), c.Calls(1))
+	}
+}
+
+func TestDeadEntriesAreSwept(t *testing.T) {
+	clock := NewManualClock(epoch)
+	c := New(1, clock)
+	tok := core.TokenFromUint64s(1, 1)
+	for i := 0; i < 10_000; i++ {
+		key := "k" + strconv.Itoa(i)
+		do(c, 0, core.Command{Op: core.OpAcquire, Key: key, Token: tok, TTL: time.Second})
+		do(c, 0, core.Command{Op: core.OpRelease, Key: key, Token: tok})
+	}
+	n := c.nodes[0]
+	if len(n.data) > 2100 {
+		t.Fatalf("%d entries kept for 0 live keys", len(n.data))
+	}
+	if n.dead != len(n.data) {
+		t.Fatalf("dead count %d for %d entries, all dead", n.dead, len(n.data))
+	}
+}
+
+func TestReceiveHonoursCancel(t *testing.T) {
+	c := New(1, NewManualClock(epoch))
+	b := c.Begin(context.Background())
+	defer b.Close()
+	b.Send(0, core.Command{Op: core.OpAcquire, Key: "k", Token: core.TokenFromUint64s(1, 1), TTL: time.Second}, epoch.Add(time.Second))
+	done := make(chan struct{})
+	close(done)
+	if _, ok := b.Receive(done); ok {
+		t.Fatal("Receive returned a reply after cancel")
+	}
+}
