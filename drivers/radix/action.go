@@ -54,15 +54,14 @@ func (a *action) Properties() radixv4.ActionProperties {
 	return radixv4.ActionProperties{CanShareConn: true, CanPipeline: true}
 }
 
-// Perform runs the action on c. When the command fails after its deadline
-// it closes c. radix's Conn keeps reading a timed-out command's reply
-// (to discard it) with no deadline, and every command queued behind it on
-// the shared connection then waits for the server, however long it hangs
-// (a SIGSTOPped node). Closing the connection releases them at once;
-// marking it failed (the extra EncodeDecode) makes the pool replace it.
+// Perform runs the action on c. Connections of the pools Dial makes
+// release themselves when a command misses its deadline (see
+// trackedConn.EncodeDecode). On other connections (pools given to New)
+// Perform does the same from outside: it closes c, and marks it failed
+// (the extra EncodeDecode) so that the pool replaces it.
 func (a *action) Perform(ctx context.Context, c radixv4.Conn) error {
 	err := c.EncodeDecode(ctx, a, a)
-	if err != nil && ctx.Err() != nil && !isRedisErr(err) {
+	if err != nil && ctx.Err() != nil && !isRedisErr(err) && !errors.As(err, new(*hungError)) {
 		_ = c.Close()
 		_ = c.EncodeDecode(context.Background(), nil, nil)
 	}

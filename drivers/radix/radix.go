@@ -30,15 +30,17 @@
 // out, radix keeps reading (to discard) its reply without a deadline, and
 // the commands pipelined behind it on the same connection wait for it, for
 // as long as the server hangs (radix issue #284). The driver closes a
-// connection on which one of its commands timed out and makes the pool
-// replace it; this releases the commands queued behind at once, so a
-// SIGSTOPped node costs each round at most the node timeout (with several
-// Lockers of different node timeouts, at most the longest in flight on
-// that connection). Pools made by Dial have radix's periodic PING disabled
-// for the same reason: a PING that hangs would hold up the commands behind
-// it without one of the driver's own deadlines to release them. Pools given
-// to New should be configured likewise (PoolConfig.PingInterval = -1) and
-// not shared with slow commands.
+// connection on which one of its commands missed its deadline and makes the
+// pool replace it; this releases the commands queued behind at once, and
+// they answer core.StatusTimeout too: a SIGSTOPped node costs each round
+// at most the node timeout (with several Lockers of different node
+// timeouts, at most the longest in flight on that connection). Pools made
+// by Dial have radix's periodic PING disabled for the same reason: a PING
+// that hangs would hold up the commands behind it without one of the
+// driver's own deadlines to release them. Pools given to New should be
+// configured likewise (PoolConfig.PingInterval = -1) and not shared with
+// slow commands; on their connections a command released by another's
+// timeout answers core.StatusError.
 //
 // # Stragglers
 //
@@ -54,11 +56,12 @@
 // while a minority is down. Such a node is dialled again in the background
 // when a command needs it (at most one dial at a time per node, and not
 // more than once per 250 ms); commands meanwhile fail fast with the last
-// dial error, or wait, within their deadline, for a dial in progress. Only
-// a server's explicit refusal at construction (wrong password, unknown
-// user) fails Dial, since no retry can fix it. Once a pool exists, radix
-// reconnects it by itself; while it has no connection, commands answer
-// core.StatusTimeout at their deadline.
+// dial error, or wait, within their deadline, for a dial in progress.
+// Refused credentials do not fail Dial either: the node's commands fail
+// (core.StatusError naming the node and quoting the server's WRONGPASS or
+// NOAUTH) until the configuration is fixed. Once a pool exists, radix
+// reconnects it by itself (backing off from 10 ms to 1 s); while it has no
+// connection and cannot make one, commands fail at once with the dial error.
 //
 // Options.Username and Options.Password authenticate with AUTH (an ACL user
 // with its password, or the default user's password alone); Options.TLS
@@ -90,8 +93,14 @@ const (
 	DefaultDialTimeout = 2 * time.Second
 )
 
-// redialInterval is the least time between two dials of a node that is down.
-const redialInterval = 250 * time.Millisecond
+// redialInterval is the least time between two dials of a node that was
+// down at Dial; minReconnect and maxReconnect bound radix's own backoff
+// between reconnections of a pool that lost its connections.
+const (
+	redialInterval = 250 * time.Millisecond
+	minReconnect   = 10 * time.Millisecond
+	maxReconnect   = time.Second
+)
 
 // Options configure Dial.
 type Options struct {
@@ -117,8 +126,7 @@ type Options struct {
 type Driver struct {
 	f     *fanout.Fanout
 	nodes []*node
-	owned bool   // Dial made the pools: Close closes them
-	conns *conns // the connections of the pools Dial made
+	owned bool // Dial made the pools: Close closes them
 
 	ctx    context.Context // cancelled by Close: stops background dials
 	cancel context.CancelFunc
@@ -133,6 +141,7 @@ type node struct {
 	addr    string
 	cfg     radixv4.PoolConfig
 	timeout time.Duration // dial timeout
+	conns   *conns        // the pool's connections; nil for New's clients
 	client  atomic.Pointer[clientBox]
 
 	mu      sync.Mutex
@@ -146,8 +155,8 @@ type clientBox struct{ radixv4.Client }
 
 // Dial validates addrs (host:port each, no duplicates), then connects one
 // pool per address, concurrently. It fails only for invalid configuration
-// (an error matching core.ErrInvalidConfig) or a server refusing the
-// credentials; unreachable nodes are dialled again on use.
+// (an error matching core.ErrInvalidConfig); unreachable nodes are dialled
+// again on use.
 func Dial(addrs []string, opts Options) (*Driver, error) {
 	if err := fanout.CheckAddrs("radix", addrs); err != nil {
 		return nil, err
@@ -167,17 +176,18 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		dialer.NetDialer = &tls.Dialer{NetDialer: nd, Config: opts.TLS}
 	}
 	d := newDriver(addrs, opts.Workers, true)
-	d.conns = newConns(dialer)
-	cfg := radixv4.PoolConfig{
-		Dialer:       radixv4.Dialer{CustomConn: d.conns.dial},
-		Size:         opts.PoolSize,
-		PingInterval: -1,
-	}
 
 	var wg sync.WaitGroup
-	errs := make([]error, len(addrs))
 	for i, addr := range addrs {
-		n := &node{addr: addr, cfg: cfg, timeout: opts.DialTimeout}
+		n := &node{addr: addr, timeout: opts.DialTimeout, conns: newConns(dialer)}
+		n.cfg = radixv4.PoolConfig{
+			Dialer:               radixv4.Dialer{CustomConn: n.conns.dial},
+			Size:                 opts.PoolSize,
+			PingInterval:         -1,
+			MinReconnectInterval: minReconnect,
+			MaxReconnectInterval: maxReconnect,
+		}
+		cfg := n.cfg
 		d.nodes[i] = n
 		wg.Add(1)
 		go func() {
@@ -189,17 +199,12 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 				n.client.Store(&clientBox{c})
 				return
 			}
+			// Unreachable, or refused credentials: dialled again on use,
+			// failing the commands that need it meanwhile.
 			n.lastErr, n.lastAt = err, time.Now()
-			if isRedisErr(err) {
-				errs[i] = &wire.NodeError{Node: i, Addr: addr, Op: core.OpAcquire, Err: err}
-			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		d.Close()
-		return nil, errors.Join(errors.New("radix: dial"), err)
-	}
 	return d, nil
 }
 
@@ -272,8 +277,8 @@ func (d *Driver) Close() error {
 				if c := n.client.Load(); c != nil {
 					_ = c.Close()
 				}
+				n.conns.closeAll()
 			}
-			d.conns.closeAll()
 		}
 	})
 	return nil
@@ -284,6 +289,11 @@ func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status
 	c, err := d.client(ctx, i)
 	if err != nil {
 		return core.StatusError, err
+	}
+	if n := d.nodes[i]; n.conns != nil {
+		if err := n.conns.down(); err != nil {
+			return core.StatusError, err
+		}
 	}
 	a := getAction(cmd)
 	err = c.Do(ctx, a)
@@ -297,6 +307,9 @@ func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status
 	if err != nil {
 		if isRedisErr(err) {
 			putAction(a) // the reply was read whole
+		}
+		if errors.As(err, new(*hungError)) {
+			return core.StatusTimeout, err
 		}
 		return core.StatusError, err
 	}

@@ -306,11 +306,23 @@ func TestAuth(t *testing.T) {
 	d = dial(t, []string{acl.Addr}, radix.Options{Username: "locker", Password: "pw2"})
 	assert.Equal(t, core.StatusOK, one(d, 0, acquire("k", tok), time.Second).Status)
 
-	_, err := radix.Dial([]string{pw.Addr}, radix.Options{Password: "wrong"})
-	require.Error(t, err, "a refused password fails Dial")
-	assert.Contains(t, err.Error(), pw.Addr)
-	_, err = radix.Dial([]string{acl.Addr}, radix.Options{Username: "locker", Password: "wrong"})
-	require.Error(t, err)
+	// Refused credentials do not fail Dial: the node's commands fail,
+	// naming it and quoting the server.
+	for _, tc := range []struct {
+		addr string
+		opts radix.Options
+	}{
+		{pw.Addr, radix.Options{Password: "wrong"}},
+		{pw.Addr, radix.Options{}},
+		{acl.Addr, radix.Options{Username: "locker", Password: "wrong"}},
+		{acl.Addr, radix.Options{Password: "pw2"}},
+	} {
+		d := dial(t, []string{tc.addr}, tc.opts)
+		r := one(d, 0, acquire("k", tok), time.Second)
+		assert.Equal(t, core.StatusError, r.Status)
+		assert.Contains(t, r.Err.Error(), tc.addr)
+		assert.Regexp(t, "WRONGPASS|NOAUTH|NOPERM", r.Err.Error())
+	}
 }
 
 func TestTLS(t *testing.T) {

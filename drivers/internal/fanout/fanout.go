@@ -8,10 +8,13 @@
 //
 //   - New starts a fixed set of long-lived workers per node (Config.Workers,
 //     64 by default), each blocked on its node's job queue; Close stops them.
-//   - A batch buffers the commands given to Send. The first Receive hands all
-//     but the last buffered command to the nodes' workers and executes the
-//     last one inline, on the caller's goroutine. In sequential mode (one
-//     command outstanding) that means no handoff at all.
+//   - A batch buffers the commands given to Send until the next Receive.
+//     One buffered command alone (the sequential shape) runs inline, on the
+//     caller's goroutine: no handoff at all. Several (the multiplexed shape)
+//     all go to the nodes' workers and Receive returns each reply as it
+//     arrives. None of them runs inline: the caller would then wait for
+//     that node, however slow or hung, even once the others had decided
+//     the round.
 //   - Workers put replies in the batch's reply channel, buffered for N
 //     replies, so a worker never blocks on a batch whose caller has stopped
 //     listening. A closed batch is reused (pooled) only once every reply has
@@ -258,10 +261,12 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	}
 }
 
-// flush hands all buffered jobs but the last to the workers, then runs the
-// last inline. When no other reply is outstanding the inline reply is
-// returned directly (direct == true); otherwise it joins the channel behind
-// the replies that arrived first.
+// flush starts the buffered jobs. A single job (the sequential shape) runs
+// inline and its reply is returned directly (direct == true). Several jobs
+// (the multiplexed shape) all go to the workers, so that Receive returns
+// each reply as soon as it arrives: running one of them inline would make
+// every round wait for that node, however slow, even when the others have
+// already decided it.
 func (b *batch) flush() (r core.Reply, direct bool) {
 	if b.base == nil {
 		if b.ctx.Done() == nil {
@@ -270,9 +275,14 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 			b.base = context.WithoutCancel(b.ctx)
 		}
 	}
-	last := len(b.pend) - 1
-	var full uint64 // nodes whose queue had no room, by index in pend
-	for i := 0; i < last; i++ {
+	if len(b.pend) == 1 && b.taken == b.queued {
+		j := b.pend[0]
+		clear(b.pend)
+		b.pend = b.pend[:0]
+		return b.f.run(j), true
+	}
+	var full uint64 // jobs whose queue had no room, by index in pend
+	for i := range b.pend {
 		if !b.f.dispatch(b.pend[i], false) {
 			full |= 1 << i
 		}
@@ -283,16 +293,9 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 			full &^= 1 << i
 		}
 	}
-	j := b.pend[last]
-	b.queued += last
+	b.queued += len(b.pend)
 	clear(b.pend)
 	b.pend = b.pend[:0]
-	r = b.f.run(j)
-	if b.taken == b.queued {
-		return r, true
-	}
-	b.replies <- r // room is guaranteed: at most N replies per batch
-	b.queued++
 	return core.Reply{}, false
 }
 

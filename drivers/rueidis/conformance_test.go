@@ -1,0 +1,25 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/conformance"
+	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
+		addrs := make([]string, len(eps))
+		for i, ep := range eps {
+			addrs[i] = ep.Addr
+		}
+		// Every endpoint of one cluster shares its credentials and TLS.
+		d, err := rueidis.Dial(addrs, rueidis.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		return d
+	})
+}
