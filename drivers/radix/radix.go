@@ -11,9 +11,11 @@
 //
 //   - Sequential rounds (core.Sequential) execute each command inline, on
 //     the caller's goroutine: no handoff at all.
-//   - Multiplexed rounds (core.Multiplexed, the default) hand N-1 commands to
-//     the nodes' workers and execute the last inline, so a round costs about
-//     one round trip and N-1 channel handoffs.
+//   - Multiplexed rounds (core.Multiplexed, the default) hand all N commands
+//     to the nodes' workers, so a round costs about one round trip and N
+//     channel handoffs, and Receive returns each reply as it arrives: none
+//     runs inline, since the caller would then wait for that node, however
+//     slow, after the others had decided the round.
 //
 // Concurrent calls to one node share the pool's connections, which radix
 // pipelines. Options.Workers bounds how many commands to one node are in

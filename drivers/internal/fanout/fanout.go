@@ -18,12 +18,13 @@
 //   - Workers put replies in the batch's reply channel, buffered for N
 //     replies, so a worker never blocks on a batch whose caller has stopped
 //     listening. A closed batch is reused (pooled) only once every reply has
-//     arrived; a batch closed with stragglers is left to the garbage
-//     collector, and the stragglers' replies land in its buffer.
-//   - Every command runs under context.WithDeadline(
+//     been delivered: by Close itself, or by the worker that delivers the
+//     last straggler.
+//   - Every command runs under the equivalent of context.WithDeadline(
 //     context.WithoutCancel(beginCtx), deadline): the Begin context's values
 //     reach the client, its cancellation does not, and the Send deadline
-//     bounds the command itself. A command whose deadline has already passed
+//     bounds the command itself. The context is reused from one command to
+//     the next when that is safe, so it costs no allocation (see dctx). A command whose deadline has already passed
 //     is not executed and answers core.StatusTimeout; so does a command that
 //     fails after its deadline, whatever the client's error says.
 //
@@ -152,10 +153,11 @@ func (f *Fanout) Close() {
 
 func (f *Fanout) worker(q chan job) {
 	defer f.wg.Done()
+	var ctx *dctx
 	for {
 		select {
 		case j := <-q:
-			j.b.replies <- f.run(j)
+			j.b.deliver(f.run(j, &ctx))
 		case <-f.done:
 			f.drain(q)
 			return
@@ -170,25 +172,33 @@ func (f *Fanout) drain(q chan job) {
 	for {
 		select {
 		case j := <-q:
-			j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
+			j.b.deliver(f.fail(j.node, j.cmd.Op, ErrClosed))
 		default:
 			return
 		}
 	}
 }
 
-// run executes one job and returns its reply.
-func (f *Fanout) run(j job) core.Reply {
+// run executes one job and returns its reply. *ctx is the runner's
+// reusable context; run replaces it with nil when it must not be reused.
+func (f *Fanout) run(j job, ctx **dctx) core.Reply {
 	if f.closed.Load() {
 		return f.fail(j.node, j.cmd.Op, ErrClosed)
 	}
 	if !time.Now().Before(j.deadline) {
 		return f.timeout(j.node, j.cmd.Op, context.DeadlineExceeded)
 	}
-	ctx, cancel := context.WithDeadline(j.b.base, j.deadline)
-	st, err := f.exec(ctx, j.node, j.cmd)
-	late := ctx.Err() != nil
-	cancel()
+	c := *ctx
+	if c == nil {
+		c = new(dctx)
+		*ctx = c
+	}
+	c.start(j.b.base, j.deadline)
+	st, err := f.exec(c, j.node, j.cmd)
+	late := c.Err() != nil
+	if !c.finish() || err != nil {
+		*ctx = nil // the client may still hold it
+	}
 	switch {
 	case err == nil:
 		return core.Reply{Node: j.node, Status: st}
@@ -223,11 +233,29 @@ type batch struct {
 	f    *Fanout
 	ctx  context.Context // Begin's context
 	base context.Context // ctx without its cancellation; set at first flush
+	dctx *dctx           // the inline command's reusable context
 
 	pend    []job           // sent, not yet flushed
 	replies chan core.Reply // capacity N: a worker never blocks on it
 	queued  int             // replies that will land in replies
 	taken   int             // replies taken out of replies
+
+	// inflight counts the jobs handed to workers whose reply is not yet
+	// delivered, plus abandoned once Close has run. Whoever brings it to
+	// exactly abandoned (Close, or the worker delivering the last reply)
+	// recycles the batch: no worker touches it after that.
+	inflight atomic.Int64
+}
+
+const abandoned = 1 << 40
+
+// deliver puts a worker's reply in the batch and recycles the batch if it
+// was closed and this was the last reply it awaited.
+func (b *batch) deliver(r core.Reply) {
+	b.replies <- r
+	if b.inflight.Add(-1) == abandoned {
+		b.recycle()
+	}
 }
 
 func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
@@ -279,7 +307,7 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 		j := b.pend[0]
 		clear(b.pend)
 		b.pend = b.pend[:0]
-		return b.f.run(j), true
+		return b.f.run(j, &b.dctx), true
 	}
 	var full uint64 // jobs whose queue had no room, by index in pend
 	for i := range b.pend {
@@ -309,10 +337,12 @@ func (f *Fanout) dispatch(j job, wait bool) bool {
 		j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
 		return true
 	}
+	j.b.inflight.Add(1)
 	if wait {
 		select {
 		case q <- j:
 		case <-f.done:
+			j.b.inflight.Add(-1)
 			j.b.replies <- f.fail(j.node, j.cmd.Op, ErrClosed)
 			return true
 		}
@@ -320,6 +350,7 @@ func (f *Fanout) dispatch(j job, wait bool) bool {
 		select {
 		case q <- j:
 		default:
+			j.b.inflight.Add(-1)
 			return false
 		}
 	}
@@ -331,22 +362,32 @@ func (f *Fanout) dispatch(j job, wait bool) bool {
 	return true
 }
 
-// Close ends the round. If every reply has arrived the batch is reset and
-// reused; otherwise it is dropped, and the stragglers' replies land in its
-// buffer, unread, until the garbage collector takes it.
+// Close ends the round without waiting. The batch is recycled (pooled for
+// another Begin) as soon as no worker holds it: at once if every reply has
+// been delivered, otherwise by the worker that delivers the last straggler.
+// Until then the stragglers' replies land in its buffer, unread.
 func (b *batch) Close() {
 	clear(b.pend)
 	b.pend = b.pend[:0]
-	for b.taken < b.queued {
+	if b.inflight.Add(abandoned) == abandoned {
+		b.recycle()
+	}
+}
+
+// recycle empties the batch and returns it to the pool. It runs once no
+// worker holds the batch.
+func (b *batch) recycle() {
+	for {
 		select {
 		case <-b.replies:
-			b.taken++
+			continue
 		default:
-			return // stragglers: never reuse
 		}
+		break
 	}
 	b.ctx, b.base = nil, nil
 	b.queued, b.taken = 0, 0
+	b.inflight.Store(0)
 	b.f.batches.Put(b)
 }
 

@@ -135,28 +135,79 @@ type ctxKey struct{}
 
 func TestContextDeadlineAndValues(t *testing.T) {
 	deadline := time.Now().Add(time.Hour).Round(0)
-	seen := make(chan context.Context, 3)
+	type seenCtx struct {
+		dl    time.Time
+		has   bool
+		value any
+		err   error
+	}
+	seen := make(chan seenCtx, 3)
 	f := newFanout(t, 3, func(ctx context.Context, node int, c core.Command) (core.Status, error) {
-		seen <- ctx
+		dl, has := ctx.Deadline()
+		seen <- seenCtx{dl, has, ctx.Value(ctxKey{}), ctx.Err()}
 		return core.StatusOK, nil
 	})
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
-	b := f.Begin(parent)
-	cancel() // the caller's cancellation must not reach the commands
-	for i := 0; i < 3; i++ {
-		b.Send(i, cmd("k"), deadline)
+	defer cancel()
+	for _, n := range []int{3, 1} { // multiplexed, then one inline command
+		b := f.Begin(parent)
+		cancel() // the caller's cancellation must not reach the commands
+		for i := 0; i < n; i++ {
+			b.Send(i, cmd("k"), deadline)
+		}
+		for i := 0; i < n; i++ {
+			r, ok := b.Receive(nil)
+			require.True(t, ok)
+			assert.Equal(t, core.StatusOK, r.Status)
+			s := <-seen
+			assert.True(t, s.has)
+			assert.True(t, s.dl.Equal(deadline), "deadline %v, want %v", s.dl, deadline)
+			assert.Equal(t, "v", s.value)
+			assert.NoError(t, s.err)
+		}
+		b.Close()
 	}
-	for i := 0; i < 3; i++ {
-		r, ok := b.Receive(nil)
-		require.True(t, ok)
-		assert.Equal(t, core.StatusOK, r.Status)
-		ctx := <-seen
-		dl, has := ctx.Deadline()
-		assert.True(t, has)
-		assert.True(t, dl.Equal(deadline), "deadline %v, want %v", dl, deadline)
-		assert.Equal(t, "v", ctx.Value(ctxKey{}))
+}
+
+func TestContextExpiresAtDeadline(t *testing.T) {
+	// A client that waits on Done sees it close at the deadline, with
+	// DeadlineExceeded; the context is not reused after that, and the next
+	// command gets a live one.
+	var calls atomic.Int32
+	f := newFanout(t, 2, func(ctx context.Context, node int, c core.Command) (core.Status, error) {
+		if calls.Add(1) <= 3 { // round 0: one inline command, two on workers
+			<-ctx.Done()
+			return core.StatusError, ctx.Err()
+		}
+		if ctx.Err() != nil {
+			return core.StatusError, errors.New("reused an expired context")
+		}
+		select {
+		case <-ctx.Done():
+			return core.StatusError, errors.New("done already closed")
+		default:
+		}
+		return core.StatusOK, nil
+	})
+	for round, want := range []core.Status{core.StatusTimeout, core.StatusOK, core.StatusOK} {
+		for _, n := range []int{1, 2} {
+			b := f.Begin(context.Background())
+			for i := 0; i < n; i++ {
+				b.Send(i, cmd("k"), time.Now().Add(20*time.Millisecond))
+			}
+			for i := 0; i < n; i++ {
+				r, ok := b.Receive(nil)
+				require.True(t, ok)
+				if round == 0 {
+					assert.Equal(t, want, r.Status)
+					assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+				} else {
+					assert.Equal(t, want, r.Status, "%v", r.Err)
+				}
+			}
+			b.Close()
+		}
 	}
-	b.Close()
 }
 
 func TestExpiredDeadlineIsTimeoutWithoutExec(t *testing.T) {
