@@ -19,11 +19,13 @@
 // the TTL (formatted once) are boxed once and kept while they stay the same
 // from node to node and round to round. Batches are pooled. What remains
 // per round is redigo's: Pool.GetContext allocates one small struct per
-// checkout. An acquire plus a release through a Locker costs 2N+1
-// allocations in the steady state (3, 7 and 11 for N = 1, 3 and 5: the
-// checkouts and the new token's box), and no goroutine; in multiplexed mode
-// an occasional dial adds a few while the pools grow to absorb the
-// stragglers. See TestAllocations and TestNoGoroutinePerRound.
+// checkout. An acquire plus a release through a Locker costs, in the
+// steady state and with no goroutine started, 2N+1 allocations in
+// sequential mode (3, 7 and 11 for N = 1, 3 and 5: the checkouts and the
+// new token's box) and fewer in multiplexed mode (3, 5 and 7), where the
+// nodes whose replies a round did not read lend their connections to the
+// next round (see Stragglers). See TestAllocations and
+// TestNoGoroutinePerRound.
 //
 // # Fan-out
 //
@@ -79,24 +81,39 @@
 //
 // # Stragglers
 //
-// In multiplexed mode the Locker stops reading once the round is decided.
-// Batch.Close then hands each call it did not finish to the driver's one
-// drainer goroutine (started by Dial or New, stopped by Driver.Close)
-// through a queue of DrainQueue entries: connections whose reply was not
-// read, and suspect nodes' commands not yet written. The drainer runs each
-// to its end within the command's deadline, as Receive would (reading the
-// reply, writing the command first if needed, answering NOSCRIPT with EVAL
-// so that a release the round did not wait for still takes effect), and
-// returns the connection to its pool, or lets the pool drop it if the read
-// failed; the outcome updates the node's suspect flag, so a node that
-// recovers is noticed without a round waiting for it. Calls are queued in
-// the order their rounds end, so their deadlines are nearly in order:
-// waiting for one hung node's deadline leaves the later calls' replies
-// ready to take. If the queue is full, or the driver is closed, Close takes
-// a reply that is already buffered or else closes the connection at once,
-// and drops unwritten commands; that costs a reconnect (and possibly a
-// release on that node: the key then expires at its TTL), never a wait.
-// Close never blocks on the network.
+// In multiplexed mode the Locker stops reading once the round is decided,
+// so a round may end with replies in flight. Batch.Close never waits for
+// them: it parks each connection with its unread replies (a "line") on its
+// node, together with the suspect nodes' commands not yet written, at most
+// MaxParked per node. Two things take parked lines:
+//
+//   - The next command for the same key on that node is pipelined on the
+//     same line, behind the commands in flight, so the server runs it
+//     after them: a cleanup or a release sent right after an acquire
+//     cannot overtake the acquire's SET on a node and leave the key behind
+//     until its TTL (two connections to one server give no such order).
+//     If the drainer is finishing such a line at that moment, the command
+//     waits for it. Without a line for the key, a command takes any parked
+//     line of its node that has room, to reuse its connection; its read
+//     then takes the earlier replies first, which have normally arrived.
+//   - The driver's one drainer goroutine (started by Dial or New, stopped
+//     by Driver.Close), woken by Close, finishes lines oldest first:
+//     writes the commands of a line that has none on the wire, reads every
+//     reply, each read bounded by the deadlines, and returns the
+//     connection to its pool, or lets the pool drop it if a read failed.
+//     Lines are parked in the order their rounds end, so their deadlines
+//     are nearly in order: a read that waits for one hung node's deadline
+//     finds the later replies arrived. The outcomes update the suspect
+//     flags, so a node that recovers is noticed without a round waiting
+//     for it.
+//
+// Whoever reads a NOSCRIPT reply to a release or extend sends the command
+// again as EVAL before its deadline, so a release the round did not wait
+// for still takes effect. If a node already has MaxParked lines, or the
+// driver is closed, Close takes the replies already buffered and closes the
+// connection, and drops unwritten commands: that costs a reconnect (and
+// possibly a release on that node, whose key then expires at its TTL),
+// never a wait.
 //
 // # Connections
 //

@@ -25,11 +25,13 @@ const (
 	// a command and is cut at that command's per-node deadline, which is
 	// normally far shorter.
 	DefaultDialTimeout = 5 * time.Second
-	// DefaultPoolSizePerCPU times GOMAXPROCS is the default PoolSize. A
-	// round holds one connection per node for about one round trip, and a
-	// goroutine blocked on the network gives up its CPU, so the number of
-	// rounds in flight is a small multiple of the CPUs; go-redis sizes its
-	// pools the same way.
+	// DefaultPoolSize is the default PoolSize, or DefaultPoolSizePerCPU ×
+	// GOMAXPROCS if that is larger. Idle connections exist only because a
+	// burst needed them (a round holds one per node for about a round
+	// trip), so the bound only decides how many survive the burst: too
+	// low, and every burst ends in closes and the next one in reconnects.
+	// Connections idle for IdleTimeout are closed anyway.
+	DefaultPoolSize       = 64
 	DefaultPoolSizePerCPU = 10
 	// IdleTimeout closes the connections of a Dial-made pool that stayed
 	// idle this long, rather than trust them.
@@ -37,10 +39,6 @@ const (
 	// PingIdle is how long a connection of a Dial-made pool may stay idle
 	// before it is PINGed on reuse.
 	PingIdle = time.Minute
-	// DrainQueue is the capacity of the straggler queue (see the package
-	// documentation). A full queue makes Close discard the connection
-	// instead, which costs a reconnect but never blocks.
-	DrainQueue = 1024
 )
 
 // ErrClosed is the error of a command sent through a closed Driver.
@@ -56,7 +54,7 @@ type Options struct {
 	// (cloned; ServerName defaults to the address's host). nil is plain TCP.
 	TLS *tls.Config
 	// PoolSize is the number of idle connections kept per node; 0 means
-	// DefaultPoolSizePerCPU × GOMAXPROCS. Connections in use are not
+	// DefaultPoolSize (see there why). Connections in use are not
 	// capped: a cap would make a round wait for another round's connection
 	// (eating its node timeout) or fail its vote outright, turning local
 	// contention into lost locks. Connections beyond PoolSize are closed
@@ -78,12 +76,12 @@ type Driver struct {
 
 	batches sync.Pool
 
-	queue   chan call // stragglers, see drainLoop
+	kick    chan struct{} // wakes the drainer
 	drainer worker
 	stop    chan struct{}
 	drained chan struct{}
 
-	mu     sync.RWMutex // excludes Batch.Close's enqueue from Driver.Close
+	mu     sync.RWMutex // excludes park from Driver.Close
 	closed atomic.Bool
 }
 
@@ -100,6 +98,11 @@ type node struct {
 	failedAt atomic.Int64
 	// scripts records which scripts the node is known to have cached.
 	scripts scriptSet
+
+	smu     sync.Mutex
+	parked  []line // unfinished lines, oldest first (see park)
+	busy    keySet // the keys of the line the drainer is finishing
+	drainMu sync.Mutex
 }
 
 // scriptSet is a set of the two scripts, by op.
@@ -129,7 +132,7 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	}
 	size := opts.PoolSize
 	if size == 0 {
-		size = DefaultPoolSizePerCPU * runtime.GOMAXPROCS(0)
+		size = max(DefaultPoolSize, DefaultPoolSizePerCPU*runtime.GOMAXPROCS(0))
 	}
 	dialTimeout := opts.DialTimeout
 	if dialTimeout == 0 {
@@ -205,11 +208,16 @@ func newDriver(n int, owned bool) *Driver {
 		nodes:   make([]node, n),
 		owned:   owned,
 		epoch:   time.Now(),
-		queue:   make(chan call, DrainQueue),
+		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		drained: make(chan struct{}),
 	}
-	d.batches.New = func() any { return &batch{d: d, w: worker{values: context.Background()}} }
+	for i := range d.nodes {
+		d.nodes[i].parked = make([]line, 0, MaxParked)
+	}
+	d.batches.New = func() any {
+		return &batch{d: d, w: worker{values: context.Background()}, slots: make([]slot, n)}
+	}
 	d.drainer.values = context.Background()
 	return d
 }
@@ -232,11 +240,12 @@ func (d *Driver) Begin(ctx context.Context) core.Batch {
 	return b
 }
 
-// Close stops the drainer, discards the connections still queued on it and,
-// for a Driver made by Dial, closes the pools (connections in use are closed
-// when their rounds end). It may wait for the drainer's call in progress,
-// which its deadline bounds. Rounds begun after Close fail every
-// command with ErrClosed. Close is idempotent.
+// Close stops the drainer, discards the lines still parked (see the package
+// documentation) and, for a Driver made by Dial, closes the pools
+// (connections in use are closed when their rounds end). It may wait for
+// the line the drainer is finishing, which its deadlines bound. Rounds
+// begun after Close fail every command with ErrClosed. Close is
+// idempotent.
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	already := d.closed.Swap(true)
@@ -255,83 +264,6 @@ func (d *Driver) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// drainLoop is the driver's one goroutine. It takes the calls that rounds
-// ended without: for a call on the wire, it reads the reply; for a suspect
-// node's call that was never written, it checks out a connection and runs
-// the call. Either way the call is bounded by its deadline and ends as
-// Receive would end it (EVAL after NOSCRIPT, so that a release still takes
-// effect; the connection back to its pool, or dropped if the read failed).
-// Calls are queued in the order their rounds closed, so their deadlines
-// are almost in order: a read that waits for one deadline finds the later
-// calls' replies already arrived.
-func (d *Driver) drainLoop() {
-	defer close(d.drained)
-	for {
-		select {
-		case <-d.stop:
-			d.discardQueued()
-			return
-		default:
-		}
-		select {
-		case c := <-d.queue:
-			d.drain(&c)
-		case <-d.stop:
-			d.discardQueued()
-			return
-		}
-	}
-}
-
-func (d *Driver) discardQueued() {
-	for {
-		select {
-		case c := <-d.queue:
-			discard(&c)
-		default:
-			return
-		}
-	}
-}
-
-func (d *Driver) drain(c *call) {
-	if c.conn == nil {
-		if _, ok := d.drainer.start(d, c); !ok {
-			return
-		}
-	}
-	d.drainer.finish(d, c, nil)
-}
-
-// enqueue hands a call to the drainer, or discards it at once when the
-// queue is full or the driver closed.
-func (d *Driver) enqueue(c call) {
-	d.mu.RLock()
-	if !d.closed.Load() {
-		select {
-		case d.queue <- c:
-			d.mu.RUnlock()
-			return
-		default:
-		}
-	}
-	d.mu.RUnlock()
-	discard(&c)
-}
-
-// discard ends a call without blocking. A call never written is dropped.
-// For a call on the wire, the reply is taken if it is already buffered
-// (the connection is then healthy and goes back to its pool); otherwise
-// the read times out at once, which makes redigo close the connection, and
-// the pool drops it.
-func discard(c *call) {
-	if c.conn == nil {
-		return
-	}
-	_, _ = redis.ReceiveWithTimeout(c.conn, discardRead)
-	c.conn.Close()
 }
 
 // observe records the outcome of an op on node i: err is the client's

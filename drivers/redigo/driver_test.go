@@ -669,3 +669,55 @@ func TestNoGoroutinePerRound(t *testing.T) {
 		})
 	}
 }
+
+// A round never overtakes the previous round's stragglers on the same key:
+// a release sent right after an acquire whose replies were not all read
+// finds the key set on every node.
+func TestNextRoundRunsAfterStragglers(t *testing.T) {
+	_, d := servers(t, 3)
+	for i := 0; i < 200; i++ {
+		key := "order-" + strconv.Itoa(i%7)
+		acq := core.Command{Op: core.OpAcquire, Key: key, Token: tok(uint64(i)), TTL: 10 * time.Second}
+		b := d.Begin(context.Background())
+		dl := time.Now().Add(time.Second)
+		for j := 0; j < 3; j++ {
+			b.Send(j, acq, dl)
+		}
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		require.Equal(t, core.StatusOK, r.Status)
+		b.Close() // two SETs still in flight
+		rel := core.Command{Op: core.OpRelease, Key: key, Token: tok(uint64(i))}
+		require.Equal(t, repeat(core.StatusOK, 3), statuses(round(d, rel, time.Second)), "round %d", i)
+	}
+}
+
+// A release whose reply the round did not wait for still takes effect
+// after SCRIPT FLUSH: the drainer answers NOSCRIPT with EVAL.
+func TestStragglerNoScript(t *testing.T) {
+	ss, d := servers(t, 3)
+	const key = "straggler-noscript"
+	acq := core.Command{Op: core.OpAcquire, Key: key, Token: tok(1), TTL: 10 * time.Second}
+	require.Equal(t, repeat(core.StatusOK, 3), statuses(round(d, acq, time.Second)))
+	round(d, core.Command{Op: core.OpRelease, Key: "other", Token: tok(1)}, time.Second) // the scripts are known
+	for _, s := range ss {
+		_, err := s.Do("SCRIPT", "FLUSH")
+		require.NoError(t, err)
+	}
+	b := d.Begin(context.Background())
+	dl := time.Now().Add(2 * time.Second)
+	rel := core.Command{Op: core.OpRelease, Key: key, Token: tok(1)}
+	for j := 0; j < 3; j++ {
+		b.Send(j, rel, dl)
+	}
+	r, ok := b.Receive(nil)
+	require.True(t, ok)
+	assert.Equal(t, core.StatusOK, r.Status, "EVAL after NOSCRIPT: %v", r.Err)
+	b.Close()
+	for i, s := range ss {
+		require.Eventually(t, func() bool {
+			n, err := redis.Int(s.Do("EXISTS", key))
+			return err == nil && n == 0
+		}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
+	}
+}
