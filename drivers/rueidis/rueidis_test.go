@@ -216,8 +216,7 @@ func TestStoppedNodeTimesOut(t *testing.T) {
 	}
 
 	// Many concurrent lockers: every call returns, and the stopped node
-	// never answers OK. (Commands queued behind a timed-out one on the
-	// same connection may fail with "closed" instead of timing out.)
+	// never answers OK.
 	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, FanOut: mode,
 			Retry: core.NoRetry()})
