@@ -68,7 +68,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		s.state = slotDone
 		return s.reply, true
 	}
-	r, got, ok := b.w.read(b.d, &s.line, cancel)
+	r, got, ok := b.w.read(b.d, &s.line, cancel, time.Time{})
 	if !ok {
 		return core.Reply{}, false
 	}

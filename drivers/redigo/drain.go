@@ -1,6 +1,8 @@
 package redigo
 
 import (
+	"time"
+
 	"github.com/gomodule/redigo/redis"
 )
 
@@ -42,12 +44,14 @@ func (d *Driver) park(l *line) {
 // adopt moves into l (empty) the parked line of node i that holds a command
 // for key, so that the caller's command for key is pipelined behind it and
 // runs after it on the server. Without one, it waits until the drainer is
-// done with such a line, if it is busy with one; and otherwise adopts the
+// done with such a line, if it is busy with one whose deadlines are not
+// later than the caller's (so that the wait fits in the caller's deadline);
+// and otherwise adopts the
 // newest parked line that has room, to reuse its connection. Replies on one
 // connection come in order, so a round never overtakes the stragglers of
 // the previous round on the same lock (a release overtaking its acquire
 // would leave the key behind until its TTL).
-func (d *Driver) adopt(l *line, i int, key string) {
+func (d *Driver) adopt(l *line, i int, key string, deadline time.Time) {
 	n := &d.nodes[i]
 	l.node = i
 	for try := 0; try < 2; try++ {
@@ -59,7 +63,7 @@ func (d *Driver) adopt(l *line, i int, key string) {
 				break
 			}
 		}
-		if j < 0 && n.busy.has(key) && try == 0 {
+		if j < 0 && try == 0 && n.busy.has(key) && !n.busy.until.After(deadline) {
 			n.smu.Unlock()
 			n.drainMu.Lock() // held by the drainer while it works on that line
 			n.drainMu.Unlock()
@@ -139,7 +143,7 @@ func (d *Driver) drainOne(i int) bool {
 	n.busy.set(&l)
 	n.smu.Unlock()
 
-	d.drainer.settle(d, &l)
+	d.drainer.settle(d, &l, time.Time{})
 	if l.conn != nil {
 		l.conn.Close()
 	}
@@ -180,14 +184,16 @@ func discard(l *line) {
 	*l = line{}
 }
 
-// keySet is the keys of the line the drainer is working on.
+// keySet is the keys of the line the drainer is working on, and the
+// deadline that bounds its work.
 type keySet struct {
-	keys [maxChain]string
-	n    int
+	keys  [maxChain]string
+	n     int
+	until time.Time
 }
 
 func (s *keySet) set(l *line) {
-	s.n = l.n
+	s.n, s.until = l.n, l.deadline()
 	for k := 0; k < l.n; k++ {
 		s.keys[k] = l.calls[k].cmd.Key
 	}

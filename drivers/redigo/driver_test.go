@@ -721,3 +721,25 @@ func TestStragglerNoScript(t *testing.T) {
 		}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
 	}
 }
+
+// A command pipelined behind a parked line is still bounded by its own
+// deadline, even when the line's commands have later ones.
+func TestAdoptedLineKeepsOwnDeadline(t *testing.T) {
+	ss, d := servers(t, 1)
+	round(d, core.Command{Op: core.OpRelease, Key: "warm", Token: tok(1)}, time.Second)
+	ss[0].Stop()
+	defer ss[0].Cont()
+	cancelled := make(chan struct{})
+	close(cancelled)
+	b := d.Begin(context.Background())
+	b.Send(0, core.Command{Op: core.OpAcquire, Key: "late", Token: tok(1), TTL: time.Minute}, time.Now().Add(30*time.Second))
+	_, ok := b.Receive(cancelled) // writes, does not read
+	require.False(t, ok)
+	b.Close() // parks the line, its SET unanswered until 30 s from now
+	b = d.Begin(context.Background())
+	b.Send(0, core.Command{Op: core.OpRelease, Key: "late", Token: tok(1)}, time.Now().Add(200*time.Millisecond))
+	r, ok := b.Receive(nil)
+	b.Close()
+	require.True(t, ok)
+	assert.Equal(t, core.StatusTimeout, r.Status, "%v", r.Err)
+}

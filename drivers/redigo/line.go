@@ -81,11 +81,16 @@ func (l *line) has(key string) bool {
 	return false
 }
 
-// deadline is the latest deadline of l's commands: the bound of every read
-// on l, since each reply waits for the ones before it.
+// deadline is the bound of every read on l: the deadline of the batch's
+// own command if l holds it (the replies before it must come by then too),
+// or else the latest deadline of l's commands, since each reply waits for
+// the ones before it.
 func (l *line) deadline() time.Time {
 	var dl time.Time
 	for k := 0; k < l.n; k++ {
+		if l.calls[k].mine {
+			return l.calls[k].deadline
+		}
 		if l.calls[k].deadline.After(dl) {
 			dl = l.calls[k].deadline
 		}
@@ -135,9 +140,9 @@ func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline tim
 	case !time.Now().Before(deadline):
 		return wire.Fail(i, n.name, op, ErrDeadline), false
 	}
-	d.adopt(l, i, cmd.Key)
+	d.adopt(l, i, cmd.Key, deadline)
 	if l.n == maxChain {
-		w.settle(d, l) // no room: finish the adopted commands first
+		w.settle(d, l, deadline) // no room: finish the adopted commands first
 	}
 	if l.conn == nil {
 		if err := w.open(d, l, deadline); err != nil {
@@ -199,15 +204,20 @@ func (w *worker) open(d *Driver, l *line, until time.Time) error {
 // answered (got is true, r its reply) or, when l has none, until every
 // command is. A release or extend that meets NOSCRIPT is sent again as EVAL
 // at the end of the line. A failed read fails every command left, and
-// leaves l without a connection. read returns ok == false, without reading
+// leaves l without a connection. Each read is bounded by until, or if it
+// is zero by l.deadline(). read returns ok == false, without reading
 // further, once cancel is closed; l keeps what is left.
-func (w *worker) read(d *Driver, l *line, cancel <-chan struct{}) (r core.Reply, got, ok bool) {
+func (w *worker) read(d *Driver, l *line, cancel <-chan struct{}, until time.Time) (r core.Reply, got, ok bool) {
 	for l.n > 0 {
 		if isClosed(cancel) {
 			return r, got, false
 		}
 		p := l.calls[0]
-		reply, err := redis.ReceiveWithTimeout(l.conn, readTimeout(l.deadline(), time.Now()))
+		bound := until
+		if bound.IsZero() {
+			bound = l.deadline()
+		}
+		reply, err := redis.ReceiveWithTimeout(l.conn, readTimeout(bound, time.Now()))
 		if err != nil && !p.eval && p.cmd.Op != core.OpAcquire && wire.IsNoScript(err) {
 			// The server lost its script cache (SCRIPT FLUSH): send the
 			// script itself. A release the round no longer waits for must
@@ -240,19 +250,22 @@ func (w *worker) read(d *Driver, l *line, cancel <-chan struct{}) (r core.Reply,
 }
 
 // settle finishes every command of l: writes them if l has no connection,
-// then reads every reply. l's connection, if it has one left, is then
-// idle.
-func (w *worker) settle(d *Driver, l *line) {
+// then reads every reply, bounded by until (zero: l's deadlines). l's
+// connection, if it has one left, is then idle.
+func (w *worker) settle(d *Driver, l *line, until time.Time) {
+	if until.IsZero() {
+		until = l.deadline()
+	}
 	if l.conn == nil && l.n > 0 {
-		if !time.Now().Before(l.deadline()) {
+		if !time.Now().Before(until) {
 			*l = line{node: l.node} // too late to send any of them
 			return
 		}
-		if w.open(d, l, l.deadline()) != nil {
+		if w.open(d, l, until) != nil {
 			return
 		}
 	}
-	w.read(d, l, nil)
+	w.read(d, l, nil, until)
 }
 
 // decode maps the outcome of a read to node i's reply.
