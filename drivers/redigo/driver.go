@@ -288,6 +288,9 @@ func (d *Driver) observe(i int, op core.Op, err error) {
 		}
 		return
 	}
+	if errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, ErrClosed) {
+		return // local conditions: they say nothing about the node
+	}
 	if !n.suspect.Load() {
 		n.suspect.Store(true)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -742,4 +743,32 @@ func TestAdoptedLineKeepsOwnDeadline(t *testing.T) {
 	b.Close()
 	require.True(t, ok)
 	assert.Equal(t, core.StatusTimeout, r.Status, "%v", r.Err)
+}
+
+// A pool with Wait and MaxActive waits for a connection until the
+// command's deadline, and no longer.
+func TestWaitPool(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	var dials atomic.Int32
+	p := &redis.Pool{MaxActive: 1, MaxIdle: 1, Wait: true, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		dials.Add(1)
+		_, ok := ctx.Deadline()
+		assert.True(t, ok, "the checkout context carries the command's deadline")
+		return redis.DialContext(ctx, "tcp", s.Addr)
+	}}
+	defer p.Close()
+	d, err := New([]*redis.Pool{p}, []string{s.Addr})
+	require.NoError(t, err)
+	defer d.Close()
+	acq := core.Command{Op: core.OpAcquire, Key: "wait", Token: tok(1), TTL: time.Second}
+	assert.Equal(t, core.StatusOK, round(d, acq, time.Second)[0].Status)
+
+	held := p.Get() // the only connection
+	r := round(d, acq, 100*time.Millisecond)
+	assert.Equal(t, core.StatusTimeout, r[0].Status, "%v", r[0].Err)
+	assert.ErrorIs(t, r[0].Err, context.DeadlineExceeded)
+	held.Close()
+	r = round(d, core.Command{Op: core.OpRelease, Key: "wait", Token: tok(1)}, time.Second)
+	assert.Equal(t, core.StatusOK, r[0].Status, "%v", r[0].Err)
+	assert.Equal(t, int32(1), dials.Load())
 }
