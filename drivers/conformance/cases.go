@@ -140,6 +140,17 @@ func requireHolds(t *testing.T, c cluster, key string, tok core.Token, minTTL ti
 	})
 }
 
+// acquireSettled acquires key and waits until every node holds it: a
+// multiplexed round returns at its quorum, and a case that then changes
+// the keys behind the driver's back must not race the SETs in flight.
+func acquireSettled(t *testing.T, c cluster, l *core.Locker, ctx context.Context, key string) core.Lock {
+	t.Helper()
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), 0, all(c.N())...)
+	return lock
+}
+
 // requireAbsent checks that key does not exist on each node, waiting up to
 // settle for commands still in flight.
 func requireAbsent(t *testing.T, c cluster, key string, nodes ...int) {
@@ -322,12 +333,11 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 
 	t.Run("deleted everywhere", func(t *testing.T) {
 		key := testKey(t, "")
-		lock, err := l.Acquire(ctx, key)
-		require.NoError(t, err)
+		lock := acquireSettled(t, c, l, ctx, key)
 		for i := range n {
 			c.Del(i, key)
 		}
-		_, err = l.Extend(ctx, lock)
+		_, err := l.Extend(ctx, lock)
 		e := requireError(t, err, core.ErrNotHeld)
 		assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
 		requireAbsent(t, c, key, all(n)...)
@@ -342,8 +352,7 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 		// The lock is valid locally for seconds more, so Extend must ask
 		// the nodes; their keys are gone.
 		key := testKey(t, "")
-		lock, err := l.Acquire(ctx, key)
-		require.NoError(t, err)
+		lock := acquireSettled(t, c, l, ctx, key)
 		for i := range n {
 			c.Set(i, key, lock.Token(), 30*time.Millisecond)
 		}
@@ -356,15 +365,14 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 			return true
 		}, "keys must expire on every node")
 		require.Positive(t, lock.Remaining())
-		_, err = l.Extend(ctx, lock)
+		_, err := l.Extend(ctx, lock)
 		requireError(t, err, core.ErrNotHeld)
 		requireAbsent(t, c, key, all(n)...)
 	})
 
 	t.Run("deleted on a minority", func(t *testing.T) {
 		key := testKey(t, "")
-		lock, err := l.Acquire(ctx, key)
-		require.NoError(t, err)
+		lock := acquireSettled(t, c, l, ctx, key)
 		c.Del(0, key)
 		for i := 1; i < n; i++ {
 			c.Set(i, key, lock.Token(), time.Second)
@@ -383,8 +391,7 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
 	l := newLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
-	require.NoError(t, err)
+	lock := acquireSettled(t, c, l, ctx, key)
 
 	const foreignTTL = 5 * time.Second
 	foreign := []int{0, 1}
@@ -392,7 +399,7 @@ func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
 		c.Set(i, key, foreignToken, foreignTTL)
 	}
 
-	_, err = l.Extend(ctx, lock)
+	_, err := l.Extend(ctx, lock)
 	e := requireError(t, err, core.ErrTaken)
 	assert.ElementsMatch(t, foreign, e.Failed(core.StatusHeld), "%v", err)
 	assertNamed(t, c, err, foreign)
