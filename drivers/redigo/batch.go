@@ -50,13 +50,20 @@ func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
 // nodes in index order. The commands of suspect nodes (whose last command
 // timed out or lost its connection) are written only when no other reply
 // is left to read. A blocking read cannot be interrupted, so cancel is
-// checked before each read: a cancellation is seen within one node timeout.
+// checked on entry (a cancelled round writes nothing more) and before each
+// read: a cancellation is seen within one node timeout.
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if isClosed(cancel) {
+		return core.Reply{}, false // unwritten commands stay unwritten
+	}
 	if b.buffered > 0 {
 		b.flush()
 	}
 	i := b.next()
 	if i < 0 && b.deferred > 0 {
+		if isClosed(cancel) {
+			return core.Reply{}, false
+		}
 		b.startDeferred()
 		i = b.next()
 	}
@@ -125,21 +132,21 @@ func (b *batch) next() int {
 	return wired
 }
 
-// flush writes every buffered command of a healthy node and defers the
-// suspect nodes': their checkout may dial or PING until their deadline,
-// which would hold up the reads of the healthy nodes.
+// flush writes every buffered command of a healthy node, and defers the
+// suspect nodes' commands, and those that would have to wait for the
+// drainer to finish a line with the same key on their node: their start
+// may take until their deadline (a suspect node's checkout may dial or
+// PING), which would hold up the healthy nodes' writes and reads.
 func (b *batch) flush() {
 	for i := range b.slots {
 		s := &b.slots[i]
 		if s.state != slotBuffered {
 			continue
 		}
-		if b.d.nodes[i].suspect.Load() {
+		if b.d.nodes[i].suspect.Load() || !b.start(i, s, false) {
 			s.state = slotDeferred
 			b.deferred++
-			continue
 		}
-		b.start(i, s)
 	}
 	b.buffered = 0
 }
@@ -147,16 +154,23 @@ func (b *batch) flush() {
 func (b *batch) startDeferred() {
 	for i := range b.slots {
 		if s := &b.slots[i]; s.state == slotDeferred {
-			b.start(i, s)
+			b.start(i, s, true)
 		}
 	}
 	b.deferred = 0
 }
 
-func (b *batch) start(i int, s *slot) {
-	if r, ok := b.w.start(b.d, &s.line, i, s.cmd, s.deadline); ok {
+// start starts slot s (node i); it returns false if it must be deferred,
+// which only happens without wait.
+func (b *batch) start(i int, s *slot, wait bool) bool {
+	r, outcome := b.w.start(b.d, &s.line, i, s.cmd, s.deadline, wait)
+	switch outcome {
+	case started:
 		s.state = slotWire
-	} else {
+	case failed:
 		s.reply, s.state = r, slotReady
+	default:
+		return false
 	}
+	return true
 }

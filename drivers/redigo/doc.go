@@ -42,7 +42,9 @@
 // handled apart: their commands are written only once no other reply is
 // left to read, because their checkout may dial or PING until the deadline
 // (a partitioned host drops SYNs; a stopped server's accept queue fills),
-// which would hold up everyone else. So a hung node costs a round nothing
+// which would hold up everyone else. So is a command that would have to
+// wait for the drainer to finish an earlier command for the same key on
+// its node (see Stragglers). So a hung node costs a round nothing
 // once it is suspect, and at most one node timeout the first time. While
 // one node's read waits for its deadline, the other replies accumulate in
 // their sockets and are taken without waiting afterwards. In the
@@ -76,8 +78,10 @@
 // # Cancellation
 //
 // A blocking redigo read cannot be interrupted without closing the
-// connection, so Receive checks its cancel channel before each read: a
-// cancellation is seen within one node timeout, usually at once.
+// connection, so Receive checks its cancel channel on entry and before each
+// read: a cancellation is seen within one node timeout, usually at once.
+// Commands not yet written when the round is cancelled (Send buffers them
+// until Receive) are never sent.
 //
 // # Stragglers
 //

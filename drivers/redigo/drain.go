@@ -43,15 +43,17 @@ func (d *Driver) park(l *line) {
 
 // adopt moves into l (empty) the parked line of node i that holds a command
 // for key, so that the caller's command for key is pipelined behind it and
-// runs after it on the server. Without one, it waits until the drainer is
-// done with such a line, if it is busy with one whose deadlines are not
-// later than the caller's (so that the wait fits in the caller's deadline);
-// and otherwise adopts the
-// newest parked line that has room, to reuse its connection. Replies on one
-// connection come in order, so a round never overtakes the stragglers of
-// the previous round on the same lock (a release overtaking its acquire
-// would leave the key behind until its TTL).
-func (d *Driver) adopt(l *line, i int, key string, deadline time.Time) {
+// runs after it on the server. Replies on one connection come in order, so
+// a round never overtakes the stragglers of the previous round on the same
+// lock (a release overtaking its acquire's SET would leave the key behind
+// until its TTL).
+//
+// If there is no such line but the drainer is finishing one, adopt returns
+// busy without waiting when wait is false; with wait, it waits until the
+// drainer is done, if that line's deadlines are not later than the
+// caller's (so that the wait fits in the caller's deadline). Otherwise it
+// adopts the newest parked line that has room, to reuse its connection.
+func (d *Driver) adopt(l *line, i int, key string, deadline time.Time, wait bool) (busy bool) {
 	n := &d.nodes[i]
 	l.node = i
 	for try := 0; try < 2; try++ {
@@ -63,11 +65,17 @@ func (d *Driver) adopt(l *line, i int, key string, deadline time.Time) {
 				break
 			}
 		}
-		if j < 0 && try == 0 && n.busy.has(key) && !n.busy.until.After(deadline) {
-			n.smu.Unlock()
-			n.drainMu.Lock() // held by the drainer while it works on that line
-			n.drainMu.Unlock()
-			continue
+		if j < 0 && try == 0 && n.busy.has(key) {
+			if !wait {
+				n.smu.Unlock()
+				return true
+			}
+			if !n.busy.until.After(deadline) {
+				n.smu.Unlock()
+				n.drainMu.Lock() // held by the drainer while it works on that line
+				n.drainMu.Unlock()
+				continue
+			}
 		}
 		if j < 0 {
 			for k := len(n.parked) - 1; k >= 0; k-- {
@@ -85,8 +93,9 @@ func (d *Driver) adopt(l *line, i int, key string, deadline time.Time) {
 			n.parked = n.parked[:last]
 		}
 		n.smu.Unlock()
-		return
+		return false
 	}
+	return false
 }
 
 // drainLoop is the driver's one goroutine. It finishes the parked lines,

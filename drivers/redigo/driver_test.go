@@ -368,7 +368,7 @@ func TestCancelBeforeRead(t *testing.T) {
 	}
 	_, ok := b.Receive(cancel)
 	assert.False(t, ok)
-	b.Close() // three stragglers go to the drainer
+	b.Close() // nothing was written: the three commands are dropped
 	_, ok = d.Begin(context.Background()).Receive(nil)
 	assert.False(t, ok, "nothing sent, nothing to receive")
 }

@@ -126,27 +126,37 @@ type worker struct {
 	values context.Context // Begin's, for the pools' DialContext
 }
 
+// Outcomes of worker.start.
+const (
+	started  = iota // cmd is on the wire in l
+	failed          // cmd could not be written: the reply says why
+	deferred        // the drainer is busy with cmd's key on that node; try later
+)
+
 // start puts cmd for node i on the wire in l, which is empty, behind any
-// line of that node that still holds a command for the same key. It
-// returns false, with the reply, if cmd could not be written.
-func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline time.Time) (core.Reply, bool) {
+// line of that node that still holds a command for the same key (see
+// adopt). When the drainer is finishing such a line, start waits for it if
+// wait is set, and otherwise returns deferred at once.
+func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline time.Time, wait bool) (core.Reply, int) {
 	n := &d.nodes[i]
 	op := cmd.Op
 	switch {
 	case d.closed.Load():
-		return wire.Fail(i, n.name, op, ErrClosed), false
+		return wire.Fail(i, n.name, op, ErrClosed), failed
 	case op < core.OpAcquire || op > core.OpExtend:
-		return wire.Fail(i, n.name, op, errors.New("unknown op")), false
+		return wire.Fail(i, n.name, op, errors.New("unknown op")), failed
 	case !time.Now().Before(deadline):
-		return wire.Fail(i, n.name, op, ErrDeadline), false
+		return wire.Fail(i, n.name, op, ErrDeadline), failed
 	}
-	d.adopt(l, i, cmd.Key, deadline)
+	if d.adopt(l, i, cmd.Key, deadline, wait) {
+		return core.Reply{}, deferred
+	}
 	if l.n == maxChain {
 		w.settle(d, l, deadline) // no room: finish the adopted commands first
 	}
 	if l.conn == nil {
 		if err := w.open(d, l, deadline); err != nil {
-			return wire.Fail(i, n.name, op, err), false
+			return wire.Fail(i, n.name, op, err), failed
 		}
 	}
 	p := pending{cmd: cmd, deadline: deadline, mine: true}
@@ -155,10 +165,10 @@ func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline tim
 	p.eval = op != core.OpAcquire && !n.scripts.known(op)
 	if err := w.enc.write(l.conn, cmd, p.eval); err != nil {
 		d.fail(l, err)
-		return wire.Fail(i, n.name, op, err), false
+		return wire.Fail(i, n.name, op, err), failed
 	}
 	l.push(p)
-	return core.Reply{}, true
+	return core.Reply{}, started
 }
 
 // open checks out a connection for l, bounded by until, and writes l's
