@@ -30,7 +30,8 @@
 // # Fan-out
 //
 // Send only records the command. The first Receive after one or more Sends
-// checks out a connection for each recorded command, writes the command
+// checks out a connection for each recorded command (or takes a parked
+// one, see Stragglers), writes the command
 // with redigo's Conn.Send and Conn.Flush, and only then starts reading;
 // so in multiplexed mode every node has its request before any reply is
 // awaited, and in sequential mode (Send, Receive, Send, ...) each Receive
@@ -67,8 +68,8 @@
 // read had to wait for an earlier node) is taken if it has already arrived:
 // such a read gets a 1 ms timeout, enough to reach the socket.
 //
-// Writes are not given a deadline: a connection carries at most one small
-// command at a time and is dropped when its reply does not come, so the
+// Writes are not given a deadline: a connection carries at most a few small
+// commands at a time and is dropped when a reply does not come, so the
 // socket's send buffer never fills.
 //
 // Deadlines are compared with time.Now: the Locker must run on the system
@@ -97,7 +98,8 @@
 //     cannot overtake the acquire's SET on a node and leave the key behind
 //     until its TTL (two connections to one server give no such order).
 //     If the drainer is finishing such a line at that moment, the command
-//     waits for it. Without a line for the key, a command takes any parked
+//     is deferred like a suspect node's, then waits for the drainer if
+//     that fits in its deadline. Without a line for the key, a command takes any parked
 //     line of its node that has room, to reuse its connection; its read
 //     then takes the earlier replies first, which have normally arrived.
 //   - The driver's one drainer goroutine (started by Dial or New, stopped
