@@ -112,6 +112,15 @@ type Driver interface {
 //
 // In the multiplexed shape every request is issued before any reply is
 // awaited, and Close may come before every reply has been received.
+//
+// Order per key and node: a command must not take effect on a node before
+// an earlier command for the same key on that node whose reply was not
+// received (a straggler of a previous round). Otherwise a release could
+// run before the acquire it undoes and leave the key set until its TTL.
+// Timed-out commands are exempt: a node that missed its deadline may
+// still apply it later, which Redlock tolerates because the key expires.
+// A driver keeps the order by sending a key's commands to a node over one
+// connection, or by waiting for the stragglers.
 type Batch interface {
 	// Send issues cmd to node without waiting for its reply. The command must
 	// not take longer than deadline, which is read on the Locker's clock:
