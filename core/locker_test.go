@@ -609,3 +609,20 @@ func (dupDriver) NodeName(i int) string { return "same:6379" }
 type nilNameDriver struct{ *memnode.Cluster }
 
 func (nilNameDriver) NodeName(i int) string { return "" }
+
+func TestRetryWindowIsNotCappedAtTheTTL(t *testing.T) {
+	// bsm/redislock #79: the retries run for as long as the policy says,
+	// even past the TTL; only the policy and ctx bound them.
+	e := newEnv(t, 3, core.Multiplexed, core.Config{TTL: 100 * ms, Retry: core.RandomDelay(6, 50*ms, 50*ms)})
+	for i := 0; i < 3; i++ {
+		e.c.Set(i, "k", core.TokenFromUint64s(1, 1), time.Hour)
+	}
+	start := e.clock.Now()
+	_, err := e.l.Acquire(context.Background(), "k")
+	if got := asError(t, err).Attempts; got != 6 {
+		t.Fatalf("attempts %d, want all 6", got)
+	}
+	if spent := e.clock.Now().Sub(start); spent != 250*ms {
+		t.Fatalf("retries spanned %v on the manual clock, want 5 delays of 50ms", spent)
+	}
+}
