@@ -10,15 +10,22 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	conformance.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
-		addrs := make([]string, len(eps))
-		for i, ep := range eps {
-			addrs[i] = ep.Addr
-		}
-		// The suite gives every endpoint the same credentials and TLS.
-		d, err := Dial(addrs, Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, d.Close()) })
-		return d
-	})
+	for _, mode := range []struct {
+		name     string
+		pipeline int
+	}{{"pooled", 0}, {"pipelined", 2}} {
+		t.Run(mode.name, func(t *testing.T) {
+			conformance.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
+				addrs := make([]string, len(eps))
+				for i, ep := range eps {
+					addrs[i] = ep.Addr
+				}
+				// The suite gives every endpoint the same credentials and TLS.
+				d, err := Dial(addrs, Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS, Pipeline: mode.pipeline})
+				require.NoError(t, err)
+				t.Cleanup(func() { require.NoError(t, d.Close()) })
+				return d
+			})
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"runtime"
 	"strconv"
@@ -64,6 +65,13 @@ type Options struct {
 	// The per-node deadline of the command that needs the connection cuts
 	// the attempt earlier.
 	DialTimeout time.Duration
+	// Pipeline, when positive, selects the pipelined mode: the driver keeps
+	// Pipeline long-lived connections per node, shared by every round, and
+	// writes the commands that concurrent rounds queue on one connection
+	// with one write (see the package documentation). 0 selects the pooled
+	// mode, where each command checks a connection out of a pool; PoolSize
+	// is then unused. At most MaxPipeline.
+	Pipeline int
 }
 
 // Driver is a core.Driver over one redigo pool per node. It is safe for
@@ -83,6 +91,14 @@ type Driver struct {
 
 	mu     sync.RWMutex // excludes park from Driver.Close
 	closed atomic.Bool
+
+	// Pipelined mode (Options.Pipeline > 0).
+	pipelined  bool
+	seed       maphash.Seed
+	pbatches   sync.Pool
+	wg         sync.WaitGroup // the writers and readers
+	stopCtx    context.Context
+	stopCancel context.CancelFunc
 }
 
 type node struct {
@@ -98,6 +114,9 @@ type node struct {
 	failedAt atomic.Int64
 	// scripts records which scripts the node is known to have cached.
 	scripts scriptSet
+
+	// pipes are the node's pipelined connections (pipelined mode only).
+	pipes []*pconn
 
 	smu     sync.Mutex
 	parked  []line // unfinished lines, oldest first (see park)
@@ -139,13 +158,35 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		dialTimeout = DefaultDialTimeout
 	}
 	d := newDriver(len(addrs), true)
+	if opts.Pipeline > 0 {
+		d.pipelined = true
+		d.seed = maphash.MakeSeed()
+		d.stopCtx, d.stopCancel = context.WithCancel(context.Background())
+		d.pbatches.New = d.newPbatch
+		for i, addr := range addrs {
+			n := &d.nodes[i]
+			n.name = addr
+			dial := dialFunc(addr, opts, dialTimeout)
+			for k := 0; k < opts.Pipeline; k++ {
+				p := newPconn(d, i, dial)
+				n.pipes = append(n.pipes, p)
+				d.wg.Add(1)
+				go p.writeLoop()
+			}
+		}
+		close(d.drained) // no drainer
+		return d, nil
+	}
 	for i, addr := range addrs {
 		n := &d.nodes[i]
 		n.name = addr
 		dial := dialFunc(addr, opts, dialTimeout)
 		n.pool = &redis.Pool{
-			MaxIdle:     size,
-			DialContext: dial,
+			MaxIdle: size,
+			DialContext: func(ctx context.Context) (redis.Conn, error) {
+				c, _, err := dial(ctx)
+				return c, err
+			},
 			IdleTimeout: IdleTimeout,
 			TestOnBorrowContext: func(ctx context.Context, c redis.Conn, lastUsed time.Time) error {
 				return d.checkIdle(ctx, n, c, lastUsed)
@@ -233,6 +274,9 @@ func (d *Driver) NodeName(i int) string { return d.nodes[i].name }
 // Begin returns a pooled batch for one round. ctx's values reach the pools'
 // DialContext and TestOnBorrowContext; its cancellation is not used.
 func (d *Driver) Begin(ctx context.Context) core.Batch {
+	if d.pipelined {
+		return d.pbatches.Get().(*pbatch)
+	}
 	b := d.batches.Get().(*batch)
 	if ctx != nil {
 		b.w.values = ctx
@@ -254,6 +298,10 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	close(d.stop)
+	if d.pipelined {
+		d.closePipes()
+		return nil
+	}
 	<-d.drained
 	var errs []error
 	if d.owned {
@@ -321,10 +369,11 @@ func (d *Driver) checkIdle(ctx context.Context, n *node, c redis.Conn, lastUsed 
 	return err
 }
 
-// dialFunc returns the DialContext of a Dial-made pool. The TCP connect,
-// the TLS handshake and AUTH are all bounded by ctx's deadline (the
-// command's) and by dialTimeout.
-func dialFunc(addr string, opts Options, dialTimeout time.Duration) func(context.Context) (redis.Conn, error) {
+// dialFunc returns the dial of a Dial-made pool or pipelined connection:
+// it returns the redigo connection and the network connection under it.
+// The TCP connect, the TLS handshake and AUTH are all bounded by ctx's
+// deadline (the command's) and by dialTimeout.
+func dialFunc(addr string, opts Options, dialTimeout time.Duration) func(context.Context) (redis.Conn, net.Conn, error) {
 	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 5 * time.Minute}
 	var tlsConf *tls.Config
 	if opts.TLS != nil {
@@ -346,17 +395,27 @@ func dialFunc(addr string, opts Options, dialTimeout time.Duration) func(context
 		}
 		return tc, nil
 	}
-	dopts := []redis.DialOption{redis.DialContextFunc(netDial)}
+	var dopts []redis.DialOption
 	if opts.Password != "" {
 		dopts = append(dopts, redis.DialPassword(opts.Password))
 		if opts.Username != "" {
 			dopts = append(dopts, redis.DialUsername(opts.Username))
 		}
 	}
-	return func(ctx context.Context) (redis.Conn, error) {
+	return func(ctx context.Context) (redis.Conn, net.Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 		defer cancel()
-		return redis.DialContext(ctx, "tcp", addr, dopts...)
+		var nc net.Conn
+		o := append(dopts[:len(dopts):len(dopts)], redis.DialContextFunc(func(ctx context.Context, network, address string) (net.Conn, error) {
+			c, err := netDial(ctx, network, address)
+			nc = c
+			return c, err
+		}))
+		c, err := redis.DialContext(ctx, "tcp", addr, o...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, nc, nil
 	}
 }
 
@@ -369,6 +428,8 @@ func validate(addrs []string, opts Options) error {
 		return invalidf("%d addresses, more than core.MaxNodes (%d)", len(addrs), core.MaxNodes)
 	case opts.PoolSize < 0:
 		return invalidf("PoolSize %d is negative", opts.PoolSize)
+	case opts.Pipeline < 0 || opts.Pipeline > MaxPipeline:
+		return invalidf("Pipeline %d is not in 0..%d", opts.Pipeline, MaxPipeline)
 	case opts.DialTimeout < 0:
 		return invalidf("DialTimeout %v is negative", opts.DialTimeout)
 	case opts.Username != "" && opts.Password == "":

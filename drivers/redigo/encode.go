@@ -26,6 +26,10 @@ var (
 // token and TTL while they stay the same from node to node and round to
 // round, so that passing them to redigo's ...interface{} allocates nothing.
 type encoder struct {
+	// keys, if set, boxes keys by length over one reused buffer (see
+	// keyBoxes): for a pipelined connection's writer, whose consecutive
+	// commands rarely share a key.
+	keys   *keyBoxes
 	args   [5]any
 	key    string
 	keyBox any
@@ -39,6 +43,16 @@ type encoder struct {
 // write sends cmd on c, as EVAL instead of EVALSHA if eval is set, and
 // flushes it.
 func (e *encoder) write(c redis.Conn, cmd core.Command, eval bool) error {
+	if err := e.send(c, cmd, eval); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// send buffers cmd on c (redigo's Conn.Send), as EVAL instead of EVALSHA
+// if eval is set. redigo copies the arguments into its write buffer, so
+// the boxes may be reused as soon as send returns.
+func (e *encoder) send(c redis.Conn, cmd core.Command, eval bool) error {
 	a := &e.args
 	var name string
 	var n int
@@ -66,13 +80,13 @@ func (e *encoder) write(c redis.Conn, cmd core.Command, eval bool) error {
 	default:
 		return errors.New("unknown op " + cmd.Op.String())
 	}
-	if err := c.Send(name, a[:n]...); err != nil {
-		return err
-	}
-	return c.Flush()
+	return c.Send(name, a[:n]...)
 }
 
 func (e *encoder) boxKey(k string) any {
+	if e.keys != nil {
+		return e.keys.box(k)
+	}
 	if e.keyBox == nil || k != e.key {
 		e.key, e.keyBox = k, k
 	}
@@ -83,9 +97,34 @@ func (e *encoder) boxToken(t core.Token) any {
 	if e.tokBox == nil || t != e.tok {
 		e.tok = t
 		wire.AppendToken(e.tokHex[:0], t)
-		e.tokBox = e.tokHex[:]
+		if e.keys == nil || e.tokBox == nil {
+			e.tokBox = e.tokHex[:]
+		} // else the box already refers to tokHex, rewritten in place
 	}
 	return e.tokBox
+}
+
+// maxBoxedKey is the longest key keyBoxes boxes without allocating.
+const maxBoxedKey = 256
+
+// keyBoxes boxes keys without allocating: the key is copied into buf, and
+// the box for its length, a []byte over buf made the first time that length
+// is seen, is returned. A box is valid until the next call.
+type keyBoxes struct {
+	buf   [maxBoxedKey]byte
+	boxes [maxBoxedKey + 1]any
+}
+
+func (k *keyBoxes) box(key string) any {
+	n := len(key)
+	if n > maxBoxedKey {
+		return key
+	}
+	copy(k.buf[:], key)
+	if k.boxes[n] == nil {
+		k.boxes[n] = k.buf[:n:n]
+	}
+	return k.boxes[n]
 }
 
 func (e *encoder) boxTTL(ttl time.Duration) any {
