@@ -26,12 +26,18 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // servers starts n servers and a driver over them, closed at cleanup.
 func servers(t *testing.T, n int) ([]*redistest.Server, *Driver) {
 	t.Helper()
+	return serversWith(t, n, Options{})
+}
+
+// serversWith is servers with the driver's options.
+func serversWith(t *testing.T, n int, opts Options) ([]*redistest.Server, *Driver) {
+	t.Helper()
 	ss := redistest.StartN(t, n, redistest.Options{})
 	addrs := make([]string, n)
 	for i, s := range ss {
 		addrs[i] = s.Addr
 	}
-	d, err := Dial(addrs, Options{})
+	d, err := Dial(addrs, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
 	return ss, d
@@ -548,8 +554,8 @@ func TestCheckoutContext(t *testing.T) {
 
 // allocsPerRound measures the allocations of one Acquire plus one Release
 // through a Locker.
-func allocsPerRound(t *testing.T, n int, f core.FanOut) float64 {
-	_, d := servers(t, n)
+func allocsPerRound(t *testing.T, n int, f core.FanOut, opts Options) float64 {
+	_, d := serversWith(t, n, opts)
 	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, FanOut: f, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -575,13 +581,20 @@ func TestAllocations(t *testing.T) {
 	for _, f := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		for _, n := range []int{1, 3, 5} {
 			t.Run(f.String()+"/"+strconv.Itoa(n), func(t *testing.T) {
-				a := allocsPerRound(t, n, f)
+				a := allocsPerRound(t, n, f, Options{})
 				t.Logf("acquire+release, N=%d, %s: %.1f allocs", n, f, a)
 				// Per acquire+release: one redigo activeConn per node and
 				// round, and the new token's box; the drainer's lag may
 				// cost a few dials while the pools grow. A context or an
 				// argument slice per node would go far beyond the bound.
 				assert.LessOrEqual(t, a, float64(3*n+4))
+			})
+			t.Run("pipelined/"+f.String()+"/"+strconv.Itoa(n), func(t *testing.T) {
+				a := allocsPerRound(t, n, f, Options{Pipeline: 1})
+				t.Logf("pipelined: acquire+release, N=%d, %s: %.1f allocs", n, f, a)
+				// Batches are reused, arguments are boxed once per
+				// connection, replies need no allocation: nothing per node.
+				assert.LessOrEqual(t, a, 1.0)
 			})
 		}
 	}
@@ -643,31 +656,34 @@ func goroutinesCreated() uint64 {
 }
 
 func TestNoGoroutinePerRound(t *testing.T) {
-	_, d := servers(t, 5)
+	_, pooled := servers(t, 5)
+	_, pipelined := serversWith(t, 5, Options{Pipeline: 2})
 	for _, f := range []core.FanOut{core.Multiplexed, core.Sequential} {
-		t.Run(f.String(), func(t *testing.T) {
-			l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, FanOut: f, NodeTimeout: time.Second})
-			require.NoError(t, err)
-			ctx := context.Background()
-			do := func() {
-				lock, err := l.Acquire(ctx, "goroutines")
+		for _, d := range []*Driver{pooled, pipelined} {
+			t.Run(f.String()+"/pipelined="+strconv.FormatBool(d.pipelined), func(t *testing.T) {
+				l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, FanOut: f, NodeTimeout: time.Second})
 				require.NoError(t, err)
-				require.NoError(t, l.Release(ctx, lock))
-			}
-			for i := 0; i < 300; i++ {
-				do() // grow the pools
-			}
-			const rounds = 500
-			before := goroutinesCreated()
-			for i := 0; i < rounds; i++ {
-				do()
-			}
-			created := goroutinesCreated() - before
-			t.Logf("%s: %d goroutines created in %d acquire+release", f, created, rounds)
-			// Only a dial starts one (the net package watches its context);
-			// the pools are grown, so dials are rare.
-			assert.Less(t, float64(created)/rounds, 0.05)
-		})
+				ctx := context.Background()
+				do := func() {
+					lock, err := l.Acquire(ctx, "goroutines")
+					require.NoError(t, err)
+					require.NoError(t, l.Release(ctx, lock))
+				}
+				for i := 0; i < 300; i++ {
+					do() // grow the pools
+				}
+				const rounds = 500
+				before := goroutinesCreated()
+				for i := 0; i < rounds; i++ {
+					do()
+				}
+				created := goroutinesCreated() - before
+				t.Logf("%s: %d goroutines created in %d acquire+release", f, created, rounds)
+				// Only a dial starts one (the net package watches its context);
+				// the pools are grown, so dials are rare.
+				assert.Less(t, float64(created)/rounds, 0.05)
+			})
+		}
 	}
 }
 

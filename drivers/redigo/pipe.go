@@ -292,7 +292,7 @@ func (p *pconn) write(batch []pentry) {
 		}
 		s.mu.Unlock()
 		if wake {
-			s.more <- struct{}{}
+			s.signal()
 		}
 		for i := range over {
 			p.answer(&over[i], ErrBacklog)
@@ -345,6 +345,13 @@ func (p *pconn) connect(until time.Time) (*session, error) {
 	return s, nil
 }
 
+func (s *session) signal() {
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
 func (s *session) isDead() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -367,7 +374,7 @@ func (s *session) fail(err error) {
 	s.mu.Unlock()
 	s.conn.Close()
 	if wake {
-		s.more <- struct{}{}
+		s.signal()
 	}
 	p := s.p
 	if pend.n > 0 && err != ErrClosed {
