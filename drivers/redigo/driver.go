@@ -74,9 +74,11 @@ type Options struct {
 	Pipeline int
 }
 
-// Driver is a core.Driver over one redigo pool per node. It is safe for
-// concurrent use. Close it when done: it owns one goroutine (the straggler
-// drainer) and, when made by Dial, the pools.
+// Driver is a core.Driver over one redigo pool per node, or pipelined
+// connections (Options.Pipeline). It is safe for concurrent use. Close it
+// when done: it owns one goroutine (the straggler drainer) and, when made
+// by Dial, the pools; or, pipelined, a writer goroutine per connection and
+// a reader per live connection.
 type Driver struct {
 	nodes []node
 	owned bool // the pools were made by Dial: Close closes them
@@ -271,8 +273,9 @@ func (d *Driver) Nodes() int { return len(d.nodes) }
 // NodeName returns node i's address (Dial) or name (New).
 func (d *Driver) NodeName(i int) string { return d.nodes[i].name }
 
-// Begin returns a pooled batch for one round. ctx's values reach the pools'
-// DialContext and TestOnBorrowContext; its cancellation is not used.
+// Begin returns a pooled batch for one round. In the pooled mode, ctx's
+// values reach the pools' DialContext and TestOnBorrowContext; its
+// cancellation is not used. The pipelined mode does not use ctx.
 func (d *Driver) Begin(ctx context.Context) core.Batch {
 	if d.pipelined {
 		return d.pbatches.Get().(*pbatch)
@@ -290,6 +293,11 @@ func (d *Driver) Begin(ctx context.Context) core.Batch {
 // the line the drainer is finishing, which its deadlines bound. Rounds
 // begun after Close fail every command with ErrClosed. Close is
 // idempotent.
+//
+// In the pipelined mode, Close closes the connections: the commands still
+// queued or unanswered fail with ErrClosed (their rounds may have ended);
+// it waits for the writer and reader goroutines, which exit at once (a
+// dial in progress is cancelled).
 func (d *Driver) Close() error {
 	d.mu.Lock()
 	already := d.closed.Swap(true)
