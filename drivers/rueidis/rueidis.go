@@ -113,7 +113,8 @@ type Options struct {
 type Driver struct {
 	f       *fanout.Fanout
 	clients []rd.Client
-	owned   bool // Dial made the clients: Close closes them
+	scratch [][]rd.Completed // per node, owned by its pipeliner
+	owned   bool             // Dial made the clients: Close closes them
 	once    sync.Once
 }
 
@@ -226,8 +227,8 @@ func clientAddr(c rd.Client) string {
 }
 
 func newDriver(clients []rd.Client, names []string, workers int) *Driver {
-	d := &Driver{clients: clients}
-	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, Workers: workers})
+	d := &Driver{clients: clients, scratch: make([][]rd.Completed, len(clients))}
+	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, ExecMulti: d.execMulti, Workers: workers})
 	return d
 }
 
@@ -298,4 +299,78 @@ func (d *Driver) script(ctx context.Context, c rd.Client, s wire.Script, eval bo
 		b = c.B().Evalsha().Sha1(s.SHA1).Numkeys(1).Key(cmd.Key).Arg(tok).Build()
 	}
 	return c.Do(ctx, b).AsInt64()
+}
+
+// execMulti runs calls on node i as one pipeline (DoMulti). It is fanout's
+// ExecMulti, called by node i's pipeliner only.
+func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res []fanout.Result) {
+	c := d.clients[i]
+	cmds := d.scratch[i][:0]
+	for _, k := range calls {
+		cmds = append(cmds, build(c, k, false))
+	}
+	rs := c.DoMulti(ctx, cmds...)
+	var noscript bool
+	for n, r := range rs {
+		res[n] = result(calls[n].Cmd.Op, r)
+		noscript = noscript || wire.IsNoScript(res[n].Err)
+	}
+	if noscript {
+		// SCRIPT FLUSH or a restart emptied the script cache: EVAL loads
+		// it. Only the scripts that met NOSCRIPT are sent again.
+		cmds = cmds[:0]
+		for n, k := range calls {
+			if wire.IsNoScript(res[n].Err) {
+				cmds = append(cmds, build(c, k, true))
+			}
+		}
+		rs = c.DoMulti(ctx, cmds...)
+		m := 0
+		for n, k := range calls {
+			if wire.IsNoScript(res[n].Err) {
+				res[n] = result(k.Cmd.Op, rs[m])
+				m++
+			}
+		}
+	}
+	clear(cmds)
+	d.scratch[i] = cmds[:0]
+}
+
+// build returns the command for call k: SET NX PX, or EVALSHA (EVAL if
+// eval) of the release or extend script.
+func build(c rd.Client, k fanout.Call, eval bool) rd.Completed {
+	if k.Cmd.Op == core.OpAcquire {
+		return c.B().Arbitrary("SET").Keys(k.Cmd.Key).Args(k.Token, "NX", "PX", k.TTL).Build()
+	}
+	s := wire.ScriptFor(k.Cmd.Op)
+	switch {
+	case eval && k.Cmd.Op == core.OpExtend:
+		return c.B().Eval().Script(s.Src).Numkeys(1).Key(k.Cmd.Key).Arg(k.Token, k.TTL).Build()
+	case eval:
+		return c.B().Eval().Script(s.Src).Numkeys(1).Key(k.Cmd.Key).Arg(k.Token).Build()
+	case k.Cmd.Op == core.OpExtend:
+		return c.B().Evalsha().Sha1(s.SHA1).Numkeys(1).Key(k.Cmd.Key).Arg(k.Token, k.TTL).Build()
+	}
+	return c.B().Evalsha().Sha1(s.SHA1).Numkeys(1).Key(k.Cmd.Key).Arg(k.Token).Build()
+}
+
+// result maps op's reply.
+func result(op core.Op, r rd.RedisResult) fanout.Result {
+	if op == core.OpAcquire {
+		err := r.Error()
+		switch {
+		case err == nil:
+			return fanout.Result{Status: core.StatusOK}
+		case rd.IsRedisNil(err):
+			return fanout.Result{Status: core.StatusHeld} // SET NX: the key exists
+		}
+		return fanout.Result{Status: core.StatusError, Err: err}
+	}
+	n, err := r.AsInt64()
+	if err != nil {
+		return fanout.Result{Status: core.StatusError, Err: err}
+	}
+	st, err := wire.ScriptStatus(n)
+	return fanout.Result{Status: st, Err: err}
 }

@@ -52,6 +52,29 @@ const DefaultWorkers = 64
 // ErrClosed is the error of a command issued through a closed Fanout.
 var ErrClosed = errors.New("redlock: driver closed")
 
+// Call is one command of a pipeline handed to ExecMulti, with its wire
+// arguments encoded once per round rather than once per node.
+type Call struct {
+	Cmd core.Command
+	// Token is wire.Token(Cmd.Token).
+	Token string
+	// TTL is wire.MillisString(Cmd.TTL) for OpAcquire and OpExtend, "" for
+	// OpRelease.
+	TTL string
+}
+
+// Result is the outcome of one Call: as Exec's results.
+type Result struct {
+	Status core.Status
+	Err    error
+}
+
+// ExecMulti runs calls on one node, in order, as one pipeline, blocks until
+// every reply, and sets res[i] to calls[i]'s outcome (len(res) ==
+// len(calls)). ctx's deadline is the earliest of the calls' deadlines:
+// ExecMulti must return by then. Errors map as Exec's do, call by call.
+type ExecMulti func(ctx context.Context, node int, calls []Call, res []Result)
+
 // Exec runs one command on one node and blocks until its reply. ctx carries
 // the command's deadline; Exec must return by then (a client that cannot
 // guarantee it must be made to, for instance by closing the connection).
@@ -68,9 +91,17 @@ type Config struct {
 	// Exec runs a command. It is called concurrently, from the workers and
 	// from the goroutines calling Receive.
 	Exec Exec
+	// ExecMulti, when set, makes the Fanout pipelined: each node has one
+	// worker, which takes every command queued for its node (from any
+	// number of rounds, up to MaxPipeline) and runs them with one
+	// ExecMulti call, in the order they were queued. Exec still runs the
+	// inline commands of sequential rounds.
+	ExecMulti ExecMulti
 	// Workers is the number of workers per node; 0 means DefaultWorkers.
+	// A pipelined Fanout has one per node and ignores it.
 	Workers int
-	// Queue is the capacity of each node's job queue; 0 means 4*Workers.
+	// Queue is the capacity of each node's job queue; 0 means 4*Workers,
+	// or 4*MaxPipeline for a pipelined Fanout.
 	// When a node's queue is full, Receive waits for room after handing the
 	// other nodes their jobs.
 	Queue int
@@ -81,6 +112,7 @@ type Config struct {
 type Fanout struct {
 	names []string
 	exec  Exec
+	multi ExecMulti
 	n     int
 
 	queues []chan job
@@ -98,7 +130,12 @@ type job struct {
 	node     int
 	cmd      core.Command
 	deadline time.Time
+	tok, ttl string // wire arguments, set for a pipelined Fanout
 }
+
+// MaxPipeline is the most commands a pipelined Fanout's worker hands to
+// one ExecMulti call.
+const MaxPipeline = 256
 
 // New starts the workers. Callers must Close the Fanout to stop them.
 func New(cfg Config) *Fanout {
@@ -106,14 +143,21 @@ func New(cfg Config) *Fanout {
 	if w <= 0 {
 		w = DefaultWorkers
 	}
+	if cfg.ExecMulti != nil {
+		w = 1
+	}
 	q := cfg.Queue
 	if q <= 0 {
 		q = 4 * w
+		if cfg.ExecMulti != nil {
+			q = 4 * MaxPipeline
+		}
 	}
 	n := len(cfg.Names)
 	f := &Fanout{
 		names:  append([]string(nil), cfg.Names...),
 		exec:   cfg.Exec,
+		multi:  cfg.ExecMulti,
 		n:      n,
 		queues: make([]chan job, n),
 		done:   make(chan struct{}),
@@ -127,7 +171,11 @@ func New(cfg Config) *Fanout {
 	f.wg.Add(n * w)
 	for i := 0; i < n; i++ {
 		for k := 0; k < w; k++ {
-			go f.worker(f.queues[i])
+			if f.multi != nil {
+				go f.pipeliner(i, f.queues[i])
+			} else {
+				go f.worker(f.queues[i])
+			}
 		}
 	}
 	return f
@@ -163,6 +211,119 @@ func (f *Fanout) worker(q chan job) {
 			return
 		}
 	}
+}
+
+// pipeliner is a pipelined Fanout's worker for one node: it takes every
+// job queued for the node, up to MaxPipeline, and runs them as one
+// pipeline. While that pipeline is on the wire the next jobs queue up, so
+// the pipelines grow with the load: one round trip carries the commands of
+// every round that reached the node meanwhile.
+func (f *Fanout) pipeliner(node int, q chan job) {
+	defer f.wg.Done()
+	p := &pipeline{
+		jobs:  make([]job, 0, MaxPipeline),
+		live:  make([]int, 0, MaxPipeline),
+		calls: make([]Call, 0, MaxPipeline),
+		res:   make([]Result, MaxPipeline),
+	}
+	for {
+		select {
+		case j := <-q:
+			p.jobs = append(p.jobs, j)
+		case <-f.done:
+			f.drain(q)
+			return
+		}
+	gather:
+		for len(p.jobs) < MaxPipeline {
+			select {
+			case j := <-q:
+				p.jobs = append(p.jobs, j)
+			default:
+				break gather
+			}
+		}
+		f.runPipeline(node, p)
+	}
+}
+
+// pipeline is a pipeliner's reusable state.
+type pipeline struct {
+	jobs  []job
+	live  []int // indexes in jobs of the jobs sent
+	calls []Call
+	res   []Result
+	ctx   *dctx
+}
+
+// runPipeline runs p.jobs on node and delivers their replies. Jobs whose
+// deadline has passed are not sent and answer core.StatusTimeout. The
+// others run under one context whose deadline is the earliest of theirs.
+// A pipeline of one command carries its Begin context's values; a pipeline
+// of several rounds' commands carries none, since it cannot carry them all.
+func (f *Fanout) runPipeline(node int, p *pipeline) {
+	now := time.Now()
+	closed := f.closed.Load()
+	var (
+		dl   time.Time
+		base context.Context
+	)
+	for i := range p.jobs {
+		j := &p.jobs[i]
+		switch {
+		case closed:
+			j.b.deliver(f.fail(node, j.cmd.Op, ErrClosed))
+		case !now.Before(j.deadline):
+			j.b.deliver(f.timeout(node, j.cmd.Op, context.DeadlineExceeded))
+		default:
+			if len(p.live) == 0 || j.deadline.Before(dl) {
+				dl = j.deadline
+			}
+			base = j.b.base
+			p.live = append(p.live, i)
+			p.calls = append(p.calls, Call{Cmd: j.cmd, Token: j.tok, TTL: j.ttl})
+		}
+	}
+	if len(p.live) > 0 {
+		if len(p.live) > 1 {
+			base = context.Background()
+		}
+		c := p.ctx
+		if c == nil {
+			c = new(dctx)
+			p.ctx = c
+		}
+		res := p.res[:len(p.calls)]
+		clear(res)
+		c.start(base, dl)
+		f.multi(c, node, p.calls, res)
+		late := c.Err() != nil
+		end := time.Now()
+		failed := false
+		for k, i := range p.live {
+			j := &p.jobs[i]
+			r := res[k]
+			var reply core.Reply
+			switch {
+			case r.Err == nil:
+				reply = core.Reply{Node: node, Status: r.Status}
+			case r.Status == core.StatusTimeout || late || !end.Before(j.deadline):
+				failed = true
+				reply = f.timeout(node, j.cmd.Op, r.Err)
+			default:
+				failed = true
+				reply = f.fail(node, j.cmd.Op, r.Err)
+			}
+			j.b.deliver(reply)
+		}
+		if !c.finish() || failed {
+			p.ctx = nil // the client may still hold it
+		}
+		clear(res)
+	}
+	clear(p.jobs)
+	clear(p.calls)
+	p.jobs, p.live, p.calls = p.jobs[:0], p.live[:0], p.calls[:0]
 }
 
 // drain answers every job left in q with ErrClosed. It is called by the
@@ -308,6 +469,26 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 		clear(b.pend)
 		b.pend = b.pend[:0]
 		return b.f.run(j, &b.dctx), true
+	}
+	if b.f.multi != nil {
+		for i := range b.pend {
+			j, prev := &b.pend[i], (*job)(nil)
+			if i > 0 {
+				prev = &b.pend[i-1]
+			}
+			if prev != nil && prev.cmd.Token == j.cmd.Token {
+				j.tok = prev.tok
+			} else {
+				j.tok = wire.Token(j.cmd.Token)
+			}
+			switch {
+			case j.cmd.Op == core.OpRelease:
+			case prev != nil && prev.cmd.Op != core.OpRelease && prev.cmd.TTL == j.cmd.TTL:
+				j.ttl = prev.ttl
+			default:
+				j.ttl = wire.MillisString(j.cmd.TTL)
+			}
+		}
 	}
 	var full uint64 // jobs whose queue had no room, by index in pend
 	for i := range b.pend {
