@@ -15,6 +15,13 @@
 //     arrives. None of them runs inline: the caller would then wait for
 //     that node, however slow or hung, even once the others had decided
 //     the round.
+//   - A pipelined Fanout (Config.ExecMulti set, for clients that can send
+//     several commands to one server in one call, such as rueidis's
+//     DoMulti) has one worker per node instead, which takes every command
+//     queued for its node, from any number of rounds, and runs them as one
+//     pipeline: the pipelines grow with the load, a node's commands run in
+//     the order they were queued, and a loaded node costs one round trip
+//     and one write per pipeline rather than per command.
 //   - Workers put replies in the batch's reply channel, buffered for N
 //     replies, so a worker never blocks on a batch whose caller has stopped
 //     listening. A closed batch is reused (pooled) only once every reply has
