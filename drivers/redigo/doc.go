@@ -177,16 +177,20 @@
 // be answered and discarded.
 //
 // The reader's reads are bounded by the deadline of the oldest unanswered
-// command plus 5 ms: past it (a stopped or partitioned server) the
-// connection is closed, every command on it fails with a timeout, and the
-// next command dials a new one, bounded by its deadline and
+// command plus as long again as that command had when it was written (so,
+// in practice, twice the node timeout after the write): past it (a
+// stopped or partitioned server) the connection is closed, every command
+// on it fails with a timeout, and the next command dials a new one, bounded by its deadline and
 // Options.DialTimeout (with AUTH and TLS as in the pooled mode). A failed
 // write or read does the same. Writes get a deadline too, so a stopped
 // server whose socket buffers fill cannot hold the writer. A connection
 // holds at most MaxPending commands queued and MaxPending written: beyond
 // that, commands fail at once with ErrBacklog, so a hung node with long
-// node timeouts cannot grow the queue without bound. Dials happen on the
-// writer, never on a round's goroutine: a node that is down or
+// node timeouts cannot grow the queue without bound. The slack keeps a
+// server that is only slow (a CPU stall on a shared machine) from costing
+// the connection and, with it, every other round's command in flight on
+// it; the rounds themselves never wait past their deadlines. Dials happen
+// on the writer, never on a round's goroutine: a node that is down or
 // partitioned costs a round nothing beyond that node's own vote. For the
 // same reason Begin's context values do not reach the dial.
 //

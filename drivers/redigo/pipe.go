@@ -27,11 +27,14 @@ const MaxPipeline = 64
 // concurrent rounds than this, gets there).
 const MaxPending = 4096
 
-// pipeGrace is how long after the deadline of its oldest unanswered
-// command a pipelined connection is given up: the round has answered
-// StatusTimeout at the deadline itself, the grace keeps a reply that
-// arrives just then from costing the connection.
-const pipeGrace = 5 * time.Millisecond
+// A pipelined connection is given up when the reply to its oldest
+// unanswered command is overdue by as long again as the command had when
+// it was written (its node timeout, in practice), and by at least
+// minSlack. The round has answered StatusTimeout at the deadline itself;
+// the connection is kept a while longer because giving it up fails every
+// command on it, the other rounds' too, while a server that is only slow
+// (a CPU stall, a burst) answers them all in order a little later.
+const minSlack = 5 * time.Millisecond
 
 // ErrBacklog is the error of a command refused because its pipelined
 // connection already holds MaxPending commands.
@@ -47,7 +50,8 @@ type pentry struct {
 	b        *pbatch
 	cmd      core.Command
 	deadline time.Time
-	eval     bool // sent as EVAL rather than EVALSHA
+	slack    time.Duration // how long past deadline the reply may come before the connection is given up
+	eval     bool          // sent as EVAL rather than EVALSHA
 }
 
 // ring is a FIFO of pentries.
@@ -284,6 +288,7 @@ func (p *pconn) write(batch []pentry) {
 		for i := range batch {
 			e := &batch[i]
 			e.eval = e.eval || (e.cmd.Op != core.OpAcquire && !n.scripts.known(e.cmd.Op))
+			e.slack = max(minSlack, e.deadline.Sub(now))
 			s.pending.push(*e)
 		}
 		wake := s.idle && len(batch) > 0
@@ -309,7 +314,7 @@ func (p *pconn) write(batch []pentry) {
 		if err == nil {
 			// A stopped server's socket buffers may fill: the write must
 			// not outlast the commands.
-			if err = s.nc.SetWriteDeadline(latest.Add(pipeGrace)); err == nil {
+			if err = s.nc.SetWriteDeadline(latest.Add(minSlack)); err == nil {
 				err = s.conn.Flush()
 			}
 		}
@@ -388,7 +393,7 @@ func (s *session) fail(err error) {
 
 // readLoop reads the session's replies in order and hands each to its
 // round. Each read is bounded by the deadline of the oldest unanswered
-// command plus pipeGrace: past it, the session fails.
+// command plus its slack: past it, the session fails.
 func (s *session) readLoop() {
 	p := s.p
 	d := p.d
@@ -406,9 +411,10 @@ func (s *session) readLoop() {
 			s.mu.Unlock()
 			return
 		}
-		dl := s.pending.front().deadline
+		head := s.pending.front()
+		dl := head.deadline.Add(head.slack)
 		s.mu.Unlock()
-		reply, err := redis.ReceiveWithTimeout(s.conn, readTimeout(dl.Add(pipeGrace), time.Now()))
+		reply, err := redis.ReceiveWithTimeout(s.conn, readTimeout(dl, time.Now()))
 		if _, answered := err.(redis.Error); err != nil && !answered {
 			s.fail(err)
 			return

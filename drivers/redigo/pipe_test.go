@@ -176,8 +176,9 @@ func TestPipelineOrderPerKey(t *testing.T) {
 }
 
 // A stopped node costs its deadline, and what its connection holds stays
-// bounded: past the oldest command's deadline the connection is dropped,
-// and beyond MaxPending commands are refused at once.
+// bounded: once the oldest command is overdue by its own timeout the
+// connection is dropped, and beyond MaxPending commands are refused at
+// once.
 func TestPipelineStoppedNode(t *testing.T) {
 	ss, d := pipeServers(t, 3, 1)
 	acq := core.Command{Op: core.OpAcquire, Key: "pipe-stopped", Token: tok(1), TTL: 5 * time.Second}
@@ -229,11 +230,12 @@ func TestPipelineStoppedNode(t *testing.T) {
 	t.Logf("node 0 held at most %d queued and %d written commands", maxQueued, maxPending)
 	assert.LessOrEqual(t, maxQueued, MaxPending)
 	assert.LessOrEqual(t, maxPending, MaxPending)
-	// Past the deadline the connection is dropped and its commands answered.
+	// Past the deadline and as long again, the connection is dropped and
+	// its commands answered.
 	require.Eventually(t, func() bool {
 		q, p := d.backlog(0)
 		return q == 0 && p == 0
-	}, 5*time.Second, 5*time.Millisecond)
+	}, 10*time.Second, 5*time.Millisecond)
 
 	ss[0].Cont()
 	stopped = false
