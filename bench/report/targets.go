@@ -23,6 +23,10 @@ type Target struct {
 	Note     string `json:"note,omitempty"`
 }
 
+// redisDrivers are the redlock drivers over real Redis clients, in the
+// order their target rows are printed.
+var redisDrivers = []string{"redigo", "redigo-pooled", "rueidis", "radix"}
+
 // Reference subjects for the comparisons.
 const (
 	refPeer   = "redsync"
@@ -78,7 +82,7 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 
 	// 2. Against redsync+redigo at N, one client.
 	peer := lb(refPeer, refClient, nodes, matrix.FanConcurrent, 1)
-	for _, d := range []string{"redigo", "rueidis", "radix"} {
+	for _, d := range redisDrivers {
 		subj := "redlock+" + d
 		r := lb(matrix.Redlock, d, nodes, "multiplexed", 1)
 		name := fmt.Sprintf("%s N=%d multiplexed vs redsync+redigo: p50", subj, nodes)
@@ -110,7 +114,7 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 	// 3. Behind the latency proxy.
 	if env.ProxyDelayMs > 0 {
 		rtt := 2 * env.ProxyDelayMs * 1000 // µs
-		for _, d := range []string{"redigo", "rueidis", "radix"} {
+		for _, d := range redisDrivers {
 			subj := "redlock+" + d
 			for _, fan := range []string{"multiplexed", "sequential"} {
 				px := find(matrix.Cell{Library: matrix.Redlock, Driver: d, Scenario: matrix.Proxy, Nodes: nodes, FanOut: fan, Clients: 1})
@@ -162,7 +166,7 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 			}
 		}
 	}
-	for _, d := range []string{"redigo", "rueidis", "radix"} {
+	for _, d := range redisDrivers {
 		r := lb(matrix.Redlock, d, nodes, "multiplexed", clients)
 		if r == nil {
 			continue

@@ -7,7 +7,7 @@ import (
 
 func init() {
 	register("rueidis", func(addrs []string, o DialOptions) (core.Driver, func() error, error) {
-		d, err := rueidis.Dial(addrs, rueidis.Options{Username: o.Username, Password: o.Password, TLS: o.TLS, PoolSize: o.PoolSize, DialTimeout: o.DialTimeout})
+		d, err := rueidis.Dial(addrs, rueidis.Options{Username: o.Username, Password: o.Password, TLS: o.TLS, DialTimeout: o.DialTimeout})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -160,7 +160,7 @@ type clientBox struct{ radixv4.Client }
 // (an error matching core.ErrInvalidConfig); unreachable nodes are dialled
 // again on use.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := fanout.CheckAddrs("radix", addrs); err != nil {
+	if err := wire.CheckAddrs("radix", addrs); err != nil {
 		return nil, err
 	}
 	if opts.PoolSize < 0 || opts.DialTimeout < 0 || opts.Workers < 0 {
@@ -227,7 +227,7 @@ func New(clients []radixv4.Client, names []string) (*Driver, error) {
 			names[i] = c.Addr().String()
 		}
 	}
-	if err := fanout.CheckNames("radix", len(clients), names); err != nil {
+	if err := wire.CheckNames("radix", len(clients), names); err != nil {
 		return nil, err
 	}
 	d := newDriver(names, 0, false)

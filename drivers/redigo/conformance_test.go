@@ -12,8 +12,9 @@ import (
 func TestConformance(t *testing.T) {
 	for _, mode := range []struct {
 		name     string
+		pooled   bool
 		pipeline int
-	}{{"pooled", 0}, {"pipelined", 2}} {
+	}{{"pooled", true, 0}, {"pipelined", false, 2}} {
 		t.Run(mode.name, func(t *testing.T) {
 			conformance.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
 				addrs := make([]string, len(eps))
@@ -21,7 +22,7 @@ func TestConformance(t *testing.T) {
 					addrs[i] = ep.Addr
 				}
 				// The suite gives every endpoint the same credentials and TLS.
-				d, err := Dial(addrs, Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS, Pipeline: mode.pipeline})
+				d, err := Dial(addrs, Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS, Pooled: mode.pooled, Pipeline: mode.pipeline})
 				require.NoError(t, err)
 				t.Cleanup(func() { require.NoError(t, d.Close()) })
 				return d

@@ -29,7 +29,7 @@ func BenchmarkThroughput(b *testing.B) {
 		name string
 		opts Options
 	}{
-		{"pooled", Options{}},
+		{"pooled", Options{Pooled: true}},
 		{"pipe1", Options{Pipeline: 1}},
 		{"pipe2", Options{Pipeline: 2}},
 		{"pipe4", Options{Pipeline: 4}},

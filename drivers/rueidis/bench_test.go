@@ -62,36 +62,32 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	for i, s := range srvs {
 		a[i] = s.Addr
 	}
-	for _, pool := range []int{0, 64} {
-		b.Run(fmt.Sprintf("PoolSize=%d", pool), func(b *testing.B) {
-			d, err := rueidis.Dial(a, rueidis.Options{PoolSize: pool})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var next, failed atomic.Int64
-			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				key := "bench:" + strconv.FormatInt(next.Add(1), 10)
-				for pb.Next() {
-					lock, err := l.Acquire(ctx, key)
-					if err != nil {
-						failed.Add(1)
-						continue
-					}
-					if err := l.Release(ctx, lock); err != nil {
-						failed.Add(1)
-					}
-				}
-			})
-			b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
-		})
+	d, err := rueidis.Dial(a, rueidis.Options{})
+	if err != nil {
+		b.Fatal(err)
 	}
+	defer d.Close()
+	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next, failed atomic.Int64
+	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		key := "bench:" + strconv.FormatInt(next.Add(1), 10)
+		for pb.Next() {
+			lock, err := l.Acquire(ctx, key)
+			if err != nil {
+				failed.Add(1)
+				continue
+			}
+			if err := l.Release(ctx, lock); err != nil {
+				failed.Add(1)
+			}
+		}
+	})
+	b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
 }

@@ -82,8 +82,8 @@
 //
 // Options.Username and Options.Password authenticate with HELLO/AUTH (an
 // ACL user with its password, or the default user's password alone);
-// Options.TLS enables TLS. Each node gets one pipelined connection
-// whatever Options.PoolSize says (see Options.PoolSize). Tokens go over
+// Options.TLS enables TLS. Each node gets one pipelined connection, and a
+// non-zero Options.PoolSize is refused (see there). Tokens go over
 // the wire as 32 lower-case hex digits, the form every driver of this
 // module uses, so a lock taken through one driver can be released through
 // another.
@@ -93,6 +93,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -115,21 +116,17 @@ type Options struct {
 	Username, Password string
 	// TLS, when not nil, makes every connection TLS with this configuration.
 	TLS *tls.Config
-	// PoolSize is accepted, for symmetry with the other drivers' Options,
-	// and ignored (it must not be negative): each node gets one pipelined
-	// connection. The driver sends one pipeline per node at a time (see
-	// Pipelines), so more connections would only add idle buffers (1 MiB
-	// each), and concurrent sequential rounds share one auto-pipelined
-	// connection well.
+	// PoolSize must be 0: each node gets exactly one pipelined connection.
+	// The driver sends one pipeline per node at a time (see Pipelines), so
+	// more connections would only add idle buffers (1 MiB each) and let a
+	// key's commands overtake each other; concurrent sequential rounds
+	// share one auto-pipelined connection well. It is refused rather than
+	// ignored, so that nobody tunes a knob that does nothing.
 	PoolSize int
 	// DialTimeout bounds connecting to a node, TLS and HELLO/AUTH included.
 	// A reconnection made for a command is also bounded by the command's
 	// deadline. 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// Workers is accepted and ignored (it must not be negative): each node
-	// has one goroutine, which pipelines the commands of every round (see
-	// Pipelines).
-	Workers int
 }
 
 // Driver is a core.Driver over rueidis clients. It is safe for concurrent
@@ -173,11 +170,14 @@ func ClientOption(addr string, opts Options) rd.ClientOption {
 // (an error matching core.ErrInvalidConfig); unreachable nodes are
 // connected again on use.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := fanout.CheckAddrs("rueidis", addrs); err != nil {
+	if err := wire.CheckAddrs("rueidis", addrs); err != nil {
 		return nil, err
 	}
-	if opts.PoolSize < 0 || opts.DialTimeout < 0 || opts.Workers < 0 {
-		return nil, errors.Join(core.ErrInvalidConfig, errors.New("rueidis: negative PoolSize, DialTimeout or Workers"))
+	switch {
+	case opts.PoolSize != 0:
+		return nil, fmt.Errorf("%w: rueidis: PoolSize %d: the driver keeps one pipelined connection per node", core.ErrInvalidConfig, opts.PoolSize)
+	case opts.DialTimeout < 0:
+		return nil, fmt.Errorf("%w: rueidis: DialTimeout %v is negative", core.ErrInvalidConfig, opts.DialTimeout)
 	}
 	clients := make([]rd.Client, len(addrs))
 	errs := make([]error, len(addrs))
@@ -228,7 +228,7 @@ func New(clients []rd.Client, names []string) (*Driver, error) {
 			names[i] = clientAddr(c)
 		}
 	}
-	if err := fanout.CheckNames("rueidis", len(clients), names); err != nil {
+	if err := wire.CheckNames("rueidis", len(clients), names); err != nil {
 		return nil, err
 	}
 	return newDriver(append([]rd.Client(nil), clients...), names), nil

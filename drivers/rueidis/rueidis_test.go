@@ -84,8 +84,11 @@ func TestDialValidation(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := rueidis.Dial([]string{"127.0.0.1:1"}, rueidis.Options{PoolSize: -1})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
+	for _, size := range []int{-1, 64} {
+		_, err := rueidis.Dial([]string{"127.0.0.1:1"}, rueidis.Options{PoolSize: size})
+		assert.ErrorIs(t, err, core.ErrInvalidConfig)
+		assert.ErrorContains(t, err, "one pipelined connection per node")
+	}
 }
 
 func TestNewValidation(t *testing.T) {
@@ -114,10 +117,8 @@ func TestNewValidation(t *testing.T) {
 	require.NoError(t, c.Do(ctx, c.B().Ping().Build()).Error())
 }
 
-func TestOneConnectionWhateverPoolSize(t *testing.T) {
-	for _, size := range []int{0, 1, 4, 64, 1000} {
-		assert.Equal(t, -1, rueidis.ClientOption("h:1", rueidis.Options{PoolSize: size}).PipelineMultiplex, "PoolSize %d", size)
-	}
+func TestOneConnectionPerNode(t *testing.T) {
+	assert.Equal(t, -1, rueidis.ClientOption("h:1", rueidis.Options{}).PipelineMultiplex)
 }
 
 func TestCommands(t *testing.T) {

@@ -1,4 +1,4 @@
-package fanout
+package wire
 
 import (
 	"fmt"
@@ -34,10 +34,12 @@ func CheckAddrs(driver string, addrs []string) error {
 		if host == "" {
 			return bad("address %d %q has no host", i, a)
 		}
-		if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
 			return bad("address %d %q has an invalid port %q", i, a, port)
 		}
-		k := net.JoinHostPort(strings.ToLower(host), port)
+		// "A:01" and "a:1" are one server, which must not vote twice.
+		k := net.JoinHostPort(strings.ToLower(host), strconv.FormatUint(p, 10))
 		if j, dup := seen[k]; dup {
 			return bad("address %d %q repeats address %d %q", i, a, j, addrs[j])
 		}
