@@ -15,6 +15,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -31,8 +32,9 @@ type Cluster struct {
 	clock core.Clock
 	nodes []*node
 
-	mu   sync.Mutex
-	free []*batch // reused batches: Begin allocates nothing in steady state
+	spare atomic.Pointer[batch] // one reused batch, without a lock
+	mu    sync.Mutex
+	free  []*batch // more reused batches: Begin allocates nothing in steady state
 }
 
 // entry is one key. Entries are kept by pointer and reused after release
@@ -266,6 +268,9 @@ type batch struct {
 
 // Begin returns a batch; ctx is not used.
 func (c *Cluster) Begin(ctx context.Context) core.Batch {
+	if b := c.spare.Swap(nil); b != nil {
+		return b
+	}
 	c.mu.Lock()
 	var b *batch
 	if k := len(c.free); k > 0 {
@@ -336,6 +341,9 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 
 func (b *batch) Close() {
 	b.n, b.fresh = 0, false
+	if b.c.spare.CompareAndSwap(nil, b) {
+		return
+	}
 	b.c.mu.Lock()
 	b.c.free = append(b.c.free, b)
 	b.c.mu.Unlock()
