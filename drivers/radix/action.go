@@ -19,53 +19,110 @@ import (
 
 // action is one Redlock command as a radix Action. It writes its RESP
 // request straight from the core.Command and parses the reply itself, so a
-// command costs no argument slices or reflection. It is pooled, and put
-// back only after a successful round trip: after an error radix's reader or
-// writer may still hold it.
+// command costs no argument slices or reflection. Every reply read whole,
+// server errors and unexpected types included, is recorded in the action
+// (kind, n, err) and is a success for radix: UnmarshalRESP fails only when
+// the stream is lost. So radix never mistakes a consumed reply for an
+// unread one (it would discard the next command's reply), and in a
+// pipeline one command's error reply does not stop the others' being read.
+//
+// It is pooled, and put back only after a successful round trip: after an
+// error radix's reader or writer may still hold it.
 type action struct {
 	cmd  core.Command
 	eval bool // EVAL with the script source instead of EVALSHA
 	buf  []byte
 
 	// reply
-	kind byte // '+', ':', '_' (null)
-	n    int64
+	kind byte  // '+', ':', '_' (null), '-' (error reply) or '?' (unexpected)
+	n    int64 // for ':'
+	err  error // for '-' and '?'
 }
 
 var actions = sync.Pool{New: func() any { return &action{buf: make([]byte, 0, 256)} }}
 
 func getAction(cmd core.Command) *action {
 	a := actions.Get().(*action)
-	a.cmd, a.eval, a.kind, a.n = cmd, false, 0, 0
+	a.cmd, a.eval = cmd, false
+	a.kind, a.n, a.err = 0, 0, nil
 	return a
 }
 
 func putAction(a *action) {
-	a.cmd = core.Command{}
+	a.cmd, a.err = core.Command{}, nil
 	actions.Put(a)
+}
+
+// retryEval prepares an action whose EVALSHA met NOSCRIPT to be sent again
+// as EVAL.
+func (a *action) retryEval() {
+	a.eval = true
+	a.kind, a.n, a.err = 0, 0, nil
+}
+
+// noScript reports a NOSCRIPT error reply: SCRIPT FLUSH or a restart
+// emptied the script cache.
+func (a *action) noScript() bool {
+	return a.kind == '-' && a.cmd.Op != core.OpAcquire && isNoScript(a.err)
+}
+
+// result maps the reply read.
+func (a *action) result() (core.Status, error) {
+	switch a.kind {
+	case '-', '?':
+		return core.StatusError, a.err
+	}
+	if a.cmd.Op == core.OpAcquire {
+		switch a.kind {
+		case '+':
+			return core.StatusOK, nil
+		case '_':
+			return core.StatusHeld, nil // SET NX: the key exists
+		}
+		return core.StatusError, errUnexpected
+	}
+	if a.kind != ':' {
+		return core.StatusError, errUnexpected
+	}
+	return wire.ScriptStatus(a.n)
 }
 
 var _ radixv4.Action = (*action)(nil)
 
-// Properties lets the pool share a connection between concurrent actions:
-// radix then pipelines them. Keys is left empty: these are not cluster
-// commands.
+// Properties lets the pool share its connection between concurrent
+// actions (radix pipelines them) and lets the action join a
+// radixv4.Pipeline. Keys is left empty: these are not cluster commands.
 func (a *action) Properties() radixv4.ActionProperties {
 	return radixv4.ActionProperties{CanShareConn: true, CanPipeline: true}
 }
 
-// Perform runs the action on c. Connections of the pools Dial makes
-// release themselves when a command misses its deadline (see
-// trackedConn.EncodeDecode). On other connections (pools given to New)
-// Perform does the same from outside: it closes c, and marks it failed
-// (the extra EncodeDecode) so that the pool replaces it.
+// Perform runs the action on c.
 func (a *action) Perform(ctx context.Context, c radixv4.Conn) error {
-	err := c.EncodeDecode(ctx, a, a)
+	return bounded(ctx, c, c.EncodeDecode(ctx, a, a))
+}
+
+// bounded returns err, the outcome of an action on c, after releasing c if
+// the action failed at its deadline. Connections of the pools Dial makes
+// release themselves (see trackedConn.EncodeDecode). On other connections
+// (pools given to New) bounded does the same from outside: it closes c,
+// and marks it failed (the extra EncodeDecode) so that the pool replaces
+// it.
+func bounded(ctx context.Context, c radixv4.Conn, err error) error {
 	if err != nil && ctx.Err() != nil && !isRedisErr(err) && !errors.As(err, new(*hungError)) {
 		_ = c.Close()
 		_ = c.EncodeDecode(context.Background(), nil, nil)
 	}
 	return err
+}
+
+// pipe is a radix Pipeline of actions, one node's batch, performed on one
+// connection: all requests in one write, then every reply in order. It
+// adds to radixv4.Pipeline the release of a connection that missed the
+// deadline (see bounded).
+type pipe struct{ *radixv4.Pipeline }
+
+func (p pipe) Perform(ctx context.Context, c radixv4.Conn) error {
+	return bounded(ctx, c, p.Pipeline.Perform(ctx, c))
 }
 
 func appendBulk(b []byte, s string) []byte {
@@ -126,14 +183,13 @@ func (a *action) MarshalRESP(w io.Writer, _ *resp.Opts) error {
 	return err
 }
 
-// errUnexpected is returned (wrapped in resp.ErrConnUsable, the reply having
-// been consumed whole) for a reply of a type these commands never get.
+// errUnexpected is the error of a reply of a type these commands never get.
 var errUnexpected = errors.New("unexpected reply")
 
-// UnmarshalRESP reads one reply: +simple string, :integer, a null ($-1,
-// *-1 or RESP3 _), or an error, which it returns as resp3.SimpleError as
-// radix expects of a server error. Anything else is consumed whole and
-// reported as errUnexpected.
+// UnmarshalRESP reads one reply: +OK, :integer, a null ($-1, *-1 or RESP3
+// _), or an error reply, which it records as resp3.SimpleError. Anything
+// else is consumed whole and recorded as errUnexpected. It returns an
+// error only when the stream is lost (radix then closes the connection).
 func (a *action) UnmarshalRESP(br resp.BufferedReader, o *resp.Opts) error {
 	p, err := br.Peek(1)
 	if err != nil {
@@ -156,9 +212,9 @@ func (a *action) UnmarshalRESP(br resp.BufferedReader, o *resp.Opts) error {
 			return err
 		}
 		if p[0] == '-' {
-			return resp3.SimpleError{S: msg}
+			return a.fail('-', resp3.SimpleError{S: msg})
 		}
-		return resp.ErrConnUsable{Err: errUnexpected}
+		return a.fail('?', errUnexpected)
 	}
 	if err != nil {
 		return err
@@ -169,13 +225,13 @@ func (a *action) UnmarshalRESP(br resp.BufferedReader, o *resp.Opts) error {
 	body := line[1 : len(line)-2]
 	switch line[0] {
 	case '+':
-		a.kind = '+'
 		if string(body) != "OK" {
-			return resp.ErrConnUsable{Err: errors.New("unexpected reply +" + string(body))}
+			return a.fail('?', errors.New("unexpected reply +"+string(body)))
 		}
+		a.kind = '+'
 		return nil
 	case '-':
-		return resp3.SimpleError{S: string(body)}
+		return a.fail('-', resp3.SimpleError{S: string(body)})
 	case '_':
 		a.kind = '_'
 		return nil
@@ -200,22 +256,34 @@ func (a *action) UnmarshalRESP(br resp.BufferedReader, o *resp.Opts) error {
 		if _, err := br.Discard(int(n) + 2); err != nil {
 			return err
 		}
-		return resp.ErrConnUsable{Err: errUnexpected}
+		return a.fail('?', errUnexpected)
 	}
 	for i := int64(0); i < n; i++ {
 		if err := resp3.Unmarshal(br, nil, o); err != nil && !isRedisErr(err) {
 			return err
 		}
 	}
-	return resp.ErrConnUsable{Err: errUnexpected}
+	return a.fail('?', errUnexpected)
 }
 
-// unexpected consumes one whole message of another type.
+// fail records a reply read whole that is not a success: an error reply
+// ('-') or an unexpected one ('?').
+func (a *action) fail(kind byte, err error) error {
+	a.kind, a.err = kind, err
+	return nil
+}
+
+// unexpected consumes one whole message of another type: a RESP3 blob
+// error is an error reply, anything else unexpected.
 func (a *action) unexpected(br resp.BufferedReader, o *resp.Opts) error {
-	if err := resp3.Unmarshal(br, nil, o); err != nil && !isRedisErr(err) {
-		return err
+	err := resp3.Unmarshal(br, nil, o)
+	switch {
+	case err == nil:
+		return a.fail('?', errUnexpected)
+	case isRedisErr(err):
+		return a.fail('-', resp.ErrConnUnusable(err))
 	}
-	return resp.ErrConnUsable{Err: errUnexpected}
+	return err
 }
 
 func isRedisErr(err error) bool {

@@ -17,22 +17,57 @@ import (
 // it too, and a connection opened after Close is closed at once.
 //
 // It also tells a node that is down from one that is slow: radix's pool,
-// once its connections are gone, makes a command wait for a reconnection
-// until the command's deadline. When the node has no open connection and
-// the pool's last attempt to dial it failed, the driver fails its commands
-// at once with that error instead (core.StatusError, "connection
-// refused"), as for a node that was down at Dial.
+// once its connection is gone, makes a command wait for a reconnection
+// until the command's deadline, and the node's pipeline goroutine with it,
+// holding up the commands queued behind. When the node has no open
+// connection, the driver waits instead for the pool's next dial (see
+// ready); if that or the last dial failed, it fails the node's commands at
+// once with the dial error (core.StatusError, "connection refused"), as
+// for a node that was down at Dial.
 type conns struct {
 	dialer radixv4.Dialer
 
 	mu      sync.Mutex
 	open    map[*trackedConn]struct{}
 	closed  bool
-	dialErr error // the last dial's error; nil after a success
+	dialErr error         // the last dial's error; nil after a success
+	changed chan struct{} // closed and replaced when a dial ends or a conn closes
 }
 
 func newConns(d radixv4.Dialer) *conns {
-	return &conns{dialer: d, open: make(map[*trackedConn]struct{})}
+	return &conns{dialer: d, open: make(map[*trackedConn]struct{}), changed: make(chan struct{})}
+}
+
+// notifyLocked wakes the commands waiting in ready.
+func (t *conns) notifyLocked() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// ready returns nil once the node has an open connection, the last dial's
+// error if it has none and that dial failed, or ctx's error. With no
+// connection and no failed dial (the pool is replacing a broken one) it
+// waits for the pool's dial.
+func (t *conns) ready(ctx context.Context) error {
+	for {
+		t.mu.Lock()
+		switch {
+		case len(t.open) > 0 || t.closed:
+			t.mu.Unlock()
+			return nil
+		case t.dialErr != nil:
+			err := t.dialErr
+			t.mu.Unlock()
+			return err
+		}
+		ch := t.changed
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // dial is the pools' Dialer.CustomConn.
@@ -41,6 +76,7 @@ func (t *conns) dial(ctx context.Context, network, addr string) (radixv4.Conn, e
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.dialErr = err
+	t.notifyLocked()
 	if err != nil {
 		return nil, err
 	}
@@ -53,21 +89,12 @@ func (t *conns) dial(ctx context.Context, network, addr string) (radixv4.Conn, e
 	return tc, nil
 }
 
-// down returns the last dial error if no connection is open, else nil.
-func (t *conns) down() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.open) > 0 || t.closed {
-		return nil
-	}
-	return t.dialErr
-}
-
 // closeAll closes every connection still open and refuses new ones.
 func (t *conns) closeAll() {
 	t.mu.Lock()
 	open := t.open
 	t.open, t.closed = nil, true
+	t.notifyLocked()
 	t.mu.Unlock()
 	for c := range open {
 		_ = c.Conn.Close()
@@ -116,7 +143,10 @@ func (e *hungError) Is(target error) bool { return target == context.DeadlineExc
 
 func (c *trackedConn) Close() error {
 	c.t.mu.Lock()
-	delete(c.t.open, c)
+	if _, ok := c.t.open[c]; ok {
+		delete(c.t.open, c)
+		c.t.notifyLocked()
+	}
 	c.t.mu.Unlock()
 	return c.Conn.Close()
 }

@@ -1,44 +1,77 @@
 // Package radix is a Redlock driver (core.Driver) over
-// github.com/mediocregopher/radix/v4: one radix pool per Redis master.
+// github.com/mediocregopher/radix/v4: one radix pool of one connection per
+// Redis master.
 //
-// # Fan-out
+// # Pipelines
 //
 // A radix call blocks its goroutine until the reply, and radix has no
 // asynchronous API that could put a command on N servers from one
-// goroutine. The driver therefore runs the calls on long-lived per-node
-// workers (package drivers/internal/fanout), started by Dial or New and
-// stopped by Close, instead of starting a goroutine per node per operation:
+// goroutine; a radix Pipeline, though, sends any number of commands to one
+// server in one write and reads their replies in order. The driver
+// therefore keeps one long-lived goroutine per node (package
+// drivers/internal/fanout, pipelined mode), started by Dial or New and
+// stopped by Close:
 //
+//   - Multiplexed rounds (core.Multiplexed, the default) queue their N
+//     commands, one per node, and Receive returns each reply as it
+//     arrives. Each node's goroutine takes every command queued for its
+//     node, from however many concurrent rounds (up to
+//     fanout.MaxPipeline), and sends them as one radix Pipeline (a lone
+//     command as itself), then hands each reply to its round. While a
+//     pipeline is on the wire the next commands queue up, so pipelines grow
+//     with the load and one round trip and one write serve every locker
+//     that reached the node meanwhile. No round waits on a node it does
+//     not need: a slow last node does not hold up a decided round.
 //   - Sequential rounds (core.Sequential) execute each command inline, on
-//     the caller's goroutine: no handoff at all.
-//   - Multiplexed rounds (core.Multiplexed, the default) hand all N commands
-//     to the nodes' workers, so a round costs about one round trip and N
-//     channel handoffs, and Receive returns each reply as it arrives: none
-//     runs inline, since the caller would then wait for that node, however
-//     slow, after the others had decided the round.
+//     the caller's goroutine: no handoff at all. Concurrent sequential
+//     rounds share the node's connection, which radix pipelines.
 //
-// Concurrent calls to one node share the pool's connections, which radix
-// pipelines. Options.Workers bounds how many commands to one node are in
-// flight at once (64 by default).
+// Commands are the driver's own radix Actions: each writes its RESP request
+// straight from the core.Command and parses its reply itself, so a round
+// allocates nothing once warm, pipelines included.
+//
+// Why: the earlier design ran each command as its own call on one of 64
+// workers per node, over a pool of 4 connections per node. Under load that
+// meant 320 goroutines, a goroutine handoff and a socket write per command,
+// and commands of one key free to take different connections: the
+// straggling SET of a decided round could be overtaken by the release that
+// followed it, which left its key behind until the TTL. Batching across
+// lockers on one goroutine and one connection per node keeps the order
+// and made 32 concurrent lockers on 5 local servers several times faster
+// (see BenchmarkAcquireReleaseParallel).
+//
+// # Order
+//
+// A node's commands reach it in the order their rounds queued them: one
+// goroutine sends them, one pipeline at a time, on one connection. So a
+// release cannot take effect before an earlier command for its key whose
+// reply was not awaited (core.Batch). A command that missed its deadline
+// is exempt, as the contract allows: its connection is closed (see
+// Deadlines), and the server may or may not have run it.
 //
 // # Deadlines
 //
 // Every command runs under a context whose deadline is the one the Locker
-// gave Send, detached from the caller's cancellation but carrying the
-// Begin context's values. A command that fails after its deadline answers
-// core.StatusTimeout.
+// gave Send, detached from the caller's cancellation. A pipeline runs under
+// the earliest deadline of its commands; lockers sharing a node timeout
+// queue commands in nearly deadline order, so that is each command's own
+// give or take the spread of one queue. Commands whose deadline passed
+// while queued are not sent and answer core.StatusTimeout; so does a
+// command that fails after its deadline, whatever the error. The Begin
+// context's values reach radix for sequential commands and for a pipeline
+// of one command; a pipeline of several rounds' commands carries none.
 //
 // radix alone does not bound a command by its context: when a command times
 // out, radix keeps reading (to discard) its reply without a deadline, and
 // the commands pipelined behind it on the same connection wait for it, for
 // as long as the server hangs (radix issue #284). The driver closes a
-// connection on which one of its commands missed its deadline and makes the
-// pool replace it; this releases the commands queued behind at once, and
-// they answer core.StatusTimeout too: a SIGSTOPped node costs each round
-// at most the node timeout (with several Lockers of different node
-// timeouts, at most the longest in flight on that connection). Pools made
-// by Dial have radix's periodic PING disabled for the same reason: a PING
-// that hangs would hold up the commands behind it without one of the
+// connection on which one of its commands or pipelines missed its deadline
+// and makes the pool replace it; this releases the commands queued behind
+// at once, and they answer core.StatusTimeout too: a SIGSTOPped node costs
+// each round at most the node timeout (with several Lockers of different
+// node timeouts, at most the longest in flight on that connection). Pools
+// made by Dial have radix's periodic PING disabled for the same reason: a
+// PING that hangs would hold up the commands behind it without one of the
 // driver's own deadlines to release them. Pools given to New should be
 // configured likewise (PoolConfig.PingInterval = -1) and not shared with
 // slow commands; on their connections a command released by another's
@@ -46,9 +79,9 @@
 //
 // # Stragglers
 //
-// A multiplexed round stops listening once its quorum is decided; the
-// commands still running finish on their workers (within their deadline)
-// and their replies are dropped with the round. Nothing blocks and nothing
+// A multiplexed round stops listening once its quorum is decided; its
+// commands still queued or on the wire finish (within their deadline) and
+// their replies are dropped with the round. Nothing blocks and nothing
 // leaks.
 //
 // # Connecting
@@ -62,20 +95,27 @@
 // Refused credentials do not fail Dial either: the node's commands fail
 // (core.StatusError naming the node and quoting the server's WRONGPASS or
 // NOAUTH) until the configuration is fixed. Once a pool exists, radix
-// reconnects it by itself (backing off from 10 ms to 1 s); while it has no
-// connection and cannot make one, commands fail at once with the dial error.
+// replaces its connection when it breaks (backing off from 10 ms to 1 s);
+// while it has none and cannot make one, commands fail at once with the
+// dial error. With one connection, a node that restarts fails the one
+// command that meets the broken connection; a pool of several kept
+// connections to the old process that failed commands, picked at random,
+// after others had succeeded on a new connection (a round's SET could land
+// and its cleanup release fail, leaving the key until its TTL).
 //
 // Options.Username and Options.Password authenticate with AUTH (an ACL user
 // with its password, or the default user's password alone); Options.TLS
-// enables TLS. Tokens go over the wire as 32 lower-case hex digits, the
-// form every driver of this module uses, so a lock taken through one driver
-// can be released through another.
+// enables TLS. A non-zero Options.PoolSize is refused (see there). Tokens
+// go over the wire as 32 lower-case hex digits, the form every driver of
+// this module uses, so a lock taken through one driver can be released
+// through another.
 package radix
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -89,11 +129,8 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// Defaults applied to zero Options fields.
-const (
-	DefaultPoolSize    = 4 // connections per node, shared and pipelined
-	DefaultDialTimeout = 2 * time.Second
-)
+// DefaultDialTimeout applies when Options.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
 
 // redialInterval is the least time between two dials of a node that was
 // down at Dial; minReconnect and maxReconnect bound radix's own backoff
@@ -112,23 +149,25 @@ type Options struct {
 	// TLS, when not nil, makes every connection TLS with this configuration
 	// (its ServerName defaults to the host of each address).
 	TLS *tls.Config
-	// PoolSize is the number of connections radix keeps per node. Commands
-	// share them and radix pipelines concurrent commands on each. 0 means
-	// DefaultPoolSize.
+	// PoolSize must be 0: each node gets exactly one connection (a radix
+	// pool of size 1, which replaces it when it breaks). The driver sends
+	// one pipeline per node at a time (see Pipelines), so more connections
+	// would only let a key's commands take different paths, and keep
+	// connections to a restarted node's old process that fail commands
+	// long after a new one works (see Connecting). It is refused rather
+	// than ignored, so that nobody tunes a knob that does nothing.
 	PoolSize int
 	// DialTimeout bounds connecting to a node, TLS and AUTH included. 0
 	// means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// Workers is the number of fan-out workers per node, that is how many
-	// commands to one node may be in flight at once. 0 means 64.
-	Workers int
 }
 
 // Driver is a core.Driver over radix pools. It is safe for concurrent use.
 type Driver struct {
-	f     *fanout.Fanout
-	nodes []*node
-	owned bool // Dial made the pools: Close closes them
+	f       *fanout.Fanout
+	nodes   []*node
+	scratch []scratch // per node, owned by its pipeliner
+	owned   bool      // Dial made the pools: Close closes them
 
 	ctx    context.Context // cancelled by Close: stops background dials
 	cancel context.CancelFunc
@@ -155,6 +194,14 @@ type node struct {
 
 type clientBox struct{ radixv4.Client }
 
+// scratch is a node pipeliner's reusable pipeline. Both are dropped for
+// new ones after a pipeline fails: radix may still hold them.
+type scratch struct {
+	acts []*action // the pipeline's commands, in calls order
+	redo []*action // those sent again as EVAL after NOSCRIPT
+	pipe pipe
+}
+
 // Dial validates addrs (host:port each, no duplicates), then connects one
 // pool per address, concurrently. It fails only for invalid configuration
 // (an error matching core.ErrInvalidConfig); unreachable nodes are dialled
@@ -163,11 +210,11 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	if err := wire.CheckAddrs("radix", addrs); err != nil {
 		return nil, err
 	}
-	if opts.PoolSize < 0 || opts.DialTimeout < 0 || opts.Workers < 0 {
-		return nil, errors.Join(core.ErrInvalidConfig, errors.New("radix: negative PoolSize, DialTimeout or Workers"))
-	}
-	if opts.PoolSize == 0 {
-		opts.PoolSize = DefaultPoolSize
+	switch {
+	case opts.PoolSize != 0:
+		return nil, fmt.Errorf("%w: radix: PoolSize %d: the driver keeps one connection per node", core.ErrInvalidConfig, opts.PoolSize)
+	case opts.DialTimeout < 0:
+		return nil, fmt.Errorf("%w: radix: DialTimeout %v is negative", core.ErrInvalidConfig, opts.DialTimeout)
 	}
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = DefaultDialTimeout
@@ -177,14 +224,14 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	if opts.TLS != nil {
 		dialer.NetDialer = &tls.Dialer{NetDialer: nd, Config: opts.TLS}
 	}
-	d := newDriver(addrs, opts.Workers, true)
+	d := newDriver(addrs, true)
 
 	var wg sync.WaitGroup
 	for i, addr := range addrs {
 		n := &node{addr: addr, timeout: opts.DialTimeout, conns: newConns(dialer)}
 		n.cfg = radixv4.PoolConfig{
 			Dialer:               radixv4.Dialer{CustomConn: n.conns.dial},
-			Size:                 opts.PoolSize,
+			Size:                 1, // see Options.PoolSize
 			PingInterval:         -1,
 			MinReconnectInterval: minReconnect,
 			MaxReconnectInterval: maxReconnect,
@@ -210,11 +257,11 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// New wraps existing radix clients (pools, usually), one per master, with
-// the workers of Options.Workers' default. names name the nodes in errors;
-// nil takes each client's Addr. Close stops the workers but does not close
-// the clients: they remain the caller's. See the package doc on
-// PoolConfig.PingInterval.
+// New wraps existing radix clients, one per master: pools of one
+// connection (PoolConfig.Size = 1, PingInterval = -1) keep the guarantees
+// of the package doc (see Order). names name the nodes in errors; nil
+// takes each client's Addr. Close stops the node goroutines but does not
+// close the clients: they remain the caller's.
 func New(clients []radixv4.Client, names []string) (*Driver, error) {
 	for i, c := range clients {
 		if c == nil {
@@ -230,7 +277,7 @@ func New(clients []radixv4.Client, names []string) (*Driver, error) {
 	if err := wire.CheckNames("radix", len(clients), names); err != nil {
 		return nil, err
 	}
-	d := newDriver(names, 0, false)
+	d := newDriver(names, false)
 	for i, c := range clients {
 		n := &node{addr: names[i]}
 		n.client.Store(&clientBox{c})
@@ -239,10 +286,10 @@ func New(clients []radixv4.Client, names []string) (*Driver, error) {
 	return d, nil
 }
 
-func newDriver(names []string, workers int, owned bool) *Driver {
-	d := &Driver{nodes: make([]*node, len(names)), owned: owned}
+func newDriver(names []string, owned bool) *Driver {
+	d := &Driver{nodes: make([]*node, len(names)), scratch: make([]scratch, len(names)), owned: owned}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, Workers: workers})
+	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, ExecMulti: d.execMulti})
 	return d
 }
 
@@ -255,7 +302,7 @@ func (d *Driver) NodeName(i int) string { return d.f.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.f.Begin(ctx) }
 
-// Close stops the workers, waiting for commands in flight (each within its
+// Close stops the node goroutines, waiting for commands in flight (each within its
 // deadline), then closes the pools Dial made. Rounds after Close answer
 // core.StatusError. Close is idempotent and always returns nil.
 func (d *Driver) Close() error {
@@ -286,50 +333,133 @@ func (d *Driver) Close() error {
 	return nil
 }
 
-// exec runs one command on one node. It is fanout's Exec.
+// exec runs one command on one node, on the caller's goroutine (a
+// sequential round). It is fanout's Exec.
 func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status, error) {
-	c, err := d.client(ctx, i)
+	c, err := d.ready(ctx, i)
 	if err != nil {
 		return core.StatusError, err
-	}
-	if n := d.nodes[i]; n.conns != nil {
-		if err := n.conns.down(); err != nil {
-			return core.StatusError, err
-		}
 	}
 	a := getAction(cmd)
-	err = c.Do(ctx, a)
-	if cmd.Op != core.OpAcquire && err != nil && isNoScript(err) {
-		// SCRIPT FLUSH or a restart emptied the script cache: EVAL loads it.
-		putAction(a)
-		a = getAction(cmd)
-		a.eval = true
-		err = c.Do(ctx, a)
+	if err := c.Do(ctx, a); err != nil {
+		return failed(err) // a is radix's now
 	}
-	if err != nil {
-		if isRedisErr(err) {
-			putAction(a) // the reply was read whole
+	if a.noScript() {
+		a.retryEval()
+		if err := c.Do(ctx, a); err != nil {
+			return failed(err)
 		}
-		if errors.As(err, new(*hungError)) {
-			return core.StatusTimeout, err
-		}
-		return core.StatusError, err
 	}
-	kind, n := a.kind, a.n
+	st, err := a.result()
 	putAction(a)
-	if cmd.Op == core.OpAcquire {
-		switch kind {
-		case '+':
-			return core.StatusOK, nil
-		case '_':
-			return core.StatusHeld, nil // SET NX: the key exists
+	return st, err
+}
+
+// execMulti runs calls on node i as one radix pipeline, on the node's one
+// connection. It is fanout's ExecMulti, called by node i's pipeliner only.
+func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res []fanout.Result) {
+	c, err := d.ready(ctx, i)
+	if err != nil {
+		for k := range res {
+			res[k] = fanout.Result{Status: core.StatusError, Err: err}
 		}
-		return core.StatusError, errUnexpected
+		return
 	}
-	if kind != ':' {
-		return core.StatusError, errUnexpected
+	s := &d.scratch[i]
+	acts := s.acts[:0]
+	for _, k := range calls {
+		acts = append(acts, getAction(k.Cmd))
 	}
-	return wire.ScriptStatus(n)
+	s.acts = acts
+	if err := s.run(ctx, c, acts); err != nil {
+		st, err := failed(err)
+		for k := range res {
+			res[k] = fanout.Result{Status: st, Err: err}
+		}
+		s.drop()
+		return
+	}
+	// SCRIPT FLUSH or a restart emptied the script cache: EVAL loads it.
+	// Only the scripts that met NOSCRIPT are sent again.
+	redo := s.redo[:0]
+	for _, a := range acts {
+		if a.noScript() {
+			a.retryEval()
+			redo = append(redo, a)
+		}
+	}
+	s.redo = redo
+	if len(redo) > 0 {
+		if err := s.run(ctx, c, redo); err != nil {
+			st, err := failed(err)
+			for k, a := range acts {
+				if a.eval {
+					res[k] = fanout.Result{Status: st, Err: err}
+				} else {
+					res[k] = result(a)
+				}
+			}
+			s.drop()
+			return
+		}
+	}
+	for k, a := range acts {
+		res[k] = result(a)
+		putAction(a)
+	}
+	clear(acts)
+	clear(redo)
+	s.acts, s.redo = acts[:0], redo[:0]
+}
+
+func result(a *action) fanout.Result {
+	st, err := a.result()
+	return fanout.Result{Status: st, Err: err}
+}
+
+// run sends acts on c, alone or as one pipeline, and reads every reply.
+func (s *scratch) run(ctx context.Context, c radixv4.Client, acts []*action) error {
+	if len(acts) == 1 {
+		return c.Do(ctx, acts[0])
+	}
+	if s.pipe.Pipeline == nil {
+		s.pipe.Pipeline = radixv4.NewPipeline()
+	} else {
+		s.pipe.Reset()
+	}
+	for _, a := range acts {
+		s.pipe.Append(a)
+	}
+	return c.Do(ctx, s.pipe)
+}
+
+// drop abandons the scratch pipeline and its actions after a failure:
+// radix's reader or writer may still hold them.
+func (s *scratch) drop() { *s = scratch{} }
+
+// failed maps a command that got no reply: StatusTimeout when the
+// connection was closed because the node missed a deadline, StatusError
+// otherwise (fanout makes that StatusTimeout too if the deadline passed).
+func failed(err error) (core.Status, error) {
+	if errors.As(err, new(*hungError)) {
+		return core.StatusTimeout, err
+	}
+	return core.StatusError, err
+}
+
+// ready returns node i's client, dialling it if needed, or the reason to
+// fail its commands at once (see Connecting).
+func (d *Driver) ready(ctx context.Context, i int) (radixv4.Client, error) {
+	c, err := d.client(ctx, i)
+	if err != nil {
+		return nil, err
+	}
+	if n := d.nodes[i]; n.conns != nil {
+		if err := n.conns.ready(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // client returns node i's client, dialling it if needed.

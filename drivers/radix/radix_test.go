@@ -61,31 +61,28 @@ func extend(key string, t core.Token, ttl time.Duration) core.Command {
 	return core.Command{Op: core.OpExtend, Key: key, Token: t, TTL: ttl}
 }
 
+// TestDialValidation: Dial validates addresses with wire.CheckAddrs
+// (tested there case by case) and refuses the options it cannot honour.
 func TestDialValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		addrs []string
+		opts  radix.Options
 		want  string
 	}{
-		{"empty", nil, "no node addresses"},
-		{"no port", []string{"127.0.0.1:1", "127.0.0.1"}, `address 1 "127.0.0.1"`},
-		{"no host", []string{":6379"}, `address 0 ":6379" has no host`},
-		{"bad port", []string{"127.0.0.1:http"}, "invalid port"},
-		{"port zero", []string{"127.0.0.1:0"}, "invalid port"},
-		{"port too big", []string{"127.0.0.1:65536"}, "invalid port"},
-		{"duplicate", []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7001"}, `address 2 "127.0.0.1:7001" repeats address 0`},
-		{"duplicate host case", []string{"LocalHost:7001", "localhost:7001"}, "repeats"},
+		{"empty", nil, radix.Options{}, "no node addresses"},
+		{"duplicate", []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7001"}, radix.Options{}, "repeats address 0"},
+		{"pool size", []string{"127.0.0.1:1"}, radix.Options{PoolSize: 4}, "PoolSize 4"},
+		{"negative dial timeout", []string{"127.0.0.1:1"}, radix.Options{DialTimeout: -1}, "DialTimeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := radix.Dial(tc.addrs, radix.Options{})
+			d, err := radix.Dial(tc.addrs, tc.opts)
 			require.Error(t, err)
 			assert.Nil(t, d)
 			assert.ErrorIs(t, err, core.ErrInvalidConfig)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	_, err := radix.Dial([]string{"127.0.0.1:1"}, radix.Options{PoolSize: -1})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
 }
 
 func TestNewValidation(t *testing.T) {
@@ -340,4 +337,86 @@ func TestCloseIsIdempotentAndFailsLaterRounds(t *testing.T) {
 	require.NoError(t, d.Close())
 	r := one(d, 0, release("k", tok), time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
+}
+
+// TestPipeline forces one pipeline of several rounds' commands on node 0:
+// the node is stopped while round A's SET is on the wire, so the next
+// rounds' commands queue up and go out together once it continues. Error
+// replies (WRONGTYPE) and NOSCRIPT fallbacks in the middle of the pipeline
+// must not disturb the other commands' replies, and the release of A's key
+// must run after A's straggling SET.
+func TestPipeline(t *testing.T) {
+	srvs := redistest.StartN(t, 2, redistest.Options{})
+	d := dial(t, addrs(srvs), radix.Options{})
+	other := core.TokenFromUint64s(2, 2)
+	s0 := srvs[0]
+	_, err := s0.Do("LPUSH", "list", "x")
+	require.NoError(t, err)
+	_, err = s0.Do("SET", "held", other.String())
+	require.NoError(t, err)
+	require.Equal(t, core.StatusMissing, one(d, 0, release("warm", tok), time.Second).Status, "scripts loaded")
+	_, err = s0.Do("SCRIPT", "FLUSH")
+	require.NoError(t, err)
+
+	s0.Stop()
+	stopped := true
+	defer func() {
+		if stopped {
+			s0.Cont()
+		}
+	}()
+	a := d.Begin(context.Background())
+	defer a.Close()
+	dl := time.Now().Add(10 * time.Second)
+	a.Send(0, acquire("a", tok), dl)
+	a.Send(1, acquire("a", tok), dl)
+	r, ok := a.Receive(nil) // node 1; node 0's SET is on the wire
+	require.True(t, ok)
+	require.Equal(t, 1, r.Node)
+
+	cmds := []struct {
+		cmd  core.Command
+		want core.Status
+	}{
+		{release("list", tok), core.StatusError}, // WRONGTYPE (after NOSCRIPT)
+		{acquire("held", tok), core.StatusHeld},
+		{release("missing", tok), core.StatusMissing}, // NOSCRIPT, then EVAL
+		{acquire("b", tok), core.StatusOK},
+		{extend("held", tok, time.Minute), core.StatusHeld}, // NOSCRIPT, then EVAL
+		{release("a", tok), core.StatusOK},                  // after A's SET
+	}
+	got := make([]core.Reply, len(cmds))
+	var wg sync.WaitGroup
+	for k, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := d.Begin(context.Background())
+			defer b.Close()
+			b.Send(0, c.cmd, dl)
+			b.Send(1, c.cmd, dl)
+			for range 2 {
+				r, ok := b.Receive(nil)
+				if ok && r.Node == 0 {
+					got[k] = r
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // all queued behind A on node 0
+	s0.Cont()
+	stopped = false
+	waitOrFail(t, &wg, 15*time.Second)
+	r, ok = a.Receive(nil)
+	require.True(t, ok)
+	assert.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, r, "A's SET")
+	for k, c := range cmds {
+		assert.Equal(t, c.want, got[k].Status, "%v %s: %v", c.cmd.Op, c.cmd.Key, got[k].Err)
+	}
+	assert.Contains(t, got[0].Err.Error(), "WRONGTYPE")
+	n, err := s0.Do("EXISTS", "a")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), n, "the release ran after A's SET")
+	// The connection is still in step.
+	assert.Equal(t, core.StatusOK, one(d, 0, acquire("c", tok), time.Second).Status)
 }
