@@ -7,7 +7,7 @@ import (
 
 func init() {
 	register("radix", func(addrs []string, o DialOptions) (core.Driver, func() error, error) {
-		d, err := radix.Dial(addrs, radix.Options{Username: o.Username, Password: o.Password, TLS: o.TLS, PoolSize: o.PoolSize, DialTimeout: o.DialTimeout})
+		d, err := radix.Dial(addrs, radix.Options{Username: o.Username, Password: o.Password, TLS: o.TLS, DialTimeout: o.DialTimeout})
 		if err != nil {
 			return nil, nil, err
 		}
