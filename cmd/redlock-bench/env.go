@@ -19,7 +19,7 @@ func environment() report.Env {
 	cpus := affinity()
 	e := report.Env{
 		Date:       time.Now().UTC().Format(time.RFC3339),
-		Command:    os.Args,
+		Command:    commandLine(os.Args),
 		GoVersion:  runtime.Version(),
 		OS:         runtime.GOOS,
 		Arch:       runtime.GOARCH,
@@ -33,6 +33,15 @@ func environment() report.Env {
 		e.Notes = append(e.Notes, "re-executed under taskset -c 0 with GOMAXPROCS=1 by --pin")
 	}
 	return e
+}
+
+// commandLine returns args as the user would type them: a binary that
+// `go run` built in the build cache is shown as `go run ./cmd/redlock-bench`.
+func commandLine(args []string) []string {
+	if len(args) > 0 && strings.Contains(args[0], "go-build") {
+		return append([]string{"go", "run", "./cmd/redlock-bench"}, args[1:]...)
+	}
+	return args
 }
 
 // cpuModel reads the first "model name" of /proc/cpuinfo.
