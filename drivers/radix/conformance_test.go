@@ -2,6 +2,7 @@ package radix_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,5 +22,11 @@ func TestConformance(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { d.Close() })
 		return d
+	})
+}
+
+func TestDriverConformance(t *testing.T) {
+	conformance.RunDriver(t, func(addrs []string) (conformance.Closer, error) {
+		return radix.Dial(addrs, radix.Options{DialTimeout: time.Second})
 	})
 }

@@ -2,6 +2,7 @@ package redigo
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,4 +30,17 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestDriverConformance(t *testing.T) {
+	t.Run("pooled", func(t *testing.T) {
+		conformance.RunDriver(t, func(addrs []string) (conformance.Closer, error) {
+			return Dial(addrs, Options{Pooled: true, DialTimeout: time.Second})
+		})
+	})
+	t.Run("pipelined", func(t *testing.T) {
+		conformance.RunDriver(t, func(addrs []string) (conformance.Closer, error) {
+			return Dial(addrs, Options{DialTimeout: time.Second})
+		})
+	})
 }

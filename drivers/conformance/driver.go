@@ -1,0 +1,231 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// Closer is a driver that owns connections or goroutines.
+type Closer interface {
+	core.Driver
+	Close() error
+}
+
+// Dialer opens a driver over plain-TCP, password-less addrs with its default
+// options and a dial timeout of about a second. RunDriver closes it.
+type Dialer func(addrs []string) (Closer, error)
+
+// RunDriver runs the driver-level cases: single commands through a Batch and
+// their replies, a stopped node under concurrent lockers, dialling with
+// nodes down, and Close. Run covers the Locker-level behaviour.
+func RunDriver(t *testing.T, dial Dialer) {
+	redistest.RedisServerPath(t)
+	open := func(t *testing.T, addrs []string) Closer {
+		t.Helper()
+		d, err := dial(addrs)
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		return d
+	}
+	t.Run("commands", func(t *testing.T) { testCommands(t, open) })
+	t.Run("stopped-node-times-out", func(t *testing.T) { testStoppedNodeTimesOut(t, open) })
+	t.Run("dial-with-node-down", func(t *testing.T) { testDialWithNodeDown(t, open) })
+	t.Run("dial-all-down", func(t *testing.T) {
+		d := open(t, []string{deadAddr(t), deadAddr(t)})
+		assert.Equal(t, core.StatusError, one(d, 0, acquireCmd("x"), time.Second).Status)
+	})
+	t.Run("close", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.Options{})
+		d, err := dial([]string{srv.Addr})
+		require.NoError(t, err)
+		require.Equal(t, core.StatusOK, one(d, 0, acquireCmd("k"), time.Second).Status)
+		require.NoError(t, d.Close())
+		require.NoError(t, d.Close(), "Close is idempotent")
+		assert.Equal(t, core.StatusError, one(d, 0, releaseCmd("k", driverToken), time.Second).Status,
+			"a round after Close fails instead of hanging")
+	})
+}
+
+var driverToken = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
+
+// one sends cmd to node i alone and returns the reply.
+func one(d core.Driver, i int, cmd core.Command, timeout time.Duration) core.Reply {
+	b := d.Begin(context.Background())
+	defer b.Close()
+	b.Send(i, cmd, time.Now().Add(timeout))
+	r, _ := b.Receive(nil)
+	return r
+}
+
+func acquireCmd(key string) core.Command {
+	return core.Command{Op: core.OpAcquire, Key: key, Token: driverToken, TTL: 10 * time.Second}
+}
+
+func releaseCmd(key string, tok core.Token) core.Command {
+	return core.Command{Op: core.OpRelease, Key: key, Token: tok}
+}
+
+func extendCmd(key string, tok core.Token, ttl time.Duration) core.Command {
+	return core.Command{Op: core.OpExtend, Key: key, Token: tok, TTL: ttl}
+}
+
+func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
+	srv := redistest.Start(t, redistest.Options{})
+	d := open(t, []string{srv.Addr})
+	other := core.TokenFromUint64s(1, 1)
+	const s = time.Second
+
+	require.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, one(d, 0, acquireCmd("k"), s))
+	v, err := srv.Do("GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, driverToken.String(), v, "tokens go over the wire in hex")
+	pttl, err := srv.Do("PTTL", "k")
+	require.NoError(t, err)
+	assert.InDelta(t, 10000, pttl, 1000, "PX is the TTL in milliseconds")
+
+	held := core.Command{Op: core.OpAcquire, Key: "k", Token: other, TTL: 10 * s}
+	assert.Equal(t, core.StatusHeld, one(d, 0, held, s).Status)
+	assert.Equal(t, core.StatusHeld, one(d, 0, releaseCmd("k", other), s).Status)
+	assert.Equal(t, core.StatusHeld, one(d, 0, extendCmd("k", other, 20*s), s).Status)
+	assert.Equal(t, core.StatusOK, one(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
+	pttl, err = srv.Do("PTTL", "k")
+	require.NoError(t, err)
+	assert.Greater(t, pttl, int64(15000))
+	assert.Equal(t, core.StatusOK, one(d, 0, releaseCmd("k", driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, one(d, 0, releaseCmd("k", driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, one(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
+	n, err := srv.Do("EXISTS", "k")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), n, "extend never creates the key")
+
+	// A key holding something that is not a string: an error reply, after
+	// which the connection is still in step.
+	_, err = srv.Do("LPUSH", "list", "x")
+	require.NoError(t, err)
+	r := one(d, 0, releaseCmd("list", driverToken), s)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "WRONGTYPE")
+	assert.Equal(t, core.StatusOK, one(d, 0, acquireCmd("k2"), s).Status)
+}
+
+func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Closer) {
+	srvs := redistest.StartN(t, 3, redistest.Options{})
+	d := open(t, addrsOf(srvs))
+	require.Equal(t, core.StatusOK, one(d, 1, acquireCmd("before"), time.Second).Status)
+	srvs[1].Stop()
+	defer srvs[1].Cont()
+
+	// One command at a time: StatusTimeout, naming the node.
+	for k := 0; k < 3; k++ {
+		r := one(d, 1, acquireCmd("direct"), 50*time.Millisecond)
+		assert.Equal(t, core.StatusTimeout, r.Status)
+		assert.True(t, wire.IsTimeout(r.Err), "a deadline error: %v", r.Err)
+		if assert.Error(t, r.Err) {
+			assert.Contains(t, r.Err.Error(), "node 1 ("+srvs[1].Addr+")")
+		}
+	}
+
+	// Many concurrent lockers: every call returns, and the stopped node
+	// never answers OK.
+	for _, mode := range modes {
+		l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, FanOut: mode,
+			Retry: core.NoRetry()})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := 0; k < 5; k++ {
+					key := "stop-" + mode.String() + "-" + strconv.Itoa(g) + "-" + strconv.Itoa(k)
+					lock, err := l.Acquire(context.Background(), key)
+					var e *core.Error
+					if errors.As(err, &e) {
+						for _, n := range e.Nodes {
+							if n.Node == 1 {
+								assert.Contains(t, []core.Status{core.StatusTimeout, core.StatusError}, n.Status)
+							}
+						}
+					}
+					if err == nil {
+						won.Add(1)
+						_ = l.Release(context.Background(), lock)
+					}
+				}
+			}()
+		}
+		waitOrFail(t, &wg, 60*time.Second)
+		assert.Positive(t, won.Load(), "the two live nodes make a quorum")
+	}
+	srvs[1].Cont()
+	require.Eventually(t, func() bool {
+		return one(d, 1, acquireCmd("after"), time.Second).Status == core.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "the node comes back")
+}
+
+func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) {
+	srvs := redistest.StartN(t, 2, redistest.Options{})
+	down := redistest.Start(t, redistest.Options{})
+	down.Kill()
+	d := open(t, []string{srvs[0].Addr, down.Addr, srvs[1].Addr})
+
+	l, err := redlock.New(d, core.Config{TTL: 2 * time.Second})
+	require.NoError(t, err)
+	lock, err := l.Acquire(context.Background(), "k")
+	require.NoError(t, err, "a majority is up")
+	require.NoError(t, l.Release(context.Background(), lock))
+
+	r := one(d, 1, acquireCmd("x"), time.Second)
+	assert.Equal(t, core.StatusError, r.Status)
+	if assert.Error(t, r.Err) {
+		assert.Contains(t, r.Err.Error(), down.Addr)
+	}
+
+	down.Restart()
+	require.Eventually(t, func() bool {
+		return one(d, 1, acquireCmd("y"), time.Second).Status == core.StatusOK
+	}, 10*time.Second, 50*time.Millisecond, "the node is dialled again on use")
+}
+
+func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatal("calls did not return")
+	}
+}
+
+// deadAddr is a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	a := l.Addr().String()
+	require.NoError(t, l.Close())
+	return a
+}
+
+func addrsOf(srvs []*redistest.Server) []string {
+	out := make([]string, len(srvs))
+	for i, s := range srvs {
+		out[i] = s.Addr
+	}
+	return out
+}
