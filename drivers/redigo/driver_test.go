@@ -702,36 +702,6 @@ func TestNextRoundRunsAfterStragglers(t *testing.T) {
 	}
 }
 
-// A release whose reply the round did not wait for still takes effect
-// after SCRIPT FLUSH: the drainer answers NOSCRIPT with EVAL.
-func TestStragglerNoScript(t *testing.T) {
-	ss, d := servers(t, 3)
-	const key = "straggler-noscript"
-	acq := core.Command{Op: core.OpAcquire, Key: key, Token: tok(1), TTL: 10 * time.Second}
-	require.Equal(t, repeat(core.StatusOK, 3), statuses(round(d, acq, time.Second)))
-	round(d, core.Command{Op: core.OpRelease, Key: "other", Token: tok(1)}, time.Second) // the scripts are known
-	for _, s := range ss {
-		_, err := s.Do("SCRIPT", "FLUSH")
-		require.NoError(t, err)
-	}
-	b := d.Begin(context.Background())
-	dl := time.Now().Add(2 * time.Second)
-	rel := core.Command{Op: core.OpRelease, Key: key, Token: tok(1)}
-	for j := 0; j < 3; j++ {
-		b.Send(j, rel, dl)
-	}
-	r, ok := b.Receive(nil)
-	require.True(t, ok)
-	assert.Equal(t, core.StatusOK, r.Status, "EVAL after NOSCRIPT: %v", r.Err)
-	b.Close()
-	for i, s := range ss {
-		require.Eventually(t, func() bool {
-			n, err := redis.Int(s.Do("EXISTS", key))
-			return err == nil && n == 0
-		}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
-	}
-}
-
 // A command pipelined behind a parked line is still bounded by its own
 // deadline, even when the line's commands have later ones.
 func TestAdoptedLineKeepsOwnDeadline(t *testing.T) {
@@ -780,4 +750,46 @@ func TestWaitPool(t *testing.T) {
 	r = round(d, core.Command{Op: core.OpRelease, Key: "wait", Token: tok(1)}, time.Second)
 	assert.Equal(t, core.StatusOK, r[0].Status, "%v", r[0].Err)
 	assert.Equal(t, int32(1), dials.Load())
+}
+
+// A release whose reply the round did not wait for still takes effect
+// after SCRIPT FLUSH: in the pooled mode the drainer answers NOSCRIPT with
+// EVAL, in the pipelined mode the reader queues the command again as EVAL.
+func TestStragglerNoScript(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		start func(t *testing.T) ([]*redistest.Server, *Driver)
+	}{
+		{"pooled", func(t *testing.T) ([]*redistest.Server, *Driver) { return servers(t, 3) }},
+		{"pipelined", func(t *testing.T) ([]*redistest.Server, *Driver) { return pipeServers(t, 3, 1) }},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			ss, d := mode.start(t)
+			const key = "straggler-noscript"
+			acq := core.Command{Op: core.OpAcquire, Key: key, Token: tok(1), TTL: 10 * time.Second}
+			require.Equal(t, repeat(core.StatusOK, 3), statuses(round(d, acq, time.Second)))
+			round(d, core.Command{Op: core.OpRelease, Key: "other", Token: tok(1)}, time.Second)
+			require.True(t, d.nodes[0].scripts.known(core.OpRelease), "the scripts are known")
+			for _, s := range ss {
+				_, err := s.Do("SCRIPT", "FLUSH")
+				require.NoError(t, err)
+			}
+			b := d.Begin(context.Background())
+			dl := time.Now().Add(2 * time.Second)
+			rel := core.Command{Op: core.OpRelease, Key: key, Token: tok(1)}
+			for j := 0; j < 3; j++ {
+				b.Send(j, rel, dl)
+			}
+			r, ok := b.Receive(nil)
+			require.True(t, ok)
+			assert.Equal(t, core.StatusOK, r.Status, "EVAL after NOSCRIPT: %v", r.Err)
+			b.Close()
+			for i, s := range ss {
+				require.Eventually(t, func() bool {
+					n, err := redis.Int(s.Do("EXISTS", key))
+					return err == nil && n == 0
+				}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
+			}
+		})
+	}
 }

@@ -302,34 +302,3 @@ func TestPipelineCloseWithStragglers(t *testing.T) {
 	q, p := d.backlog(0)
 	assert.Zero(t, q+p)
 }
-
-// A release whose reply the round did not wait for still takes effect
-// after SCRIPT FLUSH: the reader queues it again as EVAL.
-func TestPipelineStragglerNoScript(t *testing.T) {
-	ss, d := pipeServers(t, 3, 1)
-	const key = "pipe-noscript"
-	acq := core.Command{Op: core.OpAcquire, Key: key, Token: tok(1), TTL: 10 * time.Second}
-	require.Equal(t, repeat(core.StatusOK, 3), statuses(round(d, acq, time.Second)))
-	round(d, core.Command{Op: core.OpRelease, Key: "other", Token: tok(1)}, time.Second) // the scripts are known
-	require.True(t, d.nodes[0].scripts.known(core.OpRelease))
-	for _, s := range ss {
-		_, err := s.Do("SCRIPT", "FLUSH")
-		require.NoError(t, err)
-	}
-	b := d.Begin(context.Background())
-	dl := time.Now().Add(2 * time.Second)
-	rel := core.Command{Op: core.OpRelease, Key: key, Token: tok(1)}
-	for j := 0; j < 3; j++ {
-		b.Send(j, rel, dl)
-	}
-	r, ok := b.Receive(nil)
-	require.True(t, ok)
-	assert.Equal(t, core.StatusOK, r.Status, "EVAL after NOSCRIPT: %v", r.Err)
-	b.Close()
-	for i, s := range ss {
-		require.Eventually(t, func() bool {
-			n, err := redis.Int(s.Do("EXISTS", key))
-			return err == nil && n == 0
-		}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
-	}
-}
