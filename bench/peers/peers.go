@@ -16,10 +16,8 @@ package peers
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -46,26 +44,12 @@ type Options struct {
 	PoolSize           int
 }
 
-// TLSConfig returns a TLS configuration trusting caFile (system roots if
-// empty), or nil when enabled is false.
+// TLSConfig returns matrix.ClientTLS(caFile), or nil when enabled is false.
 func TLSConfig(enabled bool, caFile string) (*tls.Config, error) {
 	if !enabled {
 		return nil, nil
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile == "" {
-		return c, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificates", caFile)
-	}
-	c.RootCAs = pool
-	return c, nil
+	return matrix.ClientTLS(caFile)
 }
 
 // Subject is a peer bound to its servers.

@@ -25,8 +25,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -168,7 +166,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	}
 	opts := target.DialOptions{Username: cfg.user, Password: cfg.pass, PoolSize: cfg.poolSize}
 	if cfg.tls {
-		if opts.TLS, err = tlsConfig(cfg.tlsCA); err != nil {
+		if opts.TLS, err = matrix.ClientTLS(cfg.tlsCA); err != nil {
 			return err
 		}
 	}
@@ -290,24 +288,6 @@ func replot(dir string) error {
 		return err
 	}
 	return report.WriteFiles(dir, r, files)
-}
-
-// tlsConfig trusts the CA in caFile, or the system roots if it is empty.
-func tlsConfig(caFile string) (*tls.Config, error) {
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile == "" {
-		return c, nil
-	}
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%s: no PEM certificates", caFile)
-	}
-	c.RootCAs = pool
-	return c, nil
 }
 
 func firstLine(s string) string {

@@ -30,7 +30,7 @@ func worker(stdin io.Reader, stdout, stderr io.Writer) int {
 	opts := target.DialOptions{Username: req.Username, Password: req.Password, PoolSize: req.PoolSize}
 	if req.TLS {
 		var err error
-		if opts.TLS, err = tlsConfig(req.TLSCA); err != nil {
+		if opts.TLS, err = matrix.ClientTLS(req.TLSCA); err != nil {
 			fmt.Fprintln(stderr, "redlock-bench worker:", err)
 			return 2
 		}
