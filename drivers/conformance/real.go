@@ -84,24 +84,27 @@ func testScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	requireAbsent(t, c, key, all(n)...)
 }
 
+// eachEndpoint returns an endpoint rewrite for startReal that applies set
+// to every endpoint: the auth and TLS cases give all nodes the same bad
+// credentials or transport.
+func eachEndpoint(set func(*Endpoint)) func([]Endpoint) {
+	return func(eps []Endpoint) {
+		for i := range eps {
+			set(&eps[i])
+		}
+	}
+}
+
 // testPassword: requirepass servers refuse a wrong password with an error
 // naming each node, and accept the right one.
 func testPassword(t *testing.T, f Factory, mode core.FanOut) {
 	opts := redistest.Options{Password: "right horse battery"}
 	t.Run("wrong", func(t *testing.T) {
-		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
-			for i := range eps {
-				eps[i].Password = "wrong"
-			}
-		})
+		c := startReal(t, f, 3, opts, eachEndpoint(func(e *Endpoint) { e.Password = "wrong" }))
 		requireUnreachable(t, c, mode)
 	})
 	t.Run("none", func(t *testing.T) {
-		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
-			for i := range eps {
-				eps[i].Password = ""
-			}
-		})
+		c := startReal(t, f, 3, opts, eachEndpoint(func(e *Endpoint) { e.Password = "" }))
 		requireUnreachable(t, c, mode)
 	})
 	t.Run("right", func(t *testing.T) {
@@ -117,20 +120,12 @@ func testACLUser(t *testing.T, f Factory, mode core.FanOut) {
 		requireWorks(t, startReal(t, f, 3, opts, nil), mode)
 	})
 	t.Run("wrong password", func(t *testing.T) {
-		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
-			for i := range eps {
-				eps[i].Password = "wrong"
-			}
-		})
+		c := startReal(t, f, 3, opts, eachEndpoint(func(e *Endpoint) { e.Password = "wrong" }))
 		requireUnreachable(t, c, mode)
 	})
 	t.Run("no user", func(t *testing.T) {
 		// The password alone authenticates as the disabled default user.
-		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
-			for i := range eps {
-				eps[i].Username = ""
-			}
-		})
+		c := startReal(t, f, 3, opts, eachEndpoint(func(e *Endpoint) { e.Username = "" }))
 		requireUnreachable(t, c, mode)
 	})
 }
@@ -146,11 +141,7 @@ func testTLS(t *testing.T, f Factory, mode core.FanOut) {
 		requireWorks(t, startReal(t, f, 3, redistest.Options{TLS: true, Password: "pw"}, nil), mode)
 	})
 	t.Run("plain text client", func(t *testing.T) {
-		c := startReal(t, f, 3, opts, func(eps []Endpoint) {
-			for i := range eps {
-				eps[i].TLS = nil
-			}
-		})
+		c := startReal(t, f, 3, opts, eachEndpoint(func(e *Endpoint) { e.TLS = nil }))
 		requireUnreachable(t, c, mode)
 	})
 }
