@@ -46,24 +46,26 @@ func RunDriver(t *testing.T, dial Dialer) {
 	t.Run("dial-with-node-down", func(t *testing.T) { testDialWithNodeDown(t, open) })
 	t.Run("dial-all-down", func(t *testing.T) {
 		d := open(t, []string{deadAddr(t), deadAddr(t)})
-		assert.Equal(t, core.StatusError, one(d, 0, acquireCmd("x"), time.Second).Status)
+		assert.Equal(t, core.StatusError, SendOne(d, 0, acquireCmd("x"), time.Second).Status)
 	})
 	t.Run("close", func(t *testing.T) {
 		srv := redistest.Start(t, redistest.Options{})
 		d, err := dial([]string{srv.Addr})
 		require.NoError(t, err)
-		require.Equal(t, core.StatusOK, one(d, 0, acquireCmd("k"), time.Second).Status)
+		require.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("k"), time.Second).Status)
 		require.NoError(t, d.Close())
 		require.NoError(t, d.Close(), "Close is idempotent")
-		assert.Equal(t, core.StatusError, one(d, 0, releaseCmd("k", driverToken), time.Second).Status,
+		assert.Equal(t, core.StatusError, SendOne(d, 0, releaseCmd("k", driverToken), time.Second).Status,
 			"a round after Close fails instead of hanging")
 	})
 }
 
 var driverToken = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
 
-// one sends cmd to node i alone and returns the reply.
-func one(d core.Driver, i int, cmd core.Command, timeout time.Duration) core.Reply {
+// SendOne sends cmd to node i alone, in a batch of its own bounded by
+// timeout, and returns the reply: a driver's own tests use it to look at
+// single commands.
+func SendOne(d core.Driver, i int, cmd core.Command, timeout time.Duration) core.Reply {
 	b := d.Begin(context.Background())
 	defer b.Close()
 	b.Send(i, cmd, time.Now().Add(timeout))
@@ -89,7 +91,7 @@ func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
 	other := core.TokenFromUint64s(1, 1)
 	const s = time.Second
 
-	require.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, one(d, 0, acquireCmd("k"), s))
+	require.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, SendOne(d, 0, acquireCmd("k"), s))
 	v, err := srv.Do("GET", "k")
 	require.NoError(t, err)
 	assert.Equal(t, driverToken.String(), v, "tokens go over the wire in hex")
@@ -98,16 +100,16 @@ func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
 	assert.InDelta(t, 10000, pttl, 1000, "PX is the TTL in milliseconds")
 
 	held := core.Command{Op: core.OpAcquire, Key: "k", Token: other, TTL: 10 * s}
-	assert.Equal(t, core.StatusHeld, one(d, 0, held, s).Status)
-	assert.Equal(t, core.StatusHeld, one(d, 0, releaseCmd("k", other), s).Status)
-	assert.Equal(t, core.StatusHeld, one(d, 0, extendCmd("k", other, 20*s), s).Status)
-	assert.Equal(t, core.StatusOK, one(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
+	assert.Equal(t, core.StatusHeld, SendOne(d, 0, held, s).Status)
+	assert.Equal(t, core.StatusHeld, SendOne(d, 0, releaseCmd("k", other), s).Status)
+	assert.Equal(t, core.StatusHeld, SendOne(d, 0, extendCmd("k", other, 20*s), s).Status)
+	assert.Equal(t, core.StatusOK, SendOne(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
 	pttl, err = srv.Do("PTTL", "k")
 	require.NoError(t, err)
 	assert.Greater(t, pttl, int64(15000))
-	assert.Equal(t, core.StatusOK, one(d, 0, releaseCmd("k", driverToken), s).Status)
-	assert.Equal(t, core.StatusMissing, one(d, 0, releaseCmd("k", driverToken), s).Status)
-	assert.Equal(t, core.StatusMissing, one(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
+	assert.Equal(t, core.StatusOK, SendOne(d, 0, releaseCmd("k", driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, SendOne(d, 0, releaseCmd("k", driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, SendOne(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
 	n, err := srv.Do("EXISTS", "k")
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), n, "extend never creates the key")
@@ -116,22 +118,22 @@ func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
 	// which the connection is still in step.
 	_, err = srv.Do("LPUSH", "list", "x")
 	require.NoError(t, err)
-	r := one(d, 0, releaseCmd("list", driverToken), s)
+	r := SendOne(d, 0, releaseCmd("list", driverToken), s)
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorContains(t, r.Err, "WRONGTYPE")
-	assert.Equal(t, core.StatusOK, one(d, 0, acquireCmd("k2"), s).Status)
+	assert.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("k2"), s).Status)
 }
 
 func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Closer) {
 	srvs := redistest.StartN(t, 3, redistest.Options{})
 	d := open(t, addrsOf(srvs))
-	require.Equal(t, core.StatusOK, one(d, 1, acquireCmd("before"), time.Second).Status)
+	require.Equal(t, core.StatusOK, SendOne(d, 1, acquireCmd("before"), time.Second).Status)
 	srvs[1].Stop()
 	defer srvs[1].Cont()
 
 	// One command at a time: StatusTimeout, naming the node.
 	for k := 0; k < 3; k++ {
-		r := one(d, 1, acquireCmd("direct"), 50*time.Millisecond)
+		r := SendOne(d, 1, acquireCmd("direct"), 50*time.Millisecond)
 		assert.Equal(t, core.StatusTimeout, r.Status)
 		assert.True(t, wire.IsTimeout(r.Err), "a deadline error: %v", r.Err)
 		if assert.Error(t, r.Err) {
@@ -174,7 +176,7 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 	}
 	srvs[1].Cont()
 	require.Eventually(t, func() bool {
-		return one(d, 1, acquireCmd("after"), time.Second).Status == core.StatusOK
+		return SendOne(d, 1, acquireCmd("after"), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node comes back")
 }
 
@@ -190,7 +192,7 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	require.NoError(t, err, "a majority is up")
 	require.NoError(t, l.Release(context.Background(), lock))
 
-	r := one(d, 1, acquireCmd("x"), time.Second)
+	r := SendOne(d, 1, acquireCmd("x"), time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
 	if assert.Error(t, r.Err) {
 		assert.Contains(t, r.Err.Error(), down.Addr)
@@ -198,7 +200,7 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 
 	down.Restart()
 	require.Eventually(t, func() bool {
-		return one(d, 1, acquireCmd("y"), time.Second).Status == core.StatusOK
+		return SendOne(d, 1, acquireCmd("y"), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node is dialled again on use")
 }
 

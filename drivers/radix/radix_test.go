@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -35,15 +36,6 @@ func dial(t *testing.T, a []string, opts radix.Options) *radix.Driver {
 }
 
 var tok = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
-
-// one sends cmd to node i alone and returns the reply.
-func one(d core.Driver, i int, cmd core.Command, timeout time.Duration) core.Reply {
-	b := d.Begin(context.Background())
-	defer b.Close()
-	b.Send(i, cmd, time.Now().Add(timeout))
-	r, _ := b.Receive(nil)
-	return r
-}
 
 func acquire(key string, t core.Token) core.Command {
 	return core.Command{Op: core.OpAcquire, Key: key, Token: t, TTL: 10 * time.Second}
@@ -99,7 +91,7 @@ func TestNewValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, d.Nodes())
 	assert.Equal(t, srv.Addr, d.NodeName(0))
-	assert.Equal(t, core.StatusOK, one(d, 0, acquire("k", tok), time.Second).Status)
+	assert.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("k", tok), time.Second).Status)
 	require.NoError(t, d.Close())
 	// The pool is still the caller's.
 	require.NoError(t, p.Do(ctx, radixv4.Cmd(nil, "PING")))
@@ -120,7 +112,7 @@ func TestPipeline(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s0.Do("SET", "held", other.String())
 	require.NoError(t, err)
-	require.Equal(t, core.StatusMissing, one(d, 0, release("warm", tok), time.Second).Status, "scripts loaded")
+	require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, release("warm", tok), time.Second).Status, "scripts loaded")
 	_, err = s0.Do("SCRIPT", "FLUSH")
 	require.NoError(t, err)
 
@@ -184,7 +176,7 @@ func TestPipeline(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), n, "the release ran after A's SET")
 	// The connection is still in step.
-	assert.Equal(t, core.StatusOK, one(d, 0, acquire("c", tok), time.Second).Status)
+	assert.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("c", tok), time.Second).Status)
 }
 
 func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {

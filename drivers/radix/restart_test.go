@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -23,18 +24,18 @@ func TestRestartNoStaleConnection(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d := dial(t, []string{srv.Addr}, radix.Options{})
 	for k := 0; k < 20; k++ { // use every connection
-		require.Equal(t, core.StatusOK, one(d, 0, acquire("warm"+strconv.Itoa(k), tok), time.Second).Status)
+		require.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("warm"+strconv.Itoa(k), tok), time.Second).Status)
 	}
 	srv.Restart()
 	failed := 0
 	for k := 0; k < 20; k++ {
 		key := "k" + strconv.Itoa(k)
-		r := one(d, 0, acquire(key, tok), time.Second)
+		r := conformance.SendOne(d, 0, acquire(key, tok), time.Second)
 		if r.Status != core.StatusOK {
 			failed++
 			continue
 		}
-		r = one(d, 0, release(key, tok), time.Second)
+		r = conformance.SendOne(d, 0, release(key, tok), time.Second)
 		require.Equal(t, core.StatusOK, r.Status, "release after a successful SET, round %d: %v", k, r.Err)
 	}
 	require.LessOrEqual(t, failed, 1, "only the first command may meet the broken connection")

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/conformance"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -67,7 +68,7 @@ func TestNewValidation(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, d.Nodes())
 	assert.Equal(t, srv.Addr, d.NodeName(0))
-	assert.Equal(t, core.StatusOK, one(d, 0, acquire("k", tok), time.Second).Status)
+	assert.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("k", tok), time.Second).Status)
 	require.NoError(t, d.Close())
 	// The client is still the caller's.
 	require.NoError(t, c.Do(ctx, c.B().Ping().Build()).Error())
@@ -78,15 +79,6 @@ func TestOneConnectionPerNode(t *testing.T) {
 }
 
 var tok = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
-
-// one sends cmd to node i alone and returns the reply.
-func one(d core.Driver, i int, cmd core.Command, timeout time.Duration) core.Reply {
-	b := d.Begin(context.Background())
-	defer b.Close()
-	b.Send(i, cmd, time.Now().Add(timeout))
-	r, _ := b.Receive(nil)
-	return r
-}
 
 func acquire(key string, t core.Token) core.Command {
 	return core.Command{Op: core.OpAcquire, Key: key, Token: t, TTL: 10 * time.Second}
