@@ -249,7 +249,7 @@ func clientAddr(c rd.Client) string {
 
 func newDriver(clients []rd.Client, names []string) *Driver {
 	d := &Driver{clients: clients, scratch: make([][]rd.Completed, len(clients))}
-	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, ExecMulti: d.execMulti})
+	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, ExecMulti: d.execMulti, WireStrings: true})
 	return d
 }
 

@@ -59,14 +59,15 @@ const DefaultWorkers = 64
 // ErrClosed is the error of a command issued through a closed Fanout.
 var ErrClosed = errors.New("redlock: driver closed")
 
-// Call is one command of a pipeline handed to ExecMulti, with its wire
-// arguments encoded once per round rather than once per node.
+// Call is one command of a pipeline handed to ExecMulti. With
+// Config.WireStrings its wire arguments are also given as strings, encoded
+// once per round rather than once per node.
 type Call struct {
 	Cmd core.Command
-	// Token is wire.Token(Cmd.Token).
+	// Token is wire.Token(Cmd.Token) with Config.WireStrings, else "".
 	Token string
-	// TTL is wire.MillisString(Cmd.TTL) for OpAcquire and OpExtend, "" for
-	// OpRelease.
+	// TTL is wire.MillisString(Cmd.TTL) for OpAcquire and OpExtend with
+	// Config.WireStrings, else "".
 	TTL string
 }
 
@@ -104,6 +105,10 @@ type Config struct {
 	// ExecMulti call, in the order they were queued. Exec still runs the
 	// inline commands of sequential rounds.
 	ExecMulti ExecMulti
+	// WireStrings fills Call.Token and Call.TTL, for clients whose command
+	// builders take strings (rueidis). A client that encodes from Call.Cmd
+	// itself (radix) leaves it false and saves the allocations.
+	WireStrings bool
 	// Workers is the number of workers per node; 0 means DefaultWorkers.
 	// A pipelined Fanout has one per node and ignores it.
 	Workers int
@@ -120,7 +125,9 @@ type Fanout struct {
 	names []string
 	exec  Exec
 	multi ExecMulti
-	n     int
+
+	wireStrings bool
+	n           int
 
 	queues []chan job
 	done   chan struct{}
@@ -162,12 +169,14 @@ func New(cfg Config) *Fanout {
 	}
 	n := len(cfg.Names)
 	f := &Fanout{
-		names:  append([]string(nil), cfg.Names...),
-		exec:   cfg.Exec,
-		multi:  cfg.ExecMulti,
-		n:      n,
-		queues: make([]chan job, n),
-		done:   make(chan struct{}),
+		names: append([]string(nil), cfg.Names...),
+		exec:  cfg.Exec,
+		multi: cfg.ExecMulti,
+		n:     n,
+
+		wireStrings: cfg.ExecMulti != nil && cfg.WireStrings,
+		queues:      make([]chan job, n),
+		done:        make(chan struct{}),
 	}
 	f.batches.New = func() any {
 		return &batch{f: f, pend: make([]job, 0, n), replies: make(chan core.Reply, n)}
@@ -477,7 +486,7 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 		b.pend = b.pend[:0]
 		return b.f.run(j, &b.dctx), true
 	}
-	if b.f.multi != nil {
+	if b.f.wireStrings {
 		for i := range b.pend {
 			j, prev := &b.pend[i], (*job)(nil)
 			if i > 0 {

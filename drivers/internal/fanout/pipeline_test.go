@@ -22,7 +22,7 @@ func newPipelined(t *testing.T, n int, exec Exec, multi ExecMulti) *Fanout {
 			return core.StatusError, errors.New("unexpected inline command")
 		}
 	}
-	f := New(Config{Names: names(n), Exec: exec, ExecMulti: multi})
+	f := New(Config{Names: names(n), Exec: exec, ExecMulti: multi, WireStrings: true})
 	t.Cleanup(f.Close)
 	return f
 }
@@ -119,6 +119,32 @@ func TestPipelineWireArguments(t *testing.T) {
 				assert.Equal(t, wire.MillisString(c.TTL), got.TTL)
 			}
 		}
+	}
+}
+
+// TestPipelineWithoutWireStrings: a client that encodes from Call.Cmd gets
+// the commands and no strings, so nothing is encoded for it.
+func TestPipelineWithoutWireStrings(t *testing.T) {
+	tk := core.TokenFromUint64s(1, 2)
+	seen := make(chan Call, 3)
+	f := New(Config{Names: names(3), Exec: func(context.Context, int, core.Command) (core.Status, error) {
+		return core.StatusError, errors.New("unexpected inline command")
+	}, ExecMulti: func(ctx context.Context, node int, calls []Call, res []Result) {
+		for i, c := range calls {
+			seen <- c
+			res[i] = Result{Status: core.StatusOK}
+		}
+	}})
+	t.Cleanup(f.Close)
+	c := core.Command{Op: core.OpAcquire, Key: "k", Token: tk, TTL: time.Second}
+	for _, r := range roundOf(f, context.Background(), c, soon()) {
+		assert.Equal(t, core.StatusOK, r.Status)
+	}
+	for i := 0; i < 3; i++ {
+		got := <-seen
+		assert.Equal(t, c, got.Cmd)
+		assert.Empty(t, got.Token)
+		assert.Empty(t, got.TTL)
 	}
 }
 
