@@ -28,10 +28,9 @@
 //
 // Commands are the driver's own radix Actions: each writes its RESP request
 // straight from the core.Command and parses its reply itself, so the
-// driver's commands and pipelines allocate nothing once warm. (fanout's
-// pipelined mode still encodes each multiplexed round's token and TTL as
-// strings, for drivers that build their commands from them; this one does
-// not use them: 3 allocations per acquire+release.)
+// driver's commands and pipelines allocate nothing once warm: an
+// acquire+release through a Locker costs 0 allocations in either fan-out
+// (fanout's string encoding, Config.WireStrings, is left off).
 //
 // Why: the earlier design ran each command as its own call on one of 64
 // workers per node, over a pool of 4 connections per node. Under load that
