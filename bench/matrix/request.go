@@ -1,6 +1,12 @@
 package matrix
 
-import "time"
+import (
+	"context"
+	"runtime"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/measure"
+)
 
 // PeerRequest is what the redlock command sends, as JSON on standard
 // input, to the peer command of the nested module bench/peers. The peer
@@ -29,4 +35,19 @@ type PeerRequest struct {
 type PeerMessage struct {
 	Start *Cell   `json:"start,omitempty"`
 	Done  *Record `json:"done,omitempty"`
+}
+
+// Measure runs cell c of the request against s with the request's timing,
+// after a garbage collection, so that the previous cell's garbage is not
+// this cell's cost. Both child commands (ours and the peers') measure
+// through it, so both sides of a comparison run the same loop.
+func (r PeerRequest) Measure(ctx context.Context, s measure.Subject, c Cell) measure.Result {
+	runtime.GC()
+	return measure.Run(ctx, s, measure.Spec{
+		Clients:   c.Clients,
+		SharedKey: c.SharedKey,
+		KeyPrefix: c.KeyPrefix(r.RunID),
+		Duration:  r.Duration,
+		Warmup:    r.Warmup,
+	})
 }

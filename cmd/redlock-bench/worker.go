@@ -7,11 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/redlock-go/redlock/bench/matrix"
-	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/target"
 )
 
@@ -76,13 +74,6 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		rec.Note = err.Error()
 		return rec
 	}
-	runtime.GC() // the previous cell's garbage is not this cell's cost
-	rec.Result = measure.Run(ctx, s, measure.Spec{
-		Clients:   c.Clients,
-		SharedKey: c.SharedKey,
-		KeyPrefix: c.KeyPrefix(req.RunID),
-		Duration:  req.Duration,
-		Warmup:    req.Warmup,
-	})
+	rec.Result = req.Measure(ctx, s, c)
 	return rec
 }

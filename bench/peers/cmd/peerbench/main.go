@@ -12,11 +12,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"github.com/redlock-go/redlock/bench/matrix"
-	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/peers"
 )
 
@@ -54,13 +52,6 @@ func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opt
 		return rec
 	}
 	defer s.Close()
-	runtime.GC()
-	rec.Result = measure.Run(ctx, s, measure.Spec{
-		Clients:   c.Clients,
-		SharedKey: c.SharedKey,
-		KeyPrefix: c.KeyPrefix(req.RunID),
-		Duration:  req.Duration,
-		Warmup:    req.Warmup,
-	})
+	rec.Result = req.Measure(ctx, s, c)
 	return rec
 }
