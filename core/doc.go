@@ -37,8 +37,10 @@
 // sends to one node after another, as the distlock page describes, and
 // visits every node even after the quorum is won, so that a later restart
 // of one node cannot hand a majority to another client. Multiplexed issues
-// every request before awaiting any reply and decides as soon as the tally
-// does; the driver discards the stragglers' replies.
+// every request before awaiting any reply; acquire and extend decide as soon
+// as the tally does (the driver discards the stragglers' replies), while
+// release and cleanup await every node's reply or its timeout, so that no
+// delete is still in flight when they return.
 //
 // # What safety rests on
 //

@@ -206,6 +206,11 @@ func (l *Locker) cleanup(ctx context.Context, key string, tok Token) {
 // detached from ctx's cancellation (ctx's values still reach the driver),
 // bounded by the node timeout, and does not retry.
 //
+// Release returns only once every node has answered or its node timeout
+// has passed, in both fan-outs, so that no delete is still in flight when
+// it returns: closing the driver or exiting the process right after
+// Release loses nothing.
+//
 // Errors: nil once a quorum of nodes deleted the key. ErrNotHeld when the
 // key had expired or was lost on too many nodes, ErrTaken when other tokens
 // hold it, ErrQuorumUnreachable when errors decided; ErrInvalidConfig for
@@ -270,8 +275,9 @@ func (l *Locker) Extend(ctx context.Context, lock Lock) (Lock, error) {
 // Sequential rounds visit every node in order, even after the quorum is
 // won, so that one later restart cannot hand a majority to another client
 // (redsync #186); acquire and extend stop early once the quorum is lost.
-// Multiplexed rounds send to every node, then stop receiving as soon as the
-// tally is decided; the driver discards the stragglers' replies.
+// Multiplexed rounds send to every node; acquire and extend stop receiving
+// as soon as the tally is decided (the driver discards the stragglers'
+// replies), release receives every reply or its node timeout.
 func (l *Locker) round(ctx context.Context, t *Tally, cmd Command, cancel <-chan struct{}, start time.Time) (cancelled bool) {
 	b := l.drv.Begin(ctx)
 	defer b.Close()
@@ -297,7 +303,11 @@ func (l *Locker) round(ctx context.Context, t *Tally, cmd Command, cancel <-chan
 	for i := 0; i < l.n; i++ {
 		b.Send(i, cmd, deadline)
 	}
-	for received := 0; received < l.n && t.Vote() == VotePending; received++ {
+	// A release awaits every node: a delete whose reply is not awaited may
+	// still be in flight when Release returns, and the driver's Close or
+	// the process's exit would drop it, leaving the key until its TTL.
+	all := cmd.Op == OpRelease
+	for received := 0; received < l.n && (all || t.Vote() == VotePending); received++ {
 		r, ok := b.Receive(cancel)
 		if !ok {
 			return true
