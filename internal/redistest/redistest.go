@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,43 +21,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 )
-
-// RequireEnv is the environment variable that turns a missing redis-server
-// into a test failure instead of a skip (set it in CI).
-const RequireEnv = "REDLOCK_REQUIRE_REDIS"
 
 // startTimeout bounds how long a server may take to answer PING. It is
 // generous because the test machine may be heavily loaded.
 const startTimeout = 15 * time.Second
-
-// RedisServerPath returns the path of redis-server. If it is not on PATH,
-// the test fails when REDLOCK_REQUIRE_REDIS=1 and is skipped otherwise,
-// naming the calling test's package and the Debian package to install.
-func RedisServerPath(t testing.TB) string {
-	t.Helper()
-	p, err := exec.LookPath("redis-server")
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s: redis-server not found on PATH (%v); install it with \"apt-get install redis-server\"",
-		testPackage(), err)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("%s, or unset %s", msg, RequireEnv)
-	}
-	t.Skipf("%s, or set %s=1 to make this a failure", msg, RequireEnv)
-	return ""
-}
-
-// testPackage returns the import path of the package under test, read from
-// the test binary's build information ("example.com/pkg.test").
-func testPackage() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path != "" {
-		return strings.TrimSuffix(bi.Path, ".test")
-	}
-	return filepath.Base(os.Args[0])
-}
 
 // Options configure a server.
 type Options struct {
@@ -71,6 +40,13 @@ type Options struct {
 	// 127.0.0.1 issued by a CA generated in-process. Clients are not asked
 	// for certificates.
 	TLS bool
+	// Embedded allows an in-process miniredis in place of redis-server
+	// when redis-server is not on PATH and REDLOCK_REQUIRE_REDIS is not 1.
+	// Its keys expire on the wall clock; Kill closes it and Restart reopens
+	// it empty on the same port; Stop (SIGSTOP) skips the test, since only
+	// a real process can hang. Use it where a test checks the Redis
+	// protocol and command semantics, not the server's internals.
+	Embedded bool
 }
 
 // Server is one redis-server process.
@@ -84,6 +60,8 @@ type Server struct {
 	path string
 	dir  string
 
+	mini *miniredis.Miniredis // set for an embedded server
+
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been reaped
@@ -94,6 +72,12 @@ type Server struct {
 // PING and registers its kill with t.Cleanup.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	if opts.Embedded && !required() {
+		if _, err := LookPath(); err != nil {
+			ranEmbedded(t)
+			return startEmbedded(t, opts)
+		}
+	}
 	path := RedisServerPath(t)
 	s := &Server{Opts: opts, t: t, path: path, dir: t.TempDir()}
 	if opts.TLS {
@@ -282,6 +266,10 @@ func (s *Server) logTail() string {
 // refused afterwards. It works on a stopped server too, and does nothing if
 // the server is not running.
 func (s *Server) Kill() {
+	if s.mini != nil {
+		s.mini.Close()
+		return
+	}
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
 	s.mu.Unlock()
@@ -292,11 +280,23 @@ func (s *Server) Kill() {
 	<-exited
 }
 
-// Stop sends SIGSTOP: the server hangs and its connections stay open.
-func (s *Server) Stop() { s.signal(syscall.SIGSTOP) }
+// Stop sends SIGSTOP: the server hangs and its connections stay open. On
+// an embedded server it skips the test instead; call it from the test's
+// goroutine.
+func (s *Server) Stop() {
+	if s.mini != nil {
+		skip(s.t, reasonSIGSTOP)
+	}
+	s.signal(syscall.SIGSTOP)
+}
 
-// Cont sends SIGCONT to a stopped server.
-func (s *Server) Cont() { s.signal(syscall.SIGCONT) }
+// Cont sends SIGCONT to a stopped server. An embedded server is never
+// stopped: Cont does nothing there.
+func (s *Server) Cont() {
+	if s.mini == nil {
+		s.signal(syscall.SIGCONT)
+	}
+}
 
 func (s *Server) signal(sig os.Signal) {
 	s.t.Helper()
@@ -315,6 +315,10 @@ func (s *Server) signal(sig os.Signal) {
 // with empty data, waiting until it answers.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if s.mini != nil {
+		s.restartEmbedded()
+		return
+	}
 	s.Kill()
 	// The kernel frees the listening port at once (Redis sets
 	// SO_REUSEADDR), but retry a little in case something else grabbed it.

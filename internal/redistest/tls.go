@@ -109,3 +109,16 @@ func clientTLS() *tls.Config {
 	p, _ := getPKI()
 	return &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
+
+// serverTLS is the server side of the generated PKI, for embedded servers.
+func serverTLS() (*tls.Config, error) {
+	p, err := getPKI()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(p.certPEM, p.keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
