@@ -52,10 +52,12 @@ type Factory func(t *testing.T, eps []Endpoint) core.Driver
 
 var modes = []core.FanOut{core.Multiplexed, core.Sequential}
 
-// Run runs the whole suite against real redis-server processes. It skips
-// (or fails, with REDLOCK_REQUIRE_REDIS=1) when redis-server is missing.
+// Run runs the whole suite against redis-server processes. Without
+// redis-server on PATH it runs against the embedded miniredis instead, and
+// the cases that need a real process (SIGSTOP) skip, counted in the
+// package's summary (redistest.Main); with REDLOCK_REQUIRE_REDIS=1 a
+// missing redis-server fails the test.
 func Run(t *testing.T, f Factory) {
-	redistest.RedisServerPath(t)
 	newCluster := func(t *testing.T, n int) cluster {
 		return startReal(t, f, n, redistest.Options{}, nil)
 	}
@@ -135,7 +137,7 @@ func endpoints(srv []*redistest.Server, opts redistest.Options) []Endpoint {
 // edited by edit when it is not nil (to give wrong credentials, say).
 func startReal(t *testing.T, f Factory, n int, opts redistest.Options, edit func(eps []Endpoint)) *realCluster {
 	t.Helper()
-	c := &realCluster{t: t, srv: redistest.StartN(t, n, opts), stopped: map[int]bool{}}
+	c := &realCluster{t: t, srv: startServers(t, n, opts), stopped: map[int]bool{}}
 	c.eps = endpoints(c.srv, opts)
 	if edit != nil {
 		edit(c.eps)
@@ -146,6 +148,14 @@ func startReal(t *testing.T, f Factory, n int, opts redistest.Options, edit func
 	// Close never waits on a server that cannot answer.
 	t.Cleanup(c.contAll)
 	return c
+}
+
+// startServers starts n servers for the suite: redis-server processes, or
+// embedded ones where redistest allows them (see Run).
+func startServers(t *testing.T, n int, opts redistest.Options) []*redistest.Server {
+	t.Helper()
+	opts.Embedded = true
+	return redistest.StartN(t, n, opts)
 }
 
 func (c *realCluster) Driver() core.Driver { return c.drv }

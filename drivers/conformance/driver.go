@@ -31,9 +31,9 @@ type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
 // their replies, a stopped node under concurrent lockers, dialling with
-// nodes down, and Close. Run covers the Locker-level behaviour.
+// nodes down, and Close. Run covers the Locker-level behaviour. Servers
+// are chosen as in Run.
 func RunDriver(t *testing.T, dial Dialer) {
-	redistest.RedisServerPath(t)
 	open := func(t *testing.T, addrs []string) Closer {
 		t.Helper()
 		d, err := dial(addrs)
@@ -49,7 +49,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		assert.Equal(t, core.StatusError, SendOne(d, 0, acquireCmd("x"), time.Second).Status)
 	})
 	t.Run("close", func(t *testing.T) {
-		srv := redistest.Start(t, redistest.Options{})
+		srv := startServers(t, 1, redistest.Options{})[0]
 		d, err := dial([]string{srv.Addr})
 		require.NoError(t, err)
 		require.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("k"), time.Second).Status)
@@ -86,7 +86,7 @@ func extendCmd(key string, tok core.Token, ttl time.Duration) core.Command {
 }
 
 func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
-	srv := redistest.Start(t, redistest.Options{})
+	srv := startServers(t, 1, redistest.Options{})[0]
 	d := open(t, []string{srv.Addr})
 	other := core.TokenFromUint64s(1, 1)
 	const s = time.Second
@@ -125,7 +125,7 @@ func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
 }
 
 func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Closer) {
-	srvs := redistest.StartN(t, 3, redistest.Options{})
+	srvs := startServers(t, 3, redistest.Options{})
 	d := open(t, addrsOf(srvs))
 	require.Equal(t, core.StatusOK, SendOne(d, 1, acquireCmd("before"), time.Second).Status)
 	srvs[1].Stop()
@@ -181,8 +181,8 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 }
 
 func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) {
-	srvs := redistest.StartN(t, 2, redistest.Options{})
-	down := redistest.Start(t, redistest.Options{})
+	srvs := startServers(t, 2, redistest.Options{})
+	down := startServers(t, 1, redistest.Options{})[0]
 	down.Kill()
 	d := open(t, []string{srvs[0].Addr, down.Addr, srvs[1].Addr})
 

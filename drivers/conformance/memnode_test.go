@@ -3,12 +3,11 @@ package conformance_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // TestMemnode checks the suite against the reference driver.
 func TestMemnode(t *testing.T) { conformance.RunMemnode(t) }

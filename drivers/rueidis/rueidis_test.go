@@ -8,7 +8,6 @@ import (
 	rd "github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
@@ -16,7 +15,7 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 func TestDialValidation(t *testing.T) {
 	for _, tc := range []struct {

@@ -3,7 +3,7 @@ package wire
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
