@@ -39,6 +39,7 @@ var behavioural = []behaviouralCase{
 	{"cancellation", []int{3}, testCancellation},
 	{"batch-close-early", []int{3}, testBatchCloseEarly},
 	{"mutual-exclusion", []int{3, 5}, testMutualExclusion},
+	{"release-leaves-nothing", []int{3, 5}, testReleaseLeavesNothing},
 }
 
 func runCases(t *testing.T, newCluster newClusterFunc, mode core.FanOut) {
@@ -704,4 +705,39 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	assert.Equal(t, int64(workers*rounds), counter.Load(), "increments lost")
 	assert.LessOrEqual(t, maxHolders.Load(), int32(1), "more than one holder at once")
 	requireAbsent(t, c, key, all(c.N())...)
+}
+
+// testReleaseLeavesNothing: once Release returns nil, no node holds the
+// key, checked at once, without waiting for commands in flight; and the
+// same after Release and the driver's Close, which would drop a delete
+// still in flight, as a process's exit would.
+func testReleaseLeavesNothing(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n := testContext(t), c.N()
+	l := newLocker(t, c, mode, core.Config{})
+	scan := func(key, after string) {
+		t.Helper()
+		for i := range n {
+			if tok, pttl, ok := c.Get(i, key); ok {
+				require.FailNowf(t, "key left behind", "after %s, node %d (%s) still holds %q with %s for %v",
+					after, i, c.Name(i), key, tok, pttl)
+			}
+		}
+	}
+	for round := range 20 {
+		key := testKey(t, ":"+strconv.Itoa(round))
+		lock, err := l.Acquire(ctx, key)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx, lock))
+		scan(key, "Release")
+	}
+	closer, ok := c.Driver().(interface{ Close() error })
+	if !ok {
+		return // memnode: nothing is ever in flight
+	}
+	key := testKey(t, ":close")
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, closer.Close())
+	scan(key, "Release and Close")
 }
