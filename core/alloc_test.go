@@ -98,7 +98,10 @@ func TestCoreStartsNoGoroutines(t *testing.T) {
 	for _, tc := range cases {
 		tc.run()
 	}
-	if after := runtime.NumGoroutine(); after != before {
+	// Only a rise shows a goroutine the core started and left running. The
+	// count may fall: the runtime's finalizer goroutine is counted while it
+	// runs a finalizer, and may finish during the cases.
+	if after := runtime.NumGoroutine(); after > before {
 		t.Fatalf("goroutines %d -> %d", before, after)
 	}
 }

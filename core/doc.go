@@ -11,8 +11,8 @@
 //
 // # The algorithm
 //
-// To acquire key with TTL t, a Locker takes a random token and, in one
-// attempt:
+// To acquire key with TTL t, a Locker takes a fresh random token for each
+// attempt and, in that attempt:
 //
 //  1. reads the clock (start);
 //  2. sends SET key token NX PX t to every node, each command bounded by a
@@ -20,16 +20,22 @@
 //  3. reads the clock again once a quorum (N/2+1) has answered OK, or the
 //     quorum is lost (multiplexed), or every node has answered (sequential);
 //  4. computes validity = t − (now − start) − drift, drift = t×1% + 2 ms
-//     by default (integer arithmetic, rounded up);
+//     by default (integer arithmetic, rounded up): the time left from now,
+//     so the lock is valid until start + t − drift;
 //  5. holds the lock only with a quorum and validity > 0. Otherwise it
 //     deletes the key on every node (compare-and-delete on the token) and,
 //     after a random delay, tries again, up to Config.Retry's tries.
 //
+// A token is never shared by two attempts: a failed attempt's cleanup that
+// timed out may still reach its node later, and must not delete the key
+// that a later attempt set there.
+//
 // Release compare-and-deletes on every node, those that refused the key
 // included. Extend compare-and-sets the expiry on every node, never
 // re-creating a key that expired or was lost, with quorum and validity
-// recomputed from the start of the extend round, at most
-// Config.MaxExtensions times. Cleanup after a failed attempt and Release run
+// recomputed from the start of the extend round and the drift of the
+// lock's own TTL, at most Config.MaxExtensions times. An extension that
+// finds the key missing or taken on too many nodes marks the lock lost. Cleanup after a failed attempt and Release run
 // detached from the caller's cancellation and are bounded by the node
 // timeout alone, so a cancelled caller leaves no minority of keys behind.
 //
@@ -70,6 +76,14 @@
 // ErrNotHeld, ErrInvalidConfig or ErrExtensionLimit. Round failures are
 // *Error values that name the nodes involved and unwrap to each node's
 // error. Bad input is refused before anything is sent.
+//
+// # Without a Driver's I/O
+//
+// Acquisition and Round are the same algorithm step by step, in the style
+// of etcd's RawNode: a value that says which commands to send, takes the
+// replies, and says when it is decided, with the time passed in. The
+// blocking Locker methods are thin loops over them; an event loop
+// (JavaScript, TinyGo) or a simulation drives them directly.
 //
 // # Writing a driver
 //

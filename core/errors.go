@@ -61,7 +61,7 @@ func (e *Error) Error() string {
 	b = append(b, ": "...)
 	b = append(b, e.Op.String()...)
 	b = append(b, ' ')
-	b = strconv.AppendQuote(b, e.Key)
+	b = appendQuotedKey(b, e.Key)
 	if e.Attempts > 1 {
 		b = append(b, " after "...)
 		b = strconv.AppendInt(b, int64(e.Attempts), 10)

@@ -6,8 +6,14 @@ import (
 )
 
 // Clock is the Locker's only source of time. Validity is measured as the
-// difference of two Now readings, so Now should carry a monotonic reading
-// (time.Now does); a Clock that runs backwards makes rounds fail safe.
+// difference of two Now readings, so Now must be monotonic: it never goes
+// back, and it advances at the rate of real time within the drift
+// allowance. time.Now's monotonic reading is (SystemClock). A Clock stepped
+// back during a round by less than the round took makes the round look
+// shorter and its validity too long: no check can see that, so a custom
+// Clock must not do it. What can be seen fails safe: a round that ends
+// before it started has no validity, and a lock read at a time before its
+// round ended has none left.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits for d and reports true, or reports false as soon as cancel

@@ -66,14 +66,18 @@ func (l *Locker) Nodes() int  { return l.n }
 func (l *Locker) Quorum() int { return l.quorum }
 
 // Lock is a held lock: the key, the token that holds it, and how long it
-// stays valid. It is a small value; the zero Lock holds nothing.
+// stays valid. It is a small value; the zero Lock holds nothing. Extend
+// returns a new Lock: keep using the one it returns, which also tells
+// when an extension proved the lock lost.
 type Lock struct {
 	key        string
 	token      Token
 	ttl        time.Duration
-	start      time.Time // start of the round that set validity
-	validity   time.Duration
+	drift      time.Duration // the drift allowance of ttl, fixed at acquisition
+	end        time.Time     // clock reading at the end of the round that set validity
+	validity   time.Duration // ttl − elapsed − drift of that round, from end
 	extensions int
+	lost       bool
 }
 
 // Key returns the locked key. Token returns the holder's token.
@@ -86,21 +90,36 @@ func (k Lock) TTL() time.Duration { return k.ttl }
 // Extensions returns how many times the lock was extended.
 func (k Lock) Extensions() int { return k.extensions }
 
-// Validity returns the validity won by the last acquire or extend round,
-// counted from that round's start.
+// Validity returns the validity won by the last acquire or extend round:
+// TTL − the round's duration − drift, counted from the round's end.
 func (k Lock) Validity() time.Duration { return k.validity }
 
+// Lost reports whether an extend round proved that a majority of nodes no
+// longer hold the lock (its keys are missing or hold other tokens). A lost
+// lock is never valid again.
+func (k Lock) Lost() bool { return k.lost }
+
 // ValidUntil returns the instant, on the Locker's clock, after which the
-// lock must be taken as lost. With the system clock it carries a monotonic
-// reading.
-func (k Lock) ValidUntil() time.Time { return k.start.Add(k.validity) }
+// lock must be taken as lost: the start of the round that set validity
+// plus TTL minus drift. With the system clock it carries a monotonic
+// reading. It is the zero Time for a lost or zero Lock.
+func (k Lock) ValidUntil() time.Time {
+	if k.lost || k.validity <= 0 {
+		return time.Time{}
+	}
+	return k.end.Add(k.validity)
+}
 
 // RemainingAt returns how long the lock stays valid after now, never
-// negative. A now before the round's start means the clock ran backwards:
-// the remaining time is then unknown and RemainingAt returns 0.
+// negative. A now before the end of the round that set validity means the
+// clock ran backwards: the remaining time is then unknown and RemainingAt
+// returns 0. A lost lock has 0 left.
 func (k Lock) RemainingAt(now time.Time) time.Duration {
-	elapsed := now.Sub(k.start)
-	if k.validity <= 0 || elapsed < 0 || elapsed >= k.validity {
+	if k.lost || k.validity <= 0 {
+		return 0
+	}
+	elapsed := now.Sub(k.end)
+	if elapsed < 0 || elapsed >= k.validity {
 		return 0
 	}
 	return k.validity - elapsed
@@ -110,95 +129,74 @@ func (k Lock) RemainingAt(now time.Time) time.Duration {
 // clock when that is not the system clock.
 func (k Lock) Remaining() time.Duration { return k.RemainingAt(time.Now()) }
 
-// Valid reports whether the lock is still valid at now.
+// ValidAt reports whether the lock is still valid at now.
 func (k Lock) ValidAt(now time.Time) bool { return k.RemainingAt(now) > 0 }
 
-// Acquire takes the lock on key with a fresh token from Config.Tokens,
-// retrying under Config.Retry. See AcquireToken.
+// Acquire takes the lock on key, each attempt with a fresh token from
+// Config.Tokens, retrying under Config.Retry. See AcquireToken.
 func (l *Locker) Acquire(ctx context.Context, key string) (Lock, error) {
-	return l.AcquireToken(ctx, key, l.cfg.Tokens.NewToken())
+	if ctx == nil {
+		return Lock{}, errNilContext
+	}
+	return l.acquire(ctx, key, Token{})
 }
 
-// AcquireToken takes the lock on key, holding it with tok. Each attempt
-// sets the key on every node; it wins with a quorum of nodes and positive
-// validity, counted from the start of that attempt. A failed attempt is
-// released on every node before the next one, on a context detached from
-// ctx, so a cancelled caller leaves no keys behind.
+// AcquireToken takes the lock on key, holding it with tok on the first
+// attempt and with DeriveToken(tok, k) on attempt k, so that no two
+// attempts share a token. Each attempt sets the key on every node; it wins
+// with a quorum of nodes and positive validity, counted from the end of
+// that attempt. A failed attempt is released on every node before the next
+// one, detached from ctx's cancellation, so a cancelled caller leaves no
+// keys behind.
 //
 // Errors: ErrTaken or ErrQuorumUnreachable (or ErrNotHeld when the validity
 // ran out) from the last attempt once the tries are used up, or once ctx's
 // deadline leaves no time for the next attempt's delay; ErrCancelled when ctx
-// ends during an attempt or a delay; ErrInvalidConfig for an empty key or
-// the zero token.
+// ends during an attempt or a delay; ErrInvalidConfig, before anything is
+// sent, for a nil ctx, an empty key or one longer than MaxKeyLen, and the
+// zero token or one whose first 8 bytes are zero.
 func (l *Locker) AcquireToken(ctx context.Context, key string, tok Token) (Lock, error) {
-	if key == "" {
-		return Lock{}, invalid("key is empty")
-	}
-	if tok == (Token{}) {
+	switch {
+	case ctx == nil:
+		return Lock{}, errNilContext
+	case tok == (Token{}):
 		return Lock{}, invalid("token is zero")
 	}
-	retry := l.cfg.Retry.Start()
+	return l.acquire(ctx, key, tok)
+}
+
+// acquire drives an Acquisition over the driver: a thin loop that does the
+// I/O and the waiting, and turns ctx's end into Cancel.
+func (l *Locker) acquire(ctx context.Context, key string, tok Token) (Lock, error) {
+	clock := l.cfg.Clock
+	a, err := l.StartAcquireToken(key, tok, clock.Now())
+	if err != nil {
+		return Lock{}, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		a.SetDeadline(dl)
+	}
+	done := ctx.Done()
 	for {
-		attempt := retry.Attempt()
-		lock, err := l.acquireOnce(ctx, key, tok)
-		if err == nil {
-			return lock, nil
-		}
-		err.Attempts = attempt
-		if err.Kind == ErrCancelled {
-			return Lock{}, err
-		}
-		delay, ok := retry.Next(l.cfg.Jitter.Uint64())
-		if !ok {
-			return Lock{}, err
-		}
-		if dl, has := ctx.Deadline(); has && !l.cfg.Clock.Now().Add(delay).Before(dl) {
-			// The deadline would cut the next attempt: report why this one
-			// failed rather than the deadline (bsm/redislock #74).
-			return Lock{}, err
-		}
-		if !l.cfg.Clock.Sleep(delay, ctx.Done()) {
-			return Lock{}, l.cancelled(OpAcquire, key, ctx, attempt)
+		switch a.Phase() {
+		case PhaseRound:
+			if a.Cleaning() { // detached: bounded by the node timeout only
+				l.run(ctx, a.Round(), nil)
+			} else if ctx.Err() != nil || l.run(ctx, a.Round(), done) {
+				a.Cancel(clock.Now(), ctx.Err())
+				continue
+			}
+			a.RoundDone(clock.Now())
+		case PhaseWait:
+			if !clock.Sleep(a.WakeAt().Sub(clock.Now()), done) {
+				a.Cancel(clock.Now(), ctx.Err())
+				continue
+			}
+			a.Wake(clock.Now())
+		default:
+			return a.Result()
 		}
 	}
-}
-
-func (l *Locker) cancelled(op Op, key string, ctx context.Context, attempts int) *Error {
-	return &Error{Op: op, Kind: ErrCancelled, Key: key, Attempts: attempts, Cause: ctx.Err()}
-}
-
-// acquireOnce is one attempt. On failure every node is released.
-func (l *Locker) acquireOnce(ctx context.Context, key string, tok Token) (Lock, *Error) {
-	if ctx.Err() != nil {
-		return Lock{}, l.cancelled(OpAcquire, key, ctx, 1)
-	}
-	cmd := Command{Op: OpAcquire, Key: key, Token: tok, TTL: l.cfg.TTL}
-	t := NewTally(l.n)
-	start := l.cfg.Clock.Now()
-	cancelled := l.round(ctx, &t, cmd, ctx.Done(), start)
-	elapsed := l.cfg.Clock.Now().Sub(start)
-	validity := Validity(l.cfg.TTL, elapsed, l.drift)
-	if !cancelled && t.Vote() == VoteWon && validity > 0 {
-		return Lock{key: key, token: tok, ttl: l.cfg.TTL, start: start, validity: validity}, nil
-	}
-	l.cleanup(ctx, key, tok)
-	switch {
-	case cancelled:
-		e := l.cancelled(OpAcquire, key, ctx, 1)
-		e.Nodes = l.results(&t)
-		return Lock{}, e
-	case t.Vote() == VoteWon:
-		return Lock{}, &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: key,
-			Cause: &validityError{ttl: l.cfg.TTL, elapsed: elapsed, drift: l.drift}}
-	}
-	return Lock{}, l.failure(OpAcquire, key, &t)
-}
-
-// cleanup releases key on every node after a failed attempt, detached from
-// the caller's cancellation and bounded by the node timeout.
-func (l *Locker) cleanup(ctx context.Context, key string, tok Token) {
-	t := NewTally(l.n)
-	l.round(ctx, &t, Command{Op: OpRelease, Key: key, Token: tok}, nil, l.cfg.Clock.Now())
 }
 
 // Release deletes the lock's key on every node where it still holds the
@@ -214,105 +212,134 @@ func (l *Locker) cleanup(ctx context.Context, key string, tok Token) {
 // Errors: nil once a quorum of nodes deleted the key. ErrNotHeld when the
 // key had expired or was lost on too many nodes, ErrTaken when other tokens
 // hold it, ErrQuorumUnreachable when errors decided; ErrInvalidConfig for
-// the zero Lock. In every case no key with this token remains on a node
-// that answered.
+// a nil ctx or the zero Lock. In every case no key with this token remains
+// on a node that answered.
 func (l *Locker) Release(ctx context.Context, lock Lock) error {
-	if lock.key == "" {
-		return invalid("release of the zero Lock")
+	if ctx == nil {
+		return errNilContext
 	}
-	t := NewTally(l.n)
-	l.round(ctx, &t, Command{Op: OpRelease, Key: lock.key, Token: lock.token}, nil, l.cfg.Clock.Now())
-	if t.Vote() == VoteWon {
+	r, err := l.StartRelease(lock, l.cfg.Clock.Now())
+	if err != nil {
+		return err
+	}
+	l.run(ctx, &r, nil)
+	return l.Released(lock, &r)
+}
+
+// StartRelease returns the round that releases lock, starting at now.
+func (l *Locker) StartRelease(lock Lock, now time.Time) (Round, error) {
+	if lock.key == "" {
+		return Round{}, invalid("release of the zero Lock")
+	}
+	return l.newRound(Command{Op: OpRelease, Key: lock.key, Token: lock.token}, now), nil
+}
+
+// Released returns Release's result for lock's done release round r.
+func (l *Locker) Released(lock Lock, r *Round) error {
+	if r.tally.Vote() == VoteWon {
 		return nil
 	}
-	return l.failure(OpRelease, lock.key, &t)
+	return l.failure(OpRelease, lock.key, &r.tally)
 }
 
 // Extend resets the expiry of the lock's keys to its TTL on every node where
 // the key still holds the lock's token. It never re-creates a key that
 // expired or was lost. It succeeds with a quorum and positive validity,
-// counted from the start of this round, and returns the extended Lock. On
-// failure it returns lock unchanged: its old validity still bounds it.
+// counted from the end of this round, with the drift allowance of the
+// lock's own TTL, and returns the extended Lock.
 //
-// Errors: ErrNotHeld when the lock's validity is already over (nothing is
-// sent) or keys are missing, ErrTaken when other tokens hold them,
-// ErrQuorumUnreachable, ErrCancelled, ErrExtensionLimit after
-// Config.MaxExtensions extensions (nothing is sent).
+// On failure the returned Lock says what is known. When the round proved
+// that too few nodes hold the key (ErrNotHeld from missing keys, ErrTaken
+// from other tokens) it is Lost and never valid again. When it proved
+// nothing (ErrQuorumUnreachable, ErrCancelled, or a quorum won too late
+// for any validity) it is lock unchanged: its old validity still bounds
+// it, and the caller may try again within it.
+//
+// Errors: ErrNotHeld when the lock's validity is already over or it is
+// lost (nothing is sent) or keys are missing, ErrTaken when other tokens
+// hold them, ErrQuorumUnreachable, ErrCancelled, ErrExtensionLimit after
+// Config.MaxExtensions extensions (nothing is sent), ErrInvalidConfig for
+// a nil ctx or the zero Lock.
 func (l *Locker) Extend(ctx context.Context, lock Lock) (Lock, error) {
-	switch {
-	case lock.key == "":
-		return lock, invalid("extend of the zero Lock")
-	case lock.extensions >= l.cfg.MaxExtensions:
-		return lock, &Error{Op: OpExtend, Kind: ErrExtensionLimit, Key: lock.key, Attempts: 1}
-	case ctx.Err() != nil:
-		return lock, l.cancelled(OpExtend, lock.key, ctx, 1)
+	if ctx == nil {
+		return lock, errNilContext
 	}
 	start := l.cfg.Clock.Now()
-	if lock.RemainingAt(start) <= 0 {
-		return lock, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: lock.key, Attempts: 1}
+	r, err := l.StartExtend(lock, start)
+	if err != nil {
+		return lock, err
 	}
-	t := NewTally(l.n)
-	cancelled := l.round(ctx, &t, Command{Op: OpExtend, Key: lock.key, Token: lock.token, TTL: lock.ttl}, ctx.Done(), start)
-	elapsed := l.cfg.Clock.Now().Sub(start)
-	validity := Validity(lock.ttl, elapsed, l.drift)
+	if ctx.Err() != nil || l.run(ctx, &r, ctx.Done()) {
+		return lock, &Error{Op: OpExtend, Kind: ErrCancelled, Key: lock.key, Attempts: 1, Cause: ctx.Err()}
+	}
+	return l.Extended(lock, &r, l.cfg.Clock.Now())
+}
+
+// StartExtend returns the round that extends lock, starting at now, or
+// the error of an extension that must not be sent: the zero Lock, the
+// extension limit, or a lock lost or no longer valid at now.
+func (l *Locker) StartExtend(lock Lock, now time.Time) (Round, error) {
 	switch {
-	case cancelled:
-		return lock, l.cancelled(OpExtend, lock.key, ctx, 1)
-	case t.Vote() != VoteWon:
-		return lock, l.failure(OpExtend, lock.key, &t)
+	case lock.key == "":
+		return Round{}, invalid("extend of the zero Lock")
+	case lock.extensions >= l.cfg.MaxExtensions:
+		return Round{}, &Error{Op: OpExtend, Kind: ErrExtensionLimit, Key: lock.key, Attempts: 1}
+	case lock.RemainingAt(now) <= 0:
+		return Round{}, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: lock.key, Attempts: 1}
+	}
+	return l.newRound(Command{Op: OpExtend, Key: lock.key, Token: lock.token, TTL: lock.ttl}, now), nil
+}
+
+// Extended returns Extend's result for lock's done extend round r, which
+// ended at now.
+func (l *Locker) Extended(lock Lock, r *Round, now time.Time) (Lock, error) {
+	elapsed := now.Sub(r.start)
+	drift := lock.drift
+	if mutations.extendWithLockerDrift {
+		drift = l.drift
+	}
+	validity := Validity(lock.ttl, elapsed, drift)
+	switch {
+	case r.tally.Vote() != VoteWon:
+		e := l.failure(OpExtend, lock.key, &r.tally)
+		if e.Kind == ErrNotHeld || e.Kind == ErrTaken {
+			lock.lost = true
+		}
+		return lock, e
 	case validity <= 0:
 		return lock, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: lock.key, Attempts: 1,
-			Cause: &validityError{ttl: lock.ttl, elapsed: elapsed, drift: l.drift}}
+			Cause: &validityError{ttl: lock.ttl, elapsed: elapsed, drift: drift}}
 	}
-	lock.start, lock.validity = start, validity
+	lock.end, lock.validity = now, validity
 	lock.extensions++
 	return lock, nil
 }
 
-// round sends cmd to the nodes and records their answers in t. It returns
-// true if cancel closed before the round was decided.
-//
-// Sequential rounds visit every node in order, even after the quorum is
-// won, so that one later restart cannot hand a majority to another client
-// (redsync #186); acquire and extend stop early once the quorum is lost.
-// Multiplexed rounds send to every node; acquire and extend stop receiving
-// as soon as the tally is decided (the driver discards the stragglers'
-// replies), release receives every reply or its node timeout.
-func (l *Locker) round(ctx context.Context, t *Tally, cmd Command, cancel <-chan struct{}, start time.Time) (cancelled bool) {
+// run drives r over one driver batch until it is done. It returns true if
+// cancel closed first; cancel may be nil.
+func (l *Locker) run(ctx context.Context, r *Round, cancel <-chan struct{}) (cancelled bool) {
 	b := l.drv.Begin(ctx)
 	defer b.Close()
-	timeout := l.cfg.NodeTimeout
-	if l.cfg.FanOut == Sequential {
-		for i := 0; i < l.n; i++ {
-			if cmd.Op != OpRelease && t.Vote() == VoteLost {
-				return false
-			}
-			if isClosed(cancel) {
-				return true
-			}
-			b.Send(i, cmd, l.cfg.Clock.Now().Add(timeout))
-			r, ok := b.Receive(cancel)
-			if !ok {
-				return true
-			}
-			t.Record(r.Node, r.Status, r.Err)
+	var now time.Time
+	for !r.Done() {
+		if cancel != nil && isClosed(cancel) {
+			return true
 		}
-		return false
-	}
-	deadline := start.Add(timeout)
-	for i := 0; i < l.n; i++ {
-		b.Send(i, cmd, deadline)
-	}
-	// A release awaits every node: a delete whose reply is not awaited may
-	// still be in flight when Release returns, and the driver's Close or
-	// the process's exit would drop it, leaving the key until its TTL.
-	all := cmd.Op == OpRelease
-	for received := 0; received < l.n && (all || t.Vote() == VotePending); received++ {
-		r, ok := b.Receive(cancel)
+		if l.cfg.FanOut == Sequential {
+			now = l.cfg.Clock.Now() // each node's deadline counts from its send
+		}
+		for {
+			node, cmd, deadline, ok := r.Next(now)
+			if !ok {
+				break
+			}
+			b.Send(node, cmd, deadline)
+		}
+		rep, ok := b.Receive(cancel)
 		if !ok {
 			return true
 		}
-		t.Record(r.Node, r.Status, r.Err)
+		r.Receive(rep)
 	}
 	return false
 }

@@ -1,0 +1,204 @@
+package core
+
+import "time"
+
+// Phase is what an Acquisition waits for next.
+type Phase uint8
+
+const (
+	// PhaseRound: drive Round() until it is done, then call RoundDone.
+	PhaseRound Phase = iota + 1
+	// PhaseWait: wait until WakeAt(), then call Wake.
+	PhaseWait
+	// PhaseDone: Result() holds the lock or the error.
+	PhaseDone
+)
+
+// Acquisition is one acquisition with its retries, step by step: attempt
+// rounds, the cleanup round after each failed attempt, and the delays in
+// between. Locker.AcquireToken is a loop over it; callers with their own
+// event loop drive it directly. It allocates nothing on the way to a lock.
+//
+// Each attempt holds a token of its own: a failed attempt's cleanup that
+// times out may still reach its node later and must not delete the key of
+// a later, winning attempt.
+type Acquisition struct {
+	l        *Locker
+	key      string
+	base     Token // the caller's token; zero: draw each from Config.Tokens
+	retry    Retrier
+	deadline time.Time // no retry may start at or after it; zero: none
+	phase    Phase
+	cleaning bool // round is the cleanup of a failed attempt
+	round    Round
+	wake     time.Time
+	lock     Lock
+	err      *Error // the last attempt's failure, or the result
+	cause    error  // set by Cancel
+}
+
+// StartAcquire begins an acquisition of key at now, each attempt with a
+// fresh token from Config.Tokens. See StartAcquireToken.
+func (l *Locker) StartAcquire(key string, now time.Time) (Acquisition, error) {
+	return l.StartAcquireToken(key, Token{}, now)
+}
+
+// StartAcquireToken begins an acquisition of key at now. Attempt 1 holds
+// tok; attempt k > 1 holds DeriveToken(tok, k). A zero tok draws every
+// attempt's token from Config.Tokens instead. Bad input is refused with an
+// ErrInvalidConfig error before anything is sent.
+func (l *Locker) StartAcquireToken(key string, tok Token, now time.Time) (Acquisition, error) {
+	if err := checkKey(key); err != nil {
+		return Acquisition{}, err
+	}
+	if tok != (Token{}) && !tok.safe() {
+		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
+	}
+	a := Acquisition{l: l, key: key, base: tok, retry: l.cfg.Retry.Start()}
+	a.startAttempt(now)
+	return a, nil
+}
+
+// DeriveToken returns the token of attempt k (k >= 1) of an acquisition
+// that was given tok: tok itself for attempt 1, otherwise tok with its last
+// four bytes XORed with k−1, so that no two attempts share a token.
+func DeriveToken(tok Token, k int) Token {
+	x := uint32(k - 1)
+	tok[12] ^= byte(x >> 24)
+	tok[13] ^= byte(x >> 16)
+	tok[14] ^= byte(x >> 8)
+	tok[15] ^= byte(x)
+	return tok
+}
+
+// SetDeadline makes the acquisition give up, with the last attempt's
+// error, rather than start a retry whose delay would reach t: the
+// caller's deadline would cut it short (bsm/redislock #74).
+func (a *Acquisition) SetDeadline(t time.Time) { a.deadline = t }
+
+func (a *Acquisition) startAttempt(now time.Time) {
+	k := a.retry.Attempt()
+	var tok Token
+	if a.base != (Token{}) {
+		tok = DeriveToken(a.base, k)
+	} else {
+		tok = a.l.cfg.Tokens.NewToken()
+	}
+	a.phase, a.cleaning = PhaseRound, false
+	a.round = a.l.newRound(Command{Op: OpAcquire, Key: a.key, Token: tok, TTL: a.l.cfg.TTL}, now)
+}
+
+// Phase returns what the acquisition waits for.
+func (a *Acquisition) Phase() Phase { return a.phase }
+
+// Round returns the round to drive in PhaseRound: an attempt, or the
+// cleanup (a release of the attempt's token on every node) after a failed
+// one.
+func (a *Acquisition) Round() *Round { return &a.round }
+
+// Cleaning reports whether Round is the cleanup of a failed attempt.
+func (a *Acquisition) Cleaning() bool { return a.cleaning }
+
+// Attempts returns how many attempts have started.
+func (a *Acquisition) Attempts() int { return a.retry.Attempts() }
+
+// RoundDone moves on once Round().Done(), at now on the Locker's clock: a
+// won attempt with positive validity ends the acquisition with the lock; a
+// failed one starts its cleanup round; a finished cleanup waits for the
+// retry delay, or ends the acquisition when no try is left.
+func (a *Acquisition) RoundDone(now time.Time) {
+	if a.phase != PhaseRound || !a.round.Done() {
+		return
+	}
+	l, r := a.l, &a.round
+	if a.cleaning {
+		switch {
+		case a.cause != nil:
+			a.finish(a.cancelled())
+			return
+		}
+		delay, ok := a.retry.Next(l.cfg.Jitter.Uint64())
+		if !ok || (!a.deadline.IsZero() && !now.Add(delay).Before(a.deadline)) {
+			a.finish(a.err)
+			return
+		}
+		a.phase, a.wake = PhaseWait, now.Add(delay)
+		return
+	}
+	elapsed := now.Sub(r.start)
+	validity := Validity(l.cfg.TTL, elapsed, l.drift)
+	if r.tally.Vote() == VoteWon && validity > 0 {
+		a.lock = Lock{key: a.key, token: r.cmd.Token, ttl: l.cfg.TTL, drift: l.drift, end: now, validity: validity}
+		a.phase = PhaseDone
+		return
+	}
+	if r.tally.Vote() == VoteWon {
+		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
+			Cause: &validityError{ttl: l.cfg.TTL, elapsed: elapsed, drift: l.drift}}
+	} else {
+		a.err = l.failure(OpAcquire, a.key, &r.tally)
+	}
+	a.err.Attempts = a.retry.Attempts()
+	a.startCleanup(now)
+}
+
+func (a *Acquisition) startCleanup(now time.Time) {
+	a.cleaning = true
+	a.round = a.l.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
+}
+
+// WakeAt returns when the retry delay of PhaseWait ends.
+func (a *Acquisition) WakeAt() time.Time { return a.wake }
+
+// Wake starts the next attempt at now, in PhaseWait.
+func (a *Acquisition) Wake(now time.Time) {
+	if a.phase == PhaseWait {
+		a.startAttempt(now)
+	}
+}
+
+// Cancel ends the acquisition because its caller gave up, with cause
+// (ctx.Err() for a context) as the error's Cause. An attempt in progress
+// is abandoned and its cleanup round starts, which must still be driven to
+// its end (PhaseRound): the keys it set must not outlive the caller. A
+// cleanup in progress is finished first. Result then matches ErrCancelled.
+func (a *Acquisition) Cancel(now time.Time, cause error) {
+	if a.phase == PhaseDone || a.cause != nil {
+		return
+	}
+	a.cause = cause
+	switch {
+	case a.phase == PhaseWait:
+		a.finish(a.cancelled())
+	case !a.cleaning && a.round.sent == 0:
+		a.finish(a.cancelled())
+	case !a.cleaning:
+		a.err = a.cancelled()
+		a.err.Nodes = a.l.results(&a.round.tally)
+		a.startCleanup(now)
+	}
+}
+
+func (a *Acquisition) cancelled() *Error {
+	if a.err != nil && a.err.Kind == ErrCancelled {
+		return a.err
+	}
+	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.key, Attempts: a.retry.Attempts(), Cause: a.cause}
+}
+
+func (a *Acquisition) finish(err *Error) {
+	a.phase, a.err = PhaseDone, err
+}
+
+// Result returns the lock, or why the acquisition failed: ErrTaken,
+// ErrQuorumUnreachable or ErrNotHeld from the last attempt, or
+// ErrCancelled. It is meaningful in PhaseDone only.
+func (a *Acquisition) Result() (Lock, error) {
+	if a.phase != PhaseDone {
+		return Lock{}, invalid("acquisition of " + quoteKey(a.key) + " is not done")
+	}
+	if a.lock.key != "" {
+		return a.lock, nil
+	}
+	return Lock{}, a.err
+}

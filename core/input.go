@@ -1,0 +1,55 @@
+package core
+
+import "strconv"
+
+// MaxKeyLen is the longest key a Locker accepts, in bytes. Every round sends
+// the key to every node in every command, so a long key costs each round
+// trip: a 1 MiB key misses the default node timeouts. 4 KiB is far beyond
+// any resource name and well within them.
+const MaxKeyLen = 4096
+
+// errNilContext is returned, before anything is sent, for a nil context:
+// the same error from Acquire, AcquireToken, Extend and Release.
+var errNilContext = invalid("context is nil (use context.Background())")
+
+// checkKey refuses an empty key and one longer than MaxKeyLen.
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return invalid("key is empty")
+	case len(key) > MaxKeyLen:
+		return invalid("key " + quoteKey(key) + " is longer than MaxKeyLen (" + strconv.Itoa(MaxKeyLen) + " bytes)")
+	}
+	return nil
+}
+
+// quotedKeyMax is how much of a key error texts quote.
+const quotedKeyMax = 64
+
+// quoteKey quotes key for an error text, cut to quotedKeyMax bytes with
+// its full length stated, so that an error never carries a huge key.
+func quoteKey(key string) string {
+	return string(appendQuotedKey(nil, key))
+}
+
+func appendQuotedKey(b []byte, key string) []byte {
+	if len(key) <= quotedKeyMax {
+		return strconv.AppendQuote(b, key)
+	}
+	b = strconv.AppendQuote(b, key[:quotedKeyMax])
+	b = append(b, "... ("...)
+	b = strconv.AppendInt(b, int64(len(key)), 10)
+	return append(b, " bytes)"...)
+}
+
+// safe reports whether t has at least one non-zero byte among its first
+// eight: a token that is a small integer (a counter, say) is guessable, and
+// a guessed token lets another client release the lock.
+func (t Token) safe() bool {
+	for _, b := range t[:8] {
+		if b != 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,10 @@
+package core
+
+// mutations re-introduce fixed bugs, so that tests can show that the
+// simulation's checkers find them. Only tests set them (export_test.go);
+// they are false in every program.
+var mutations struct {
+	// extendWithLockerDrift computes an extension's validity with the
+	// drift of the extending Locker's TTL instead of the lock's own.
+	extendWithLockerDrift bool
+}

@@ -1,0 +1,98 @@
+package core
+
+import "time"
+
+// Round is one acquire, extend or release round over a Locker's nodes,
+// step by step, for callers that do their own I/O: an event loop, a
+// WebAssembly host, a simulation. The blocking Locker methods are loops
+// over it. A Round is a value of fixed size that allocates nothing; its
+// zero value is done and sends nothing.
+//
+// Drive it as: while !Done(), send every command that Next returns (each
+// to its node, bounded by its deadline), then feed one reply to Receive.
+// The round does not watch the clock: a command whose deadline passes
+// without a reply must be fed back as StatusTimeout.
+//
+// Multiplexed rounds hand out every command at once; sequential rounds
+// hand out the next node's command only once the previous node answered.
+// Acquire and extend rounds are done once the quorum is lost, or, when
+// multiplexed, once it is won; sequential ones visit every node even after
+// winning, so that one later restart cannot hand a majority to another
+// client (redsync #186). Release rounds are done only once every node has
+// answered, so that no delete is in flight when a release returns.
+type Round struct {
+	cmd      Command
+	fanOut   FanOut
+	timeout  time.Duration
+	start    time.Time
+	tally    Tally
+	sent     int // commands handed out: to nodes 0..sent-1
+	received int
+}
+
+// newRound returns a round of cmd to every node, starting at start.
+func (l *Locker) newRound(cmd Command, start time.Time) Round {
+	return Round{cmd: cmd, fanOut: l.cfg.FanOut, timeout: l.cfg.NodeTimeout, start: start, tally: NewTally(l.n)}
+}
+
+// Next returns the next command to send, to node, bounded by deadline on
+// the Locker's clock, or ok == false when none is due until a reply comes
+// in (or the round is done). now is the current reading of the Locker's
+// clock: a sequential round's deadline counts from it.
+func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, ok bool) {
+	if r.sent == r.tally.n || r.Done() {
+		return 0, Command{}, time.Time{}, false
+	}
+	if r.fanOut == Sequential {
+		if r.received < r.sent {
+			return 0, Command{}, time.Time{}, false
+		}
+		deadline = now.Add(r.timeout)
+	} else {
+		deadline = r.start.Add(r.timeout)
+	}
+	node = r.sent
+	r.sent++
+	return node, r.cmd, deadline, true
+}
+
+// Receive records a node's reply and reports whether it counted: a reply
+// from a node that was sent nothing, or a second reply from one node, is
+// ignored.
+func (r *Round) Receive(rep Reply) bool {
+	if rep.Node < 0 || rep.Node >= r.sent || !r.tally.Record(rep.Node, rep.Status, rep.Err) {
+		return false
+	}
+	r.received++
+	return true
+}
+
+// Done reports whether the round needs no more replies. Replies to
+// commands still in flight may then be discarded.
+func (r *Round) Done() bool {
+	if r.received == r.tally.n {
+		return true
+	}
+	if r.cmd.Op == OpRelease {
+		return false
+	}
+	switch r.tally.Vote() {
+	case VoteLost:
+		return true
+	case VoteWon:
+		return r.fanOut == Multiplexed
+	}
+	return false
+}
+
+// InFlight returns how many commands were sent and not yet answered.
+func (r *Round) InFlight() int { return r.sent - r.received }
+
+// Command returns the command the round sends to every node.
+func (r *Round) Command() Command { return r.cmd }
+
+// Start returns the clock reading the round started at.
+func (r *Round) Start() time.Time { return r.start }
+
+// Tally returns the answers so far.
+func (r *Round) Tally() *Tally { return &r.tally }
