@@ -97,8 +97,12 @@ func addSeries(p *plot.Plot, ss []series) error {
 	return nil
 }
 
+// Files lists, in the order Write draws them, every file Write may write.
+var Files = []string{"latency_vs_nodes.png", "p99_vs_nodes.png", "throughput_vs_concurrency.png", "proxy_latency.png"}
+
 // Write draws the run's plots into dir as PNG files and returns their file
-// names, relative to dir. A plot with no data is skipped.
+// names, relative to dir. A plot with no data is skipped, and so is the
+// throughput plot of a run with one concurrency.
 func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, error) {
 	var files []string
 	save := func(p *plot.Plot, name string) error {
@@ -121,7 +125,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		if err := addSeries(p, lat); err != nil {
 			return files, err
 		}
-		if err := save(p, "latency_vs_nodes.png"); err != nil {
+		if err := save(p, Files[0]); err != nil {
 			return files, err
 		}
 	}
@@ -136,7 +140,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		if err := addSeries(p, p99); err != nil {
 			return files, err
 		}
-		if err := save(p, "p99_vs_nodes.png"); err != nil {
+		if err := save(p, Files[1]); err != nil {
 			return files, err
 		}
 	}
@@ -157,14 +161,15 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		func(r matrix.Record) string { return fmt.Sprintf("%s %s N=%d", r.Subject(), r.FanOut, r.Nodes) },
 		func(r matrix.Record) float64 { return float64(r.Clients) },
 		func(r matrix.Record) float64 { return r.Throughput })
-	if len(tp) > 0 {
+	// One concurrency makes no line, and a log axis of one value panics.
+	if slices.ContainsFunc(tp, func(s series) bool { return len(s.xys) > 1 }) {
 		p := newPlot(fmt.Sprintf("throughput vs concurrency (loopback, distinct keys, N=%d)", maxN), "client goroutines (log)", "acquire+release pairs per second", false)
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 		if err := addSeries(p, tp); err != nil {
 			return files, err
 		}
-		if err := save(p, "throughput_vs_concurrency.png"); err != nil {
+		if err := save(p, Files[2]); err != nil {
 			return files, err
 		}
 	}
@@ -208,7 +213,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		}
 		p.Y.Min = 0
 		p.Y.Max = math.Max(p.Y.Max, 2*ns[len(ns)-1]*rtt*1.1)
-		if err := save(p, "proxy_latency.png"); err != nil {
+		if err := save(p, Files[3]); err != nil {
 			return files, err
 		}
 	}

@@ -3,6 +3,7 @@ package plots
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/redlock-go/redlock/bench/matrix"
@@ -30,13 +31,29 @@ func TestWriteDrawsEveryPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 4 {
-		t.Fatalf("files = %v, want 4 plots", files)
+	if !slices.Equal(files, Files) {
+		t.Fatalf("files = %v, want every plot: %v", files, Files)
 	}
 	for _, f := range files {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+func TestWriteOneConcurrency(t *testing.T) {
+	recs := []matrix.Record{
+		{Cell: matrix.Cell{Library: "redlock", Driver: "redigo", Scenario: matrix.Loopback, Nodes: 3, FanOut: "multiplexed", Clients: 1},
+			Result: measure.Result{Ops: 10, P50Us: 40, P99Us: 90, Throughput: 1000}},
+		{Cell: matrix.Cell{Library: "redsync", Driver: "redigo", Scenario: matrix.Loopback, Nodes: 3, FanOut: matrix.FanConcurrent, Clients: 1},
+			Result: measure.Result{Ops: 10, P50Us: 50, P99Us: 99, Throughput: 900}},
+	}
+	files, err := Write(t.TempDir(), recs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"latency_vs_nodes.png", "p99_vs_nodes.png"}; !slices.Equal(files, want) {
+		t.Fatalf("files = %v, want %v", files, want)
 	}
 }
