@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 )
@@ -50,34 +52,196 @@ type Run struct {
 	Targets []Target        `json:"targets"`
 }
 
-// Table writes the records as an aligned text table.
+// TableWidth is the width, in columns, that Table's lines fit in.
+const TableWidth = 120
+
+// Table writes the records as aligned text, one block per scenario, each
+// line at most TableWidth columns wide, then a summary of the cells that
+// had errors: their counts and first error texts, shortened. An errors
+// column is added when a cell had errors. p99.9 is in the markdown and
+// JSON reports.
 func Table(w io.Writer, recs []matrix.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "subject\tscenario\tN\tfan-out\tclients\tops/s\tp50 µs\tp90 µs\tp99 µs\tp99.9 µs\tmax µs\tallocs/op\tB/op\tgor/op\twon%\terrors\t")
+	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%"}
+	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
+	if errCol {
+		header = append(header, "errors")
+	}
+	const textCols = 3 // subject, N, fan-out: left-aligned; the rest are right-aligned
+	type block struct {
+		title string
+		rows  [][]string
+		notes []string // per row: a note in place of the figures, or ""
+	}
+	blocks := []*block{
+		{title: "loopback: servers on 127.0.0.1"},
+		{title: "proxy: each server behind the latency proxy"},
+	}
+	shared := false
 	for _, r := range recs {
-		clients := fmt.Sprint(r.Clients)
-		if r.SharedKey {
-			clients += " (1 key)"
+		b := blocks[0]
+		if r.Scenario == matrix.Proxy {
+			b = blocks[1]
 		}
-		if r.Note != "" && r.Ops == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\t\t\t\t\t\t\t\t\t\t\n", r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients, note(r))
+		c := fmt.Sprint(r.Clients)
+		if r.SharedKey {
+			c += "*"
+			shared = true
+		}
+		row := []string{r.Subject(), fmt.Sprint(r.Nodes), r.FanOut, c}
+		if r.Ops == 0 && r.Note != "" {
+			b.rows = append(b.rows, row)
+			b.notes = append(b.notes, note(r))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.0f\t%.2f\t%s\t%s\t\n",
-			r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients, r.Throughput,
-			us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.P999Us), us(r.MaxUs),
-			r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), errs(r))
+		row = append(row, fmt.Sprintf("%.0f", r.Throughput),
+			us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.MaxUs),
+			fmt.Sprintf("%.1f", r.AllocsPerOp), fmt.Sprintf("%.0f", r.BytesPerOp), fmt.Sprintf("%.2f", r.GoroutinesPerOp), won(r))
+		if errCol {
+			row = append(row, fmt.Sprint(r.Errors))
+		}
+		b.rows = append(b.rows, row)
+		b.notes = append(b.notes, "")
 	}
-	return tw.Flush()
+	widths := make([]int, len(header))
+	for _, row := range append([][]string{header}, append(blocks[0].rows, blocks[1].rows...)...) {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	// Two spaces between columns, or one between numbers if that is what
+	// it takes to fit.
+	numGap, total := "  ", 0
+	for _, wd := range widths {
+		total += wd + 2
+	}
+	if total-2 > TableWidth {
+		numGap = " "
+	}
+	var out strings.Builder
+	line := func(row []string, note string) {
+		var l strings.Builder
+		for i, c := range row {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			switch {
+			case i == 0:
+			case i <= textCols:
+				l.WriteString("  ")
+			default:
+				l.WriteString(numGap)
+			}
+			if i < textCols && i != 1 {
+				l.WriteString(c + pad)
+			} else {
+				l.WriteString(pad + c)
+			}
+		}
+		if note != "" {
+			l.WriteString("  " + note)
+		}
+		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
+	}
+	first := true
+	for _, b := range blocks {
+		if len(b.rows) == 0 {
+			continue
+		}
+		if !first {
+			out.WriteString("\n")
+		}
+		first = false
+		out.WriteString(b.title + "\n")
+		line(header, "")
+		for i, row := range b.rows {
+			line(row, b.notes[i])
+		}
+	}
+	out.WriteString("\nLatency in µs per acquire+release pair; allocs, B and goroutines (gor) per pair;\n" +
+		"won%: pairs that got the lock. p99.9 and more: results.md and run.json.\n")
+	if shared {
+		out.WriteString("*: every client locks the same key (contended).\n")
+	}
+	if _, err := io.WriteString(w, out.String()); err != nil {
+		return err
+	}
+	return ErrorSummary(w, recs)
+}
+
+// ErrorSummary writes, for the cells that had errors, the count of failed
+// pairs and the first error's text, shortened to one line: the text is
+// written once for all the cells that share it. It writes nothing when no
+// cell had errors.
+func ErrorSummary(w io.Writer, recs []matrix.Record) error {
+	var texts []string
+	cells := map[string][]string{}
+	n := 0
+	for _, r := range recs {
+		if r.Errors == 0 {
+			continue
+		}
+		n++
+		t := errorText(r.FirstError)
+		if _, ok := cells[t]; !ok {
+			texts = append(texts, t)
+		}
+		cells[t] = append(cells[t], fmt.Sprintf("%s %s N=%d %s, %s clients: %d of %d pairs failed",
+			r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients(r), r.Errors, r.Ops))
+	}
+	if n == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nerrors in %d %s (the first error of each cell; full text in run.json):\n", n, plural(n, "cell", "cells"))
+	for _, t := range texts {
+		for _, c := range cells[t] {
+			b.WriteString(shorten("  "+c, TableWidth) + "\n")
+		}
+		b.WriteString(shorten("      "+t, TableWidth) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func clients(r matrix.Record) string {
+	if r.SharedKey {
+		return fmt.Sprintf("%d (1 key)", r.Clients)
+	}
+	return fmt.Sprint(r.Clients)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// benchKey matches the quoted lock key of a benchmark cell in an error
+// text; the key only repeats the cell's coordinates.
+var benchKey = regexp.MustCompile(`"bench:[^"]*"`)
+
+// errorText returns the first line of an error text with the cell's lock
+// key elided.
+func errorText(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if s == "" {
+		return "(no error text)"
+	}
+	return benchKey.ReplaceAllString(s, `"<key>"`)
+}
+
+// shorten cuts s to at most n runes, ending it with "…" if it was cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // note returns the first line of a record's note, shortened for a table.
 func note(r matrix.Record) string {
 	n, _, _ := strings.Cut(r.Note, "\n")
-	if len(n) > 100 {
-		n = n[:100] + "…"
-	}
-	return n
+	return shorten(n, 101)
 }
 
 func us(v float64) string {
@@ -92,17 +256,6 @@ func won(r matrix.Record) string {
 		return ""
 	}
 	return fmt.Sprintf("%.0f", 100*float64(r.Acquired)/float64(r.Ops))
-}
-
-func errs(r matrix.Record) string {
-	if r.Errors == 0 {
-		return "0"
-	}
-	e, _, _ := strings.Cut(r.FirstError, "\n")
-	if len(e) > 60 {
-		e = e[:60] + "…"
-	}
-	return fmt.Sprintf("%d: %s", r.Errors, e)
 }
 
 // Markdown writes the run as a markdown document: environment, targets,
@@ -144,18 +297,27 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		b.WriteString("| subject | N | fan-out | clients | ops/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | allocs/op | B/op | gor/op | won % | errors |\n")
 		b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 		for _, r := range recs {
-			clients := fmt.Sprint(r.Clients)
-			if r.SharedKey {
-				clients += " (1 key)"
-			}
 			if r.Ops == 0 {
-				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients, strings.ReplaceAll(note(r), "|", "/"))
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients(r), strings.ReplaceAll(note(r), "|", "/"))
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %s |\n",
-				r.Subject(), r.Nodes, r.FanOut, clients, r.Throughput,
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %d |\n",
+				r.Subject(), r.Nodes, r.FanOut, clients(r), r.Throughput,
 				us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.P999Us), us(r.MaxUs),
-				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), strings.ReplaceAll(errs(r), "|", "/"))
+				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), r.Errors)
+		}
+	}
+	var failed []matrix.Record
+	for _, r := range run.Records {
+		if r.Errors > 0 {
+			failed = append(failed, r)
+		}
+	}
+	if len(failed) > 0 {
+		b.WriteString("\n## Errors\n\nThe first error of each cell that had any (the lock key elided; full text in run.json).\n\n")
+		for _, r := range failed {
+			fmt.Fprintf(&b, "- %s %s N=%d %s, %s clients: %d of %d pairs failed; first: `%s`\n",
+				r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients(r), r.Errors, r.Ops, strings.ReplaceAll(errorText(r.FirstError), "`", "'"))
 		}
 	}
 	if len(plots) > 0 {

@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
@@ -93,5 +95,123 @@ func TestTablesRender(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}
+	}
+}
+
+// fullRun returns the records of a default run (every driver and peer, N
+// 1, 3 and 5, 1 and 32 clients, the proxy and the contended cells) with
+// figures as wide as a run prints: 7-digit throughput, 6-digit maxima,
+// 5-digit B/op; two cells with the same long error, one with another, and
+// a peer cell that was not measured.
+func fullRun() []matrix.Record {
+	plan := matrix.Plan{
+		Drivers:     []string{"mem", "redigo", "redigo-pooled", "rueidis", "radix"},
+		NodeCounts:  []int{1, 3, 5},
+		FanOuts:     []string{"sequential", "multiplexed"},
+		Concurrency: []int{1, 32},
+		Proxy:       true,
+		Contended:   true,
+		Peers:       matrix.AllPeers,
+	}
+	quorum := `redlock: quorum unreachable: acquire "bench:dn2les6w0mdh:lib=redlock:driver=mem:scenario=loopback:nodes=5:fanout=multiplexed:clients=32:16"; ` +
+		"timeout on node 0 (mem:0): node 0 (mem:0): memnode: deadline exceeded, node 3 (mem:3): node 3 (mem:3): memnode: deadline exceeded; not consulted on node 1 (mem:1), node 2 (mem:2)"
+	var recs []matrix.Record
+	for i, c := range plan.Cells() {
+		r := matrix.Record{Cell: c, Result: measure.Result{
+			Ops: 1234567, Acquired: 1234567, Throughput: 1542848,
+			P50Us: 1664, P90Us: 15557, P99Us: 26558, P999Us: 48595, MaxUs: 242090,
+			AllocsPerOp: 103.2, BytesPerOp: 76380, GoroutinesPerOp: 10,
+		}}
+		switch {
+		case c.SharedKey:
+			r.Acquired = r.Ops / 25
+		case c.Library == matrix.Redislock && c.Clients == 32:
+			r.Result = measure.Result{}
+			r.Note = "not measured: peer command failed: exit status 1\nbuild output"
+		case i == 3 || i == 11:
+			r.Errors, r.FirstError = int64(i), quorum
+		case i == 20:
+			r.Errors, r.FirstError = 12345, "dial tcp 127.0.0.1:6379: connect: connection refused\nsecond line"
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func TestTableFitsTheWidth(t *testing.T) {
+	recs := fullRun()
+	var b bytes.Buffer
+	if err := Table(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := Targets(&b, Evaluate(recs, Env{ProxyDelayMs: 1, ProxyPingUs: 2216, LoopbackPingUs: 10}, 5, 32)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	if len(lines) < len(recs) {
+		t.Fatalf("%d lines for %d records:\n%s", len(lines), len(recs), b.String())
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > TableWidth {
+			t.Errorf("%d columns, over %d: %s", n, TableWidth, l)
+		}
+	}
+	for _, want := range []string{"redlock+redigo-pooled", "sequential-keys", "32*", "1542848", "242090", "76380", "not measured: peer command failed"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestErrorSummary(t *testing.T) {
+	recs := fullRun()
+	var b bytes.Buffer
+	if err := Table(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	table, summary, ok := strings.Cut(out, "\nerrors in 3 cells")
+	if !ok {
+		t.Fatalf("no summary of 3 cells with errors:\n%s", out)
+	}
+	if strings.Contains(table, "quorum") || strings.Contains(table, "refused") {
+		t.Error("error text in the table")
+	}
+	header := strings.Fields(strings.Split(table, "\n")[1])
+	if header[len(header)-1] != "errors" {
+		t.Errorf("header %q: no errors column", header)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("redlock+mem loopback N=1 multiplexed, 32 clients: 3 of %d pairs failed", recs[3].Ops),
+		"12345 of",
+		`redlock: quorum unreachable: acquire "<key>"; timeout on node 0`,
+		"dial tcp 127.0.0.1:6379: connect: connection refused",
+	} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q:\n%s", want, summary)
+		}
+	}
+	// The two cells with the same error share one line of its text; a
+	// text's second line and the cells' lock keys are left out.
+	if n := strings.Count(summary, "quorum unreachable"); n != 1 {
+		t.Errorf("the shared error text is written %d times:\n%s", n, summary)
+	}
+	if strings.Contains(summary, "second line") || strings.Contains(summary, "bench:") {
+		t.Errorf("summary:\n%s", summary)
+	}
+
+	// Without errors: neither the column nor the summary.
+	var clean []matrix.Record
+	for _, r := range recs {
+		if r.Errors == 0 {
+			clean = append(clean, r)
+		}
+	}
+	b.Reset()
+	if err := Table(&b, clean); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "errors") {
+		t.Errorf("errors shown for a run without any:\n%s", b.String())
 	}
 }

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 )
 
-// Target is one goal of issue #4, checked against figures of the same run.
+// Target is one of the project's performance targets, checked against
+// figures of the same run.
 type Target struct {
 	Name string `json:"name"`
 	// Goal states the bound, Figures the numbers it was checked with.
@@ -216,14 +217,63 @@ func ratio(t Target) string {
 	return fmt.Sprintf("%.3g", t.Ratio)
 }
 
-// Targets writes the targets as an aligned text table.
+// Targets writes the targets in lines of at most TableWidth columns: per
+// target, its verdict, ratio and name, then its goal and figures, then its
+// own notes, indented. Notes that several targets share are numbered and
+// written once, after the targets.
 func Targets(w io.Writer, ts []Target) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "verdict\ttarget\tgoal\tratio\tfigures\tnote")
+	count := map[string]int{}
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", verdict(t), t.Name, t.Goal, ratio(t), t.Figures, t.Note)
+		for _, n := range noteParts(t.Note) {
+			count[n]++
+		}
 	}
-	return tw.Flush()
+	rw := len("ratio")
+	for _, t := range ts {
+		rw = max(rw, len(ratio(t)))
+	}
+	indent := strings.Repeat(" ", len("verdict  ")+rw+2) // under the name
+	// shared holds the notes written once, after the targets; a target
+	// refers to the first as [1].
+	var shared []string
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict  %*s  target\n", rw, "ratio")
+	for _, t := range ts {
+		var own, marks []string
+		for _, n := range noteParts(t.Note) {
+			if count[n] < 2 {
+				own = append(own, n)
+				continue
+			}
+			i := slices.Index(shared, n)
+			if i < 0 {
+				shared = append(shared, n)
+				i = len(shared) - 1
+			}
+			marks = append(marks, fmt.Sprintf("[%d]", i+1))
+		}
+		name := t.Name
+		if len(marks) > 0 {
+			name += " " + strings.Join(marks, "")
+		}
+		b.WriteString(shorten(fmt.Sprintf("%-7s  %*s  %s", verdict(t), rw, ratio(t), name), TableWidth) + "\n")
+		for _, l := range append([]string{"goal: " + t.Goal, "got:  " + t.Figures}, own...) {
+			b.WriteString(shorten(indent+l, TableWidth) + "\n")
+		}
+	}
+	for i, n := range shared {
+		b.WriteString(shorten(fmt.Sprintf("[%d] %s", i+1, n), TableWidth) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// noteParts splits a note that join built back into its parts.
+func noteParts(note string) []string {
+	if note == "" {
+		return nil
+	}
+	return strings.Split(note, "; ")
 }
 
 func writeTargetsMarkdown(b *strings.Builder, ts []Target) {
