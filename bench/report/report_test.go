@@ -215,3 +215,34 @@ func TestErrorSummary(t *testing.T) {
 		t.Errorf("errors shown for a run without any:\n%s", b.String())
 	}
 }
+
+// TestTargetsNotes checks that a note on the run is written once, as a
+// numbered footnote, and a target's own note under it even when another
+// target has the same one.
+func TestTargetsNotes(t *testing.T) {
+	recs := fullRun()
+	ts := Evaluate(recs, Env{ProxyDelayMs: 1, ProxyPingUs: 2216, LoopbackPingUs: 10, Servers: "miniredis (in-process)"}, 5, 32)
+	var b bytes.Buffer
+	if err := Targets(&b, ts); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, n := range []string{noteUnpinned, noteMini} {
+		if c := strings.Count(out, n); c != 1 {
+			t.Errorf("%q written %d times:\n%s", n, c, out)
+		}
+	}
+	if !strings.Contains(out, "\n[1] "+noteUnpinned) || !strings.Contains(out, "\n[2] "+noteMini) || !strings.Contains(out, "[1][2]") {
+		t.Errorf("no footnotes:\n%s", out)
+	}
+	// Every proxy target has the same figures, so the same own note.
+	own := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "with the measured proxy round trip") {
+			own++
+		}
+	}
+	if own != 8 {
+		t.Errorf("%d proxy targets with their own note, want 8:\n%s", own, out)
+	}
+}

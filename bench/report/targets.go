@@ -38,19 +38,26 @@ const (
 	zero = 0.005
 )
 
+// Notes on the run rather than on one target: Targets writes each once.
+const (
+	noteUnpinned = "unpinned run: latency targets are defined pinned (--pin: taskset -c 0, GOMAXPROCS=1)"
+	notePinned   = "pinned run: the throughput target is defined unpinned"
+	noteMini     = "miniredis servers: not a real deployment"
+)
+
 // Evaluate computes the targets from the records of one run. nodes is the
 // N the targets are stated at (5), clients the high concurrency (32).
 func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 	var ts []Target
 	latNote, tputNote := "", ""
 	if !env.Pinned {
-		latNote = "unpinned run: latency targets are defined pinned (--pin: taskset -c 0, GOMAXPROCS=1)"
+		latNote = noteUnpinned
 	} else {
-		tputNote = "pinned run: the throughput target is defined unpinned"
+		tputNote = notePinned
 	}
 	if strings.HasPrefix(env.Servers, "miniredis") {
-		latNote = join(latNote, "miniredis servers: not a real deployment")
-		tputNote = join(tputNote, "miniredis servers: not a real deployment")
+		latNote = join(latNote, noteMini)
+		tputNote = join(tputNote, noteMini)
 	}
 	find := func(c matrix.Cell) *matrix.Record {
 		r := matrix.Find(recs, c)
@@ -219,15 +226,9 @@ func ratio(t Target) string {
 
 // Targets writes the targets in lines of at most TableWidth columns: per
 // target, its verdict, ratio and name, then its goal and figures, then its
-// own notes, indented. Notes that several targets share are numbered and
-// written once, after the targets.
+// own notes, indented. Notes on the run (unpinned, miniredis) are numbered
+// and written once, after the targets.
 func Targets(w io.Writer, ts []Target) error {
-	count := map[string]int{}
-	for _, t := range ts {
-		for _, n := range noteParts(t.Note) {
-			count[n]++
-		}
-	}
 	rw := len("ratio")
 	for _, t := range ts {
 		rw = max(rw, len(ratio(t)))
@@ -241,7 +242,7 @@ func Targets(w io.Writer, ts []Target) error {
 	for _, t := range ts {
 		var own, marks []string
 		for _, n := range noteParts(t.Note) {
-			if count[n] < 2 {
+			if n != noteUnpinned && n != notePinned && n != noteMini {
 				own = append(own, n)
 				continue
 			}
