@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,10 +60,33 @@ func TestBadFlags(t *testing.T) {
 		{"--duration", "0s"},
 		{"--ttl", "1500us"},
 		{"--drivers", "none", "--peers", "none"},
+		{"--out", "x", "--commit-results"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)
 		}
+	}
+}
+
+func TestUsageSaysNoIssue(t *testing.T) {
+	var b strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &b); err == nil {
+		t.Fatal("--help parsed")
+	}
+	for _, want := range []string{"the project's performance targets", "--commit-results", "results/latest"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("usage lacks %q", want)
+		}
+	}
+	if strings.Contains(strings.ToLower(b.String()), "issue") {
+		t.Errorf("usage mentions an issue:\n%s", b.String())
+	}
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fmt.Sprintf("runs %d cells of 0.5 s", len(c.plan.Cells())); !strings.Contains(usageText, n) || c.duration+c.warmup != 500*time.Millisecond {
+		t.Errorf("usage does not say the default run's %q", n)
 	}
 }

@@ -2,9 +2,9 @@
 // drivers, and peer Redis lock libraries through the same loop against the
 // same servers, and reports latency percentiles (HDR histograms),
 // throughput, allocations and goroutines per acquire+release pair, the
-// targets of the benchmark issue as ratios within the run, and plots.
+// project's performance targets as ratios within the run, and plots.
 //
-//	go run ./cmd/redlock-bench                 # quick matrix, about a minute
+//	go run ./cmd/redlock-bench                 # the default matrix: 114 cells of 0.5 s, about a minute
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
 //	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
 //
@@ -19,8 +19,11 @@
 // rueidislock) live in the nested module bench/peers, which this command
 // builds with the go tool and runs as a child process; see its README.
 //
-// Output: a table and the targets on standard output, progress on standard
-// error, and run.json, results.md and PNG plots in --out.
+// Output: tables and the targets on standard output, progress on standard
+// error, and run.json, results.md and PNG plots in results/latest of the
+// repository, which git ignores. --out DIR writes them to DIR instead, and
+// --commit-results to the committed results/<servers>[-pinned] directory;
+// --replot follows the same rule.
 package main
 
 import (
@@ -41,7 +44,6 @@ import (
 
 	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/matrix"
-	"github.com/redlock-go/redlock/bench/plots"
 	"github.com/redlock-go/redlock/bench/report"
 	"github.com/redlock-go/redlock/bench/servers"
 	"github.com/redlock-go/redlock/bench/target"
@@ -75,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if cfg.replot != "" {
-		if err := replot(cfg.replot); err != nil {
+		if err := replot(cfg, stdout); err != nil {
 			fmt.Fprintln(stderr, "redlock-bench:", err)
 			return 1
 		}
@@ -133,9 +135,9 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if env.Pinned {
 		mode += "-pinned"
 	}
-	out := cfg.out
-	if out == "" {
-		out = filepath.Join("results", mode)
+	out, err := outDir(cfg, mode)
+	if err != nil {
+		return err
 	}
 	env.CellSeconds = cfg.duration.Seconds()
 	env.WarmupSecs = cfg.warmup.Seconds()
@@ -237,21 +239,26 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if err := report.Targets(stdout, result.Targets); err != nil {
 		return err
 	}
-	if mode == "miniredis" {
+	if strings.HasPrefix(mode, "miniredis") {
 		fmt.Fprint(stdout, miniBanner)
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	files, err := plots.Write(out, recs, env.ProxyDelayMs)
+	files, err := writeResults(out, result)
 	if err != nil {
-		return fmt.Errorf("plots: %v", err)
-	}
-	if err := report.WriteFiles(out, result, files); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nwrote %s: run.json, results.md, %s\n", out, strings.Join(files, ", "))
+	wrote(stdout, cfg, out, files, "results/"+mode)
 	return nil
+}
+
+// wrote says which files went where, last, and for the default directory
+// how to write the committed one instead.
+func wrote(w io.Writer, cfg *config, dir string, files []string, committed string) {
+	fmt.Fprintf(w, "\nwrote %s\n", strings.Join(files, ", "))
+	if cfg.out == "" && !cfg.commit {
+		fmt.Fprintf(w, "to %s (ignored by git; --commit-results writes %s instead)\n", displayPath(dir), committed)
+		return
+	}
+	fmt.Fprintf(w, "to %s\n", displayPath(dir))
 }
 
 // peerCells builds the peer command and runs req's cells with it.
@@ -273,21 +280,29 @@ func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *p
 	return runChild(ctx, bin, nil, req, onStart, onRecord)
 }
 
-// replot redraws dir's plots and results.md from its run.json.
-func replot(dir string) error {
-	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+// replot redraws the plots and results.md of the --replot directory from
+// its run.json, into the directory outDir chooses: results/latest unless
+// --out or --commit-results (in place) says otherwise.
+func replot(cfg *config, stdout io.Writer) error {
+	src := filepath.Join(cfg.replot, "run.json")
+	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
 	var r report.Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: %v", filepath.Join(dir, "run.json"), err)
+		return fmt.Errorf("%s: %v", src, err)
 	}
-	files, err := plots.Write(dir, r.Records, r.Env.ProxyDelayMs)
+	out, err := outDir(cfg, "")
 	if err != nil {
 		return err
 	}
-	return report.WriteFiles(dir, r, files)
+	files, err := writeResults(out, r)
+	if err != nil {
+		return err
+	}
+	wrote(stdout, cfg, out, files, displayPath(cfg.replot)+" in place")
+	return nil
 }
 
 func firstLine(s string) string {

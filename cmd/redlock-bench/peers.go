@@ -27,6 +27,16 @@ func findPeersDir(dir string) (string, error) {
 	if dir != "" {
 		return dir, nil
 	}
+	root, err := repoRoot()
+	if err != nil {
+		return "", fmt.Errorf("%v: set --peers-dir or --peers none", err)
+	}
+	return filepath.Join(root, "bench", "peers"), nil
+}
+
+// repoRoot returns the root of the redlock module that encloses the
+// working directory.
+func repoRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -34,10 +44,10 @@ func findPeersDir(dir string) (string, error) {
 	for d := wd; ; d = filepath.Dir(d) {
 		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
 			strings.Contains(string(b), "module github.com/redlock-go/redlock\n") {
-			return filepath.Join(d, "bench", "peers"), nil
+			return d, nil
 		}
 		if filepath.Dir(d) == d {
-			return "", errors.New("not inside the redlock repository: set --peers-dir or --peers none")
+			return "", errors.New("not inside the redlock repository")
 		}
 	}
 }

@@ -44,11 +44,12 @@ func (p *progress) step(name string) {
 		p.done, p.total, time.Since(p.start).Truncate(time.Second), name)
 }
 
-// finish ends the bar's line.
+// finish ends the bar's line and says how long the cells took.
 func (p *progress) finish() {
 	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%d cells in %s\n", p.total, time.Since(p.start).Truncate(time.Second))
+		fmt.Fprint(p.w, "\r\033[K")
 	}
+	fmt.Fprintf(p.w, "%d cells in %s\n", p.done, time.Since(p.start).Truncate(time.Second))
 }
 
 // log prints a line without breaking the bar.
