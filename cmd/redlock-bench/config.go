@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -80,15 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.out != "" && c.commit {
 		return nil, errors.New("--out and --commit-results both choose the results directory: give one")
 	}
-	if nodes != "" {
-		for _, a := range strings.Split(nodes, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				if !strings.Contains(a, ":") {
-					return nil, fmt.Errorf("--nodes: %q is not host:port", a)
-				}
-				c.nodes = append(c.nodes, a)
-			}
-		}
+	if c.nodes, err = parseNodes(nodes); err != nil {
+		return nil, err
 	}
 	if c.tlsCA != "" {
 		c.tls = true
@@ -132,6 +126,28 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.plan.Proxy = c.proxyDelay > 0
 	c.plan.Contended = c.contended
 	return &c, nil
+}
+
+// parseNodes parses the --nodes list. A bare number, such as 5, is taken
+// for a node count given to the wrong flag.
+func parseNodes(s string) ([]string, error) {
+	var nodes []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := strconv.Atoi(a); err == nil {
+			if _, err := matrix.ParseInts(s); err == nil {
+				a = strings.Join(strings.Fields(strings.ReplaceAll(s, ",", " ")), ",")
+			}
+			return nil, fmt.Errorf("--nodes takes host:port addresses of external servers; did you mean --node-counts %s?", a)
+		}
+		if !strings.Contains(a, ":") {
+			return nil, fmt.Errorf("--nodes: %q is not host:port", a)
+		}
+		nodes = append(nodes, a)
+	}
+	return nodes, nil
 }
 
 func orEmpty(err error) error {

@@ -69,6 +69,19 @@ func TestBadFlags(t *testing.T) {
 	}
 }
 
+func TestNodesGivenACount(t *testing.T) {
+	for _, c := range []struct{ nodes, want string }{
+		{"5", "did you mean --node-counts 5?"},
+		{"1, 3,5", "did you mean --node-counts 1,3,5?"},
+		{"a:1,3", "did you mean --node-counts 3?"},
+	} {
+		_, err := parseFlags([]string{"--nodes", c.nodes}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "--nodes takes host:port") {
+			t.Errorf("--nodes %s: error %v, want one with %q", c.nodes, err, c.want)
+		}
+	}
+}
+
 func TestUsageSaysNoIssue(t *testing.T) {
 	var b strings.Builder
 	if _, err := parseFlags([]string{"--help"}, &b); err == nil {
