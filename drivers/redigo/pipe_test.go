@@ -205,6 +205,18 @@ func TestPipelineStoppedNode(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, core.StatusTimeout, r0.Status)
 
+	// The two commands above are still on node 0's connection. It is given
+	// up once the first is overdue by as long again as it had (about
+	// 600 ms after it was written), and that fails every command on it
+	// with a timeout. Wait for that here: the rounds below must meet a
+	// connection that holds only their own commands, whose deadlines are
+	// all after the loop, or else the drop lands among them and answers
+	// the round in flight with an i/o timeout, racing node 1's reply.
+	require.Eventually(t, func() bool {
+		q, p := d.backlog(0)
+		return q == 0 && p == 0
+	}, 10*time.Second, time.Millisecond, "the connection holding the timed-out commands is given up")
+
 	// Rounds that leave node 0's command behind (node 1 answers, the round
 	// closes) pile up on its connection until MaxPending, then are refused.
 	dl := time.Now().Add(2 * time.Second)
