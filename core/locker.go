@@ -302,7 +302,7 @@ func (l *Locker) Extended(lock Lock, r *Round, now time.Time) (Lock, error) {
 	switch {
 	case r.tally.Vote() != VoteWon:
 		e := l.failure(OpExtend, lock.key, &r.tally)
-		if e.Kind == ErrNotHeld || e.Kind == ErrTaken {
+		if (e.Kind == ErrNotHeld || e.Kind == ErrTaken) && !mutations.extendKeepsLostLock {
 			lock.lost = true
 		}
 		return lock, e

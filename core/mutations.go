@@ -7,4 +7,7 @@ var mutations struct {
 	// extendWithLockerDrift computes an extension's validity with the
 	// drift of the extending Locker's TTL instead of the lock's own.
 	extendWithLockerDrift bool
+	// extendKeepsLostLock returns a lock unchanged, still valid, from an
+	// extension that proved it lost.
+	extendKeepsLostLock bool
 }

@@ -1,0 +1,408 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+type clientState uint8
+
+const (
+	idle clientState = iota
+	acquiring
+	holding
+	extending
+	releasing
+)
+
+// client is one process contending for the key through the real core.
+type client struct {
+	w         *world
+	id        int
+	ppm       int64 // clock-rate error
+	locker    *core.Locker
+	extLocker *core.Locker // extends through it; the main Locker if unset
+	tokens    simTokens
+
+	crashed, paused bool
+	deferred        []event
+
+	state   clientState
+	acq     core.Acquisition
+	own     core.Round  // the extend or release round
+	round   *core.Round // the round being driven
+	roundID uint64
+	got     [core.MaxNodes]bool    // a reply or timeout was fed for node
+	replies [core.MaxNodes]message // the replies fed, for the hygiene check
+
+	acqID      int // global id of the current acquisition
+	lock       core.Lock
+	workEnd    time.Time // local
+	extendOnce bool      // this lock's extension was decided
+	using      bool
+	useStart   int64
+	lastSetEnd int64 // real end of the last round that set or extended the keys
+	timerGen   uint64
+}
+
+// use is one stretch of real time during which a client used a lock.
+type use struct {
+	client, acq int
+	start, end  int64
+}
+
+func (c *client) now() time.Time { return localAt(c.w.now, c.ppm) }
+
+// clientClock is a client's clock as the core reads it. The simulation
+// drives the core step by step, so nothing ever asks it to sleep.
+type clientClock struct{ c *client }
+
+func (k clientClock) Now() time.Time { return k.c.now() }
+func (clientClock) Sleep(time.Duration, <-chan struct{}) bool {
+	panic("sim: the core is driven step by step and never sleeps")
+}
+
+// simTokens draws tokens from the schedule's generator. With
+// SharedAttemptToken it repeats one token until the next acquisition.
+type simTokens struct {
+	c   *client
+	cur core.Token
+}
+
+func (t *simTokens) NewToken() core.Token {
+	if t.c.w.cfg.Faults.SharedAttemptToken && t.cur != (core.Token{}) {
+		return t.cur
+	}
+	t.cur = core.TokenFromUint64s(t.c.w.rng.Uint64()|1<<63, t.c.w.rng.Uint64())
+	return t.cur
+}
+
+type jitter struct{ w *world }
+
+func (j jitter) Uint64() uint64 { return j.w.rng.Uint64() }
+
+// names is the Driver a simulated client hands core.New: it names the
+// nodes; the simulation does the I/O.
+type names int
+
+func (n names) Nodes() int                       { return int(n) }
+func (n names) NodeName(i int) string            { return "sim:" + string(rune('0'+i)) }
+func (n names) Begin(context.Context) core.Batch { panic("sim: the core is driven step by step") }
+
+func newClient(w *world, id int, ppm int64) *client {
+	c := &client{w: w, id: id, ppm: ppm}
+	c.tokens.c = c
+	cfg := w.cfg
+	mk := func(ttl time.Duration) *core.Locker {
+		l, err := core.New(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
+			Retry: cfg.Retry, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{w}})
+		if err != nil {
+			panic("sim: " + err.Error())
+		}
+		return l
+	}
+	c.locker = mk(cfg.TTL)
+	c.extLocker = c.locker
+	if cfg.Faults.ExtendTTL > 0 {
+		c.extLocker = mk(cfg.Faults.ExtendTTL)
+	}
+	return c
+}
+
+// handle runs a client event, or defers it while the client is paused.
+func (c *client) handle(e event) {
+	if c.crashed {
+		return
+	}
+	if c.paused && e.kind != evResume {
+		c.deferred = append(c.deferred, e)
+		return
+	}
+	switch e.kind {
+	case evStart:
+		c.start()
+	case evReply:
+		c.answer(e.n, e.msg, e.msg.status)
+	case evTimeout:
+		c.answer(e.n, e.msg, core.StatusTimeout)
+	case evWake:
+		if c.state == acquiring && c.acq.Phase() == core.PhaseWait {
+			c.acq.Wake(c.now())
+			c.drive(c.acq.Round())
+		}
+	case evTimer:
+		if e.gen == c.timerGen {
+			c.timer()
+		}
+	case evPause:
+		c.pause(time.Duration(e.dur))
+	case evResume:
+		c.resume()
+	case evClientCrash:
+		c.crash()
+	}
+}
+
+// start begins an acquisition.
+func (c *client) start() {
+	if c.state != idle {
+		return
+	}
+	c.w.acqs++
+	c.acqID = c.w.acqs
+	c.tokens.cur = core.Token{}
+	a, err := c.locker.StartAcquire(key, c.now())
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
+	c.state, c.acq = acquiring, a
+	c.drive(c.acq.Round())
+}
+
+// drive starts a round and sends what it can.
+func (c *client) drive(r *core.Round) {
+	c.round = r
+	c.w.rounds++
+	c.roundID = c.w.rounds
+	c.got = [core.MaxNodes]bool{}
+	c.pump()
+}
+
+// pump sends every command the round has due, then checks whether it is
+// done.
+func (c *client) pump() {
+	for {
+		node, cmd, deadline, ok := c.round.Next(c.now())
+		if !ok {
+			break
+		}
+		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm)}
+		c.w.send(c.id, m)
+		c.w.schedule(event{at: m.deadline, kind: evTimeout, c: c.id, n: node, msg: m})
+	}
+	if c.round.Done() {
+		c.roundDone()
+	}
+}
+
+// answer feeds node's reply, or its timeout, to the current round.
+func (c *client) answer(n int, m message, s core.Status) {
+	if c.round == nil || m.round != c.roundID || c.got[n] {
+		return // a straggler of an earlier round, or already timed out
+	}
+	c.got[n] = true
+	c.replies[n] = m
+	c.replies[n].status = s
+	c.round.Receive(core.Reply{Node: n, Status: s})
+	c.pump()
+}
+
+func (c *client) roundDone() {
+	r, w := c.round, c.w
+	c.round = nil
+	switch c.state {
+	case acquiring:
+		if c.acq.Cleaning() {
+			c.checkHygiene(r)
+		}
+		c.acq.RoundDone(c.now())
+		switch c.acq.Phase() {
+		case core.PhaseRound:
+			c.drive(c.acq.Round())
+		case core.PhaseWait:
+			w.schedule(event{at: realAt(c.acq.WakeAt(), c.ppm), kind: evWake, c: c.id})
+		case core.PhaseDone:
+			lock, err := c.acq.Result()
+			if err != nil {
+				c.idle()
+				return
+			}
+			c.acquired(lock)
+		}
+	case extending:
+		lock, err := c.extLocker.Extended(c.lock, r, c.now())
+		c.lock = lock
+		c.state = holding
+		if err == nil {
+			w.res.Extensions++
+			c.lastSetEnd = w.now
+			if !c.using {
+				c.use()
+			}
+		} else if provedLost(r) {
+			if lock.ValidAt(c.now()) {
+				w.violation(&w.res.Violations.LostValid, "client %d: extend proved the lock lost (%v) but it is still valid", c.id, err)
+			}
+			c.release()
+			return
+		}
+		c.setTimer()
+	case releasing:
+		c.checkHygiene(r)
+		c.idle()
+	}
+}
+
+// provedLost reports whether an extend round's answers alone prove that
+// too few nodes hold the lock: the nodes that answered missing or held by
+// another token leave less than a quorum, whatever the rest would say.
+func provedLost(r *core.Round) bool {
+	t := r.Tally()
+	_, held, missing, _ := t.Counts()
+	return t.Nodes()-held-missing < t.Quorum()
+}
+
+// checkHygiene: after a release round, no node that answered still holds
+// the token, unless a command applied late (after its deadline) set it.
+func (c *client) checkHygiene(r *core.Round) {
+	tok := r.Command().Token
+	for n := range c.w.cfg.Nodes {
+		if !c.got[n] || c.replies[n].status == core.StatusTimeout || c.replies[n].status == core.StatusError {
+			continue
+		}
+		nd := &c.w.nodes[n]
+		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate {
+			c.w.violation(&c.w.res.Violations.Hygiene, "client %d: node %d still holds token %v after answering its release", c.id, n, tok)
+		}
+	}
+}
+
+func (c *client) idle() {
+	c.state = idle
+	c.w.schedule(event{at: c.w.now + c.w.between(c.w.cfg.Think[0], c.w.cfg.Think[1]), kind: evStart, c: c.id})
+}
+
+func (c *client) acquired(lock core.Lock) {
+	w := c.w
+	w.res.Acquisitions++
+	c.lock, c.state, c.extendOnce = lock, holding, false
+	c.lastSetEnd = w.now
+	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
+	w.noteAcquired(c)
+	if w.chance(w.cfg.Faults.PauseAfterAcquire) {
+		c.pause(time.Duration(w.between(0, w.cfg.Faults.MaxPause)))
+		return
+	}
+	c.use()
+}
+
+// use starts using the lock, if it is still valid (or validity is
+// ignored), and sets the timer for what comes next.
+func (c *client) use() {
+	if c.w.cfg.Faults.UsePastValidity || c.lock.ValidAt(c.now()) {
+		c.using, c.useStart = true, c.w.now
+		c.setTimer()
+		return
+	}
+	c.release()
+}
+
+func (c *client) stopUsing() {
+	if c.using {
+		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now})
+		c.using = false
+	}
+}
+
+// setTimer schedules the next moment the holder must act: its work done,
+// its validity over, or the time to extend.
+func (c *client) setTimer() {
+	c.timerGen++
+	at := realAt(c.workEnd, c.ppm)
+	if !c.w.cfg.Faults.UsePastValidity {
+		until := c.lock.ValidUntil()
+		at = min(at, realAt(until, c.ppm))
+		if c.wantsExtend() {
+			at = min(at, realAt(until.Add(-c.lock.Validity()/3), c.ppm))
+		}
+	}
+	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
+}
+
+// wantsExtend reports whether the holder will extend this lock: work
+// outlasts its validity, and the schedule drew it.
+func (c *client) wantsExtend() bool {
+	if c.extendOnce || c.state != holding || !c.workEnd.After(c.lock.ValidUntil()) {
+		return false
+	}
+	return true
+}
+
+func (c *client) timer() {
+	if c.state != holding && c.state != extending {
+		return
+	}
+	now := c.now()
+	f := &c.w.cfg.Faults
+	switch {
+	case !now.Before(c.workEnd):
+		c.stopUsing()
+		if c.state == holding {
+			c.release()
+		}
+	case !f.UsePastValidity && !c.lock.ValidAt(now):
+		c.stopUsing() // validity over: the lock is lost
+		if c.state == holding {
+			c.release()
+		}
+	case c.state == holding && c.wantsExtend() && c.lock.RemainingAt(now) <= c.lock.Validity()/3:
+		c.extendOnce = true
+		if !c.w.chance(f.Extend) {
+			c.setTimer()
+			return
+		}
+		r, err := c.extLocker.StartExtend(c.lock, now)
+		if err != nil {
+			c.setTimer()
+			return
+		}
+		c.state, c.own = extending, r
+		c.setTimer() // validity may end while the round runs
+		c.drive(&c.own)
+	default:
+		c.setTimer()
+	}
+}
+
+func (c *client) release() {
+	c.stopUsing()
+	c.timerGen++
+	r, err := c.locker.StartRelease(c.lock, c.now())
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
+	c.state, c.own = releasing, r
+	c.drive(&c.own)
+}
+
+func (c *client) pause(d time.Duration) {
+	if c.paused || c.crashed {
+		return
+	}
+	c.w.res.Faults.ClientPauses++
+	c.paused = true
+	c.stopUsing() // a paused process uses nothing
+	c.w.schedule(event{at: c.w.now + int64(d), kind: evResume, c: c.id})
+}
+
+// resume replays the events that came during the pause, then, if the
+// client holds the lock, re-checks its validity before using it again.
+func (c *client) resume() {
+	c.paused = false
+	for _, e := range c.deferred {
+		e.at = c.w.now
+		c.w.schedule(e)
+	}
+	c.deferred = c.deferred[:0]
+	if c.state == holding && !c.using {
+		c.use()
+	}
+}
+
+func (c *client) crash() {
+	c.w.res.Faults.ClientCrashes++
+	c.stopUsing()
+	c.crashed = true
+}

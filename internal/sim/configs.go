@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+const (
+	ms = time.Millisecond
+	us = time.Microsecond
+)
+
+// Assumed returns a configuration within every assumption of the
+// algorithm, for n nodes and fan-out fo, with every fault the assumptions
+// allow: latency, loss, timed-out commands applied late, a node crash with
+// a restart delayed past the TTL, clock-rate errors of up to ±0.5% on every
+// client and node (so at most 1% apart, the default drift factor), client
+// pauses (before the first use too), and extensions, some through a
+// Locker with another TTL. Its schedules must show no violation.
+func Assumed(n int, fo core.FanOut) Config {
+	ttl := 200 * ms
+	return Config{
+		Name:        "assumed N=" + strconv.Itoa(n) + " " + fo.String(),
+		Nodes:       n,
+		Clients:     4,
+		FanOut:      fo,
+		TTL:         ttl,
+		NodeTimeout: 10 * ms,
+		Retry:       core.RandomDelay(3, 2*ms, 20*ms),
+		Length:      time.Second,
+		Latency:     [2]time.Duration{50 * us, 3 * ms},
+		Work:        [2]time.Duration{0, 2 * ttl},
+		Think:       [2]time.Duration{0, 20 * ms},
+		Faults: Faults{
+			Loss:              0.02,
+			Late:              0.02,
+			LateBy:            ttl,
+			NodeCrashes:       1,
+			RestartDelay:      [2]time.Duration{ttl * 11 / 10, 2 * ttl},
+			ClientPPM:         5000,
+			NodePPM:           5000,
+			Pauses:            2,
+			MaxPause:          ttl,
+			PauseAfterAcquire: 0.1,
+			Extend:            0.7,
+			ExtendTTL:         ttl / 4,
+		},
+	}
+}
+
+// AssumedPersistent is Assumed with nodes that keep their data (appendonly
+// with fsync always) and so may restart at once.
+func AssumedPersistent(n int, fo core.FanOut) Config {
+	c := Assumed(n, fo)
+	c.Name = "persistent, instant restart N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Faults.NodeCrashes = 2
+	c.Faults.Persistent = true
+	c.Faults.RestartDelay = [2]time.Duration{0, ms}
+	return c
+}
+
+// AssumedWorstClocks is Assumed with every client clock 0.5% slow and
+// every node clock 0.5% fast: 1% apart, the most the drift factor allows.
+func AssumedWorstClocks(n int, fo core.FanOut) Config {
+	c := Assumed(n, fo)
+	c.Name = "clocks 1% apart N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL} // used to the end of validity
+	c.Faults.WorstClocks = true
+	return c
+}
+
+// Liveness is a fault-free configuration but for clock-rate errors, in
+// which one client crashes while it holds the lock: another must acquire
+// soon after the keys expire.
+func Liveness(n int, fo core.FanOut) Config {
+	c := Assumed(n, fo)
+	c.Name = "holder crash, liveness N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Clients = 3
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000, HolderCrash: true}
+	return c
+}
+
+// Broken configurations: each breaks one assumption of the algorithm, or
+// re-introduces a fixed bug, and its schedules must show violations.
+
+// InstantRestart restarts crashed nodes at once, empty.
+func InstantRestart(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "broken: instant restart without persistence N=" + strconv.Itoa(n)
+	c.Faults.NodeCrashes = 3
+	c.Faults.RestartDelay = [2]time.Duration{0, ms}
+	return c
+}
+
+// FastNodeClocks lets clocks drift apart by up to 6%, beyond the 1% factor.
+func FastNodeClocks(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "broken: clock rates 6% apart N=" + strconv.Itoa(n)
+	c.Clients = 6
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL} // used to the end of validity
+	c.Faults.Extend = 0
+	c.Faults.ClientPPM, c.Faults.NodePPM = 30_000, 30_000
+	return c
+}
+
+// PastValidity has holders use the lock past its validity, as a process
+// paused after its last check does (Kleppmann's scenario).
+func PastValidity(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "broken: lock used past its validity N=" + strconv.Itoa(n)
+	c.Faults.UsePastValidity = true
+	return c
+}
+
+// SharedToken makes every attempt of an acquisition hold one token, the
+// core's bug before each attempt drew its own: a late cleanup of a failed
+// attempt then deletes the key the winning attempt set.
+func SharedToken(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "bug: one token for every attempt N=" + strconv.Itoa(n)
+	c.Clients = 6
+	c.Faults.Late = 0.1
+	c.Faults.SharedAttemptToken = true
+	return c
+}
+
+// ShortExtendLocker extends 1 s locks through a Locker with a 20 ms TTL,
+// with clocks 1% apart: it passes with the lock's own drift (12 ms), and
+// breaks when an extension takes the extending Locker's (2.2 ms), the
+// core's bug before extension kept the lock's drift.
+func ShortExtendLocker(n int) Config {
+	ttl := time.Second
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "extend through a 20 ms Locker, clocks 1% apart N=" + strconv.Itoa(n)
+	c.TTL, c.Length = ttl, 3*time.Second
+	c.Clients = 5
+	c.Work = [2]time.Duration{2 * ttl, 3 * ttl}
+	c.Retry = core.RandomDelay(100, ms, 3*ms)
+	c.NodeTimeout = 5 * ms
+	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000, WorstClocks: true, Extend: 1, ExtendTTL: 20 * ms}
+	return c
+}

@@ -1,0 +1,188 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// holderCrash is the liveness checker's state: which holder crashed, and
+// by when another client must have acquired.
+type holderCrash struct {
+	done     bool
+	client   int
+	at       int64
+	deadline int64 // real time
+	met      bool
+}
+
+// Run runs one schedule of cfg drawn from seed and returns what it did
+// and found. The same cfg and seed always give the same Result.
+func Run(cfg Config, seed uint64) Result {
+	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	w.res.Schedules = 1
+	f := &cfg.Faults
+	w.nodes = make([]node, cfg.Nodes)
+	for i := range w.nodes {
+		w.nodes[i] = node{ppm: w.ppm(f.NodePPM), up: true}
+		if f.WorstClocks {
+			w.nodes[i].ppm = f.NodePPM
+		}
+	}
+	w.lastDelivery = make([][]int64, cfg.Clients)
+	for i := range cfg.Clients {
+		w.lastDelivery[i] = make([]int64, cfg.Nodes)
+		ppm := w.ppm(f.ClientPPM)
+		if f.WorstClocks {
+			ppm = -f.ClientPPM
+		}
+		w.clients = append(w.clients, newClient(w, i, ppm))
+		w.schedule(event{at: w.between(0, cfg.Think[1]), kind: evStart, c: i})
+	}
+	length := int64(cfg.Length)
+	for range f.NodeCrashes {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evNodeCrash, n: w.rng.IntN(cfg.Nodes)})
+	}
+	for range f.Pauses {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evPause, c: w.rng.IntN(cfg.Clients),
+			dur: w.between(0, f.MaxPause)})
+	}
+	if f.HolderCrash {
+		// Early enough that the keys expire, and someone reacquires,
+		// well within the schedule.
+		w.schedule(event{at: w.rng.Int64N(length / 3), kind: evClientCrash, c: -1})
+	}
+	for len(w.queue) > 0 {
+		e := w.pop()
+		if e.at > length {
+			break
+		}
+		w.now = e.at
+		w.dispatch(e)
+	}
+	w.now = length
+	for _, c := range w.clients {
+		c.stopUsing()
+	}
+	w.checkExclusion()
+	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
+		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
+			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
+	}
+	return w.res
+}
+
+func (w *world) dispatch(e event) {
+	switch e.kind {
+	case evRequest:
+		w.deliver(e)
+	case evNodeCrash:
+		n := &w.nodes[e.n]
+		if !n.up {
+			return
+		}
+		w.res.Faults.NodeCrashes++
+		n.up = false
+		if !w.cfg.Faults.Persistent {
+			n.has = false // the data set is gone with the process
+			w.res.Faults.EmptyRestarts++
+		}
+		d := w.cfg.Faults.RestartDelay
+		w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: e.n})
+	case evNodeRestart:
+		w.nodes[e.n].up = true
+	case evClientCrash:
+		if e.c < 0 {
+			w.crashHolder()
+			return
+		}
+		w.clients[e.c].handle(e)
+	default:
+		w.clients[e.c].handle(e)
+	}
+}
+
+// crashHolder crashes a client that is using the lock, or tries again a
+// little later, and sets the liveness deadline: the keys expire at most
+// TTL after the round that last set them ended, on the fastest node clock;
+// then a contender needs at most one think time or retry delay and a few
+// rounds, each bounded by the node timeout.
+func (w *world) crashHolder() {
+	for _, c := range w.clients {
+		if c.using && !c.crashed && !c.paused {
+			cfg := w.cfg
+			expire := c.lastSetEnd + int64(cfg.TTL)*1_000_000/(1_000_000-cfg.Faults.NodePPM) + 1
+			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + 4*int64(cfg.NodeTimeout)
+			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: expire + slack}
+			c.handle(event{kind: evClientCrash, c: c.id})
+			if cfg.Faults.DownAfterCrash {
+				for i := range w.nodes {
+					w.nodes[i].up = false
+				}
+			}
+			return
+		}
+	}
+	w.schedule(event{at: w.now + int64(time.Millisecond), kind: evClientCrash, c: -1})
+}
+
+// noteAcquired feeds the liveness checker.
+func (w *world) noteAcquired(c *client) {
+	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
+		cr.met = true
+		if w.now > cr.deadline {
+			w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; client %d acquired only at %v, after %v",
+				cr.client, time.Duration(cr.at), c.id, time.Duration(w.now), time.Duration(cr.deadline))
+		}
+	}
+}
+
+// checkExclusion counts pairs of uses by different acquisitions that
+// overlap in real time.
+func (w *world) checkExclusion() {
+	slices.SortFunc(w.uses, func(a, b use) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	for i, a := range w.uses {
+		for _, b := range w.uses[i+1:] {
+			if b.start >= a.end {
+				break
+			}
+			if a.acq != b.acq && b.end > b.start && a.end > a.start {
+				w.violation(&w.res.Violations.Exclusion, "client %d (acquisition %d) used the lock in [%v, %v) while client %d (acquisition %d) used it from %v",
+					a.client, a.acq, time.Duration(a.start), time.Duration(a.end), b.client, b.acq, time.Duration(b.start))
+			}
+		}
+	}
+}
+
+// Campaign runs schedules seeds first, first+1, ... of cfg on every CPU and
+// adds up their results.
+func Campaign(cfg Config, first uint64, schedules int) Result {
+	workers := min(runtime.GOMAXPROCS(0), max(schedules, 1))
+	results := make([]Result, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := k; s < schedules; s += workers {
+				results[k].add(Run(cfg, first+uint64(s)))
+			}
+		}()
+	}
+	wg.Wait()
+	var total Result
+	for _, r := range results {
+		total.add(r)
+	}
+	return total
+}

@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// schedulesPerConfig keeps go test well under a minute for every
+// configuration below; cmd/redlock-sim runs the long campaigns (CI runs it
+// too, without the race detector).
+var schedulesPerConfig = map[bool]int{false: 200, true: 40}[raceEnabled]
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestWithinAssumptions: no checker finds anything in any schedule that
+// keeps the algorithm's assumptions, for N in {3, 5, 7} and both fan-outs,
+// while faults are injected.
+func TestWithinAssumptions(t *testing.T) {
+	var configs []Config
+	for _, n := range []int{3, 5, 7} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			configs = append(configs, Assumed(n, fo), AssumedPersistent(n, fo), AssumedWorstClocks(n, fo), Liveness(n, fo))
+		}
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			// The schedules must have done something worth checking.
+			if r.Acquisitions < schedulesPerConfig {
+				t.Fatalf("only %d acquisitions in %d schedules", r.Acquisitions, r.Schedules)
+			}
+			f := r.Faults
+			switch {
+			case cfg.Faults.HolderCrash && f.ClientCrashes != schedulesPerConfig:
+				t.Fatalf("%d holder crashes in %d schedules", f.ClientCrashes, r.Schedules)
+			case !cfg.Faults.HolderCrash && (f.Lost == 0 || f.Late == 0 || f.NodeCrashes == 0 || f.ClientPauses == 0 || r.Extensions == 0):
+				t.Fatalf("faults not injected: %+v, %d extensions", f, r.Extensions)
+			}
+		})
+	}
+}
+
+// TestCheckersSeeBrokenAssumptions: each broken assumption, and the bug of
+// one token shared by every attempt, makes the checkers report violations:
+// they are not blind.
+func TestCheckersSeeBrokenAssumptions(t *testing.T) {
+	for _, tc := range []struct {
+		cfg       Config
+		schedules int
+	}{
+		{InstantRestart(3), schedulesPerConfig},
+		{FastNodeClocks(3), 5 * schedulesPerConfig},
+		{PastValidity(3), schedulesPerConfig},
+		{SharedToken(3), schedulesPerConfig},
+	} {
+		t.Run(tc.cfg.Name, func(t *testing.T) {
+			r := Campaign(tc.cfg, 1, tc.schedules)
+			if r.Violations.Exclusion == 0 {
+				t.Fatalf("no mutual-exclusion violation in %d schedules: %+v", r.Schedules, r.Violations)
+			}
+			t.Logf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+		})
+	}
+}
+
+// TestDeterministic: a schedule is a function of its configuration and
+// seed.
+func TestDeterministic(t *testing.T) {
+	cfg := Assumed(5, core.Multiplexed)
+	for seed := uint64(1); seed < 20; seed++ {
+		if a, b := Run(cfg, seed), Run(cfg, seed); a != b {
+			t.Fatalf("seed %d: %+v then %+v", seed, a, b)
+		}
+	}
+}
+
+// TestClocks: local and real readings convert both ways without letting a
+// client read its deadline early.
+func TestClocks(t *testing.T) {
+	for _, ppm := range []int64{-30000, -5000, -1, 0, 1, 4999, 30000} {
+		for _, ns := range []int64{0, 1, 999, 1e6 + 7, 123456789, 5e9 + 3} {
+			l := localAt(ns, ppm)
+			back := realAt(l, ppm)
+			if localAt(back, ppm).Before(l) || (back > 0 && !localAt(back-1, ppm).Before(l)) {
+				t.Fatalf("ppm %d, t %d: realAt(localAt) = %d is not the earliest time reading %v", ppm, ns, back, l)
+			}
+		}
+	}
+}
+
+// TestHygieneCheckerSeesBrokenOrder: a network that lets a release overtake
+// the SET it undoes (a driver breaking core.Batch's order rule) leaves keys
+// behind on nodes that answered, and the hygiene checker says so.
+func TestHygieneCheckerSeesBrokenOrder(t *testing.T) {
+	cfg := Assumed(3, core.Multiplexed)
+	cfg.Faults = Faults{Reorder: 0.5}
+	cfg.Work = [2]time.Duration{0, ms}
+	r := Campaign(cfg, 1, schedulesPerConfig)
+	if r.Violations.Hygiene == 0 {
+		t.Fatalf("no hygiene violation in %d schedules: %+v", r.Schedules, r.Violations)
+	}
+	t.Logf("%+v; first: %s", r.Violations, r.First)
+}
+
+// TestLivenessCheckerSeesNoProgress: when every node goes down as the
+// holder crashes, nobody can acquire, and the liveness checker says so.
+func TestLivenessCheckerSeesNoProgress(t *testing.T) {
+	cfg := Liveness(3, core.Multiplexed)
+	cfg.Faults.DownAfterCrash = true
+	r := Campaign(cfg, 1, 50)
+	if r.Violations.Liveness == 0 {
+		t.Fatalf("no liveness violation: %+v", r.Violations)
+	}
+}

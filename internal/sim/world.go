@@ -1,0 +1,298 @@
+// Package sim is a deterministic simulation of Redlock that drives the real
+// core (core.Acquisition and core.Round, the code the blocking Locker runs)
+// against simulated Redis nodes, a simulated network and simulated
+// clients, in virtual time, single-threaded, reproducible from a seed.
+//
+// A schedule is one run: N nodes, several clients contending for one key,
+// and faults drawn from the seed: message latency and loss, timed-out
+// commands applied late (what core.Batch allows), node crashes and
+// restarts with or without their data, clock-rate errors per client and
+// per node, client pauses and client crashes. Checkers watch every
+// schedule:
+//
+//   - mutual exclusion: no two acquisitions are in use at the same real
+//     instant;
+//   - liveness: after a holder crashes, another client acquires within the
+//     key's expiry plus one retry delay and two rounds;
+//   - release hygiene: no key of a released or cleaned-up token survives
+//     on a node that answered the release, unless a timed-out command set
+//     it late;
+//   - no lock is reported valid after a round proved a majority lost.
+//
+// Clients use a lock only while core.Lock.ValidAt says so on their own
+// clock, re-checked after every pause: the "work within validity"
+// assumption. Config can break each of the algorithm's assumptions, so that
+// tests can show the checkers find what then goes wrong.
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// epoch is where every clock's local reading starts.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const key = "sim"
+
+// world is one schedule's state. Time is real time in nanoseconds since the
+// schedule began; clients and nodes read it through their own rates.
+type world struct {
+	cfg     Config
+	seed    uint64
+	rng     *rand.Rand
+	now     int64
+	seq     uint64
+	queue   []slot  // a binary min-heap on (at, seq)
+	slab    []event // the queued events, by slot index
+	free    []int32 // free slab indices
+	nodes   []node
+	clients []*client
+	res     Result
+	// lastDelivery[c][n] is when the latest in-order message from client c
+	// reached node n: in-order messages never overtake each other, as on
+	// one connection (core.Batch's order rule).
+	lastDelivery [][]int64
+	uses         []use
+	rounds       uint64 // round ids, so stale replies are recognised
+	acqs         int    // acquisition ids
+	crash        *holderCrash
+}
+
+// event is something that happens at a real instant.
+type event struct {
+	at   int64
+	kind eventKind
+	c    int // client
+	n    int // node
+	msg  message
+	gen  uint64 // client timer generation, for timer events
+	dur  int64  // a pause's length
+}
+
+type eventKind uint8
+
+const (
+	evRequest     eventKind = iota + 1 // msg reaches node n
+	evReply                            // msg's reply reaches client c
+	evTimeout                          // msg's deadline passes at client c
+	evWake                             // client c's retry delay ends
+	evTimer                            // client c's work or validity timer fires
+	evPause                            // client c pauses
+	evResume                           // client c resumes
+	evClientCrash                      // client c crashes
+	evNodeCrash                        // node n crashes
+	evNodeRestart                      // node n restarts
+	evStart                            // client c starts its next acquisition
+)
+
+// message is one command and, once applied, its reply.
+type message struct {
+	round     uint64
+	cmd       core.Command
+	node      int
+	status    core.Status
+	appliedAt int64 // real time the node applied it, or -1
+	late      bool  // delivered after its deadline, out of order
+	deadline  int64 // real time
+}
+
+// slot orders one event in the queue. It holds no pointer, so the heap's
+// swaps cost no write barriers; the event itself stays in w.slab.
+type slot struct {
+	at  int64
+	seq uint64
+	idx int32
+}
+
+func (a slot) before(b slot) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
+
+func (w *world) schedule(e event) {
+	w.seq++
+	var idx int32
+	if n := len(w.free); n > 0 {
+		idx, w.free = w.free[n-1], w.free[:n-1]
+		w.slab[idx] = e
+	} else {
+		idx = int32(len(w.slab))
+		w.slab = append(w.slab, e)
+	}
+	w.queue = append(w.queue, slot{at: e.at, seq: w.seq, idx: idx})
+	q := w.queue
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q[i].before(q[p]) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+// pop removes and returns the earliest event.
+func (w *world) pop() event {
+	q := w.queue
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	q = q[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && q[l].before(q[m]) {
+			m = l
+		}
+		if r < last && q[r].before(q[m]) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	w.queue = q
+	e := w.slab[top.idx]
+	w.slab[top.idx] = event{}
+	w.free = append(w.free, top.idx)
+	return e
+}
+
+// between returns a uniform duration in [lo, hi].
+func (w *world) between(lo, hi time.Duration) int64 {
+	if hi <= lo {
+		return int64(lo)
+	}
+	return int64(lo) + w.rng.Int64N(int64(hi-lo)+1)
+}
+
+func (w *world) chance(p float64) bool { return p > 0 && w.rng.Float64() < p }
+
+// ppm returns a clock-rate error in [-max, max] parts per million.
+func (w *world) ppm(max int64) int64 {
+	if max <= 0 {
+		return 0
+	}
+	return w.rng.Int64N(2*max+1) - max
+}
+
+// localAt returns the reading of a clock with rate error ppm at real time t.
+func localAt(t, ppm int64) time.Time {
+	return epoch.Add(time.Duration(t + t*ppm/1_000_000))
+}
+
+// realAt returns the earliest real time at which a clock with rate error ppm
+// reads at least l.
+func realAt(l time.Time, ppm int64) int64 {
+	d := int64(l.Sub(epoch))
+	if d <= 0 {
+		return 0
+	}
+	num, den := d*1_000_000, 1_000_000+ppm
+	t := num / den
+	if num%den != 0 {
+		t++
+	}
+	// localAt truncates: step to the exact earliest reading.
+	for t > 0 && (t-1)+(t-1)*ppm/1_000_000 >= d {
+		t--
+	}
+	for t+t*ppm/1_000_000 < d {
+		t++
+	}
+	return t
+}
+
+// node is one Redis master holding at most the one key.
+type node struct {
+	ppm   int64 // clock-rate error: expiry runs on the node's clock
+	up    bool
+	has   bool
+	tok   core.Token
+	exp   int64 // node-clock nanoseconds at which the key expires
+	setAt int64 // real time the key's value was set
+	// setLate: the command that set it was applied after its deadline.
+	setLate bool
+}
+
+func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
+
+func (n *node) alive(t int64) bool { return n.has && n.clock(t) < n.exp }
+
+// apply runs cmd at real time t, as redis-server and the scripts do.
+func (n *node) apply(m *message, t int64) core.Status {
+	cmd := m.cmd
+	if n.has && !n.alive(t) {
+		n.has = false
+	}
+	switch cmd.Op {
+	case core.OpAcquire:
+		if n.has {
+			return core.StatusHeld
+		}
+		n.has, n.tok, n.exp, n.setAt, n.setLate = true, cmd.Token, n.clock(t)+int64(cmd.TTL), t, m.late
+		return core.StatusOK
+	case core.OpRelease:
+		switch {
+		case !n.has:
+			return core.StatusMissing
+		case n.tok != cmd.Token:
+			return core.StatusHeld
+		}
+		n.has = false
+		return core.StatusOK
+	default: // OpExtend
+		switch {
+		case !n.has:
+			return core.StatusMissing
+		case n.tok != cmd.Token:
+			return core.StatusHeld
+		}
+		n.exp = n.clock(t) + int64(cmd.TTL)
+		return core.StatusOK
+	}
+}
+
+// send puts m from client c on the wire to its node at the current time.
+func (w *world) send(c int, m message) {
+	f := &w.cfg.Faults
+	lat := w.between(w.cfg.Latency[0], w.cfg.Latency[1])
+	switch {
+	case w.chance(f.Loss):
+		w.res.Faults.Lost++
+		return
+	case w.chance(f.Late):
+		// Held up past its deadline and delivered out of order, as when a
+		// driver gives up a connection and the server reads it later.
+		w.res.Faults.Late++
+		m.late = true
+		w.schedule(event{at: max(m.deadline, w.now) + 1 + w.between(0, f.LateBy), kind: evRequest, c: c, n: m.node, msg: m})
+		return
+	}
+	if w.chance(f.Reorder) && m.deadline > w.now+lat {
+		w.schedule(event{at: w.now + lat, kind: evRequest, c: c, n: m.node, msg: m})
+		return
+	}
+	at := max(w.now+lat, w.lastDelivery[c][m.node]+1)
+	w.lastDelivery[c][m.node] = at
+	w.schedule(event{at: at, kind: evRequest, c: c, n: m.node, msg: m})
+}
+
+// deliver applies a request at its node and sends the reply back.
+func (w *world) deliver(e event) {
+	n := &w.nodes[e.n]
+	m := e.msg
+	m.appliedAt = -1
+	if n.up {
+		m.status = n.apply(&m, w.now)
+		m.appliedAt = w.now
+	} else {
+		m.status = core.StatusError // connection refused
+	}
+	if w.chance(w.cfg.Faults.Loss) {
+		w.res.Faults.Lost++
+		return
+	}
+	w.schedule(event{at: w.now + w.between(w.cfg.Latency[0], w.cfg.Latency[1]), kind: evReply, c: e.c, n: e.n, msg: m})
+}
