@@ -216,8 +216,9 @@ func plural(n int, one, many string) string {
 }
 
 // benchKey matches the quoted lock key of a benchmark cell in an error
-// text; the key only repeats the cell's coordinates.
-var benchKey = regexp.MustCompile(`"bench:[^"]*"`)
+// text, with the length the core adds when it quotes only a key's start;
+// the key only repeats the cell's coordinates.
+var benchKey = regexp.MustCompile(`"bench:[^"]*"(\.\.\. \([0-9]+ bytes\))?`)
 
 // errorText returns the first line of an error text with the cell's lock
 // key elided.
