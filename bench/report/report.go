@@ -183,8 +183,7 @@ func ErrorSummary(w io.Writer, recs []matrix.Record) error {
 		if _, ok := cells[t]; !ok {
 			texts = append(texts, t)
 		}
-		cells[t] = append(cells[t], fmt.Sprintf("%s %s N=%d %s, %s clients: %d of %d pairs failed",
-			r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients(r), r.Errors, r.Ops))
+		cells[t] = append(cells[t], fmt.Sprintf("%s: %d of %d pairs failed", cellName(r), r.Errors, r.Ops))
 	}
 	if n == 0 {
 		return nil
@@ -199,6 +198,16 @@ func ErrorSummary(w io.Writer, recs []matrix.Record) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cellName names a cell in words: "redlock+redigo loopback N=5
+// multiplexed, 32 clients on 1 key".
+func cellName(r matrix.Record) string {
+	c := fmt.Sprintf("%d %s", r.Clients, plural(r.Clients, "client", "clients"))
+	if r.SharedKey {
+		c += " on 1 key"
+	}
+	return fmt.Sprintf("%s %s N=%d %s, %s", r.Subject(), r.Scenario, r.Nodes, r.FanOut, c)
 }
 
 func clients(r matrix.Record) string {
@@ -317,8 +326,8 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	if len(failed) > 0 {
 		b.WriteString("\n## Errors\n\nThe first error of each cell that had any (the lock key elided; full text in run.json).\n\n")
 		for _, r := range failed {
-			fmt.Fprintf(&b, "- %s %s N=%d %s, %s clients: %d of %d pairs failed; first: `%s`\n",
-				r.Subject(), r.Scenario, r.Nodes, r.FanOut, clients(r), r.Errors, r.Ops, strings.ReplaceAll(errorText(r.FirstError), "`", "'"))
+			fmt.Fprintf(&b, "- %s: %d of %d pairs failed; first: `%s`\n",
+				cellName(r), r.Errors, r.Ops, strings.ReplaceAll(errorText(r.FirstError), "`", "'"))
 		}
 	}
 	if len(plots) > 0 {

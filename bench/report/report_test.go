@@ -133,7 +133,7 @@ func fullRun() []matrix.Record {
 		case i == 11:
 			// The same error, its key quoted the way the core cuts a long one.
 			r.Errors, r.FirstError = int64(i), strings.Replace(quorum, `clients=32:16"`, `"... (99 bytes)`, 1)
-		case i == 20:
+		case i == 15:
 			r.Errors, r.FirstError = 12345, "dial tcp 127.0.0.1:6379: connect: connection refused\nsecond line"
 		}
 		recs = append(recs, r)
@@ -186,7 +186,7 @@ func TestErrorSummary(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("redlock+mem loopback N=1 multiplexed, 32 clients: 3 of %d pairs failed", recs[3].Ops),
-		"12345 of",
+		"redlock+redigo loopback N=1 multiplexed, 1 client: 12345 of",
 		`redlock: quorum unreachable: acquire "<key>"; timeout on node 0`,
 		"dial tcp 127.0.0.1:6379: connect: connection refused",
 	} {
