@@ -1,0 +1,92 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+// FuzzPublicAPI feeds arbitrary configurations, keys and tokens to New,
+// Acquire, AcquireToken, Extend, Release and the step-wise API: nothing
+// panics, and every error matches exactly one of the package's sentinels.
+func FuzzPublicAPI(f *testing.F) {
+	f.Add(3, int64(1000), int64(10_000), int64(2), int64(50), 3, uint8(0), "k", uint64(1), uint64(1), int64(5))
+	f.Add(0, int64(-1), int64(-5), int64(-1), int64(-1), 0, uint8(9), "", uint64(0), uint64(0), int64(-3))
+	f.Add(33, int64(1), int64(999_999), int64(0), int64(0), 1, uint8(1), string(make([]byte, 5000)), uint64(0), uint64(7), int64(1<<40))
+	f.Add(5, int64(3), int64(0), int64(1), int64(2), 100, uint8(1), "\x00\xff", uint64(1<<63), uint64(0), int64(0))
+	f.Fuzz(func(t *testing.T, nodes int, ttlMS, driftPPM, driftMS, timeoutMS int64, tries int, fanOut uint8,
+		key string, hi, lo uint64, advanceMS int64) {
+		if nodes < -1 || nodes > core.MaxNodes+2 {
+			nodes %= core.MaxNodes + 2
+		}
+		clock := memnode.NewManualClock(epoch)
+		n := max(nodes, 0)
+		c := memnode.New(n, clock)
+		cfg := core.Config{
+			TTL: time.Duration(ttlMS) * time.Millisecond, DriftPPM: driftPPM, DriftFixed: time.Duration(driftMS) * time.Millisecond,
+			NodeTimeout: time.Duration(timeoutMS) * time.Millisecond, FanOut: core.FanOut(fanOut),
+			Retry: core.RandomDelay(tries%8, time.Millisecond, 3*time.Millisecond),
+			Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(hi),
+		}
+		l, err := core.New(c, cfg)
+		if err != nil {
+			requireKind(t, err, core.ErrInvalidConfig)
+			return
+		}
+		ctx := context.Background()
+		lock, err := l.AcquireToken(ctx, key, core.TokenFromUint64s(hi, lo))
+		if err != nil {
+			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld)
+		}
+		clock.Advance(time.Duration(advanceMS) * time.Millisecond % (time.Hour))
+		if _, err := l.Extend(ctx, lock); err != nil {
+			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld, core.ErrExtensionLimit)
+		}
+		if err := l.Release(ctx, lock); err != nil {
+			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld)
+		}
+		_ = lock.RemainingAt(clock.Now())
+		// The step-wise API with replies from nodes that do not exist or
+		// repeat: ignored, never a panic.
+		a, err := l.StartAcquire(key, clock.Now())
+		if err != nil {
+			requireKind(t, err, core.ErrInvalidConfig)
+			return
+		}
+		r := a.Round()
+		for i := 0; i < 3*l.Nodes() && !r.Done(); i++ {
+			if node, _, _, ok := r.Next(clock.Now()); ok {
+				r.Receive(core.Reply{Node: node, Status: core.Status(i%6 + int(lo%3))})
+			}
+			r.Receive(core.Reply{Node: int(int64(hi) % 64), Status: core.Status(hi % 7)})
+		}
+		a.RoundDone(clock.Now())
+		a.Cancel(clock.Now(), context.Canceled)
+		_, _ = a.Result()
+	})
+}
+
+// requireKind fails unless err matches exactly one of kinds.
+func requireKind(t *testing.T, err error, kinds ...error) {
+	t.Helper()
+	all := []error{core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld, core.ErrCancelled, core.ErrExtensionLimit}
+	matched := 0
+	for _, k := range all {
+		if errors.Is(err, k) {
+			matched++
+		}
+	}
+	if matched != 1 {
+		t.Fatalf("error %v matches %d sentinels", err, matched)
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k) {
+			return
+		}
+	}
+	t.Fatalf("error %v is none of %v", err, kinds)
+}
