@@ -164,7 +164,7 @@ allocations and goroutines per pair, the project's performance targets, and
 plots.
 
 With no flags it runs 114 cells of 0.5 s each (400 ms measured after 100 ms
-of warm-up): about a minute, plus 1 to 2 minutes on the first run to compile
+of warm-up): about a minute, plus 1 to 4 minutes on a first run to compile
 this command and the peer libraries. It starts redis-server processes on
 loopback, or in-process miniredis servers if redis-server is not installed
 (those figures are not a real deployment). Results go to the terminal and to
