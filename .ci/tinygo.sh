@@ -25,6 +25,9 @@ TG=$BUILD/tinygo
 STAMP=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
 env_line="export PATH=\"$TG/build:$GOBIN_DIR:\$PATH\" TINYGOROOT=\"$TG\""
 
+# Progress lines with seconds since start, so a CI log shows where time goes.
+step() { echo "-- tinygo.sh ${SECONDS}s: $*"; }
+
 built() { [ -x "$TG/build/tinygo" ] && [ "$(cat "$BUILD/.done" 2>/dev/null)" = "$STAMP" ]; }
 
 build() {
@@ -32,6 +35,7 @@ build() {
   mkdir -p "$BUILD"
   rm -f "$BUILD/.done"
 
+  step "1. apt packages"
   # 1. Toolchain packages: LLVM 19 to link against, clang and wasm-ld to
   #    build the C libraries, binaryen for wasm-opt, g++ for cgo (TinyGo's
   #    LLVM bindings have C++ files), dpkg-dev for apt-get source.
@@ -39,6 +43,7 @@ build() {
   apt-get install -y -qq --no-install-recommends \
     llvm-19-dev libclang-19-dev clang-19 lld-19 binaryen g++ dpkg-dev >/dev/null
 
+  step "2. TinyGo source"
   # 2. TinyGo source from the module proxy.
   local dir
   dir=$(go mod download -json "github.com/tinygo-org/tinygo@$TGV" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
@@ -80,9 +85,11 @@ func (*Flasher) Reset()                                          {}
 GO
   (cd "$TG" && go mod edit -replace "tinygo.org/x/espflasher=$stub")
 
+  step "4. go build tinygo"
   # 4. Build against Debian's libLLVM-19 / libclang-19.
   (cd "$TG" && CGO_ENABLED=1 go build -o build/tinygo -tags "llvm19 osusergo" .)
 
+  step "5. wasi-libc and compiler-rt sources"
   # 5. The C library sources the module zip lacks (they are git submodules
   #    upstream) come from Debian bookworm's source packages, fetched through
   #    a private deb-src list so the system's apt configuration is untouched.
@@ -163,6 +170,7 @@ J
   grep -q '^globalThis.crypto ??= require("crypto");$' "$TG/targets/wasm_exec_node.js"
 
   echo "$STAMP" > "$BUILD/.done"
+  step "built"
 }
 
 # Everything but the PATH line goes to stderr, for eval.
