@@ -48,6 +48,12 @@ func RunDriver(t *testing.T, dial Dialer) {
 		d := open(t, []string{deadAddr(t), deadAddr(t)})
 		assert.Equal(t, core.StatusError, SendOne(d, 0, acquireCmd("x"), time.Second).Status)
 	})
+	t.Run("same-server-two-names", func(t *testing.T) {
+		srv := startServers(t, 1, redistest.Options{})[0]
+		_, err := dial([]string{srv.Addr, net.JoinHostPort("localhost", strconv.Itoa(srv.Port))})
+		require.ErrorIs(t, err, core.ErrInvalidConfig, "one server under two names would vote twice")
+		assert.ErrorContains(t, err, "same server")
+	})
 	t.Run("close", func(t *testing.T) {
 		srv := startServers(t, 1, redistest.Options{})[0]
 		d, err := dial([]string{srv.Addr})

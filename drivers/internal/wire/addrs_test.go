@@ -27,13 +27,19 @@ func TestCheckAddrs(t *testing.T) {
 		{"duplicate host case", []string{"LocalHost:7001", "localhost:7001"}, "repeats"},
 		{"duplicate leading zero", []string{"a:01", "a:1"}, `address 1 "a:1" repeats address 0 "a:01"`},
 		{"too many", make([]string, core.MaxNodes+1), "more than core.MaxNodes"},
+		// One server under two names: localhost resolves to 127.0.0.1.
+		{"same server, two names", []string{"127.0.0.1:7001", "127.0.0.1:7002", "localhost:7001"},
+			`address 2 "localhost:7001" is the same server as address 0 "127.0.0.1:7001" (127.0.0.1:7001)`},
+		{"same server, ipv4-mapped", []string{"127.0.0.1:7001", "[::ffff:127.0.0.1]:7001"}, "same server"},
 	} {
 		err := CheckAddrs("drv", tc.addrs)
 		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.name)
 		assert.ErrorContains(t, err, "drv: ", tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
-	assert.NoError(t, CheckAddrs("drv", []string{"127.0.0.1:7001", "127.0.0.1:7002", "[::1]:7001", "redis-a:6379"}))
+	// Distinct servers; a name that does not resolve now is not refused
+	// (the node may be down or its name not yet in DNS).
+	assert.NoError(t, CheckAddrs("drv", []string{"127.0.0.1:7001", "127.0.0.1:7002", "[::1]:7001", "redis-a.invalid:6379"}))
 }
 
 func TestCheckNames(t *testing.T) {
