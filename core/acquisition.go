@@ -142,9 +142,25 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	a.startCleanup(now)
 }
 
+// startCleanup releases the failed attempt's token on every node. It does
+// not wait for the nodes that timed out on the attempt (see Round), nor for
+// those a sequential attempt never reached: they were sent no SET, and no
+// other attempt holds this token.
 func (a *Acquisition) startCleanup(now time.Time) {
+	r := &a.round
+	// A multiplexed attempt gives every node one deadline: once it has
+	// passed, the nodes still pending have timed out as well.
+	expired := r.fanOut == Multiplexed && !now.Before(r.start.Add(r.timeout))
+	var noWait uint32
+	for i := 0; i < r.tally.n; i++ {
+		s := r.tally.status[i]
+		if i >= r.sent || s == StatusTimeout || (s == 0 && expired) {
+			noWait |= 1 << i
+		}
+	}
 	a.cleaning = true
 	a.round = a.l.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
+	a.round.noWait = noWait
 }
 
 // WakeAt returns when the retry delay of PhaseWait ends.

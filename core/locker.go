@@ -335,6 +335,9 @@ func (l *Locker) run(ctx context.Context, r *Round, cancel <-chan struct{}) (can
 			}
 			b.Send(node, cmd, deadline)
 		}
+		if r.Done() { // a cleanup that awaits nobody
+			break
+		}
 		rep, ok := b.Receive(cancel)
 		if !ok {
 			return true

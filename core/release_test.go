@@ -20,6 +20,7 @@ type countingDriver struct {
 	core.Driver
 	mu       sync.Mutex
 	releases []roundCount
+	acquires []roundCount
 }
 
 type roundCount struct{ sent, received int }
@@ -30,13 +31,13 @@ func (d *countingDriver) Begin(ctx context.Context) core.Batch {
 
 type countingBatch struct {
 	core.Batch
-	d       *countingDriver
-	release bool
-	c       roundCount
+	d  *countingDriver
+	op core.Op
+	c  roundCount
 }
 
 func (b *countingBatch) Send(node int, cmd core.Command, deadline time.Time) {
-	b.release = cmd.Op == core.OpRelease
+	b.op = cmd.Op
 	b.c.sent++
 	b.Batch.Send(node, cmd, deadline)
 }
@@ -50,17 +51,22 @@ func (b *countingBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 }
 
 func (b *countingBatch) Close() {
-	if b.release {
-		b.d.mu.Lock()
+	b.d.mu.Lock()
+	switch b.op {
+	case core.OpRelease:
 		b.d.releases = append(b.d.releases, b.c)
-		b.d.mu.Unlock()
+	case core.OpAcquire:
+		b.d.acquires = append(b.d.acquires, b.c)
 	}
+	b.d.mu.Unlock()
 	b.Batch.Close()
 }
 
 // requireEveryReleaseAwaited fails unless every release round so far sent
-// to all n nodes and received n replies.
-func (d *countingDriver) requireEveryReleaseAwaited(t *testing.T, n int) {
+// to all n nodes and received a reply from each node that could hold the
+// token: all n for a Release, and for the cleanup after a failed attempt
+// each node the attempt sent its SET to (none timed out here).
+func (d *countingDriver) requireEveryReleaseAwaited(t *testing.T, n int, cleanup bool) {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -68,9 +74,13 @@ func (d *countingDriver) requireEveryReleaseAwaited(t *testing.T, n int) {
 		t.Fatal("no release round ran")
 	}
 	for i, c := range d.releases {
-		if c.sent != n || c.received != n {
-			t.Fatalf("release round %d sent %d and awaited %d replies of %d nodes: "+
-				"a delete still in flight when Release returns can be lost", i, c.sent, c.received, n)
+		want := n
+		if cleanup {
+			want = d.acquires[i].sent
+		}
+		if c.sent != n || c.received != want {
+			t.Fatalf("release round %d sent %d and awaited %d replies, want %d of %d nodes: "+
+				"a delete still in flight when Release returns can be lost", i, c.sent, c.received, want, n)
 		}
 	}
 }
@@ -99,7 +109,7 @@ func TestReleaseAwaitsEveryNode(t *testing.T) {
 					if err := l.Release(context.Background(), lock); err != nil {
 						t.Fatal(err)
 					}
-					d.requireEveryReleaseAwaited(t, n)
+					d.requireEveryReleaseAwaited(t, n, false)
 				})
 				t.Run("cleanup", func(t *testing.T) {
 					clock := memnode.NewManualClock(epoch)
@@ -117,7 +127,7 @@ func TestReleaseAwaitsEveryNode(t *testing.T) {
 					if _, err := l.Acquire(context.Background(), "k"); !errors.Is(err, core.ErrTaken) {
 						t.Fatalf("err = %v, want ErrTaken", err)
 					}
-					d.requireEveryReleaseAwaited(t, n)
+					d.requireEveryReleaseAwaited(t, n, true)
 				})
 			})
 		})
@@ -132,4 +142,69 @@ func newCountingLocker(t *testing.T, d core.Driver, mode core.FanOut, clock core
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestCleanupDoesNotWaitAgainForHungNodes: a failed attempt's cleanup sends
+// its delete to every node but does not wait again for the nodes that just
+// timed out on the attempt (the delete is queued behind the SET there), so
+// each attempt against hung nodes costs one node timeout, not two: an
+// acquisition fails within tries × node timeout plus the retry delays.
+func TestCleanupDoesNotWaitAgainForHungNodes(t *testing.T) {
+	forModes(t, func(t *testing.T, mode core.FanOut) {
+		const timeout, delay = 50 * ms, 10 * ms
+		e := newEnv(t, 5, mode, core.Config{TTL: time.Second, NodeTimeout: timeout, Retry: core.RandomDelay(3, delay, delay)})
+		for _, i := range []int{1, 2, 3} {
+			e.c.SetHung(i, true)
+		}
+		calls := [5]int{}
+		for i := range calls {
+			calls[i] = e.c.Calls(i)
+		}
+		start := e.clock.Now()
+		_, err := e.l.Acquire(context.Background(), "k")
+		if !errors.Is(err, core.ErrQuorumUnreachable) {
+			t.Fatalf("err = %v", err)
+		}
+		// Multiplexed: each attempt waits one node timeout for the three
+		// hung nodes at once. Sequential: it waits for nodes 1, 2 and 3 in
+		// turn, and the quorum is lost after the third.
+		want := 3*timeout + 2*delay
+		if mode == core.Sequential {
+			want = 3*3*timeout + 2*delay
+		}
+		if got := e.clock.Now().Sub(start); got != want {
+			t.Fatalf("acquisition took %v on the manual clock, want %v", got, want)
+		}
+		// Every node still got every attempt's cleanup delete.
+		if got := e.c.Calls(0) - calls[0]; got != 6 {
+			t.Fatalf("node 0 got %d commands, want 3 SETs and 3 deletes", got)
+		}
+		for _, i := range []int{1, 2, 3} {
+			if got := e.c.Calls(i) - calls[i]; got != 6 {
+				t.Fatalf("hung node %d was handed %d commands, want 3 SETs and 3 deletes", i, got)
+			}
+		}
+	})
+}
+
+// TestCleanupWithEveryNodeHung: when every node timed out, the cleanup
+// awaits nobody and must not block waiting for a reply.
+func TestCleanupWithEveryNodeHung(t *testing.T) {
+	forModes(t, func(t *testing.T, mode core.FanOut) {
+		e := newEnv(t, 3, mode, core.Config{NodeTimeout: 50 * ms, Retry: core.RandomDelay(2, 10*ms, 10*ms)})
+		for i := range 3 {
+			e.c.SetHung(i, true)
+		}
+		start := e.clock.Now()
+		if _, err := e.l.Acquire(context.Background(), "k"); !errors.Is(err, core.ErrQuorumUnreachable) {
+			t.Fatalf("err = %v", err)
+		}
+		want := 2*50*ms + 10*ms
+		if mode == core.Sequential {
+			want = 2*2*50*ms + 10*ms // the quorum is lost at the second hung node
+		}
+		if got := e.clock.Now().Sub(start); got != want {
+			t.Fatalf("took %v, want %v", got, want)
+		}
+	})
 }

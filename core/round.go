@@ -19,7 +19,11 @@ import "time"
 // multiplexed, once it is won; sequential ones visit every node even after
 // winning, so that one later restart cannot hand a majority to another
 // client (redsync #186). Release rounds are done only once every node has
-// answered, so that no delete is in flight when a release returns.
+// answered, so that no delete is in flight when a release returns; the
+// cleanup after a failed attempt does not wait again for the nodes that
+// timed out on that attempt (its delete is queued behind the SET there, on
+// a driver that keeps core.Batch's order), so that hung nodes cost each
+// attempt one node timeout, not two.
 type Round struct {
 	cmd      Command
 	fanOut   FanOut
@@ -28,6 +32,11 @@ type Round struct {
 	tally    Tally
 	sent     int // commands handed out: to nodes 0..sent-1
 	received int
+	// noWait marks nodes whose reply a release need not await (bit i for
+	// node i); waiting counts the commands sent and awaited, not yet
+	// answered.
+	noWait  uint32
+	waiting int
 }
 
 // newRound returns a round of cmd to every node, starting at start.
@@ -44,7 +53,7 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 		return 0, Command{}, time.Time{}, false
 	}
 	if r.fanOut == Sequential {
-		if r.received < r.sent {
+		if r.waiting > 0 {
 			return 0, Command{}, time.Time{}, false
 		}
 		deadline = now.Add(r.timeout)
@@ -53,6 +62,9 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 	}
 	node = r.sent
 	r.sent++
+	if r.noWait&(1<<node) == 0 {
+		r.waiting++
+	}
 	return node, r.cmd, deadline, true
 }
 
@@ -64,6 +76,9 @@ func (r *Round) Receive(rep Reply) bool {
 		return false
 	}
 	r.received++
+	if r.noWait&(1<<rep.Node) == 0 {
+		r.waiting--
+	}
 	return true
 }
 
@@ -74,7 +89,7 @@ func (r *Round) Done() bool {
 		return true
 	}
 	if r.cmd.Op == OpRelease {
-		return false
+		return r.sent == r.tally.n && r.waiting == 0
 	}
 	switch r.tally.Vote() {
 	case VoteLost:
@@ -85,7 +100,8 @@ func (r *Round) Done() bool {
 	return false
 }
 
-// InFlight returns how many commands were sent and not yet answered.
+// InFlight returns how many commands were sent and not yet answered,
+// awaited or not.
 func (r *Round) InFlight() int { return r.sent - r.received }
 
 // Command returns the command the round sends to every node.
