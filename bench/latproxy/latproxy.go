@@ -10,14 +10,56 @@
 // millisecond waits up to the netpoller's millisecond granularity and would
 // add about a quarter of a millisecond per hop. Elsewhere it falls back to
 // time.Sleep.
+//
+// A proxy can also cut its node off the network, to stand for a network
+// partition: SetPartition(Drop) closes every proxied connection and
+// resets new ones as soon as they are accepted; SetPartition(BlackHole)
+// keeps accepting and reading but forwards nothing, so requests hang; Heal
+// (SetPartition(Healed)) forwards again.
 package latproxy
 
 import (
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 )
+
+// Partition is what a proxy does with the traffic it carries.
+type Partition uint8
+
+const (
+	// Healed forwards traffic, delayed by the proxy's delay: no partition.
+	Healed Partition = iota
+	// Drop closes every proxied connection at once and resets each new one
+	// as soon as it is accepted (SO_LINGER 0), so clients see their
+	// connections end and their reconnections fail with a reset, as when
+	// a firewall rejects the node's packets. Nothing is forwarded.
+	Drop
+	// BlackHole accepts connections and reads what either side sends but
+	// forwards nothing in either direction, so requests hang until the
+	// client gives up, as when the network silently loses the node's
+	// packets. What it read is held, in order, and forwarded once the
+	// partition heals, as TCP retransmission would deliver it when a
+	// partition ends before the connection is abandoned; a connection the
+	// client closed meanwhile is closed towards the target after that.
+	// Switching from BlackHole to Drop discards what was held.
+	BlackHole
+)
+
+// String returns "healed", "drop" or "black-hole".
+func (m Partition) String() string {
+	switch m {
+	case Healed:
+		return "healed"
+	case Drop:
+		return "drop"
+	case BlackHole:
+		return "black-hole"
+	}
+	return "Partition(" + strconv.Itoa(int(m)) + ")"
+}
 
 // Proxy forwards connections from its loopback listener to one target.
 type Proxy struct {
@@ -28,7 +70,11 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
-	wg     sync.WaitGroup
+	part   Partition
+	// changed is closed, and replaced, whenever part or closed changes, to
+	// wake the writers that wait out a black hole.
+	changed chan struct{}
+	wg      sync.WaitGroup
 }
 
 // Start listens on a free 127.0.0.1 port and forwards every connection to
@@ -41,7 +87,7 @@ func Start(target string, delay time.Duration) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, delay: delay, ln: ln, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{target: target, delay: delay, ln: ln, conns: make(map[net.Conn]struct{}), changed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -56,11 +102,12 @@ func (p *Proxy) Target() string { return p.target }
 // Delay returns the delay added in each direction.
 func (p *Proxy) Delay() time.Duration { return p.delay }
 
-// Close stops accepting, closes every proxied connection and waits for the
-// proxy's goroutines to end.
+// Close stops accepting, closes every proxied connection, discarding what
+// a black hole held, and waits for the proxy's goroutines to end.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
 	p.closed = true
+	p.notifyLocked()
 	for c := range p.conns {
 		c.Close()
 	}
@@ -70,11 +117,72 @@ func (p *Proxy) Close() error {
 	return err
 }
 
+// SetPartition switches the proxy to m: see Partition. It takes effect at
+// once for every connection, open or new, and may be called at any time,
+// from any goroutine.
+func (p *Proxy) SetPartition(m Partition) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.part == m || p.closed {
+		return
+	}
+	p.part = m
+	p.notifyLocked()
+	if m == Drop {
+		for c := range p.conns {
+			reset(c)
+		}
+	}
+}
+
+// Heal ends a partition: SetPartition(Healed).
+func (p *Proxy) Heal() { p.SetPartition(Healed) }
+
+// Partitioned returns the partition in force.
+func (p *Proxy) Partitioned() Partition {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.part
+}
+
+func (p *Proxy) notifyLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// forwarding waits while the proxy is a black hole. It returns true once
+// data may be forwarded, false if it must be dropped (Drop, or Close).
+func (p *Proxy) forwarding() bool {
+	for {
+		p.mu.Lock()
+		part, closed, changed := p.part, p.closed, p.changed
+		p.mu.Unlock()
+		switch {
+		case closed || part == Drop:
+			return false
+		case part == Healed:
+			return true
+		}
+		<-changed
+	}
+}
+
+// reset closes c with SO_LINGER 0, so that its peer gets a reset rather
+// than an orderly end of stream.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// track registers c, or closes it and returns false once the proxy is
+// closed or dropping.
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
+	if p.closed || p.part == Drop {
+		reset(c)
 		return false
 	}
 	p.conns[c] = struct{}{}
@@ -136,7 +244,9 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 
 // pipe copies src to dst, each read delayed by p.delay from the instant it
 // was read. A reader goroutine stamps chunks; this goroutine writes them in
-// order once due. When either side ends, both connections are closed.
+// order once due, and while the proxy is a black hole holds them, the
+// reader still reading. When either side ends, both connections are
+// closed.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
@@ -161,7 +271,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	failed := false
 	for c := range queue {
 		if !failed {
-			if err := t.waitUntil(c.due); err != nil {
+			if err := t.waitUntil(c.due); err != nil || !p.forwarding() {
 				failed = true
 			} else if _, err := dst.Write(c.data); err != nil {
 				failed = true
@@ -172,5 +282,10 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		}
 		b := c.data[:cap(c.data)]
 		bufPool.Put(&b)
+	}
+	if !failed {
+		// src ended: a black hole holds the end of stream too, so that
+		// the other side does not see it before the partition heals.
+		p.forwarding()
 	}
 }
