@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
@@ -45,8 +46,13 @@ func allocCases(tb testing.TB) []allocCase {
 	for _, mode := range modes {
 		for _, n := range []int{1, 3, 5, 15, core.MaxNodes} {
 			c := memnode.New(n, core.SystemClock{})
-			l, err := core.New(c, core.Config{FanOut: mode, Clock: core.SystemClock{},
-				Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry(), MaxExtensions: 1 << 30})
+			// memnode answers at once, but a loaded machine running WebAssembly
+			// can stall a loop between clock readings for hundreds of
+			// milliseconds: a generous TTL and node timeout keep such a stall
+			// from failing a round (and its error path from allocating).
+			l, err := core.New(c, core.Config{FanOut: mode, Clock: core.SystemClock{}, TTL: time.Minute,
+				NodeTimeout: 30 * time.Second, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry(),
+				MaxExtensions: 1 << 30})
 			if err != nil {
 				tb.Fatal(err)
 			}
