@@ -1,0 +1,203 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// hungCases need SIGSTOP, which only a redis-server process has.
+var hungCases = []realCase{
+	{"cancel-with-hung-nodes-leaves-nothing", testCancelWithHungNodes},
+	{"failure-bounds", testFailureBounds},
+}
+
+// sendWatch is a driver that reports, on sent, the node of every acquire
+// command its rounds send, so that a test can act once a round is known to
+// be waiting on a hung node.
+type sendWatch struct {
+	core.Driver
+	sent chan int
+}
+
+func (d *sendWatch) Begin(ctx context.Context) core.Batch {
+	return &watchedBatch{Batch: d.Driver.Begin(ctx), d: d}
+}
+
+type watchedBatch struct {
+	core.Batch
+	d *sendWatch
+}
+
+func (b *watchedBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	b.Batch.Send(node, cmd, deadline)
+	if cmd.Op == core.OpAcquire {
+		b.d.sent <- node
+	}
+}
+
+// testCancelWithHungNodes: an acquire cancelled while two of five nodes are
+// SIGSTOPped leaves no key of the cancelled attempt on any node once they
+// continue. The attempt's SETs are queued on the hung nodes; its cleanup's
+// deletes must run after them there, not be dropped because they timed
+// out.
+func testCancelWithHungNodes(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 5, redistest.Options{}, nil)
+	base, key := testContext(t), testKey(t, "")
+	// Node 0 is held by another client: the quorum of three needs a hung
+	// node, so the round stays open until the cancel.
+	c.Set(0, key, foreignToken, time.Minute)
+	hung := []int{1, 2}
+	for _, i := range hung {
+		c.Stop(i)
+	}
+	watch := &sendWatch{Driver: c.Driver(), sent: make(chan int, 4*c.N())}
+	l, err := redlock.New(watch, lockerConfig(mode, core.Config{NodeTimeout: time.Second}))
+	require.NoError(t, err)
+
+	tok := core.TokenFromUint64s(0xc0ffee, uint64(time.Now().UnixNano()))
+	ctx, cancel := context.WithCancel(base)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.AcquireToken(ctx, key, tok)
+		errc <- err
+	}()
+	sentTo := map[int]bool{}
+	for !sentTo[1] { // both fan-outs wait on node 1 once it has the SET
+		select {
+		case n := <-watch.sent:
+			sentTo[n] = true
+		case <-base.Done():
+			t.Fatal("the attempt never sent its SET to node 1")
+		}
+	}
+	cancel()
+	err = <-errc
+	requireError(t, err, core.ErrCancelled)
+	for len(watch.sent) > 0 {
+		sentTo[<-watch.sent] = true
+	}
+
+	for _, i := range hung {
+		c.Cont(i)
+	}
+	// Each continued node runs what was queued for it: the SET first, then
+	// the cleanup's delete. Wait for the SET, so that the check below cannot
+	// pass before it lands; then nothing of the attempt may remain.
+	for _, i := range hung {
+		if sentTo[i] {
+			waitForCommand(t, c, i, "set")
+		}
+	}
+	requireSettles(t, c, all(c.N()), func(i int) string {
+		if got, pttl, ok := c.Get(i, key); ok && got == tok.String() {
+			return "holds the cancelled attempt's key for another " + pttl.String()
+		}
+		return ""
+	})
+}
+
+// waitForCommand waits until node i has run cmd at least once (INFO
+// commandstats), up to settle; a driver that never wrote the command is
+// not waited for longer.
+func waitForCommand(t *testing.T, c *realCluster, i int, cmd string) {
+	t.Helper()
+	for deadline := time.Now().Add(settle); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		info, err := redis.String(c.srv[i].Do("INFO", "commandstats"))
+		require.NoError(t, err)
+		if strings.Contains(info, "cmdstat_"+cmd+":calls=") {
+			return
+		}
+	}
+	t.Logf("node %d (%s) never ran %s: the driver did not write it", i, c.Name(i), cmd)
+}
+
+// testFailureBounds: a hung minority costs an acquisition at most one node
+// timeout; a majority that refuses connections or hangs makes it fail with
+// ErrQuorumUnreachable, naming those nodes, within tries × the node
+// timeouts each attempt may wait plus the retry delays. The bounds carry
+// generous slack for a loaded machine: they catch hangs and extra rounds,
+// not slowness.
+func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
+	const (
+		timeout = 200 * time.Millisecond
+		delay   = 20 * time.Millisecond
+		tries   = 3
+		slack   = 500 * time.Millisecond
+	)
+	c := startReal(t, f, 5, redistest.Options{}, nil)
+	ctx := testContext(t)
+	l := newLocker(t, c, mode, core.Config{NodeTimeout: timeout, Retry: core.RandomDelay(tries, delay, delay)})
+	within := func(what string, start time.Time, bound time.Duration) {
+		t.Helper()
+		elapsed := time.Since(start)
+		assert.LessOrEqual(t, elapsed, bound+slack, "%s took %v, bound %v (+%v slack)", what, elapsed, bound, slack)
+	}
+
+	c.Stop(1)
+	start := time.Now()
+	lock, err := l.Acquire(ctx, testKey(t, "-minority"))
+	require.NoError(t, err)
+	within("an acquisition past one hung node", start, timeout)
+	require.NoError(t, l.Release(ctx, lock))
+
+	// Three of five hung: each attempt waits one node timeout when
+	// multiplexed, and one per hung node it reaches before the quorum is
+	// lost (three) when sequential; the cleanups do not wait again.
+	hung := []int{1, 2, 3}
+	c.Stop(2)
+	c.Stop(3)
+	perAttempt := timeout
+	if mode == core.Sequential {
+		perAttempt = 3 * timeout
+	}
+	start = time.Now()
+	_, err = l.Acquire(ctx, testKey(t, "-hung"))
+	within("an acquisition with a hung majority", start, tries*perAttempt+(tries-1)*delay)
+	e := requireError(t, err, core.ErrQuorumUnreachable)
+	assert.Equal(t, tries, e.Attempts)
+	assert.ElementsMatch(t, hung, e.Failed(core.StatusTimeout), "%v", err)
+	assertNamed(t, c, err, hung)
+	for _, i := range hung {
+		c.Cont(i)
+	}
+
+	// Three of five refusing connections: no node timeout at all.
+	for _, i := range hung {
+		c.Kill(i)
+	}
+	start = time.Now()
+	_, err = l.Acquire(ctx, testKey(t, "-killed"))
+	within("an acquisition with a majority down", start, (tries-1)*delay)
+	e = requireError(t, err, core.ErrQuorumUnreachable)
+	assert.Equal(t, tries, e.Attempts)
+	failed := e.Failed(core.StatusError)
+	assert.NotEmpty(t, failed, "%v", err)
+	assert.Subset(t, hung, failed, "only the killed nodes fail: %v", err)
+	assertNamed(t, c, err, failed)
+}
+
+// lockerConfig fills cfg's zero fields as newLocker does.
+func lockerConfig(mode core.FanOut, cfg core.Config) core.Config {
+	cfg.FanOut = mode
+	if cfg.TTL == 0 {
+		cfg.TTL = defaultTTL
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = defaultNodeTimeout
+	}
+	if cfg.Retry.IsZero() {
+		cfg.Retry = core.NoRetry()
+	}
+	return cfg
+}
