@@ -68,6 +68,14 @@ const (
 // and Retry fields get the test defaults: 10 s, 500 ms, no retry.
 func newLocker(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *core.Locker {
 	t.Helper()
+	l, err := redlock.New(c.Driver(), lockerConfig(mode, cfg))
+	require.NoError(t, err)
+	return l
+}
+
+// lockerConfig sets cfg's fan-out and fills its zero TTL, NodeTimeout and
+// Retry with the test defaults.
+func lockerConfig(mode core.FanOut, cfg core.Config) core.Config {
 	cfg.FanOut = mode
 	if cfg.TTL == 0 {
 		cfg.TTL = defaultTTL
@@ -78,9 +86,7 @@ func newLocker(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *core
 	if cfg.Retry.IsZero() {
 		cfg.Retry = core.NoRetry()
 	}
-	l, err := redlock.New(c.Driver(), cfg)
-	require.NoError(t, err)
-	return l
+	return cfg
 }
 
 // testContext returns a context that ends with the test or after

@@ -186,18 +186,3 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 	assert.Subset(t, hung, failed, "only the killed nodes fail: %v", err)
 	assertNamed(t, c, err, failed)
 }
-
-// lockerConfig fills cfg's zero fields as newLocker does.
-func lockerConfig(mode core.FanOut, cfg core.Config) core.Config {
-	cfg.FanOut = mode
-	if cfg.TTL == 0 {
-		cfg.TTL = defaultTTL
-	}
-	if cfg.NodeTimeout == 0 {
-		cfg.NodeTimeout = defaultNodeTimeout
-	}
-	if cfg.Retry.IsZero() {
-		cfg.Retry = core.NoRetry()
-	}
-	return cfg
-}
