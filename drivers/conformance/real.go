@@ -23,6 +23,11 @@ var realCases = []realCase{
 	{"auth-password", testPassword},
 	{"auth-acl-user", testACLUser},
 	{"tls", testTLS},
+	{"partition-blackhole-majority", testPartitionBlackHole},
+	{"partition-drop-minority", testPartitionDropMinority},
+	{"restart-immediate-double-grant", testRestartDoubleGrant},
+	{"restart-delayed", testRestartDelayed},
+	{"multi-process", testMultiProcess},
 }
 
 // requireWorks takes, extends and releases a lock and checks every node.

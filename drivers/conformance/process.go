@@ -1,0 +1,285 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// childEnv carries a childSpec, as JSON, to a child process of
+// testMultiProcess. Its presence is what makes the case run the child's
+// loop instead of the parent's.
+const childEnv = "REDLOCK_CONFORMANCE_CHILD"
+
+// childSpec is what a child process of testMultiProcess is told.
+type childSpec struct {
+	// Test is the full name of the subtest the child must run: the
+	// parent's.
+	Test string
+	Mode string
+	// Child numbers the child, from 0.
+	Child int
+	// Nodes are the lock's servers; Data is the server with the counter,
+	// the list of critical sections and the start barrier.
+	Nodes []string
+	Data  string
+	// Key is the lock's key; Counter, Sections and Ready are keys on Data.
+	Key, Counter, Sections, Ready string
+	Children, Goroutines, Rounds  int
+	TTL                           time.Duration
+}
+
+// Multi-process case parameters: 3 processes × 4 goroutines × 8 rounds,
+// 96 critical sections on one key.
+const (
+	mpChildren   = 3
+	mpGoroutines = 4
+	mpRounds     = 8
+	// mpTTL is long against a critical section (a few round trips), so
+	// that no holder outlives its validity even on a loaded machine.
+	mpTTL = 5 * time.Second
+	// mpTimeout bounds a child's run; children that hang are killed.
+	mpTimeout = 2 * time.Minute
+)
+
+// testMultiProcess: many goroutines in several OS processes take one key,
+// each process with its own driver from the Factory. Under the lock each
+// critical section increments a counter on a separate redis-server by a
+// deliberately non-atomic GET then SET, and records its [start, end]
+// wall-clock interval in a Redis list. The counter must equal the number
+// of critical sections (no lost update), and no two intervals of
+// different holders may overlap.
+//
+// The children are the test binary itself (os.Args[0]), re-executed with
+// -test.run selecting this very subtest and childEnv set: the case then
+// runs the child's loop (runChild) instead.
+func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
+	if raw := os.Getenv(childEnv); raw != "" {
+		runChild(t, f, mode, raw)
+		return
+	}
+	nodes := startServers(t, 3, redistest.Options{})
+	data := startServers(t, 1, redistest.Options{})[0]
+	spec := childSpec{
+		Test: t.Name(), Mode: mode.String(),
+		Nodes: addrsOf(nodes), Data: data.Addr,
+		Key: testKey(t, ""), Counter: "counter", Sections: "sections", Ready: "ready",
+		Children: mpChildren, Goroutines: mpGoroutines, Rounds: mpRounds, TTL: mpTTL,
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
+	defer cancel()
+	outs := make([]bytes.Buffer, spec.Children)
+	errs := make([]error, spec.Children)
+	var wg sync.WaitGroup
+	for i := range spec.Children {
+		s := spec
+		s.Child = i
+		env, err := json.Marshal(s)
+		require.NoError(t, err)
+		cmd := exec.CommandContext(ctx, os.Args[0],
+			"-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v=true",
+			"-test.timeout="+mpTimeout.String())
+		cmd.Env = append(os.Environ(), childEnv+"="+string(env))
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		cmd.WaitDelay = 5 * time.Second
+		require.NoError(t, cmd.Start())
+		wg.Go(func() { errs[i] = cmd.Wait() })
+	}
+	wg.Wait()
+	defer func() {
+		if t.Failed() {
+			for i := range outs {
+				t.Logf("child %d output:\n%s", i, outs[i].String())
+			}
+		}
+	}()
+	for i, err := range errs {
+		assert.NoError(t, err, "child %d must exit cleanly (its output is below)", i)
+	}
+	if t.Failed() {
+		return
+	}
+
+	raw, err := redis.Strings(data.Do("LRANGE", spec.Sections, 0, -1))
+	require.NoError(t, err)
+	secs := make([]section, 0, len(raw))
+	perChild := make([]int, spec.Children)
+	for _, r := range raw {
+		var s section
+		_, err := fmt.Sscan(r, &s.child, &s.g, &s.start, &s.end)
+		require.NoError(t, err, "section record %q", r)
+		require.Less(t, s.start, s.end, "section record %q", r)
+		require.True(t, s.child >= 0 && s.child < spec.Children, "section record %q", r)
+		perChild[s.child]++
+		secs = append(secs, s)
+	}
+	want := spec.Children * spec.Goroutines * spec.Rounds
+	for i, got := range perChild {
+		assert.Equal(t, spec.Goroutines*spec.Rounds, got, "critical sections recorded by child %d", i)
+	}
+	v, err := redis.String(data.Do("GET", spec.Counter))
+	require.NoError(t, err)
+	counter, err := strconv.Atoi(v)
+	require.NoError(t, err)
+	assert.Equal(t, len(secs), counter, "the counter must count every critical section: an update was lost")
+	assert.Equal(t, want, counter)
+
+	// No two intervals overlap. Sorted by start, each must begin after
+	// every earlier one ended.
+	sort.Slice(secs, func(i, j int) bool { return secs[i].start < secs[j].start })
+	handovers, overlaps := 0, 0
+	for i, last := 1, 0; i < len(secs); i++ { // last: the earlier section that ends last
+		if cur := secs[i]; cur.start < secs[last].end {
+			if overlaps++; overlaps <= 5 {
+				t.Errorf("overlapping critical sections: %v and %v overlap by %v",
+					secs[last], cur, time.Duration(secs[last].end-cur.start))
+			}
+		}
+		if secs[i].end > secs[last].end {
+			last = i
+		}
+		if secs[i].child != secs[i-1].child {
+			handovers++
+		}
+	}
+	assert.Zero(t, overlaps, "critical sections of different holders overlap")
+	// Not a property of the driver: a check that the processes did
+	// contend, without which the case would prove little.
+	assert.Positive(t, handovers, "the lock never passed from one process to another")
+	t.Logf("%d critical sections, %d handovers between processes", len(secs), handovers)
+}
+
+// section is one recorded critical section: child process, goroutine, and
+// wall-clock nanoseconds at its start and end.
+type section struct {
+	child, g   int
+	start, end int64
+}
+
+func (s section) String() string {
+	return fmt.Sprintf("child %d goroutine %d [%d, %d]", s.child, s.g, s.start, s.end)
+}
+
+// runPattern returns the -test.run pattern that selects exactly the test
+// named name ("TestX/sub/case"): each element anchored and quoted.
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
+
+// runChild is a child process's side of testMultiProcess: a driver from
+// f, and Goroutines goroutines doing Rounds lock, increment, unlock
+// cycles each, started together with the other children's.
+func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
+	var s childSpec
+	require.NoError(t, json.Unmarshal([]byte(raw), &s), "%s", childEnv)
+	require.Equal(t, s.Test, t.Name(), "the child must run the subtest its parent named")
+	require.Equal(t, s.Mode, mode.String())
+
+	eps := make([]Endpoint, len(s.Nodes))
+	for i, a := range s.Nodes {
+		eps[i] = Endpoint{Addr: a}
+	}
+	l, err := redlock.New(f(t, eps), core.Config{
+		TTL: s.TTL, NodeTimeout: defaultNodeTimeout, FanOut: mode,
+		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
+	defer cancel()
+
+	dial := func() redis.Conn {
+		c, err := redis.Dial("tcp", s.Data, redis.DialConnectTimeout(5*time.Second),
+			redis.DialReadTimeout(10*time.Second), redis.DialWriteTimeout(10*time.Second))
+		require.NoError(t, err)
+		return c
+	}
+	conns := make([]redis.Conn, s.Goroutines)
+	for g := range conns {
+		conns[g] = dial()
+		defer conns[g].Close()
+	}
+
+	// Start barrier: every child has its driver and connections, so that
+	// the processes contend from the first round.
+	_, err = conns[0].Do("RPUSH", s.Ready, s.Child)
+	require.NoError(t, err)
+	eventually(t, time.Minute, func() bool {
+		n, err := redis.Int(conns[0].Do("LLEN", s.Ready))
+		require.NoError(t, err)
+		return n >= s.Children
+	}, "the other children must start")
+
+	var wg sync.WaitGroup
+	for g, conn := range conns {
+		wg.Go(func() {
+			for range s.Rounds {
+				if !criticalSection(t, ctx, l, conn, s, g) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("child %d: %d goroutines × %d critical sections done", s.Child, s.Goroutines, s.Rounds)
+}
+
+// criticalSection takes the lock, increments the counter with a GET then a
+// SET, records the section and releases the lock. It reports failures
+// with t.Errorf and returns false after one.
+func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn redis.Conn, s childSpec, g int) bool {
+	lock, err := l.Acquire(ctx, s.Key)
+	if err != nil {
+		t.Errorf("child %d goroutine %d: acquire: %v", s.Child, g, err)
+		return false
+	}
+	defer func() {
+		if err := l.Release(context.Background(), lock); err != nil {
+			t.Errorf("child %d goroutine %d: release: %v", s.Child, g, err)
+		}
+	}()
+	start := time.Now().UnixNano()
+	v, err := redis.Int(conn.Do("GET", s.Counter))
+	if err != nil && err != redis.ErrNil {
+		t.Errorf("child %d goroutine %d: GET: %v", s.Child, g, err)
+		return false
+	}
+	if _, err := conn.Do("SET", s.Counter, v+1); err != nil {
+		t.Errorf("child %d goroutine %d: SET: %v", s.Child, g, err)
+		return false
+	}
+	end := time.Now().UnixNano()
+	if !lock.ValidAt(time.Now()) {
+		// Not the driver's fault: the holder overran its validity, after
+		// which another holder may legitimately overlap.
+		t.Errorf("child %d goroutine %d: the critical section outlived the lock's validity (TTL %v)", s.Child, g, s.TTL)
+		return false
+	}
+	if _, err := conn.Do("RPUSH", s.Sections, fmt.Sprintf("%d %d %d %d", s.Child, g, start, end)); err != nil {
+		t.Errorf("child %d goroutine %d: RPUSH: %v", s.Child, g, err)
+		return false
+	}
+	return true
+}
