@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/core"
 )
 
 // holderCrash is the liveness checker's state: which holder crashed, and
@@ -107,14 +109,20 @@ func (w *world) dispatch(e event) {
 // crashHolder crashes a client that is using the lock, or tries again a
 // little later, and sets the liveness deadline: the keys expire at most
 // TTL after the round that last set them ended, on the fastest node clock;
-// then a contender needs at most one think time or retry delay and a few
-// rounds, each bounded by the node timeout.
+// then a contender needs at most one think time or retry delay and four
+// rounds (the attempt under way, its cleanup, a new acquisition's first
+// attempt and its cleanup, the winning one), each bounded by the node
+// timeout, or by one node timeout per node when sequential.
 func (w *world) crashHolder() {
 	for _, c := range w.clients {
 		if c.using && !c.crashed && !c.paused {
 			cfg := w.cfg
 			expire := c.lastSetEnd + int64(cfg.TTL)*1_000_000/(1_000_000-cfg.Faults.NodePPM) + 1
-			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + 4*int64(cfg.NodeTimeout)
+			round := int64(cfg.NodeTimeout)
+			if cfg.FanOut == core.Sequential {
+				round *= int64(cfg.Nodes)
+			}
+			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + 4*round
 			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: expire + slack}
 			c.handle(event{kind: evClientCrash, c: c.id})
 			if cfg.Faults.DownAfterCrash {

@@ -119,3 +119,14 @@ func TestLivenessCheckerSeesNoProgress(t *testing.T) {
 		t.Fatalf("no liveness violation: %+v", r.Violations)
 	}
 }
+
+// TestLivenessBoundCountsSequentialRounds: the liveness checker's bound
+// allows a sequential round one node timeout per node. The campaign's seed
+// 15003 of N=7 sequential acquired 0.5 ms past a bound that allowed one
+// node timeout per round: the checker was wrong, not the core.
+func TestLivenessBoundCountsSequentialRounds(t *testing.T) {
+	r := Run(Liveness(7, core.Sequential), 15003)
+	if r.Violations.Total() != 0 {
+		t.Fatalf("%+v: %s", r.Violations, r.First)
+	}
+}
