@@ -52,3 +52,28 @@ func TestGoTestCacheSeesRedisServer(t *testing.T) {
 	assert.True(t, strings.HasPrefix(third, "ok"), "%s", third)
 	assert.NotContains(t, third, "(cached)", "redis-server appeared but the cached result was replayed")
 }
+
+// skipFixtureEnv makes TestSkipFixture skip through redistest.
+const skipFixtureEnv = "REDISTEST_SKIP_FIXTURE"
+
+func TestSkipFixture(t *testing.T) {
+	if os.Getenv(skipFixtureEnv) != "1" {
+		t.Skip("run by TestSkipSummaryIsNeverCached only")
+	}
+	skip(t, reasonNoServer)
+}
+
+// TestSkipSummaryIsNeverCached: a package that skipped tests prints its
+// summary on every run of go test: its result is not replayed from the
+// cache, which would drop the line.
+func TestSkipSummaryIsNeverCached(t *testing.T) {
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	for run := 1; run <= 2; run++ {
+		cmd := exec.Command(goCmd, "test", "-run", "^TestSkipFixture$", ".")
+		cmd.Env = append(os.Environ(), skipFixtureEnv+"=1", "GOFLAGS=")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		assert.NotContains(t, string(out), "(cached)", "run %d replayed from the cache", run)
+		assert.Contains(t, string(out), "1 test skipped (needs redis-server: 1)", "run %d printed no summary", run)
+	}
+}
