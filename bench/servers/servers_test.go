@@ -3,7 +3,11 @@ package servers
 import (
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/internal/redistest"
 )
+
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 func TestMiniAnswersPing(t *testing.T) {
 	m, err := StartMini(2)
@@ -25,10 +29,7 @@ func TestMiniAnswersPing(t *testing.T) {
 }
 
 func TestRedisAnswersPing(t *testing.T) {
-	if Binary() == "" {
-		t.Skip("bench/servers: redis-server is not on PATH")
-	}
-	r, err := StartRedis("", 2)
+	r, err := StartRedis(redistest.RedisServerPath(t), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
