@@ -2,7 +2,8 @@ package core
 
 import "time"
 
-// Phase is what an Acquisition waits for next.
+// Phase is what an Acquisition waits for next. The zero Phase is that of
+// the zero Acquisition, which was never started: use Locker.StartAcquire.
 type Phase uint8
 
 const (
@@ -22,6 +23,10 @@ const (
 // Each attempt holds a token of its own: a failed attempt's cleanup that
 // times out may still reach its node later and must not delete the key of
 // a later, winning attempt.
+//
+// Every now an Acquisition takes, and WakeAt, are readings of the Locker's
+// Config.Clock. The zero Acquisition is in Phase 0 and does nothing; its
+// Result is an ErrInvalidConfig error.
 type Acquisition struct {
 	l        *Locker
 	key      string
@@ -59,10 +64,15 @@ func (l *Locker) StartAcquireToken(key string, tok Token, now time.Time) (Acquis
 	return a, nil
 }
 
-// DeriveToken returns the token of attempt k (k >= 1) of an acquisition
-// that was given tok: tok itself for attempt 1, otherwise tok with its last
-// four bytes XORed with k−1, so that no two attempts share a token.
+// DeriveToken returns the token of attempt k of an acquisition that was
+// given tok: tok itself for attempt 1 (and any k below 1), otherwise tok
+// with its last four bytes XORed with k−1, so that no two attempts of one
+// acquisition share a token. Callers who pass their own tokens must not
+// pass two that differ only in their last four bytes.
 func DeriveToken(tok Token, k int) Token {
+	if k <= 1 {
+		return tok
+	}
 	x := uint32(k - 1)
 	tok[12] ^= byte(x >> 24)
 	tok[13] ^= byte(x >> 16)

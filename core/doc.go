@@ -3,7 +3,7 @@
 // machine, and the acquire, release and extend rounds, run against a tiny
 // Driver interface that does the talking. It imports the standard library
 // only (no fmt, no reflect), starts no goroutines, keeps no package-level
-// mutable state, and allocates nothing on the success paths of Acquire,
+// mutable state (but for switches only its own tests set), and allocates nothing on the success paths of Acquire,
 // Release and Extend for up to MaxNodes nodes, so it compiles and runs
 // under WebAssembly and TinyGo. Time (Clock), tokens (TokenSource) and
 // jitter (Rand) are inputs; the root package redlock supplies production

@@ -117,10 +117,17 @@ type Driver interface {
 // an earlier command for the same key on that node whose reply was not
 // received (a straggler of a previous round). Otherwise a release could
 // run before the acquire it undoes and leave the key set until its TTL.
-// Timed-out commands are exempt: a node that missed its deadline may
-// still apply it later, which Redlock tolerates because the key expires.
 // A driver keeps the order by sending a key's commands to a node over one
 // connection, or by waiting for the stragglers.
+//
+// Deadlines: a command whose deadline passes is answered StatusTimeout; a
+// node may still apply it later, which Redlock tolerates because each
+// attempt holds its own token and keys expire. A driver may drop an
+// acquire or extend whose deadline passed before it was sent, but must
+// still send a release (OpRelease) queued behind commands for its key on
+// that node, after them, even past its deadline: the cleanup of a
+// cancelled or failed attempt then leaves nothing once a hung node
+// continues.
 type Batch interface {
 	// Send issues cmd to node without waiting for its reply. The command must
 	// not take longer than deadline, which is read on the Locker's clock:

@@ -154,7 +154,8 @@ func (l *Locker) Acquire(ctx context.Context, key string) (Lock, error) {
 // deadline leaves no time for the next attempt's delay; ErrCancelled when ctx
 // ends during an attempt or a delay; ErrInvalidConfig, before anything is
 // sent, for a nil ctx, an empty key or one longer than MaxKeyLen, and the
-// zero token or one whose first 8 bytes are zero.
+// zero token or one whose first 8 bytes are zero. (StartAcquireToken, the
+// step-wise form, takes a zero token to mean Config.Tokens.)
 func (l *Locker) AcquireToken(ctx context.Context, key string, tok Token) (Lock, error) {
 	switch {
 	case ctx == nil:
@@ -226,7 +227,9 @@ func (l *Locker) Release(ctx context.Context, lock Lock) error {
 	return l.Released(lock, &r)
 }
 
-// StartRelease returns the round that releases lock, starting at now.
+// StartRelease returns the round that releases lock, starting at now on
+// the Locker's clock: a compare-and-delete of the lock's token on every
+// node. It refuses the zero Lock with ErrInvalidConfig.
 func (l *Locker) StartRelease(lock Lock, now time.Time) (Round, error) {
 	if lock.key == "" {
 		return Round{}, invalid("release of the zero Lock")
@@ -234,7 +237,9 @@ func (l *Locker) StartRelease(lock Lock, now time.Time) (Round, error) {
 	return l.newRound(Command{Op: OpRelease, Key: lock.key, Token: lock.token}, now), nil
 }
 
-// Released returns Release's result for lock's done release round r.
+// Released returns Release's result for lock's release round r, which
+// must be done (r.Done()): nil once a quorum deleted the key, otherwise
+// Release's errors. On a round not yet done it reports the answers so far.
 func (l *Locker) Released(lock Lock, r *Round) error {
 	if r.tally.Vote() == VoteWon {
 		return nil
@@ -275,9 +280,10 @@ func (l *Locker) Extend(ctx context.Context, lock Lock) (Lock, error) {
 	return l.Extended(lock, &r, l.cfg.Clock.Now())
 }
 
-// StartExtend returns the round that extends lock, starting at now, or
-// the error of an extension that must not be sent: the zero Lock, the
-// extension limit, or a lock lost or no longer valid at now.
+// StartExtend returns the round that extends lock, starting at now on the
+// Locker's clock, or the error of an extension that must not be sent: the
+// zero Lock (ErrInvalidConfig), the extension limit (ErrExtensionLimit), or
+// a lock lost or no longer valid at now (ErrNotHeld).
 func (l *Locker) StartExtend(lock Lock, now time.Time) (Round, error) {
 	switch {
 	case lock.key == "":
@@ -290,8 +296,9 @@ func (l *Locker) StartExtend(lock Lock, now time.Time) (Round, error) {
 	return l.newRound(Command{Op: OpExtend, Key: lock.key, Token: lock.token, TTL: lock.ttl}, now), nil
 }
 
-// Extended returns Extend's result for lock's done extend round r, which
-// ended at now.
+// Extended returns Extend's result for lock's extend round r, which must
+// be done (r.Done()) and ended at now on the Locker's clock: see Extend for
+// the Lock it returns on success and on failure.
 func (l *Locker) Extended(lock Lock, r *Round, now time.Time) (Lock, error) {
 	elapsed := now.Sub(r.start)
 	drift := lock.drift

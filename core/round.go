@@ -21,9 +21,12 @@ import "time"
 // client (redsync #186). Release rounds are done only once every node has
 // answered, so that no delete is in flight when a release returns; the
 // cleanup after a failed attempt does not wait again for the nodes that
-// timed out on that attempt (its delete is queued behind the SET there, on
-// a driver that keeps core.Batch's order), so that hung nodes cost each
-// attempt one node timeout, not two.
+// timed out on that attempt (Batch's rules put its delete on the wire
+// behind the SET there), so that hung nodes cost each attempt one node
+// timeout, not two.
+//
+// Every time a Round takes (now, Start) is a reading of the Locker's
+// Config.Clock.
 type Round struct {
 	cmd      Command
 	fanOut   FanOut
