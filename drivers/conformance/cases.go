@@ -40,6 +40,7 @@ var behavioural = []behaviouralCase{
 	{"batch-close-early", []int{3}, testBatchCloseEarly},
 	{"mutual-exclusion", []int{3, 5}, testMutualExclusion},
 	{"release-leaves-nothing", []int{3, 5}, testReleaseLeavesNothing},
+	{"kill-minority-while-held", []int{3, 5}, testKillMinorityWhileHeld},
 }
 
 func runCases(t *testing.T, newCluster newClusterFunc, mode core.FanOut) {

@@ -64,7 +64,7 @@ func Run(t *testing.T, f Factory) {
 	for _, mode := range modes {
 		t.Run("mode="+mode.String(), func(t *testing.T) {
 			runCases(t, newCluster, mode)
-			for _, rc := range append(realCases, hungCases...) {
+			for _, rc := range append(realCases, lifecycleCases...) {
 				t.Run(rc.name, func(t *testing.T) { rc.run(t, f, mode) })
 			}
 		})

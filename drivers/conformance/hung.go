@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +16,64 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// hungCases need SIGSTOP, which only a redis-server process has.
-var hungCases = []realCase{
+// lifecycleCases check what a real server process and a real driver's
+// connections add: SIGSTOP, and closing the driver right after a release.
+var lifecycleCases = []realCase{
 	{"cancel-with-hung-nodes-leaves-nothing", testCancelWithHungNodes},
 	{"failure-bounds", testFailureBounds},
+	{"release-then-close", testReleaseThenClose},
+}
+
+// testReleaseThenClose: twenty times, a fresh driver acquires, releases and
+// is closed at once, as a short-lived program would; then no node holds
+// the key. A delete still in flight when Release returned would be lost.
+func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 5, redistest.Options{}, nil)
+	ctx := testContext(t)
+	for i := range 20 {
+		key := testKey(t, ":"+strconv.Itoa(i))
+		d := f(t, c.eps)
+		closer, ok := d.(interface{ Close() error })
+		require.True(t, ok, "the driver has no Close")
+		l, err := redlock.New(d, lockerConfig(mode, core.Config{}))
+		require.NoError(t, err)
+		lock, err := l.Acquire(ctx, key)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx, lock))
+		require.NoError(t, closer.Close())
+		for n := range c.N() {
+			if tok, pttl, ok := c.Get(n, key); ok {
+				require.FailNowf(t, "key left behind", "round %d: node %d (%s) holds %q with %s for %v after Release and Close",
+					i, n, c.Name(n), key, tok, pttl)
+			}
+		}
+	}
+}
+
+// testKillMinorityWhileHeld: kill -9 of the largest minority while the lock
+// is held costs nothing: the lock stays valid, extends on the quorum, and
+// releases cleanly on the nodes left.
+func testKillMinorityWhileHeld(t *testing.T, c cluster, mode core.FanOut) {
+	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	l := newLocker(t, c, mode, core.Config{})
+	lock, err := l.Acquire(ctx, key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+	var killed []int
+	for i := 0; len(killed) < n-core.Quorum(n); i += 2 {
+		c.Kill(i)
+		killed = append(killed, i)
+	}
+	require.True(t, lock.ValidAt(time.Now()), "killing a minority does not end the lock")
+	for _, i := range without(all(n), killed...) {
+		c.Set(i, key, lock.Token(), time.Second) // so that the extension shows
+	}
+	ext, err := l.Extend(ctx, lock)
+	require.NoError(t, err, "extend on the quorum left")
+	assert.Equal(t, 1, ext.Extensions())
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), killed...)...)
+	require.NoError(t, l.Release(ctx, ext))
+	requireAbsent(t, c, key, without(all(n), killed...)...)
 }
 
 // sendWatch is a driver that reports, on sent, the node of every acquire
