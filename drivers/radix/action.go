@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
@@ -51,6 +52,44 @@ func getAction(cmd core.Command) *action {
 func putAction(a *action) {
 	a.cmd, a.err = core.Command{}, nil
 	actions.Put(a)
+}
+
+// scriptSet records which of the two scripts a node is known to have
+// cached. Until a script has run on the node, and again after NOSCRIPT or
+// after a failure that was not a timeout (a broken connection, a refused
+// dial: probably a restart, which empties the cache), its commands carry
+// the script's source (EVAL, which caches it) rather than its hash
+// (EVALSHA). A NOSCRIPT reply is answered by EVAL, but only if somebody
+// reads it: a release abandoned at its deadline on a hung node (queued
+// behind the SET it undoes, and run once the node wakes) must not depend
+// on that.
+type scriptSet struct{ bits atomic.Uint32 }
+
+func scriptBit(op core.Op) uint32 { return 1 << (op - core.OpRelease) }
+
+// eval reports whether a command of op must carry its script's source.
+// It is false for OpAcquire, which is no script.
+func (s *scriptSet) eval(op core.Op) bool {
+	return op != core.OpAcquire && s.bits.Load()&scriptBit(op) == 0
+}
+
+// observe learns from a's reply, read whole: a script command that
+// answered an integer ran, so the node has its script cached.
+func (s *scriptSet) observe(a *action) {
+	if op := a.cmd.Op; op != core.OpAcquire && a.kind == ':' {
+		if b := scriptBit(op); s.bits.Load()&b == 0 {
+			s.bits.Or(b)
+		}
+	}
+}
+
+func (s *scriptSet) forget(op core.Op) { s.bits.And(^scriptBit(op)) }
+
+// broken forgets every script after a failure that is not a timeout.
+func (s *scriptSet) broken(err error) {
+	if !errors.Is(err, context.DeadlineExceeded) && s.bits.Load() != 0 {
+		s.bits.Store(0)
+	}
 }
 
 // retryEval prepares an action whose EVALSHA met NOSCRIPT to be sent again

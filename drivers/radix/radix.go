@@ -52,6 +52,24 @@
 // is exempt, as the contract allows: its connection is closed (see
 // Deadlines), and the server may or may not have run it.
 //
+// A release is the exception to both: it is never dropped for lateness.
+// The cleanup of an attempt abandoned on a hung node queues its release
+// behind the attempt's SET, which the node runs when it wakes; the release
+// must run after it or the key stays until its TTL. So a release whose
+// deadline passed while queued still goes to the node, after the commands
+// queued before it, given again the time it had when queued; after the
+// node missed a deadline a release gets that time from when it goes out;
+// and releases a round sent but never received are sent when it closes
+// (see package fanout). Its round hears core.StatusTimeout at its own
+// deadline. When the SET's pipeline timed out, the release goes on the
+// replacement connection: the SET is already in the server's socket
+// buffer on the old one, and the server reads that before any command of
+// a connection it has yet to accept. Until a script has run on a node (and again after NOSCRIPT, or
+// a broken connection: probably a restart), its commands carry the
+// script's source (EVAL) rather than its hash (EVALSHA): a release whose
+// reply nobody reads must not meet NOSCRIPT with nobody left to send it
+// again.
+//
 // # Deadlines
 //
 // Every command runs under a context whose deadline is the one the Locker
@@ -59,7 +77,8 @@
 // the earliest deadline of its commands; lockers sharing a node timeout
 // queue commands in nearly deadline order, so that is each command's own
 // give or take the spread of one queue. Commands whose deadline passed
-// while queued are not sent and answer core.StatusTimeout; so does a
+// while queued answer core.StatusTimeout and, except releases (see Order),
+// are not sent; so does a
 // command that fails after its deadline, whatever the error. The Begin
 // context's values reach radix for sequential commands and for a pipeline
 // of one command; a pipeline of several rounds' commands carries none.
@@ -187,6 +206,7 @@ type node struct {
 	timeout time.Duration // dial timeout
 	conns   *conns        // the pool's connections; nil for New's clients
 	client  atomic.Pointer[clientBox]
+	scripts scriptSet // the scripts the server is known to have cached
 
 	mu      sync.Mutex
 	dialing chan struct{} // closed when the dial in progress ends
@@ -339,20 +359,27 @@ func (d *Driver) Close() error {
 // exec runs one command on one node, on the caller's goroutine (a
 // sequential round). It is fanout's Exec.
 func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status, error) {
+	n := d.nodes[i]
 	c, err := d.ready(ctx, i)
 	if err != nil {
+		n.scripts.broken(err)
 		return core.StatusError, err
 	}
 	a := getAction(cmd)
+	a.eval = n.scripts.eval(cmd.Op)
 	if err := c.Do(ctx, a); err != nil {
+		n.scripts.broken(err)
 		return failed(err) // a is radix's now
 	}
 	if a.noScript() {
+		n.scripts.forget(a.cmd.Op)
 		a.retryEval()
 		if err := c.Do(ctx, a); err != nil {
+			n.scripts.broken(err)
 			return failed(err)
 		}
 	}
+	n.scripts.observe(a)
 	st, err := a.result()
 	putAction(a)
 	return st, err
@@ -361,8 +388,10 @@ func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status
 // execMulti runs calls on node i as one radix pipeline, on the node's one
 // connection. It is fanout's ExecMulti, called by node i's pipeliner only.
 func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res []fanout.Result) {
+	n := d.nodes[i]
 	c, err := d.ready(ctx, i)
 	if err != nil {
+		n.scripts.broken(err)
 		for k := range res {
 			res[k] = fanout.Result{Status: core.StatusError, Err: err}
 		}
@@ -371,10 +400,13 @@ func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res 
 	s := &d.scratch[i]
 	acts := s.acts[:0]
 	for _, k := range calls {
-		acts = append(acts, getAction(k.Cmd))
+		a := getAction(k.Cmd)
+		a.eval = n.scripts.eval(k.Cmd.Op)
+		acts = append(acts, a)
 	}
 	s.acts = acts
 	if err := s.run(ctx, c, acts); err != nil {
+		n.scripts.broken(err)
 		st, err := failed(err)
 		for k := range res {
 			res[k] = fanout.Result{Status: st, Err: err}
@@ -387,16 +419,20 @@ func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res 
 	redo := s.redo[:0]
 	for _, a := range acts {
 		if a.noScript() {
+			n.scripts.forget(a.cmd.Op)
 			a.retryEval()
 			redo = append(redo, a)
+		} else {
+			n.scripts.observe(a)
 		}
 	}
 	s.redo = redo
 	if len(redo) > 0 {
 		if err := s.run(ctx, c, redo); err != nil {
+			n.scripts.broken(err)
 			st, err := failed(err)
 			for k, a := range acts {
-				if a.eval {
+				if a.kind == 0 { // sent again, unanswered
 					res[k] = fanout.Result{Status: st, Err: err}
 				} else {
 					res[k] = result(a)
@@ -404,6 +440,9 @@ func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res 
 			}
 			s.drop()
 			return
+		}
+		for _, a := range redo {
+			n.scripts.observe(a)
 		}
 	}
 	for k, a := range acts {

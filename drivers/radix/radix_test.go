@@ -2,6 +2,8 @@ package radix_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,4 +189,77 @@ func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
 	case <-time.After(d):
 		t.Fatal("calls did not return")
 	}
+}
+
+// evalCalls returns how many EVAL and EVALSHA commands srv has run (INFO
+// commandstats), or skips the test on a server without command stats.
+func evalCalls(t *testing.T, srv *redistest.Server) (eval, evalsha int) {
+	t.Helper()
+	v, err := srv.Do("INFO", "commandstats")
+	require.NoError(t, err)
+	info, _ := v.(string)
+	if !strings.Contains(info, "cmdstat_") {
+		t.Skip("the server keeps no command stats")
+	}
+	count := func(cmd string) int {
+		_, rest, ok := strings.Cut(info, "cmdstat_"+cmd+":calls=")
+		if !ok {
+			return 0
+		}
+		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+		return n
+	}
+	return count("eval"), count("evalsha")
+}
+
+// TestScriptSourceUntilCached: until a node has run a script, its commands
+// carry the script's source (EVAL), so that a release whose reply nobody
+// reads (a cleanup abandoned at its deadline on a hung node, which the node
+// runs when it wakes) cannot meet NOSCRIPT with nobody left to send it
+// again. Once the script ran there, its hash is sent (EVALSHA); after
+// NOSCRIPT, the source again. Both paths: a node's pipeline (multiplexed)
+// and an inline command (sequential).
+func TestScriptSourceUntilCached(t *testing.T) {
+	srvs := redistest.StartN(t, 2, redistest.Options{})
+	d := dial(t, addrs(srvs), radix.Options{})
+	s0 := srvs[0]
+	multiplexed := func(c core.Command) {
+		t.Helper()
+		b := d.Begin(context.Background())
+		defer b.Close()
+		dl := time.Now().Add(5 * time.Second)
+		b.Send(0, c, dl)
+		b.Send(1, c, dl)
+		for range 2 {
+			r, ok := b.Receive(nil)
+			require.True(t, ok)
+			require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
+		}
+	}
+	sequential := func(c core.Command) {
+		t.Helper()
+		r := conformance.SendOne(d, 0, c, 5*time.Second)
+		require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
+	}
+	want := func(eval, evalsha int) {
+		t.Helper()
+		e, es := evalCalls(t, s0)
+		assert.Equal(t, eval, e, "EVAL calls")
+		assert.Equal(t, evalsha, es, "EVALSHA calls")
+	}
+	want(0, 0)
+	multiplexed(release("k", tok)) // fresh server: the source
+	want(1, 0)
+	multiplexed(release("k", tok))
+	want(1, 1)
+	sequential(extend("k", tok, time.Second)) // another script: its source
+	want(2, 1)
+	sequential(extend("k", tok, time.Second))
+	want(2, 2)
+	_, err := s0.Do("SCRIPT", "FLUSH")
+	require.NoError(t, err)
+	multiplexed(release("k", tok)) // NOSCRIPT, then EVAL
+	want(3, 3)
+	multiplexed(release("k", tok)) // cached again: the hash
+	want(3, 4)
 }

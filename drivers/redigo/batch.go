@@ -19,6 +19,7 @@ const (
 type slot struct {
 	cmd      core.Command
 	deadline time.Time
+	budget   time.Duration // a release's time at Send (see pending.budget)
 	line     line
 	reply    core.Reply
 	state    uint8
@@ -42,6 +43,9 @@ func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
 	}
 	s := &b.slots[node]
 	s.cmd, s.deadline, s.state = cmd, deadline, slotBuffered
+	if cmd.Op == core.OpRelease {
+		s.budget = time.Until(deadline)
+	}
 	b.buffered++
 }
 
@@ -94,18 +98,23 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	return r, true
 }
 
-// Close parks the lines whose replies were not all read, and the suspect
-// nodes' commands not yet written (see the package documentation), and
-// returns the batch to the pool. It never waits for the network.
+// Close parks the lines whose replies were not all read, the suspect
+// nodes' commands not yet written, and the releases sent but never
+// received (see the package documentation), and returns the batch to the
+// pool. It never waits for the network. Acquires and extends never
+// flushed are dropped: nothing of them was written.
 func (b *batch) Close() {
 	for i := range b.slots {
 		s := &b.slots[i]
-		switch s.state {
-		case slotWire:
+		switch {
+		case s.state == slotWire:
 			b.d.park(&s.line)
-		case slotDeferred:
+		case s.state == slotDeferred || (s.state == slotBuffered && s.cmd.Op == core.OpRelease):
+			// A release the round sent and did not wait for (a cleanup
+			// awaits no node that timed out on its attempt) may be what
+			// undoes a SET left on that node.
 			l := line{node: i}
-			l.push(pending{cmd: s.cmd, deadline: s.deadline})
+			l.push(pending{cmd: s.cmd, deadline: s.deadline, budget: s.budget})
 			b.d.park(&l)
 		}
 		*s = slot{}
@@ -169,6 +178,13 @@ func (b *batch) start(i int, s *slot, wait bool) bool {
 		s.state = slotWire
 	case failed:
 		s.reply, s.state = r, slotReady
+	case expired:
+		// Answered at its deadline, and handed to the drainer all the
+		// same: a release may be what undoes a SET left on that node.
+		s.reply, s.state = r, slotReady
+		l := line{node: i}
+		l.push(pending{cmd: s.cmd, deadline: s.deadline, budget: s.budget})
+		b.d.park(&l)
 	default:
 		return false
 	}

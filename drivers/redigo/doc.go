@@ -70,7 +70,8 @@
 // that times out makes redigo close the connection, and the pool drops it:
 // a connection that missed a reply is never reused. A command whose
 // deadline has passed before it could be written is not sent and answers
-// core.StatusTimeout (ErrDeadline). A reply read after its deadline (the
+// core.StatusTimeout (ErrDeadline), except a release (see Releases). A
+// reply read after its deadline (the
 // read had to wait for an earlier node) is taken if it has already arrived:
 // such a read gets a 1 ms timeout, enough to reach the socket.
 //
@@ -88,7 +89,30 @@
 // connection, so Receive checks its cancel channel on entry and before each
 // read: a cancellation is seen within one node timeout, usually at once.
 // Commands not yet written when the round is cancelled (Send buffers them
-// until Receive) are never sent.
+// until Receive) are never sent, except releases, which Batch.Close sends
+// (see Releases).
+//
+// # Releases
+//
+// A release is never dropped because its round stopped waiting for it or
+// its deadline passed before it could be written. The cleanup after an
+// attempt abandoned on a hung node sends a release that must run after the
+// attempt's SET, which the node still runs when it wakes: dropped, it would
+// leave the key until its TTL. So, in both modes, releases that a round
+// sent and never received (a cleanup awaits no node that timed out on its
+// attempt, and may close without a Receive) are sent when the batch
+// closes; acquires and extends never written are dropped. In the pooled
+// mode, a release that its deadline overtook before it was written (it
+// waited for the drainer to finish the SET's line, or for a checkout) is
+// answered core.StatusTimeout and parked for the drainer, which gives an
+// unwritten release, from when it takes it, at least the time it had when
+// sent, to connect, write it and read its reply. In the pipelined mode the
+// writer does the same for the releases it takes. Their rounds have had
+// their answers at their deadlines; only the drainer or the connection
+// waits longer. A release that follows a SET whose connection was given
+// up goes on a new connection; the SET is already in the server's socket
+// buffer on the old one, which the server reads before any command of a
+// connection it has yet to accept.
 //
 // # Stragglers
 //
@@ -125,7 +149,8 @@
 // driver is closed, Close takes the replies already buffered and closes the
 // connection, and drops unwritten commands: that costs a reconnect (and
 // possibly a release on that node, whose key then expires at its TTL),
-// never a wait.
+// never a wait. The drainer may wait on a hung node up to the time a late
+// release is given (see Releases).
 //
 // # Connections
 //
@@ -171,10 +196,11 @@
 // deadline of the round's unanswered commands: at a command's deadline it
 // answers core.StatusTimeout for that node (the error matches
 // os.ErrDeadlineExceeded), whatever the connection does. A command whose
-// deadline has passed before the writer takes it is not sent (ErrDeadline).
+// deadline has passed before the writer takes it is not sent (ErrDeadline),
+// except a release (see Releases).
 // Cancellation is seen at once: a round cancelled before its first
-// Receive sends nothing, and one cancelled later leaves its commands to
-// be answered and discarded.
+// Receive sends nothing but its releases (at Close, see Releases), and one
+// cancelled later leaves its commands to be answered and discarded.
 //
 // The reader's reads are bounded by the deadline of the oldest unanswered
 // command plus as long again as that command had when it was written (so,

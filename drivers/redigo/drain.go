@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlock-go/redlock/core"
 )
 
 // MaxParked is the number of unfinished lines (see the package
@@ -39,6 +41,22 @@ func (d *Driver) park(l *line) {
 	}
 	d.mu.RUnlock()
 	discard(l)
+}
+
+// repark parks again, as a line of their own, the releases of l (which
+// has no connection: nothing of it is written) that were not given their
+// time yet (see line.grant); the rest of l is left to the caller.
+func (d *Driver) repark(l *line) {
+	r := line{node: l.node}
+	for k := 0; k < l.n; k++ {
+		if p := l.calls[k]; p.cmd.Op == core.OpRelease && p.budget > 0 {
+			p.mine = false
+			r.push(p)
+		}
+	}
+	if r.n > 0 {
+		d.park(&r)
+	}
 }
 
 // adopt moves into l (empty) the parked line of node i that holds a command

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -791,5 +792,104 @@ func TestStragglerNoScript(t *testing.T) {
 				}, 5*time.Second, time.Millisecond, "node %d still holds the key", i)
 			}
 		})
+	}
+}
+
+// TestCleanupFollowsHungSet: an attempt's SET is on the wire to a stopped
+// node when the attempt ends (a straggler, or read until it timed out);
+// the cleanup's release for its key must still reach that node after the
+// SET, so that once the node continues the SET runs and the release then
+// deletes the key. The release must not be dropped because the round did
+// not wait for it (a cleanup that awaits none of its nodes closes the
+// batch without a Receive) or because its deadline passed before it could
+// be written (it waited for the drainer to finish the SET's line, or for
+// a connection).
+func TestCleanupFollowsHungSet(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		opts Options
+	}{{"pooled", Options{Pooled: true}}, {"pipelined", Options{}}} {
+		for _, tc := range []struct {
+			name      string
+			straggler bool // the attempt closes without reading the hung node
+			awaited   bool // the cleanup receives the hung node's reply
+		}{
+			{"straggling SET, awaited release", true, true},
+			{"timed-out SET, release not awaited", false, false},
+		} {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				ss, d := serversWith(t, 2, mode.opts)
+				const timeout = 200 * time.Millisecond
+				const hung = 1 // node 0 answers (and, pooled, is read first)
+				tk := tok(7)
+				key := "cleanup-" + mode.name + "-" + strconv.FormatBool(tc.straggler)
+				ss[hung].Stop()
+				stopped := true
+				defer func() {
+					if stopped {
+						ss[hung].Cont()
+					}
+				}()
+
+				a := d.Begin(context.Background())
+				dl := time.Now().Add(timeout)
+				for i := 0; i < 2; i++ {
+					a.Send(i, core.Command{Op: core.OpAcquire, Key: key, Token: tk, TTL: time.Minute}, dl)
+				}
+				replies := 2
+				if tc.straggler {
+					replies = 1
+				}
+				for k := 0; k < replies; k++ {
+					r, ok := a.Receive(nil)
+					require.True(t, ok)
+					if r.Node == hung {
+						require.Equal(t, core.StatusTimeout, r.Status)
+					} else {
+						require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+					}
+				}
+				a.Close()
+				if tc.straggler && mode.opts.Pooled {
+					// The drainer takes the SET's line: the release cannot
+					// join it, and waits for the drainer past its deadline.
+					n := &d.nodes[hung]
+					require.Eventually(t, func() bool {
+						n.smu.Lock()
+						defer n.smu.Unlock()
+						return n.busy.has(key)
+					}, 5*time.Second, time.Millisecond)
+				}
+
+				rel := core.Command{Op: core.OpRelease, Key: key, Token: tk}
+				c := d.Begin(context.Background())
+				dl = time.Now().Add(timeout)
+				if tc.awaited {
+					c.Send(0, rel, dl)
+					c.Send(1, rel, dl)
+					got := map[int]core.Status{}
+					for k := 0; k < 2; k++ {
+						r, ok := c.Receive(nil)
+						require.True(t, ok)
+						got[r.Node] = r.Status
+					}
+					assert.Equal(t, map[int]core.Status{hung: core.StatusTimeout, 1 - hung: core.StatusOK}, got)
+				} else {
+					c.Send(hung, rel, dl)
+				}
+				c.Close()
+
+				ss[hung].Cont()
+				stopped = false
+				require.Eventually(t, func() bool {
+					info, err := ss[hung].Do("INFO", "commandstats")
+					if s, _ := info.(string); err != nil || !strings.Contains(s, "cmdstat_set:") {
+						return false // the SET has not run yet
+					}
+					n, err := ss[hung].Do("EXISTS", key)
+					return err == nil && n == int64(0)
+				}, 5*time.Second, 5*time.Millisecond, "the SET ran on the hung node and the release after it")
+			})
+		}
 	}
 }

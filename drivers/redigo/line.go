@@ -47,8 +47,17 @@ var errDeadlineEval = fmt.Errorf("redigo: NOSCRIPT after the per-node deadline, 
 type pending struct {
 	cmd      core.Command
 	deadline time.Time
-	eval     bool // it is (or will be) sent as EVAL rather than EVALSHA
-	mine     bool // the command of the batch holding the line
+	// budget is, for a release not yet written, the time it had when it
+	// was sent; 0 once that time has been given (see line.grant).
+	budget time.Duration
+	eval   bool // it is (or will be) sent as EVAL rather than EVALSHA
+	mine   bool // the command of the batch holding the line
+}
+
+// late reports whether p, not written yet, is a release whose deadline
+// has passed but which is still to be written (see line.grant).
+func (p *pending) late(now time.Time) bool {
+	return p.cmd.Op == core.OpRelease && p.budget > 0 && !now.Before(p.deadline)
 }
 
 // line is a connection to one node with commands in flight on it, whose
@@ -70,6 +79,26 @@ func (l *line) pop() {
 	copy(l.calls[:], l.calls[1:l.n])
 	l.n--
 	l.calls[l.n] = pending{}
+}
+
+// grant gives each release of l not yet written its time again: a
+// deadline of at least now plus the time it had when it was sent. A
+// release is written even once its round has stopped waiting for it,
+// since it may be what undoes a SET that its node (hung, suspect) runs
+// later: dropped, it would leave the key until its TTL. Its round has had
+// its answer at the deadline; only the line waits longer. The time is
+// given once.
+func (l *line) grant(now time.Time) {
+	for k := 0; k < l.n; k++ {
+		p := &l.calls[k]
+		if p.cmd.Op != core.OpRelease || p.budget <= 0 {
+			continue
+		}
+		if g := now.Add(p.budget); g.After(p.deadline) {
+			p.deadline = g
+		}
+		p.budget = 0
+	}
 }
 
 func (l *line) has(key string) bool {
@@ -131,6 +160,7 @@ const (
 	started  = iota // cmd is on the wire in l
 	failed          // cmd could not be written: the reply says why
 	deferred        // the drainer is busy with cmd's key on that node; try later
+	expired         // a release whose deadline passed before it could be written: the reply says so; the drainer writes it
 )
 
 // start puts cmd for node i on the wire in l, which is empty, behind any
@@ -146,7 +176,7 @@ func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline tim
 	case op < core.OpAcquire || op > core.OpExtend:
 		return wire.Fail(i, n.name, op, errors.New("unknown op")), failed
 	case !time.Now().Before(deadline):
-		return wire.Fail(i, n.name, op, ErrDeadline), failed
+		return wire.Fail(i, n.name, op, ErrDeadline), lateOutcome(op)
 	}
 	if d.adopt(l, i, cmd.Key, deadline, wait) {
 		return core.Reply{}, deferred
@@ -156,6 +186,11 @@ func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline tim
 	}
 	if l.conn == nil {
 		if err := w.open(d, l, deadline); err != nil {
+			if isTimeout(err) || !time.Now().Before(deadline) {
+				// The wait for the drainer, or the checkout (a dial to a
+				// hung node), took the time.
+				return wire.Fail(i, n.name, op, err), lateOutcome(op)
+			}
 			return wire.Fail(i, n.name, op, err), failed
 		}
 	}
@@ -171,13 +206,28 @@ func (w *worker) start(d *Driver, l *line, i int, cmd core.Command, deadline tim
 	return core.Reply{}, started
 }
 
+// lateOutcome is the outcome of a command of op that its deadline
+// overtook before it could be written.
+func lateOutcome(op core.Op) int {
+	if op == core.OpRelease {
+		return expired
+	}
+	return failed
+}
+
 // open checks out a connection for l, bounded by until, and writes l's
-// unwritten commands on it, dropping those whose deadline has passed.
+// unwritten commands on it, dropping those whose deadline has passed
+// (except releases, see line.grant). If the checkout times out, the
+// releases that were not given their time yet are parked again, for the
+// drainer.
 func (w *worker) open(d *Driver, l *line, until time.Time) error {
 	n := &d.nodes[l.node]
 	ctx := w.checkoutCtx(until)
 	conn, err := n.pool.GetContext(ctx)
 	ctx.finish()
+	if err != nil && isTimeout(err) {
+		d.repark(l)
+	}
 	if err != nil {
 		d.fail(l, err)
 		return err
@@ -185,6 +235,8 @@ func (w *worker) open(d *Driver, l *line, until time.Time) error {
 	l.conn = conn
 	now := time.Now()
 	if !now.Before(until) { // the checkout dialed past the deadline
+		l.conn = nil
+		d.repark(l)
 		*l = line{node: l.node}
 		conn.Close()
 		return ErrDeadline
@@ -192,6 +244,9 @@ func (w *worker) open(d *Driver, l *line, until time.Time) error {
 	k := 0
 	for j := 0; j < l.n; j++ {
 		p := l.calls[j]
+		if p.late(now) {
+			p.deadline, p.budget = now.Add(p.budget), 0 // see line.grant
+		}
 		if !now.Before(p.deadline) {
 			continue // too late to send
 		}
@@ -264,6 +319,9 @@ func (w *worker) read(d *Driver, l *line, cancel <-chan struct{}, until time.Tim
 // connection, if it has one left, is then idle.
 func (w *worker) settle(d *Driver, l *line, until time.Time) {
 	if until.IsZero() {
+		if l.conn == nil {
+			l.grant(time.Now())
+		}
 		until = l.deadline()
 	}
 	if l.conn == nil && l.n > 0 {

@@ -135,8 +135,12 @@ func (b *pbatch) enqueue() {
 		case !now.Before(s.deadline):
 			err = ErrDeadline
 		default:
+			e := pentry{b: b, cmd: s.cmd, deadline: s.deadline}
+			if op == core.OpRelease {
+				e.budget = s.deadline.Sub(now)
+			}
 			b.refs.Add(1)
-			if err = b.d.pipeFor(i, s.cmd.Key).enqueue(pentry{b: b, cmd: s.cmd, deadline: s.deadline}); err == nil {
+			if err = b.d.pipeFor(i, s.cmd.Key).enqueue(e); err == nil {
 				continue
 			}
 			b.refs.Add(-1)
@@ -156,8 +160,23 @@ func (b *pbatch) deliver(r core.Reply) {
 }
 
 // Close ends the round without waiting: the replies still due are
-// discarded when they come.
+// discarded when they come. Releases recorded and never received are
+// queued all the same (a cleanup does not wait for the nodes that timed
+// out on its attempt, and may be what undoes a SET left there);
+// acquires and extends never queued are dropped: nothing of them was
+// written.
 func (b *pbatch) Close() {
+	if b.queued > 0 {
+		for i := range b.slots {
+			if s := &b.slots[i]; s.state == pBuffered && s.cmd.Op != core.OpRelease {
+				s.state = pEmpty
+				b.queued--
+			}
+		}
+		if b.queued > 0 {
+			b.enqueue()
+		}
+	}
 	if b.refs.Add(-1) == 0 {
 		b.recycle()
 	}

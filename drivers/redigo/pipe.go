@@ -51,7 +51,10 @@ type pentry struct {
 	cmd      core.Command
 	deadline time.Time
 	slack    time.Duration // how long past deadline the reply may come before the connection is given up
-	eval     bool          // sent as EVAL rather than EVALSHA
+	// budget is, for a release, the time it had when queued; 0 once the
+	// writer has given it that time again (see write).
+	budget time.Duration
+	eval   bool // sent as EVAL rather than EVALSHA
 }
 
 // ring is a FIFO of pentries.
@@ -232,9 +235,24 @@ func (p *pconn) writeLoop() {
 }
 
 // write puts batch on the wire with one Flush, on the live connection or
-// a new one. Commands whose deadline has passed are not sent.
+// a new one. Commands whose deadline has passed are not sent, except
+// releases: each is given, from now, the time it had when queued (at
+// least), for the dial, the write and its reply, even past its own
+// deadline, at which its round has answered StatusTimeout by itself. A
+// release may be what undoes a SET its node runs later (the cleanup of an
+// attempt abandoned on a hung node, queued while a dial was under way):
+// dropped, it would leave the key until its TTL.
 func (p *pconn) write(batch []pentry) {
 	n := &p.d.nodes[p.node]
+	start := time.Now()
+	for i := range batch {
+		if e := &batch[i]; e.cmd.Op == core.OpRelease && e.budget > 0 {
+			if g := start.Add(e.budget); g.After(e.deadline) {
+				e.deadline = g
+			}
+			e.budget = 0
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		now := time.Now()
 		var latest time.Time

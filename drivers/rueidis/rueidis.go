@@ -45,6 +45,24 @@
 // reached) cannot be overtaken by the release that follows it, which
 // would leave its key behind until the TTL.
 //
+// A release is the exception to both: it is never dropped for lateness.
+// The cleanup of an attempt abandoned on a hung node queues its release
+// behind the attempt's SET, which the node runs when it wakes; the release
+// must run after it or the key stays until its TTL. So a release whose
+// deadline passed while queued still goes to the node, after the commands
+// queued before it, given again the time it had when queued; after the
+// node missed a deadline a release gets that time from when it goes out;
+// and releases a round sent but never received are sent when it closes
+// (see package fanout). Its round hears core.StatusTimeout at its own
+// deadline. When the SET's pipeline timed out, the release goes on the
+// replacement connection: the SET is already in the server's socket
+// buffer on the old one, and the server reads that before any command of
+// a connection it has yet to accept. Until a script has run on a node (and again after NOSCRIPT, or
+// a broken connection: probably a restart), its commands carry the
+// script's source (EVAL) rather than its hash (EVALSHA): a release whose
+// reply nobody reads must not meet NOSCRIPT with nobody left to send it
+// again.
+//
 // # Deadlines
 //
 // Every command runs under a context whose deadline is the one the Locker
@@ -52,7 +70,8 @@
 // the earliest deadline of its commands; lockers sharing a node timeout
 // queue commands in nearly deadline order, so that is each command's own
 // give or take the spread of one queue. Commands whose deadline passed
-// while queued are not sent and answer core.StatusTimeout. rueidis honours
+// while queued answer core.StatusTimeout and, except releases (see Order),
+// are not sent. rueidis honours
 // the deadline on the connection itself (a socket deadline; it closes a
 // connection whose reply is late and redials, within the next command's
 // deadline), so a SIGSTOPped node costs each round at most the node
@@ -96,6 +115,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -134,6 +154,7 @@ type Options struct {
 type Driver struct {
 	f       *fanout.Fanout
 	clients []rd.Client
+	scripts []scriptSet      // per node: the scripts the server is known to have cached
 	scratch [][]rd.Completed // per node, owned by its pipeliner
 	owned   bool             // Dial made the clients: Close closes them
 	once    sync.Once
@@ -248,7 +269,7 @@ func clientAddr(c rd.Client) string {
 }
 
 func newDriver(clients []rd.Client, names []string) *Driver {
-	d := &Driver{clients: clients, scratch: make([][]rd.Completed, len(clients))}
+	d := &Driver{clients: clients, scripts: make([]scriptSet, len(clients)), scratch: make([][]rd.Completed, len(clients))}
 	d.f = fanout.New(fanout.Config{Names: names, Exec: d.exec, ExecMulti: d.execMulti, WireStrings: true})
 	return d
 }
@@ -280,6 +301,7 @@ func (d *Driver) Close() error {
 // exec runs one command on one node. It is fanout's Exec.
 func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status, error) {
 	c := d.clients[i]
+	ss := &d.scripts[i]
 	tok := cmd.Token.String()
 	if cmd.Op == core.OpAcquire {
 		err := c.Do(ctx, c.B().Set().Key(cmd.Key).Value(tok).Nx().PxMilliseconds(wire.Millis(cmd.TTL)).Build()).Error()
@@ -289,6 +311,7 @@ func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status
 		case rd.IsRedisNil(err):
 			return core.StatusHeld, nil // SET NX: the key exists
 		}
+		ss.broken(err)
 		return core.StatusError, err
 	}
 	s := wire.ScriptFor(cmd.Op)
@@ -296,14 +319,18 @@ func (d *Driver) exec(ctx context.Context, i int, cmd core.Command) (core.Status
 	if cmd.Op == core.OpExtend {
 		ms = wire.MillisString(cmd.TTL)
 	}
-	n, err := d.script(ctx, c, s, false, cmd, tok, ms)
-	if err != nil && wire.IsNoScript(err) {
+	eval := ss.eval(cmd.Op)
+	n, err := d.script(ctx, c, s, eval, cmd, tok, ms)
+	if err != nil && !eval && wire.IsNoScript(err) {
 		// SCRIPT FLUSH or a restart emptied the script cache: EVAL loads it.
+		ss.forget(cmd.Op)
 		n, err = d.script(ctx, c, s, true, cmd, tok, ms)
 	}
 	if err != nil {
+		ss.broken(err)
 		return core.StatusError, err
 	}
+	ss.learn(cmd.Op)
 	return wire.ScriptStatus(n)
 }
 
@@ -326,9 +353,10 @@ func (d *Driver) script(ctx context.Context, c rd.Client, s wire.Script, eval bo
 // ExecMulti, called by node i's pipeliner only.
 func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res []fanout.Result) {
 	c := d.clients[i]
+	ss := &d.scripts[i]
 	cmds := d.scratch[i][:0]
 	for _, k := range calls {
-		cmds = append(cmds, build(c, k, false))
+		cmds = append(cmds, build(c, k, ss.eval(k.Cmd.Op)))
 	}
 	var rs []rd.RedisResult
 	var one [1]rd.RedisResult
@@ -342,8 +370,10 @@ func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res 
 	}
 	var noscript bool
 	for n, r := range rs {
-		res[n] = result(calls[n].Cmd.Op, r)
+		op := calls[n].Cmd.Op
+		res[n] = result(op, r)
 		noscript = noscript || wire.IsNoScript(res[n].Err)
+		ss.observe(op, res[n].Err)
 	}
 	if noscript {
 		// SCRIPT FLUSH or a restart emptied the script cache: EVAL loads
@@ -359,6 +389,7 @@ func (d *Driver) execMulti(ctx context.Context, i int, calls []fanout.Call, res 
 		for n, k := range calls {
 			if wire.IsNoScript(res[n].Err) {
 				res[n] = result(k.Cmd.Op, rs[m])
+				ss.observe(k.Cmd.Op, res[n].Err)
 				m++
 			}
 		}
@@ -403,4 +434,57 @@ func result(op core.Op, r rd.RedisResult) fanout.Result {
 	}
 	st, err := wire.ScriptStatus(n)
 	return fanout.Result{Status: st, Err: err}
+}
+
+// scriptSet records which of the two scripts a node is known to have
+// cached. Until a script has run on the node, and again after NOSCRIPT or
+// after a failure that was neither a reply nor a timeout (a broken
+// connection, a refused dial: probably a restart, which empties the
+// cache), its commands carry the script's source (EVAL, which caches it)
+// rather than its hash (EVALSHA). A NOSCRIPT reply is answered by EVAL,
+// but only if somebody reads it: a release abandoned at its deadline on a
+// hung node (queued behind the SET it undoes, and run once the node
+// wakes) must not depend on that.
+type scriptSet struct{ bits atomic.Uint32 }
+
+func scriptBit(op core.Op) uint32 { return 1 << (op - core.OpRelease) }
+
+// eval reports whether a command of op must carry its script's source.
+// It is false for OpAcquire, which is no script.
+func (s *scriptSet) eval(op core.Op) bool {
+	return op != core.OpAcquire && s.bits.Load()&scriptBit(op) == 0
+}
+
+func (s *scriptSet) learn(op core.Op) {
+	if b := scriptBit(op); s.bits.Load()&b == 0 {
+		s.bits.Or(b)
+	}
+}
+
+func (s *scriptSet) forget(op core.Op) { s.bits.And(^scriptBit(op)) }
+
+// observe learns from the outcome of a command of op: a script that ran
+// is cached, one that met NOSCRIPT is not.
+func (s *scriptSet) observe(op core.Op, err error) {
+	switch {
+	case op == core.OpAcquire:
+		s.broken(err)
+	case err == nil:
+		s.learn(op)
+	case wire.IsNoScript(err):
+		s.forget(op)
+	default:
+		s.broken(err)
+	}
+}
+
+// broken forgets every script after a failure that is neither a reply nor
+// a timeout.
+func (s *scriptSet) broken(err error) {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || s.bits.Load() == 0 {
+		return
+	}
+	if _, reply := rd.IsRedisErr(err); !reply {
+		s.bits.Store(0)
+	}
 }

@@ -31,9 +31,24 @@
 //     context.WithoutCancel(beginCtx), deadline): the Begin context's values
 //     reach the client, its cancellation does not, and the Send deadline
 //     bounds the command itself. The context is reused from one command to
-//     the next when that is safe, so it costs no allocation (see dctx). A command whose deadline has already passed
-//     is not executed and answers core.StatusTimeout; so does a command that
-//     fails after its deadline, whatever the client's error says.
+//     the next when that is safe, so it costs no allocation (see dctx).
+//     A command whose deadline has already passed answers
+//     core.StatusTimeout and, unless it is a release, is not executed; so
+//     does a command that fails after its deadline, whatever the client's
+//     error says.
+//   - Releases are never dropped for lateness. A release that waited past
+//     its deadline in a node's queue (behind a hung node's SET, typically:
+//     the cleanup of an attempt abandoned there) still goes to the node
+//     after the commands queued before it, given again the time it had when
+//     queued; and after a pipeline on the node missed its deadline (the
+//     client then usually replaces its connection, which takes a dial) a
+//     release gets that time from when it goes out even if its own
+//     deadline comes first. Its caller hears core.StatusTimeout at its
+//     deadline as before. Otherwise the node, once it wakes, would run the
+//     SET and nothing after it, leaving the key until its TTL. Releases
+//     still buffered when a batch is closed (a cleanup that awaits none of
+//     its nodes closes without a Receive) are sent too; acquires and
+//     extends are not.
 //
 // Deadlines are compared with time.Now: a driver built on fanout assumes the
 // Locker runs on the system clock (core.SystemClock), as every real Redis
@@ -130,6 +145,10 @@ type Fanout struct {
 	n           int
 
 	queues []chan job
+	// missed[i] is set while node i's last command or pipeline ended past
+	// its deadline: its client has probably given up the connection, and
+	// the next one may have to wait for a new one (see runPipeline).
+	missed []atomic.Bool
 	done   chan struct{}
 	closed atomic.Bool
 	once   sync.Once
@@ -140,10 +159,13 @@ type Fanout struct {
 
 // job is one command handed to a worker.
 type job struct {
-	b        *batch
+	b        *batch // nil once the job's caller has been answered
 	node     int
 	cmd      core.Command
 	deadline time.Time
+	// budget is how long the command had when it was queued (deadline
+	// minus that time): the time a late release is given on the wire.
+	budget   time.Duration
 	tok, ttl string // wire arguments, set for a pipelined Fanout
 }
 
@@ -176,6 +198,7 @@ func New(cfg Config) *Fanout {
 
 		wireStrings: cfg.ExecMulti != nil && cfg.WireStrings,
 		queues:      make([]chan job, n),
+		missed:      make([]atomic.Bool, n),
 		done:        make(chan struct{}),
 	}
 	f.batches.New = func() any {
@@ -204,7 +227,8 @@ func (f *Fanout) Nodes() int { return f.n }
 func (f *Fanout) NodeName(i int) string { return f.names[i] }
 
 // Close stops the workers and waits for them to return. A worker busy with
-// a command returns once the command does, by its deadline. Commands still
+// a command returns once the command does, by its deadline (a late
+// release's: by the time it was given, see runPipeline). Commands still
 // queued, and commands issued after Close, answer core.StatusError with
 // ErrClosed. Close is idempotent.
 func (f *Fanout) Close() {
@@ -221,6 +245,14 @@ func (f *Fanout) worker(q chan job) {
 	for {
 		select {
 		case j := <-q:
+			if now := time.Now(); late(j, now) && !f.closed.Load() {
+				// Answered at its deadline, sent all the same: see
+				// runPipeline.
+				j.b.deliver(f.timeout(j.node, j.cmd.Op, context.DeadlineExceeded))
+				j.b, j.deadline = nil, now.Add(j.budget)
+				f.run(j, &ctx)
+				continue
+			}
 			j.b.deliver(f.run(j, &ctx))
 		case <-f.done:
 			f.drain(q)
@@ -270,39 +302,80 @@ type pipeline struct {
 	calls []Call
 	res   []Result
 	ctx   *dctx
+	timer *time.Timer // answers callers at their deadlines (await)
 }
 
-// runPipeline runs p.jobs on node and delivers their replies. Jobs whose
-// deadline has passed are not sent and answer core.StatusTimeout. The
-// others run under one context whose deadline is the earliest of theirs.
+// late reports whether j is a release whose deadline passed before it
+// could be sent, and that is still to be sent (see runPipeline).
+func late(j job, now time.Time) bool {
+	return j.cmd.Op == core.OpRelease && j.budget > 0 && !now.Before(j.deadline)
+}
+
+// runPipeline runs p.jobs on node and delivers their replies.
+//
+// Jobs whose deadline has passed answer core.StatusTimeout. Acquires and
+// extends among them are not sent: an unsent SET leaves nothing behind.
+// Releases are sent all the same, in their place, with a deadline of now
+// plus the time they had when queued (their budget): a release that waited
+// behind a hung node's SET must follow that SET, which the node may still
+// run when it wakes, or the key stays until its TTL. For the same reason,
+// while the node's last pipeline missed its deadline (its client has
+// probably given up the connection, and the next command waits for a new
+// one), a release is given its budget from now even if its own deadline
+// comes first; its caller is still answered at that deadline (await).
+//
+// The others run under one context whose deadline is the earliest of
+// theirs, or the latest of the releases' extended ones if that is later.
 // A pipeline of one command carries its Begin context's values; a pipeline
-// of several rounds' commands carries none, since it cannot carry them all.
+// of several rounds' commands carries none, since it cannot carry them
+// all.
 func (f *Fanout) runPipeline(node int, p *pipeline) {
 	now := time.Now()
 	closed := f.closed.Load()
+	suspect := f.missed[node].Load()
 	var (
-		dl   time.Time
-		base context.Context
+		first   time.Time // the earliest deadline of a caller
+		last    time.Time // the latest extended deadline of a release
+		callers int       // live jobs whose caller waits for the reply
+		base    context.Context
 	)
 	for i := range p.jobs {
 		j := &p.jobs[i]
 		switch {
 		case closed:
 			j.b.deliver(f.fail(node, j.cmd.Op, ErrClosed))
+			continue
 		case !now.Before(j.deadline):
 			j.b.deliver(f.timeout(node, j.cmd.Op, context.DeadlineExceeded))
-		default:
-			if len(p.live) == 0 || j.deadline.Before(dl) {
-				dl = j.deadline
+			if !late(*j, now) {
+				continue
 			}
+			j.b = nil // answered: sent for the node's sake only
+			if g := now.Add(j.budget); g.After(last) {
+				last = g
+			}
+		default:
+			if suspect && j.cmd.Op == core.OpRelease {
+				if g := now.Add(j.budget); g.After(j.deadline) && g.After(last) {
+					last = g
+				}
+			}
+			if callers == 0 || j.deadline.Before(first) {
+				first = j.deadline
+			}
+			callers++
 			base = j.b.base
-			p.live = append(p.live, i)
-			p.calls = append(p.calls, Call{Cmd: j.cmd, Token: j.tok, TTL: j.ttl})
 		}
+		p.live = append(p.live, i)
+		p.calls = append(p.calls, Call{Cmd: j.cmd, Token: j.tok, TTL: j.ttl})
 	}
 	if len(p.live) > 0 {
-		if len(p.live) > 1 {
+		if len(p.live) > 1 || callers == 0 {
 			base = context.Background()
+		}
+		dl := first
+		if callers == 0 || last.After(dl) {
+			dl = last
 		}
 		c := p.ctx
 		if c == nil {
@@ -312,25 +385,42 @@ func (f *Fanout) runPipeline(node int, p *pipeline) {
 		res := p.res[:len(p.calls)]
 		clear(res)
 		c.start(base, dl)
-		f.multi(c, node, p.calls, res)
+		if callers > 0 && dl.After(first) {
+			// Some caller must hear before the pipeline ends.
+			done := make(chan struct{})
+			go func() {
+				f.multi(c, node, p.calls, res)
+				close(done)
+			}()
+			f.await(node, p, done)
+		} else {
+			f.multi(c, node, p.calls, res)
+		}
 		late := c.Err() != nil
 		end := time.Now()
-		failed := false
+		failed, missed := false, late
 		for k, i := range p.live {
 			j := &p.jobs[i]
 			r := res[k]
+			timedOut := r.Err != nil && (r.Status == core.StatusTimeout || late || !end.Before(j.deadline))
+			missed = missed || timedOut
+			failed = failed || r.Err != nil
+			if j.b == nil {
+				continue // answered already
+			}
 			var reply core.Reply
 			switch {
 			case r.Err == nil:
 				reply = core.Reply{Node: node, Status: r.Status}
-			case r.Status == core.StatusTimeout || late || !end.Before(j.deadline):
-				failed = true
+			case timedOut:
 				reply = f.timeout(node, j.cmd.Op, r.Err)
 			default:
-				failed = true
 				reply = f.fail(node, j.cmd.Op, r.Err)
 			}
 			j.b.deliver(reply)
+		}
+		if missed != suspect {
+			f.missed[node].Store(missed)
 		}
 		if !c.finish() || failed {
 			p.ctx = nil // the client may still hold it
@@ -340,6 +430,43 @@ func (f *Fanout) runPipeline(node int, p *pipeline) {
 	clear(p.jobs)
 	clear(p.calls)
 	p.jobs, p.live, p.calls = p.jobs[:0], p.live[:0], p.calls[:0]
+}
+
+// await waits for done, the end of p's pipeline on node, and meanwhile
+// answers core.StatusTimeout to each caller whose deadline passes first.
+// Only the pipeliner touches p.jobs; the pipeline's goroutine touches only
+// p.calls and the results.
+func (f *Fanout) await(node int, p *pipeline, done <-chan struct{}) {
+	if p.timer == nil {
+		p.timer = time.NewTimer(time.Hour)
+		p.timer.Stop()
+	}
+	for {
+		var next time.Time
+		now := time.Now()
+		for _, i := range p.live {
+			j := &p.jobs[i]
+			switch {
+			case j.b == nil:
+			case !now.Before(j.deadline):
+				j.b.deliver(f.timeout(node, j.cmd.Op, context.DeadlineExceeded))
+				j.b = nil
+			case next.IsZero() || j.deadline.Before(next):
+				next = j.deadline
+			}
+		}
+		if next.IsZero() {
+			<-done
+			return
+		}
+		p.timer.Reset(next.Sub(now))
+		select {
+		case <-done:
+			p.timer.Stop()
+			return
+		case <-p.timer.C:
+		}
+	}
 }
 
 // drain answers every job left in q with ErrClosed. It is called by the
@@ -370,16 +497,24 @@ func (f *Fanout) run(j job, ctx **dctx) core.Reply {
 		c = new(dctx)
 		*ctx = c
 	}
-	c.start(j.b.base, j.deadline)
+	base := context.Background()
+	if j.b != nil {
+		base = j.b.base
+	}
+	c.start(base, j.deadline)
 	st, err := f.exec(c, j.node, j.cmd)
 	late := c.Err() != nil
 	if !c.finish() || err != nil {
 		*ctx = nil // the client may still hold it
 	}
+	timedOut := err != nil && (st == core.StatusTimeout || late)
+	if m := &f.missed[j.node]; m.Load() != timedOut && (timedOut || err == nil) {
+		m.Store(timedOut)
+	}
 	switch {
 	case err == nil:
 		return core.Reply{Node: j.node, Status: st}
-	case st == core.StatusTimeout || late:
+	case timedOut:
 		return f.timeout(j.node, j.cmd.Op, err)
 	}
 	return f.fail(j.node, j.cmd.Op, err)
@@ -473,6 +608,20 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 // every round wait for that node, however slow, even when the others have
 // already decided it.
 func (b *batch) flush() (r core.Reply, direct bool) {
+	if len(b.pend) == 1 && b.taken == b.queued {
+		b.setBase()
+		j := b.pend[0]
+		clear(b.pend)
+		b.pend = b.pend[:0]
+		return b.f.run(j, &b.dctx), true
+	}
+	b.prepare()
+	b.queued += b.dispatch()
+	return core.Reply{}, false
+}
+
+// setBase sets the context the batch's commands carry.
+func (b *batch) setBase() {
 	if b.base == nil {
 		if b.ctx.Done() == nil {
 			b.base = b.ctx // nothing to detach from
@@ -480,12 +629,12 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 			b.base = context.WithoutCancel(b.ctx)
 		}
 	}
-	if len(b.pend) == 1 && b.taken == b.queued {
-		j := b.pend[0]
-		clear(b.pend)
-		b.pend = b.pend[:0]
-		return b.f.run(j, &b.dctx), true
-	}
+}
+
+// prepare readies the buffered jobs for the workers: the batch's context,
+// and the wire strings of a pipelined Fanout that wants them.
+func (b *batch) prepare() {
+	b.setBase()
 	if b.f.wireStrings {
 		for i := range b.pend {
 			j, prev := &b.pend[i], (*job)(nil)
@@ -506,9 +655,17 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 			}
 		}
 	}
+}
+
+// dispatch hands the buffered jobs to the workers and empties pend. It
+// returns how many it handed over.
+func (b *batch) dispatch() int {
+	now := time.Now()
 	var full uint64 // jobs whose queue had no room, by index in pend
 	for i := range b.pend {
-		if !b.f.dispatch(b.pend[i], false) {
+		j := &b.pend[i]
+		j.budget = j.deadline.Sub(now)
+		if !b.f.dispatch(*j, false) {
 			full |= 1 << i
 		}
 	}
@@ -518,10 +675,10 @@ func (b *batch) flush() (r core.Reply, direct bool) {
 			full &^= 1 << i
 		}
 	}
-	b.queued += len(b.pend)
+	n := len(b.pend)
 	clear(b.pend)
 	b.pend = b.pend[:0]
-	return core.Reply{}, false
+	return n
 }
 
 // dispatch queues j for its node's workers. Without wait it returns false
@@ -559,13 +716,30 @@ func (f *Fanout) dispatch(j job, wait bool) bool {
 	return true
 }
 
-// Close ends the round without waiting. The batch is recycled (pooled for
-// another Begin) as soon as no worker holds it: at once if every reply has
-// been delivered, otherwise by the worker that delivers the last straggler.
-// Until then the stragglers' replies land in its buffer, unread.
+// Close ends the round without waiting for replies. Releases still
+// buffered (sent, never received: a cleanup that awaits none of its nodes
+// ends without a Receive) go to the workers all the same, as stragglers:
+// each may be what undoes an earlier SET on its node. Acquires and extends
+// still buffered are dropped: nothing was sent for them. If a node's queue
+// is full, Close waits for room, as Receive does. The batch is
+// recycled (pooled for another Begin) as soon as no worker holds it: at
+// once if every reply has been delivered, otherwise by the worker that
+// delivers the last straggler. Until then the stragglers' replies land in
+// its buffer, unread.
 func (b *batch) Close() {
-	clear(b.pend)
-	b.pend = b.pend[:0]
+	k := 0
+	for _, j := range b.pend {
+		if j.cmd.Op == core.OpRelease {
+			b.pend[k] = j
+			k++
+		}
+	}
+	clear(b.pend[k:])
+	b.pend = b.pend[:k]
+	if k > 0 {
+		b.prepare()
+		b.dispatch()
+	}
 	if b.inflight.Add(abandoned) == abandoned {
 		b.recycle()
 	}

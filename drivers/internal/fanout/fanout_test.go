@@ -599,3 +599,60 @@ func BenchmarkRound(b *testing.B) {
 		}
 	}
 }
+
+// TestLateReleaseStillRuns: with workers (no ExecMulti), a release whose
+// deadline passes while it is queued behind a hung command still runs,
+// with a deadline of its own; its caller hears StatusTimeout. An acquire
+// in its place is not run.
+func TestLateReleaseStillRuns(t *testing.T) {
+	type run struct {
+		op core.Op
+		dl time.Time
+	}
+	ran := make(chan run, 8)
+	var calls atomic.Int32
+	f := New(Config{Names: names(2), Workers: 1, Exec: func(ctx context.Context, node int, c core.Command) (core.Status, error) {
+		if node == 1 {
+			return core.StatusOK, nil
+		}
+		dl, _ := ctx.Deadline()
+		ran <- run{c.Op, dl}
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // hung until the SET's deadline
+			return core.StatusError, ctx.Err()
+		}
+		return core.StatusOK, nil
+	}})
+	t.Cleanup(f.Close)
+	start := time.Now()
+	setDL := start.Add(200 * time.Millisecond)
+	lateDL := start.Add(100 * time.Millisecond) // passes while queued
+	round := func(c core.Command, dl time.Time, replies int) core.Batch {
+		b := f.Begin(context.Background())
+		b.Send(0, c, dl)
+		b.Send(1, c, dl)
+		for i := 0; i < replies; i++ {
+			r, ok := b.Receive(nil)
+			require.True(t, ok)
+			assert.Equal(t, core.Reply{Node: 1, Status: core.StatusOK}, r)
+		}
+		return b
+	}
+	round(cmd("k"), setDL, 1).Close() // node 0's SET is a straggler
+	require.Equal(t, core.OpAcquire, within(t, ran).op)
+	// The cleanup's release, then another round's acquire, both queued
+	// behind the SET.
+	rounds := []core.Batch{round(release("k"), lateDL, 1), round(cmd("other"), lateDL, 1)}
+	for _, b := range rounds {
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		assert.Equal(t, 0, r.Node)
+		assert.Equal(t, core.StatusTimeout, r.Status)
+		assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+		b.Close()
+	}
+	got := within(t, ran)
+	assert.Equal(t, core.OpRelease, got.op)
+	assert.True(t, got.dl.After(setDL), "the late release has a deadline of its own (%v)", got.dl.Sub(start))
+	assert.Empty(t, ran)
+}

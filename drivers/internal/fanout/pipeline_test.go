@@ -311,3 +311,236 @@ func TestPipelineCloseWithQueuedJobs(t *testing.T) {
 		b.Close()
 	}
 }
+
+// pipelineSeen is one ExecMulti call on a node, as a fake client saw it.
+type pipelineSeen struct {
+	ops []core.Op
+	dl  time.Time // the context's deadline
+}
+
+func opsOf(calls []Call) []core.Op {
+	ops := make([]core.Op, len(calls))
+	for i, c := range calls {
+		ops[i] = c.Cmd.Op
+	}
+	return ops
+}
+
+// within returns the next value from ch, failing the test if none comes
+// in 5 s (a bound for a broken engine, not a synchronization).
+func within[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing came")
+		panic("unreachable")
+	}
+}
+
+func release(key string) core.Command {
+	return core.Command{Op: core.OpRelease, Key: key, Token: core.TokenFromUint64s(1, 2)}
+}
+
+// TestPipelineLateReleaseFollowsHungSet: a node hangs on an attempt's SET
+// until the SET's deadline; the attempt's cleanup release, queued behind
+// it, has a deadline that passes meanwhile. The release must still go on
+// the wire after the SET (the server may run the SET once it wakes, and
+// the release is what undoes it), with a deadline of its own; its caller
+// hears StatusTimeout once its deadline has passed, as before. An acquire
+// queued behind the SET with the same deadline is not sent: an unsent SET
+// leaves nothing behind.
+func TestPipelineLateReleaseFollowsHungSet(t *testing.T) {
+	seen := make(chan pipelineSeen, 8)
+	var calls atomic.Int32
+	f := newPipelined(t, 2, nil, func(ctx context.Context, node int, cs []Call, res []Result) {
+		if node == 0 {
+			dl, _ := ctx.Deadline()
+			seen <- pipelineSeen{opsOf(cs), dl}
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // hung until the SET's deadline
+				for i := range res {
+					res[i] = Result{Status: core.StatusError, Err: ctx.Err()}
+				}
+				return
+			}
+		}
+		for i := range res {
+			res[i] = Result{Status: core.StatusOK}
+		}
+	})
+	start := time.Now()
+	setDL := start.Add(200 * time.Millisecond)
+	lateDL := start.Add(100 * time.Millisecond) // passes while queued
+
+	attempt := f.Begin(context.Background())
+	attempt.Send(0, cmd("k"), setDL)
+	attempt.Send(1, cmd("k"), setDL)
+	r, ok := attempt.Receive(nil)
+	require.True(t, ok)
+	require.Equal(t, 1, r.Node)
+	attempt.Close()          // node 0's SET is a straggler
+	first := within(t, seen) // the SET is on the wire before the release is queued
+	require.Equal(t, []core.Op{core.OpAcquire}, first.ops)
+
+	// The cleanup's release, then another round's acquire, both queued
+	// behind the SET on node 0 (node 1 answers at once).
+	var rounds []core.Batch
+	for _, c := range []core.Command{release("k"), cmd("other")} {
+		b := f.Begin(context.Background())
+		b.Send(0, c, lateDL)
+		b.Send(1, c, lateDL)
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		require.Equal(t, core.Reply{Node: 1, Status: core.StatusOK}, r)
+		rounds = append(rounds, b)
+	}
+	for _, b := range rounds {
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		assert.Equal(t, 0, r.Node)
+		assert.Equal(t, core.StatusTimeout, r.Status)
+		assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+		b.Close()
+	}
+	assert.False(t, time.Now().Before(lateDL), "answered before its deadline")
+
+	second := within(t, seen)
+	assert.Equal(t, []core.Op{core.OpRelease}, second.ops, "the late release is sent, the late acquire is not")
+	assert.True(t, second.dl.After(setDL), "the late release has a deadline of its own (%v), not the passed one", second.dl.Sub(start))
+	assert.Empty(t, seen)
+}
+
+// TestPipelineReleaseBehindMissedDeadline: once a node's pipeline missed
+// its deadline (its client has probably given up the connection, and a new
+// one may take a dial), a release taken next is given its full time from
+// then on the wire, though its caller is answered at its own deadline:
+// the release still reaches the node if the node recovers, rather than
+// expiring during the reconnection.
+func TestPipelineReleaseBehindMissedDeadline(t *testing.T) {
+	seen := make(chan pipelineSeen, 8)
+	gate := make(chan struct{})
+	var calls atomic.Int32
+	f := newPipelined(t, 2, nil, func(ctx context.Context, node int, cs []Call, res []Result) {
+		if node == 0 {
+			dl, _ := ctx.Deadline()
+			seen <- pipelineSeen{opsOf(cs), dl}
+			switch calls.Add(1) {
+			case 1:
+				<-ctx.Done() // hung until the SET's deadline
+				for i := range res {
+					res[i] = Result{Status: core.StatusError, Err: ctx.Err()}
+				}
+				return
+			case 2:
+				// Reconnecting, past the release's own deadline. (A
+				// context that ends at that deadline ends it too, and
+				// the test fails below rather than hang.)
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+			}
+		}
+		for i := range res {
+			res[i] = Result{Status: core.StatusOK}
+		}
+	})
+	start := time.Now()
+	setDL := start.Add(100 * time.Millisecond)
+	relDL := start.Add(150 * time.Millisecond) // not passed when it is taken
+
+	attempt := f.Begin(context.Background())
+	attempt.Send(0, cmd("k"), setDL)
+	attempt.Send(1, cmd("k"), setDL)
+	r, ok := attempt.Receive(nil)
+	require.True(t, ok)
+	require.Equal(t, 1, r.Node)
+	attempt.Close()
+	require.Equal(t, []core.Op{core.OpAcquire}, within(t, seen).ops)
+
+	cleanup := f.Begin(context.Background())
+	cleanup.Send(0, release("k"), relDL)
+	cleanup.Send(1, release("k"), relDL)
+	got := map[int]core.Reply{}
+	for i := 0; i < 2; i++ {
+		r, ok := cleanup.Receive(nil) // node 0's comes while its pipeline is held
+		require.True(t, ok)
+		got[r.Node] = r
+	}
+	cleanup.Close()
+	close(gate)
+	assert.Equal(t, core.StatusOK, got[1].Status)
+	assert.Equal(t, core.StatusTimeout, got[0].Status)
+	assert.ErrorIs(t, got[0].Err, context.DeadlineExceeded)
+	assert.False(t, time.Now().Before(relDL), "answered before its deadline")
+
+	second := within(t, seen)
+	assert.Equal(t, []core.Op{core.OpRelease}, second.ops)
+	assert.True(t, second.dl.After(relDL.Add(50*time.Millisecond)), "deadline on the wire %v, want its full time counted from %v", second.dl.Sub(start), setDL.Sub(start))
+
+	// The node answers again: the next pipeline runs as usual.
+	b := f.Begin(context.Background())
+	b.Send(0, release("k"), soon())
+	b.Send(1, release("k"), soon())
+	for i := 0; i < 2; i++ {
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		assert.Equal(t, core.StatusOK, r.Status)
+	}
+	b.Close()
+	third := within(t, seen)
+	assert.Equal(t, []core.Op{core.OpRelease}, third.ops)
+}
+
+// TestCloseSendsBufferedReleases: a cleanup that awaits no node sends its
+// releases and closes the batch without a Receive (core's Round is done
+// once every awaited reply is in); the releases must still go out, to
+// every node, without blocking Close. Acquires and extends still buffered
+// at Close are dropped: nothing was sent for them.
+func TestCloseSendsBufferedReleases(t *testing.T) {
+	seen := make(chan int, 8)
+	gate := make(chan struct{})
+	f := newPipelined(t, 3, func(ctx context.Context, node int, c core.Command) (core.Status, error) {
+		return core.StatusOK, nil // the awaited node 0, inline
+	}, func(ctx context.Context, node int, cs []Call, res []Result) {
+		for i, c := range cs {
+			require.Equal(t, core.OpRelease, c.Cmd.Op)
+			seen <- node
+			res[i] = Result{Status: core.StatusOK}
+		}
+		if node == 2 {
+			<-gate // a slow node does not hold up Close
+		}
+	})
+	b := f.Begin(context.Background())
+	b.Send(0, release("k"), soon())
+	r, ok := b.Receive(nil)
+	require.True(t, ok)
+	assert.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, r)
+	b.Send(1, release("k"), soon())
+	b.Send(2, release("k"), soon())
+	b.Close()
+	got := []int{within(t, seen), within(t, seen)}
+	assert.ElementsMatch(t, []int{1, 2}, got)
+	close(gate)
+
+	for _, c := range []core.Command{cmd("k"), {Op: core.OpExtend, Key: "k", TTL: time.Second}} {
+		b := f.Begin(context.Background())
+		b.Send(1, c, soon())
+		b.Send(2, c, soon())
+		b.Close()
+	}
+	// A release after them on both nodes: nothing else comes first.
+	b = f.Begin(context.Background())
+	b.Send(1, release("k"), soon())
+	b.Send(2, release("k"), soon())
+	for i := 0; i < 2; i++ {
+		_, ok := b.Receive(nil)
+		require.True(t, ok)
+	}
+	b.Close()
+	assert.ElementsMatch(t, []int{1, 2}, []int{within(t, seen), within(t, seen)})
+	assert.Empty(t, seen)
+}
