@@ -142,6 +142,9 @@ type Batch interface {
 	Receive(cancel <-chan struct{}) (r Reply, ok bool)
 	// Close ends the round and returns the batch's resources. Replies not yet
 	// received must be consumed or discarded without blocking the caller and
-	// without leaking connections or goroutines. The batch is not used again.
+	// without leaking connections or goroutines. Releases sent but still
+	// buffered must be put on the wire (a cleanup round sends deletes it
+	// does not wait for); buffered acquires and extends may be dropped. The
+	// batch is not used again.
 	Close()
 }

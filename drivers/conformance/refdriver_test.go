@@ -41,6 +41,14 @@ func TestRefDriver(t *testing.T) {
 // meanwhile is concurrent with them (the pooled redigo driver draws the
 // same line: it hands a connection on to later commands at Close). So a
 // hot key costs no queue of round trips.
+//
+// Deadlines are the batch's: Receive answers StatusTimeout for a node whose
+// deadline passed, while the command's goroutine goes on until the node
+// answers (up to stragglerBound), so that it stays a straggler for as long
+// as the node may still run it. A later acquire or extend that waited past
+// its deadline is not sent; a release is sent anyway, after the
+// stragglers, as core.Batch requires, so that the cleanup of a cancelled
+// attempt follows its SET to a hung node.
 type refDriver struct {
 	eps   []conformance.Endpoint
 	pools []*redis.Pool
@@ -52,11 +60,18 @@ type refDriver struct {
 	hooks refHooks
 }
 
+// stragglerBound is how long a command may wait for its node's answer,
+// past its deadline: a hung node that continues within it runs what was
+// sent to it, in order.
+const stragglerBound = 30 * time.Second
+
 // refCmd is one command on its way.
 type refCmd struct {
-	node int
-	key  string
-	done chan struct{} // closed when it has ended
+	node     int
+	op       core.Op
+	key      string
+	deadline time.Time
+	done     chan struct{} // closed when it has ended
 	// Under refDriver.mu.
 	ended, straggler bool
 }
@@ -95,10 +110,16 @@ func newRefDriver(eps []conformance.Endpoint) *refDriver {
 }
 
 func (d *refDriver) close() {
-	d.wg.Wait() // every command ends by its deadline
+	d.wg.Wait() // every command ends within stragglerBound
 	for _, p := range d.pools {
-		p.Close()
+		p.Close() // idempotent
 	}
+}
+
+// Close is close, for the cases that close a driver themselves.
+func (d *refDriver) Close() error {
+	d.close()
+	return nil
 }
 
 func (d *refDriver) Nodes() int            { return len(d.eps) }
@@ -111,15 +132,17 @@ func (d *refDriver) Begin(ctx context.Context) core.Batch {
 type refBatch struct {
 	d          *refDriver
 	replies    chan core.Reply // buffered for every node: senders never block
-	unanswered []*refCmd       // by node: sent, reply not received
+	unanswered []*refCmd       // by node: sent, reply (or timeout) not yet received
+	started    []*refCmd       // every command sent, for Close
 }
 
 // Send notes the stragglers cmd must wait for here, in the order of the
 // Sends and Closes, rather than on the goroutine, which may start late.
 func (b *refBatch) Send(node int, cmd core.Command, deadline time.Time) {
-	c := &refCmd{node: node, key: cmd.Key, done: make(chan struct{})}
+	c := &refCmd{node: node, op: cmd.Op, key: cmd.Key, deadline: deadline, done: make(chan struct{})}
 	before := b.d.stragglersFor(node, cmd.Key)
 	b.unanswered[node] = c
+	b.started = append(b.started, c)
 	b.d.wg.Add(1)
 	go func() {
 		defer b.d.wg.Done()
@@ -129,25 +152,49 @@ func (b *refBatch) Send(node int, cmd core.Command, deadline time.Time) {
 	}()
 }
 
+// Receive returns the next reply, or StatusTimeout for the node whose
+// deadline passes first; a reply that comes after its node timed out is
+// dropped.
 func (b *refBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
-	select {
-	case r := <-b.replies:
-		b.unanswered[r.Node] = nil
-		return r, true
-	case <-cancel:
-		return core.Reply{}, false
+	for {
+		var next *refCmd
+		for _, c := range b.unanswered {
+			if c != nil && (next == nil || c.deadline.Before(next.deadline)) {
+				next = c
+			}
+		}
+		var expired <-chan time.Time
+		if next != nil {
+			timer := time.NewTimer(time.Until(next.deadline))
+			defer timer.Stop()
+			expired = timer.C
+		}
+		select {
+		case r := <-b.replies:
+			if b.unanswered[r.Node] == nil {
+				continue // its node already timed out
+			}
+			b.unanswered[r.Node] = nil
+			return r, true
+		case <-expired:
+			b.unanswered[next.node] = nil
+			r := wire.Fail(next.node, b.d.eps[next.node].Addr, next.op, context.DeadlineExceeded)
+			r.Status = core.StatusTimeout
+			return r, true
+		case <-cancel:
+			return core.Reply{}, false
+		}
 	}
 }
 
-// Close registers the commands still running whose replies were not
-// received as stragglers, and leaves them to finish into the buffered
-// channel.
+// Close registers the commands still running as stragglers, timed-out ones
+// included, and leaves them to finish into the buffered channel.
 func (b *refBatch) Close() {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, c := range b.unanswered {
-		if c != nil && !c.ended {
+	for _, c := range b.started {
+		if !c.ended {
 			c.straggler = true
 			d.stragglers[c.node][c.key] = append(d.stragglers[c.node][c.key], c)
 		}
@@ -183,23 +230,18 @@ func (d *refDriver) end(c *refCmd) {
 	close(c.done)
 }
 
-// run executes cmd once the stragglers before it have ended. If cmd's
-// deadline passes first, cmd is not sent and answers a timeout. (A
-// command sent later still waits for those stragglers: they stay
-// registered until they end.)
+// run executes cmd once the stragglers before it have ended. An acquire or
+// extend whose deadline passed meanwhile is not sent; a release is.
 func (d *refDriver) run(node int, cmd core.Command, deadline time.Time, before []chan struct{}) core.Reply {
 	if len(before) > 0 {
 		if d.hooks.waits != nil {
 			d.hooks.waits(node, cmd)
 		}
-		timer := time.NewTimer(time.Until(deadline))
-		defer timer.Stop()
 		for _, done := range before {
-			select {
-			case <-done:
-			case <-timer.C:
-				return wire.Fail(node, d.eps[node].Addr, cmd.Op, context.DeadlineExceeded)
-			}
+			<-done // each ends within stragglerBound
+		}
+		if cmd.Op != core.OpRelease && !time.Now().Before(deadline) {
+			return wire.Fail(node, d.eps[node].Addr, cmd.Op, context.DeadlineExceeded)
 		}
 	}
 	if d.hooks.sends != nil {
@@ -208,20 +250,18 @@ func (d *refDriver) run(node int, cmd core.Command, deadline time.Time, before [
 	return d.exec(node, cmd, deadline)
 }
 
-// exec runs cmd on a pooled connection to node, bounded by deadline.
-func (d *refDriver) exec(node int, cmd core.Command, deadline time.Time) core.Reply {
+// exec runs cmd on a pooled connection to node, waiting for the node's
+// answer up to stragglerBound: the batch answers the deadline itself.
+func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	addr := d.eps[node].Addr
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), stragglerBound)
 	defer cancel()
 	conn, err := d.pools[node].GetContext(ctx)
 	if err != nil {
 		return wire.Fail(node, addr, cmd.Op, err)
 	}
 	defer conn.Close() // a broken connection is discarded by the pool
-	timeout := time.Until(deadline)
-	if timeout <= 0 {
-		return wire.Fail(node, addr, cmd.Op, context.DeadlineExceeded)
-	}
+	const timeout = stragglerBound
 	tok := wire.Token(cmd.Token)
 	if cmd.Op == core.OpAcquire {
 		r, err := redis.DoWithTimeout(conn, timeout, "SET", cmd.Key, tok, "NX", "PX", wire.Millis(cmd.TTL))
@@ -240,9 +280,6 @@ func (d *refDriver) exec(node int, cmd core.Command, deadline time.Time) core.Re
 	}
 	n, err := redis.Int64(redis.DoWithTimeout(conn, timeout, "EVALSHA", append([]any{s.SHA1}, args...)...))
 	if wire.IsNoScript(err) {
-		if timeout = time.Until(deadline); timeout <= 0 {
-			return wire.Fail(node, addr, cmd.Op, context.DeadlineExceeded)
-		}
 		n, err = redis.Int64(redis.DoWithTimeout(conn, timeout, "EVAL", append([]any{s.Src}, args...)...))
 	}
 	if err != nil {
@@ -258,8 +295,9 @@ func (d *refDriver) exec(node int, cmd core.Command, deadline time.Time) core.Re
 // TestRefDriverOrder checks that refDriver keeps core.Batch's order rule,
 // on which the suite's verdicts about it rest: a command for a key waits
 // for the straggler of an earlier, closed round for the same key on the
-// same node; one that times out waiting is not sent, and the next one
-// still waits for the straggler; other keys do not wait. The straggler is
+// same node; a release that times out waiting is answered StatusTimeout
+// but still goes out after the straggler, and the next one waits for both;
+// other keys do not wait. The straggler is
 // held just before it goes out, so a driver that lets a later command
 // overtake it fails here every time rather than now and then.
 func TestRefDriverOrder(t *testing.T) {
@@ -326,9 +364,11 @@ func TestRefDriverOrder(t *testing.T) {
 	b.Send(0, rel, far)
 	require.Equal(t, "waits release "+key, next(), "the release must not overtake the acquire")
 	close(gate)
+	// The timed-out release goes out after the acquire, then this one.
+	require.Equal(t, "sends release "+key, next())
 	require.Equal(t, "sends release "+key, next())
 	r = receive(b)
-	require.Equal(t, core.StatusOK, r.Status, "the release finds the acquire's key: %v", r.Err)
+	require.Equal(t, core.StatusMissing, r.Status, "the timed-out release deleted the acquire's key first: %v", r.Err)
 	n, err := srv.Do("EXISTS", key)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), n, "the release deleted the key")
