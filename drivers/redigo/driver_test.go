@@ -14,7 +14,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
@@ -22,7 +21,7 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // servers starts n servers and a driver over them, closed at cleanup.
 func servers(t *testing.T, n int) ([]*redistest.Server, *Driver) {
