@@ -27,6 +27,10 @@ var (
 	ErrInvalidConfig = errors.New("redlock: invalid configuration")
 	// ErrExtensionLimit: the lock was extended Config.MaxExtensions times.
 	ErrExtensionLimit = errors.New("redlock: extension limit reached")
+	// ErrClosed: a command went to a Driver that was closed. It is not a
+	// Kind: it is the cause in a node's Err, so an operation on a closed
+	// driver fails with ErrQuorumUnreachable and errors.Is(err, ErrClosed).
+	ErrClosed = errors.New("redlock: driver closed")
 )
 
 // NodeResult is one node's answer in a failed round.

@@ -30,7 +30,7 @@ type DialOptions struct {
 type Dialer func(addrs []string, o DialOptions) (core.Driver, func() error, error)
 
 // Order is the order in which drivers are listed and run.
-var Order = []string{"mem", "redigo", "redigo-pooled", "rueidis", "radix"}
+var Order = []string{"mem", "redigo", "rueidis", "radix"}
 
 var dialers = map[string]Dialer{
 	"mem": func(addrs []string, _ DialOptions) (core.Driver, func() error, error) {

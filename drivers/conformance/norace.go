@@ -1,5 +1,5 @@
 //go:build !race
 
-package redigo
+package conformance
 
 const raceEnabled = false

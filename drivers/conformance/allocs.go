@@ -1,0 +1,46 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// AllocsPerPair returns the mean allocations of one Acquire plus one
+// Release through the driver dial makes over n fresh redis-servers, in
+// mode, after a warm-up. Under the race detector it skips the test:
+// sync.Pool then drops objects at random, so counts mean nothing.
+func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
+	}
+	d, err := dial(addrsOf(startServers(t, n, redistest.Options{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pair := func() {
+		lock, err := l.Acquire(ctx, "allocs")
+		if err != nil {
+			panic(fmt.Sprint("acquire: ", err))
+		}
+		if err := l.Release(ctx, lock); err != nil {
+			panic(fmt.Sprint("release: ", err))
+		}
+	}
+	for range 50 {
+		pair() // connections, scripts cached, pools filled
+	}
+	return testing.AllocsPerRun(200, pair)
+}

@@ -1,0 +1,200 @@
+package engine
+
+import (
+	"context"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// job is one command on its way to a node.
+type job struct {
+	b        *batch
+	node     int
+	cmd      core.Command
+	deadline time.Time
+	// budget is how long the command had when it was queued: the least
+	// time a release is given on the wire, however late it goes out.
+	budget time.Duration
+}
+
+// batch is one round (core.Batch). It is used by one goroutine; node
+// goroutines touch only replies and inflight.
+type batch struct {
+	e   *Engine
+	ctx context.Context // Begin's: values only
+
+	pend     []job           // sent, not yet queued for the nodes
+	replies  chan core.Reply // capacity N: a node never blocks on it
+	deadline []time.Time     // per node, of the command awaited
+	op       []core.Op       // per node, of the command awaited
+	waiting  uint64          // bit i: node i's reply is awaited (core.MaxNodes <= 64)
+
+	timer Timer         // wakes Receive at the earliest deadline
+	wake  chan struct{} // the timer's signal
+
+	// inflight counts the jobs queued whose reply is not yet delivered,
+	// plus abandoned once Close has run. Whoever brings it to exactly
+	// abandoned (Close, or the node delivering the last reply) recycles the
+	// batch: no node touches it after that.
+	inflight atomic.Int64
+}
+
+const abandoned = 1 << 40
+
+func newBatch(e *Engine) *batch {
+	n := len(e.names)
+	b := &batch{
+		e:        e,
+		pend:     make([]job, 0, n),
+		replies:  make(chan core.Reply, n),
+		deadline: make([]time.Time, n),
+		op:       make([]core.Op, n),
+		wake:     make(chan struct{}, 1),
+	}
+	b.timer = e.clock.AfterFunc(time.Hour, b.ring)
+	b.timer.Stop()
+	return b
+}
+
+func (b *batch) ring() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Send buffers cmd for node until the next Receive or Close.
+func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
+	if node < 0 || node >= len(b.deadline) || b.waiting&(1<<node) != 0 || len(b.pend) == cap(b.pend) {
+		return // outside the contract (one command per node); ignore
+	}
+	b.pend = append(b.pend, job{b: b, node: node, cmd: cmd, deadline: deadline})
+}
+
+// Receive queues the buffered commands, then returns the first reply to
+// arrive, or core.StatusTimeout for a node whose deadline passes first.
+func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if len(b.pend) > 0 {
+		if isClosed(cancel) {
+			b.queue(true) // cancelled before anything went out: releases only
+			return core.Reply{}, false
+		}
+		b.queue(false)
+	}
+	for b.waiting != 0 {
+		select {
+		case r := <-b.replies:
+			if b.take(r.Node) {
+				return r, true
+			}
+			continue // a reply already answered as a timeout
+		default:
+		}
+		now := b.e.clock.Now()
+		node := b.earliest()
+		if d := b.deadline[node].Sub(now); d > 0 {
+			b.timer.Reset(d)
+		} else {
+			b.take(node)
+			return b.e.fail(node, b.op[node], errNoReply, true), true
+		}
+		select {
+		case r := <-b.replies:
+			b.timer.Stop()
+			if b.take(r.Node) {
+				return r, true
+			}
+		case <-b.wake:
+		case <-cancel:
+			b.timer.Stop()
+			return core.Reply{}, false
+		}
+	}
+	return core.Reply{}, false // nothing awaited: outside the contract
+}
+
+// take marks node's reply as returned, reporting false if it already was.
+func (b *batch) take(node int) bool {
+	bit := uint64(1) << node
+	if b.waiting&bit == 0 {
+		return false
+	}
+	b.waiting &^= bit
+	return true
+}
+
+// earliest returns the awaited node with the earliest deadline.
+func (b *batch) earliest() int {
+	node := -1
+	for w := b.waiting; w != 0; w &= w - 1 {
+		i := bits.TrailingZeros64(w)
+		if node < 0 || b.deadline[i].Before(b.deadline[node]) {
+			node = i
+		}
+	}
+	return node
+}
+
+// queue hands the buffered commands to their nodes; with releasesOnly, it
+// drops the others, unsent and unawaited.
+func (b *batch) queue(releasesOnly bool) {
+	now := b.e.clock.Now()
+	for _, j := range b.pend {
+		if releasesOnly && j.cmd.Op != core.OpRelease {
+			continue
+		}
+		j.budget = j.deadline.Sub(now)
+		if !releasesOnly {
+			b.deadline[j.node], b.op[j.node] = j.deadline, j.cmd.Op
+			b.waiting |= 1 << j.node
+		}
+		b.inflight.Add(1)
+		b.e.nodes[j.node].enqueue(j)
+	}
+	clear(b.pend)
+	b.pend = b.pend[:0]
+}
+
+// deliver is how a node answers a job. It recycles the batch if the batch
+// was closed and this was the last reply it awaited.
+func (b *batch) deliver(r core.Reply) {
+	b.replies <- r
+	if b.inflight.Add(-1) == abandoned {
+		b.recycle()
+	}
+}
+
+// Close ends the round without waiting. Releases still buffered (a cleanup
+// that awaits none of its nodes closes without a Receive) are queued all
+// the same: each may undo an earlier SET on its node. Acquires and
+// extends still buffered are dropped. The batch is recycled once no node
+// holds it.
+func (b *batch) Close() {
+	b.queue(true)
+	b.waiting = 0
+	if b.inflight.Add(abandoned) == abandoned {
+		b.recycle()
+	}
+}
+
+func (b *batch) recycle() {
+	for len(b.replies) > 0 {
+		<-b.replies
+	}
+	b.ctx = nil
+	b.waiting = 0
+	b.inflight.Store(0)
+	b.e.batches.Put(b)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

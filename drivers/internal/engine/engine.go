@@ -1,0 +1,200 @@
+// Package engine is the core.Driver behind every Redis client driver of
+// this module. A driver supplies two things specific to its client: how to
+// dial one node, and how to exchange a pipeline of commands for their
+// replies on the connection it dialled (Conn). The engine does the rest,
+// once for every client:
+//
+//   - Connections: one per node, dialled when the engine starts and again
+//     after any failure (a broken connection, a missed deadline, a
+//     restart), and closed by Close.
+//   - Pipelines: each node has one goroutine that takes every command
+//     queued for the node, from any number of rounds, and exchanges them
+//     as one pipeline; while it is on the wire the next commands queue, so
+//     pipelines grow with the load. A node's commands reach it in the
+//     order their rounds queued them, on one connection, one pipeline at
+//     a time: the straggling SET of a decided round cannot be overtaken by
+//     the release that undoes it.
+//   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout
+//     at a command's deadline, whatever its node does. An acquire or
+//     extend whose deadline passed before it was sent is not sent. A
+//     release is always sent, after the commands queued before it, and is
+//     given on the wire at least the time it had when queued: the cleanup
+//     of an attempt abandoned on a hung node must follow the SET that the
+//     node will run when it wakes.
+//   - Scripts: a node's commands carry the script's source (EVAL) until
+//     the script has run on the current connection, and its SHA1 (EVALSHA)
+//     after; NOSCRIPT is answered by sending the command again as EVAL.
+//   - Replies: decoded into core.Status; failures name the node.
+//
+// Deadline, reply decoding and naming rules are tested here against a fake
+// connection on a manual clock; the drivers' conformance suites test them
+// against real servers.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// Conn is one connection to one node, as its client provides it. The
+// engine uses it from one goroutine at a time.
+type Conn interface {
+	// Exchange sends cmds, in order, as one pipeline and reads one reply
+	// per command into replies (len(replies) == len(cmds), zeroed). Each
+	// command is its words: name first, such as
+	// ["SET", key, token, "NX", "PX", "10000"].
+	//
+	// Error replies are replies (KindError), not errors. Exchange returns
+	// an error when the connection failed: a network error, or ctx's
+	// deadline, by which it must return. Replies read before the failure
+	// may be filled in; the engine then closes the connection and dials a
+	// new one for the next pipeline. The strings in cmds are valid until
+	// Exchange returns; a client that may still write them after a failed
+	// Exchange may keep them, since the engine never reuses their memory
+	// after a failure.
+	Exchange(ctx context.Context, cmds [][]string, replies []Reply) error
+	// Close closes the connection. The engine calls it once, from the
+	// node's goroutine, never during an Exchange.
+	Close() error
+}
+
+// Dialer opens a connection to node i, within ctx's deadline.
+type Dialer func(ctx context.Context, node int) (Conn, error)
+
+// Kind is the type of a reply.
+type Kind uint8
+
+const (
+	// KindNone: no reply was read (the zero value).
+	KindNone Kind = iota
+	// KindOK: the simple string OK.
+	KindOK
+	// KindNil: a nil reply (RESP2 null bulk or array, RESP3 null).
+	KindNil
+	// KindInt: an integer, in Reply.Int.
+	KindInt
+	// KindError: an error reply, in Reply.Err (such as NOSCRIPT, WRONGPASS).
+	KindError
+	// KindOther: any other reply; Reply.Err describes it.
+	KindOther
+)
+
+// Reply is a node's reply to one command, as its client decoded it.
+type Reply struct {
+	Kind Kind
+	Int  int64
+	Err  error
+}
+
+// Other returns the reply for an unexpected value v.
+func Other(v any) Reply {
+	return Reply{Kind: KindOther, Err: fmt.Errorf("unexpected reply %T %v", v, v)}
+}
+
+// DefaultDialTimeout bounds the dial each node makes when the engine
+// starts, when Config.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
+
+// Config configures an Engine.
+type Config struct {
+	// Names holds one name per node (its address), used in errors. N is
+	// len(Names).
+	Names []string
+	// Dial opens a connection to a node.
+	Dial Dialer
+	// DialTimeout bounds the dial each node makes when the engine starts.
+	// A dial made for a pipeline is bounded by the pipeline's deadline.
+	// 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Clock is the clock of the Locker's deadlines; nil means the system
+	// clock (time.Now), which is what a Locker on core.SystemClock uses.
+	Clock Clock
+}
+
+// Engine is a core.Driver over the connections Config.Dial makes. It is safe
+// for concurrent use. Its zero value is not usable: call New.
+type Engine struct {
+	names []string
+	clock Clock
+	dial  Dialer
+	nodes []*node
+
+	batches sync.Pool
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+var _ core.Driver = (*Engine)(nil)
+
+// New starts one goroutine per node, each dialling its node at once. Close
+// stops them.
+func New(cfg Config) *Engine {
+	e := &Engine{
+		names: append([]string(nil), cfg.Names...),
+		clock: cfg.Clock,
+		dial:  cfg.Dial,
+		nodes: make([]*node, len(cfg.Names)),
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	dt := cfg.DialTimeout
+	if dt <= 0 {
+		dt = DefaultDialTimeout
+	}
+	e.batches.New = func() any { return newBatch(e) }
+	e.wg.Add(len(e.nodes))
+	for i := range e.nodes {
+		n := &node{e: e, i: i, wake: make(chan struct{}, 1)}
+		e.nodes[i] = n
+		go n.loop(dt)
+	}
+	return e
+}
+
+// Nodes returns N.
+func (e *Engine) Nodes() int { return len(e.names) }
+
+// NodeName returns node i's name.
+func (e *Engine) NodeName(i int) string { return e.names[i] }
+
+// Begin returns a batch for one round. ctx's values reach the client for a
+// pipeline of one command; its cancellation does not (see core.Driver).
+func (e *Engine) Begin(ctx context.Context) core.Batch {
+	b := e.batches.Get().(*batch)
+	b.ctx = ctx
+	return b
+}
+
+// Close stops accepting commands, sends the releases already queued
+// (within the time each was given), answers the other queued commands
+// with core.ErrClosed, closes the connections and waits for the node
+// goroutines to return. Commands issued after Close answer
+// core.StatusError with core.ErrClosed. Close is idempotent.
+func (e *Engine) Close() {
+	e.once.Do(func() {
+		for _, n := range e.nodes {
+			n.close()
+		}
+		e.wg.Wait()
+	})
+}
+
+// fail returns the reply for a command of op on node i that failed with
+// err: core.StatusTimeout if err is a deadline or the command's deadline
+// has passed, core.StatusError otherwise; the error names the node.
+func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
+	r := wire.Fail(i, e.names[i], op, err)
+	if late {
+		r.Status = core.StatusTimeout
+	}
+	return r
+}
+
+// errNoReply is the cause of a command that timed out in its round.
+var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)

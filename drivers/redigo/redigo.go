@@ -1,0 +1,242 @@
+// Package redigo is a Redlock driver (core.Driver) over
+// github.com/gomodule/redigo.
+//
+// Dial connects one redigo connection per Redis master; New takes one
+// redis.Pool per master instead and keeps one connection checked out of
+// each. A node's commands, from every round, go out on that connection as
+// pipelines (redigo's Send, Flush and Receive), one pipeline at a time, in
+// the order their rounds issued them. The driver engine shared by every
+// driver of this module owns the rest: deadlines on the Locker's clock,
+// scripts, replies, and the order rule that keeps a release behind the SET
+// it undoes (see core.Batch).
+//
+// Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS,
+// and DialTimeout. A node that is down does not fail Dial: its commands
+// fail (core.StatusError, naming the node) until it answers. When a
+// connection fails (the server restarted, a reply missed its deadline) the
+// driver closes it and dials again for the node's next pipeline; until a
+// script has run on the new connection its commands carry the script's
+// source (EVAL), since a restarted server has lost its script cache.
+package redigo
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DefaultDialTimeout applies when Options.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
+
+// Options configure Dial.
+type Options struct {
+	// Username and Password authenticate each connection: AUTH username
+	// password for an ACL user, AUTH password alone when Username is empty.
+	Username, Password string
+	// DB is the database the keys live in (SELECT); 0 is the default.
+	DB int
+	// TLS, when not nil, makes each connection TLS with this configuration
+	// (its ServerName defaults to the address's host).
+	TLS *tls.Config
+	// DialTimeout bounds a connection attempt, TLS and AUTH included; a
+	// dial made for a command is also bounded by the command's deadline.
+	// 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+}
+
+// Driver is a core.Driver over redigo connections. It is safe for
+// concurrent use.
+type Driver struct{ e *engine.Engine }
+
+var _ core.Driver = (*Driver)(nil)
+
+// Dial validates addrs (host:port each, no server twice) and opts, then
+// starts connecting to every node in the background. It fails only for
+// invalid configuration, with an error matching core.ErrInvalidConfig.
+func Dial(addrs []string, opts Options) (*Driver, error) {
+	if err := wire.CheckAddrs("redigo", addrs); err != nil {
+		return nil, err
+	}
+	if err := check(opts); err != nil {
+		return nil, err
+	}
+	timeout := cmp(opts.DialTimeout, DefaultDialTimeout)
+	do := []redis.DialOption{
+		redis.DialUsername(opts.Username), redis.DialPassword(opts.Password), redis.DialDatabase(opts.DB),
+		// Writes have no context in redigo: bound them as the dial is.
+		redis.DialWriteTimeout(timeout), redis.DialConnectTimeout(timeout), redis.DialTLSHandshakeTimeout(timeout),
+	}
+	if opts.TLS != nil {
+		do = append(do, redis.DialUseTLS(true), redis.DialTLSConfig(opts.TLS))
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...)
+		if err != nil {
+			return nil, err
+		}
+		return &conn{c: c}, nil
+	}
+	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
+}
+
+func check(o Options) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: redigo: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.DialTimeout < 0:
+		return bad("DialTimeout %v is negative", o.DialTimeout)
+	case o.DB < 0:
+		return bad("DB %d is negative", o.DB)
+	case o.Username != "" && o.Password == "":
+		return bad("Username %q has no Password", o.Username)
+	}
+	return nil
+}
+
+func cmp(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// New returns a Driver over existing pools, one per master in node order.
+// It checks one connection out of each pool (with GetContext, within the
+// deadline of the command that needs it) and keeps it; when it fails, the
+// driver closes it, which gives it back to the pool as broken, and checks
+// out another. names[i] names node i in errors (typically its address);
+// nil names the nodes "pool 0", "pool 1", ... A nil pool, the same pool
+// twice or the same name twice (the same server would vote twice) is an
+// error matching core.ErrInvalidConfig. Close does not close the pools.
+func New(pools []*redis.Pool, names []string) (*Driver, error) {
+	seen := make(map[*redis.Pool]int, len(pools))
+	for i, p := range pools {
+		if j, dup := seen[p]; dup || p == nil {
+			what := "nil"
+			if p != nil {
+				what = "pool " + strconv.Itoa(j) + " again"
+			}
+			return nil, fmt.Errorf("%w: redigo: pool %d is %s", core.ErrInvalidConfig, i, what)
+		}
+		seen[p] = i
+	}
+	if names == nil {
+		names = make([]string, len(pools))
+		for i := range names {
+			names[i] = "pool " + strconv.Itoa(i)
+		}
+	}
+	if err := wire.CheckNames("redigo", len(pools), names); err != nil {
+		return nil, err
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		c, err := pools[i].GetContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &conn{c: c}, nil
+	}
+	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+}
+
+// Nodes returns N.
+func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// NodeName returns node i's address, or the name given to New.
+func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
+
+// Begin returns a batch for one round.
+func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
+
+// Close sends the releases already issued, then closes the connections.
+// Commands issued after Close fail with core.ErrClosed. Close is
+// idempotent and returns nil.
+func (d *Driver) Close() error {
+	d.e.Close()
+	return nil
+}
+
+// conn is one redigo connection: the engine's Conn.
+type conn struct {
+	c    redis.Conn
+	args [3]boxes // for SET, EVALSHA and EVAL: their arguments differ in length
+}
+
+func (c *conn) Close() error { return c.c.Close() }
+
+// Exchange sends cmds with Send and one Flush, then reads the replies.
+func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	for _, cmd := range cmds {
+		b := &c.args[0]
+		switch cmd[0] {
+		case "EVALSHA":
+			b = &c.args[1]
+		case "EVAL":
+			b = &c.args[2]
+		}
+		if err := c.c.Send(cmd[0], b.of(cmd[1:])...); err != nil {
+			return err
+		}
+	}
+	if err := c.c.Flush(); err != nil {
+		return err
+	}
+	deadline, _ := ctx.Deadline()
+	for i := range replies {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return context.DeadlineExceeded
+		}
+		v, err := redis.ReceiveWithTimeout(c.c, d)
+		rerr, isReply := err.(redis.Error) // redigo returns error replies unwrapped
+		switch {
+		case isReply:
+			replies[i] = engine.Reply{Kind: engine.KindError, Err: rerr}
+		case err != nil:
+			return err
+		case v == nil:
+			replies[i] = engine.Reply{Kind: engine.KindNil}
+		case v == "OK":
+			replies[i] = engine.Reply{Kind: engine.KindOK}
+		default:
+			if n, ok := v.(int64); ok {
+				replies[i] = engine.Reply{Kind: engine.KindInt, Int: n}
+			} else {
+				replies[i] = engine.Other(v)
+			}
+		}
+	}
+	return nil
+}
+
+// boxes passes strings to redigo's ...interface{} without allocating. Each
+// argument is copied into its position's buffer, whose []byte box is kept
+// while the length stays the same (a key's, a token's, a TTL's). redigo
+// copies the arguments into its write buffer in Send, so the buffers are
+// free again when Send returns.
+type boxes struct {
+	buf  [6][]byte
+	box  [6]any
+	args [6]any
+}
+
+func (b *boxes) of(words []string) []any {
+	for i, w := range words {
+		if b.box[i] == nil || len(b.buf[i]) != len(w) {
+			b.buf[i] = make([]byte, len(w))
+			b.box[i] = b.buf[i]
+		}
+		copy(b.buf[i], w)
+		b.args[i] = b.box[i]
+	}
+	return b.args[:len(words)]
+}
