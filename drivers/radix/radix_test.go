@@ -2,6 +2,7 @@ package radix_test
 
 import (
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/radix"
@@ -48,54 +50,161 @@ func extend(key string, t core.Token, ttl time.Duration) core.Command {
 	return core.Command{Op: core.OpExtend, Key: key, Token: t, TTL: ttl}
 }
 
-// TestDialValidation: Dial validates addresses with wire.CheckAddrs
-// (tested there case by case) and refuses the options it cannot honour.
 func TestDialValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		addrs []string
 		opts  radix.Options
-		want  string
+		want  string // in the message
 	}{
-		{"empty", nil, radix.Options{}, "no node addresses"},
-		{"duplicate", []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7001"}, radix.Options{}, "repeats address 0"},
-		{"pool size", []string{"127.0.0.1:1"}, radix.Options{PoolSize: 4}, "PoolSize 4"},
-		{"negative dial timeout", []string{"127.0.0.1:1"}, radix.Options{DialTimeout: -1}, "DialTimeout"},
+		{"nil list", nil, radix.Options{}, "no node addresses"},
+		{"duplicate", []string{"a:1", "b:1", "A:1"}, radix.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
+		{"not host:port", []string{"a"}, radix.Options{}, `address 0 "a" is not host:port`},
+		{"negative dial timeout", []string{"a:1"}, radix.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
+		{"negative db", []string{"a:1"}, radix.Options{DB: -1}, "DB -1 is negative"},
+		{"user without password", []string{"a:1"}, radix.Options{Username: "u"}, `Username "u" has no Password`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := radix.Dial(tc.addrs, tc.opts)
-			require.Error(t, err)
 			assert.Nil(t, d)
-			assert.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.Contains(t, err.Error(), tc.want)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
 		})
 	}
 }
 
+// fakeClient is a radix Client that is never used: New only validates it.
+type fakeClient struct{ addr string }
+
+func (f *fakeClient) Addr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: len(f.addr)}
+}
+func (f *fakeClient) Close() error                             { return nil }
+func (f *fakeClient) Do(context.Context, radixv4.Action) error { return nil }
+
 func TestNewValidation(t *testing.T) {
-	_, err := radix.New(nil, nil)
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
-	_, err = radix.New([]radixv4.Client{nil}, []string{"a"})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
+	p, q := &fakeClient{"p"}, &fakeClient{"qq"}
+	for _, tc := range []struct {
+		name    string
+		clients []radixv4.Client
+		names   []string
+		want    string
+	}{
+		{"none", nil, nil, "no clients"},
+		{"nil client", []radixv4.Client{p, nil}, nil, "client 1 is nil"},
+		{"same client", []radixv4.Client{p, q, p}, []string{"a", "b", "c"}, "client 2 is client 0 again"},
+		{"same name", []radixv4.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
+		{"same addr", []radixv4.Client{p, &fakeClient{"r"}}, nil, `clients 0 and 1 have the same name "127.0.0.1:1"`},
+		{"names length", []radixv4.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
+		{"empty name", []radixv4.Client{p, q}, []string{"a", ""}, "name 1 is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := radix.New(tc.clients, tc.names)
+			assert.Nil(t, d)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
 
-	srv := redistest.Start(t, redistest.Options{})
+func TestNewOverUserPools(t *testing.T) {
+	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
 	ctx := context.Background()
-	p, err := radixv4.PoolConfig{Size: 1, PingInterval: -1}.New(ctx, "tcp", srv.Addr)
+	clients := make([]radixv4.Client, len(ss))
+	for i, s := range ss {
+		p, err := radixv4.PoolConfig{Size: 2}.New(ctx, "tcp", s.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { p.Close() })
+		clients[i] = p
+	}
+	d, err := radix.New(clients, nil)
 	require.NoError(t, err)
-	defer p.Close()
-	_, err = radix.New([]radixv4.Client{p, p}, nil)
-	assert.ErrorIs(t, err, core.ErrInvalidConfig, "the same node twice")
-	_, err = radix.New([]radixv4.Client{p}, []string{"a", "b"})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
-
-	d, err := radix.New([]radixv4.Client{p}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, 1, d.Nodes())
-	assert.Equal(t, srv.Addr, d.NodeName(0))
-	assert.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("k", tok), time.Second).Status)
+	assert.Equal(t, 3, d.Nodes())
+	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: each client's Addr")
+	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, FanOut: mode})
+		require.NoError(t, err)
+		lock, err := l.Acquire(ctx, "user-pools")
+		require.NoError(t, err)
+		_, err = l.Extend(ctx, lock)
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx, lock))
+	}
 	require.NoError(t, d.Close())
-	// The pool is still the caller's.
-	require.NoError(t, p.Do(ctx, radixv4.Cmd(nil, "PING")))
+	require.NoError(t, d.Close(), "Close is idempotent")
+	for _, c := range clients {
+		assert.NoError(t, c.Do(ctx, radixv4.Cmd(nil, "PING")), "Close leaves the caller's pools open")
+	}
+}
+
+// TestDB: Options.DB is sent as SELECT when each connection is made. The
+// test servers have one database, so SELECT 1 is refused, and the node's
+// commands fail with the server's error (Dial does not).
+func TestDB(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	d := dial(t, []string{srv.Addr}, radix.Options{DB: 1})
+	r := conformance.SendOne(d, 0, acquire("db", tok), time.Second)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "DB index is out of range")
+	d = dial(t, []string{srv.Addr}, radix.Options{DB: 0})
+	r = conformance.SendOne(d, 0, acquire("db", tok), time.Second)
+	assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+}
+
+// TestTimeoutLeavesNoStaleReply: a pipeline that missed its deadline on a
+// hung node must not leave its late reply to answer the next command,
+// neither on Dial's connection nor on a caller's pool, and the connection
+// is replaced (a pool closes it, since the pipeline does not share it):
+// radix would otherwise discard the late replies on it without a deadline,
+// holding up the commands behind them for as long as the node hangs.
+func TestTimeoutLeavesNoStaleReply(t *testing.T) {
+	for _, how := range []string{"Dial", "New"} {
+		t.Run(how, func(t *testing.T) {
+			srv := redistest.Start(t, redistest.Options{})
+			var d core.Driver
+			if how == "Dial" {
+				d = dial(t, []string{srv.Addr}, radix.Options{})
+			} else {
+				p, err := radixv4.PoolConfig{Size: 1}.New(context.Background(), "tcp", srv.Addr)
+				require.NoError(t, err)
+				t.Cleanup(func() { p.Close() })
+				nd, err := radix.New([]radixv4.Client{p}, nil)
+				require.NoError(t, err)
+				t.Cleanup(func() { nd.Close() })
+				d = nd
+			}
+			require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, release("warm", tok), time.Second).Status)
+			conns := connections(t, srv)
+			srv.Stop()
+			r := conformance.SendOne(d, 0, acquire("late", tok), 200*time.Millisecond)
+			assert.Equal(t, core.StatusTimeout, r.Status, "%v", r.Err)
+			time.Sleep(300 * time.Millisecond) // the exchange has given up
+			srv.Cont()
+			// The late SET's +OK must not answer these.
+			for k := range 5 {
+				r := conformance.SendOne(d, 0, release("none"+strconv.Itoa(k), tok), 2*time.Second)
+				require.Equal(t, core.StatusMissing, r.Status, "command %d: %v", k, r.Err)
+			}
+			r = conformance.SendOne(d, 0, extend("none", tok, time.Second), 2*time.Second)
+			require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
+			// One more for connections' own.
+			assert.Greater(t, connections(t, srv), conns+1, "the timed-out connection was replaced")
+		})
+	}
+}
+
+// connections returns how many connections srv has accepted, its own
+// (redistest's Do dials for each call) included.
+func connections(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	v, err := srv.Do("INFO", "stats")
+	require.NoError(t, err)
+	info, _ := v.(string)
+	_, rest, ok := strings.Cut(info, "total_connections_received:")
+	require.True(t, ok, "INFO stats: %q", info)
+	n, err := strconv.Atoi(strings.TrimSpace(rest[:strings.IndexByte(rest, '\n')]))
+	require.NoError(t, err)
+	return n
 }
 
 // TestPipeline forces one pipeline of several rounds' commands on node 0:
@@ -113,7 +222,8 @@ func TestPipeline(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s0.Do("SET", "held", other.String())
 	require.NoError(t, err)
-	require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, release("warm", tok), time.Second).Status, "scripts loaded")
+	require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, release("warm", tok), time.Second).Status, "release script loaded")
+	require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, extend("warm", tok, time.Second), time.Second).Status, "extend script loaded")
 	_, err = s0.Do("SCRIPT", "FLUSH")
 	require.NoError(t, err)
 
@@ -137,7 +247,7 @@ func TestPipeline(t *testing.T) {
 		cmd  core.Command
 		want core.Status
 	}{
-		{release("list", tok), core.StatusError}, // WRONGTYPE (after NOSCRIPT)
+		{release("list", tok), core.StatusError}, // NOSCRIPT, then EVAL: WRONGTYPE
 		{acquire("held", tok), core.StatusHeld},
 		{release("missing", tok), core.StatusMissing}, // NOSCRIPT, then EVAL
 		{acquire("b", tok), core.StatusOK},
@@ -172,7 +282,7 @@ func TestPipeline(t *testing.T) {
 	for k, c := range cmds {
 		assert.Equal(t, c.want, got[k].Status, "%v %s: %v", c.cmd.Op, c.cmd.Key, got[k].Err)
 	}
-	assert.Contains(t, got[0].Err.Error(), "WRONGTYPE")
+	assert.ErrorContains(t, got[0].Err, "WRONGTYPE")
 	n, err := s0.Do("EXISTS", "a")
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), n, "the release ran after A's SET")
@@ -212,54 +322,54 @@ func evalCalls(t *testing.T, srv *redistest.Server) (eval, evalsha int) {
 	return count("eval"), count("evalsha")
 }
 
-// TestScriptSourceUntilCached: until a node has run a script, its commands
-// carry the script's source (EVAL), so that a release whose reply nobody
-// reads (a cleanup abandoned at its deadline on a hung node, which the node
-// runs when it wakes) cannot meet NOSCRIPT with nobody left to send it
-// again. Once the script ran there, its hash is sent (EVALSHA); after
-// NOSCRIPT, the source again. Both paths: a node's pipeline (multiplexed)
-// and an inline command (sequential).
+// TestScriptSourceUntilCached: on a new connection a script goes out as
+// EVAL until it has run there, then as EVALSHA; after NOSCRIPT, as EVAL
+// again, and after a restart (a new connection), as EVAL again.
 func TestScriptSourceUntilCached(t *testing.T) {
-	srvs := redistest.StartN(t, 2, redistest.Options{})
-	d := dial(t, addrs(srvs), radix.Options{})
-	s0 := srvs[0]
-	multiplexed := func(c core.Command) {
-		t.Helper()
-		b := d.Begin(context.Background())
-		defer b.Close()
-		dl := time.Now().Add(5 * time.Second)
-		b.Send(0, c, dl)
-		b.Send(1, c, dl)
-		for range 2 {
-			r, ok := b.Receive(nil)
-			require.True(t, ok)
-			require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
-		}
-	}
-	sequential := func(c core.Command) {
+	srv := redistest.Start(t, redistest.Options{})
+	d := dial(t, []string{srv.Addr}, radix.Options{})
+	send := func(c core.Command) {
 		t.Helper()
 		r := conformance.SendOne(d, 0, c, 5*time.Second)
 		require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
 	}
 	want := func(eval, evalsha int) {
 		t.Helper()
-		e, es := evalCalls(t, s0)
+		e, es := evalCalls(t, srv)
 		assert.Equal(t, eval, e, "EVAL calls")
 		assert.Equal(t, evalsha, es, "EVALSHA calls")
 	}
 	want(0, 0)
-	multiplexed(release("k", tok)) // fresh server: the source
+	send(release("k", tok)) // fresh connection: the source
 	want(1, 0)
-	multiplexed(release("k", tok))
+	send(release("k", tok))
 	want(1, 1)
-	sequential(extend("k", tok, time.Second)) // another script: its source
+	send(extend("k", tok, time.Second)) // another script: its source
 	want(2, 1)
-	sequential(extend("k", tok, time.Second))
+	send(extend("k", tok, time.Second))
 	want(2, 2)
-	_, err := s0.Do("SCRIPT", "FLUSH")
+	_, err := srv.Do("SCRIPT", "FLUSH")
 	require.NoError(t, err)
-	multiplexed(release("k", tok)) // NOSCRIPT, then EVAL
+	send(release("k", tok)) // NOSCRIPT, then EVAL
 	want(3, 3)
-	multiplexed(release("k", tok)) // cached again: the hash
+	send(release("k", tok)) // cached again: the hash
 	want(3, 4)
+
+	srv.Restart()
+	conformance.SendOne(d, 0, acquire("k", tok), time.Second) // meets the broken connection
+	send(release("other", tok))                               // a new connection: the source
+	want(1, 0)
+}
+
+func TestAllocations(t *testing.T) {
+	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		for _, n := range []int{1, 3, 5} {
+			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// Batches are pooled, each connection reuses its action
+				// (request buffer and replies), replies are decoded
+				// without allocation.
+				assert.Zero(t, conformance.AllocsPerPair(t, dialRadix, n, mode))
+			})
+		}
+	}
 }

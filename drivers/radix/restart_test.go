@@ -13,17 +13,15 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// TestRestartNoStaleConnection: after a node restarts, the connections to
-// its old process are broken. Once a command has succeeded on the node
-// again, the next one must not fail on a connection to the old process: a
-// sequential round whose SET succeeded and whose cleanup release then
-// failed would leave its key behind until the TTL (the cause of
-// conformance's "restart: node 0 must not hold" flake with a pool of
-// several connections, which were picked at random).
+// TestRestartNoStaleConnection: after a node restarts, the connection to
+// its old process is broken. The command that meets it fails, the driver
+// dials again, and no later command may fail on a connection to the old
+// process: a sequential round whose SET succeeded and whose cleanup
+// release then failed would leave its key behind until the TTL.
 func TestRestartNoStaleConnection(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d := dial(t, []string{srv.Addr}, radix.Options{})
-	for k := 0; k < 20; k++ { // use every connection
+	for k := 0; k < 20; k++ { // connected, scripts cached
 		require.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("warm"+strconv.Itoa(k), tok), time.Second).Status)
 	}
 	srv.Restart()
