@@ -1,0 +1,447 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ttl = 10 * time.Second
+
+func tok(i uint64) core.Token { return core.TokenFromUint64s(0xfeedface, i) }
+
+func acquire(key string, i uint64) core.Command {
+	return core.Command{Op: core.OpAcquire, Key: key, Token: tok(i), TTL: ttl}
+}
+
+func release(key string, i uint64) core.Command {
+	return core.Command{Op: core.OpRelease, Key: key, Token: tok(i)}
+}
+
+func extend(key string, i uint64) core.Command {
+	return core.Command{Op: core.OpExtend, Key: key, Token: tok(i), TTL: ttl}
+}
+
+// start returns an engine over n fake nodes on a manual clock, each node
+// dialled once, closed at cleanup.
+func start(t *testing.T, n int) (*Engine, *fakeNet, *manualClock) {
+	t.Helper()
+	f := newFakeNet(t, n)
+	clock := newManualClock()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "node" + string(rune('A'+i)) + ":6379"
+	}
+	e := New(Config{Names: names, Dial: f.dial, Clock: clock})
+	for range n {
+		<-f.dials
+	}
+	t.Cleanup(func() {
+		go func() { // answer what Close sends
+			for x := range f.exchanges {
+				x.ok()
+			}
+		}()
+		e.Close()
+		close(f.exchanges)
+	})
+	return e, f, clock
+}
+
+// send starts a round of one command on node and returns its batch.
+func send(e *Engine, clock *manualClock, node int, cmd core.Command, timeout time.Duration) core.Batch {
+	b := e.Begin(context.Background())
+	b.Send(node, cmd, clock.Now().Add(timeout))
+	return b
+}
+
+// receive returns the batch's next reply in a channel, so that the test can
+// move the clock meanwhile.
+func receive(b core.Batch, cancel <-chan struct{}) <-chan core.Reply {
+	c := make(chan core.Reply, 1)
+	go func() {
+		r, ok := b.Receive(cancel)
+		if !ok {
+			r = core.Reply{Node: -1}
+		}
+		c <- r
+	}()
+	return c
+}
+
+func wait(t *testing.T, c <-chan core.Reply) core.Reply {
+	t.Helper()
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no reply")
+		return core.Reply{}
+	}
+}
+
+func TestCommandsAndReplies(t *testing.T) {
+	e, f, clock := start(t, 1)
+	for _, tc := range []struct {
+		name  string
+		cmd   core.Command
+		words []string
+		reply Reply
+		want  core.Status
+		err   string
+	}{
+		{"acquire ok", acquire("k", 1), []string{"SET", "k", tok(1).String(), "NX", "PX", "10000"}, Reply{Kind: KindOK}, core.StatusOK, ""},
+		{"acquire held", acquire("k", 1), nil, Reply{Kind: KindNil}, core.StatusHeld, ""},
+		{"acquire error reply", acquire("k", 1), nil, Reply{Kind: KindError, Err: errors.New("OOM command not allowed")}, core.StatusError, "OOM"},
+		{"acquire int", acquire("k", 1), nil, Reply{Kind: KindInt, Int: 1}, core.StatusError, "unexpected reply kind"},
+		{"release first as EVAL", release("k", 2), []string{"EVAL", wire.Release.Src, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
+		{"release then EVALSHA", release("k", 2), []string{"EVALSHA", wire.Release.SHA1, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 0}, core.StatusMissing, ""},
+		{"release held", release("k", 2), nil, Reply{Kind: KindInt, Int: -1}, core.StatusHeld, ""},
+		{"release odd int", release("k", 2), nil, Reply{Kind: KindInt, Int: 7}, core.StatusError, "unexpected script reply 7"},
+		{"release wrongtype", release("k", 2), nil, Reply{Kind: KindError, Err: errors.New("WRONGTYPE")}, core.StatusError, "WRONGTYPE"},
+		{"extend first as EVAL", extend("k", 3), []string{"EVAL", wire.Extend.Src, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
+		{"extend then EVALSHA", extend("k", 3), []string{"EVALSHA", wire.Extend.SHA1, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
+		{"other reply", extend("k", 3), nil, Other("QUEUED"), core.StatusError, "unexpected reply string QUEUED"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := send(e, clock, 0, tc.cmd, time.Second)
+			defer b.Close()
+			c := receive(b, nil)
+			x := f.next()
+			if tc.words != nil {
+				assert.Equal(t, [][]string{tc.words}, x.cmds)
+			}
+			x.reply(nil, tc.reply)
+			r := wait(t, c)
+			assert.Equal(t, tc.want, r.Status)
+			assert.Equal(t, 0, r.Node)
+			if tc.err == "" {
+				assert.NoError(t, r.Err)
+				return
+			}
+			assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): "+tc.cmd.Op.String()+": ")
+			assert.ErrorContains(t, r.Err, tc.err)
+		})
+	}
+}
+
+func TestPipelineCarriesQueuedRoundsInOrder(t *testing.T) {
+	e, f, clock := start(t, 1)
+	first := send(e, clock, 0, acquire("a", 1), time.Second)
+	defer first.Close()
+	c0 := receive(first, nil)
+	x := f.next()
+	assert.Equal(t, []string{"SET a"}, x.names())
+
+	// While the node works on the first pipeline, three rounds queue.
+	var cs []<-chan core.Reply
+	for i, cmd := range []core.Command{acquire("b", 2), release("a", 1), acquire("c", 3)} {
+		b := send(e, clock, 0, cmd, time.Second)
+		defer b.Close()
+		cs = append(cs, receive(b, nil))
+		eventuallyQueued(t, e.nodes[0], i+1)
+	}
+	x.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c0).Status)
+
+	x = f.next()
+	assert.Equal(t, []string{"SET b", "EVAL a", "SET c"}, x.names(), "one pipeline, in queue order")
+	x.ok()
+	for _, c := range cs {
+		assert.Equal(t, core.StatusOK, wait(t, c).Status)
+	}
+}
+
+// eventuallyQueued waits until node's queue holds n commands. The queue is
+// filled by the goroutines the test started; this is their event.
+func eventuallyQueued(t *testing.T, n *node, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n.mu.Lock()
+		got := len(n.queue)
+		n.mu.Unlock()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d commands, want %d", got, want)
+		}
+		time.Sleep(time.Millisecond) // polling another goroutine's progress, not timing the engine
+	}
+}
+
+func TestTimeoutAtDeadlineThenRedial(t *testing.T) {
+	e, f, clock := start(t, 1)
+	b := send(e, clock, 0, acquire("k", 1), 50*time.Millisecond)
+	defer b.Close()
+	c := receive(b, nil)
+	x := f.next()
+	assert.Equal(t, clock.Now().Add(50*time.Millisecond), x.deadline, "the pipeline runs until the command's deadline")
+
+	clock.Advance(50 * time.Millisecond)
+	r := wait(t, c)
+	assert.Equal(t, core.StatusTimeout, r.Status)
+	assert.ErrorIs(t, r.Err, context.DeadlineExceeded)
+	assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): acquire: ")
+	<-x.ctx.Done() // the exchange's context expired on the same clock
+
+	// The connection that missed its deadline is closed; the next
+	// pipeline dials a new one, on which scripts go as EVAL again.
+	b2 := send(e, clock, 0, release("k", 1), time.Second)
+	defer b2.Close()
+	c2 := receive(b2, nil)
+	f.dialed(0)
+	assert.Equal(t, 1, f.closedConns())
+	x2 := f.next()
+	assert.NotSame(t, x.conn, x2.conn)
+	assert.Equal(t, []string{"EVAL k"}, x2.names())
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c2).Status)
+}
+
+func TestLateAcquireDroppedLateReleaseSent(t *testing.T) {
+	e, f, clock := start(t, 1)
+	// A hung node holds the first pipeline (an attempt's SET).
+	b := send(e, clock, 0, acquire("k", 1), 50*time.Millisecond)
+	defer b.Close()
+	c := receive(b, nil)
+	hung := f.next()
+
+	// Behind it: another round's acquire, and the first attempt's cleanup.
+	b2 := send(e, clock, 0, acquire("other", 2), 50*time.Millisecond)
+	defer b2.Close()
+	c2 := receive(b2, nil)
+	b3 := send(e, clock, 0, release("k", 1), 200*time.Millisecond)
+	b3.Close() // a cleanup that awaits nothing: the release still goes
+	eventuallyQueued(t, e.nodes[0], 2)
+
+	clock.Advance(300 * time.Millisecond) // every deadline passes
+	assert.Equal(t, core.StatusTimeout, wait(t, c).Status)
+	assert.Equal(t, core.StatusTimeout, wait(t, c2).Status)
+	hung.reply(context.DeadlineExceeded) // the client gives up
+
+	f.dialed(0)
+	x := f.next()
+	assert.Equal(t, []string{"EVAL k"}, x.names(), "the late acquire is not sent; the late release is")
+	assert.Equal(t, clock.Now().Add(200*time.Millisecond), x.deadline, "the release gets the time it had when queued")
+	x.ok()
+}
+
+func TestNoScriptFallsBackToEval(t *testing.T) {
+	e, f, clock := start(t, 1)
+	run := func(cmd core.Command) *exchange {
+		b := send(e, clock, 0, cmd, time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		t.Cleanup(func() { wait(t, c); b.Close() })
+		return x
+	}
+	run(release("k", 1)).ok() // EVAL: now cached
+	x := run(release("k", 1))
+	assert.Equal(t, "EVALSHA", x.cmds[0][0])
+	x.reply(nil, Reply{Kind: KindError, Err: errors.New("NOSCRIPT No matching script")})
+	x = f.next()
+	assert.Equal(t, "EVAL", x.cmds[0][0], "NOSCRIPT: sent again as EVAL in the same pipeline's time")
+	x.ok()
+	x = run(release("k", 1))
+	assert.Equal(t, "EVALSHA", x.cmds[0][0])
+	x.ok()
+}
+
+func TestRepliesNeverReachALaterReceive(t *testing.T) {
+	e, f, clock := start(t, 2)
+	b := e.Begin(context.Background())
+	defer b.Close()
+	b.Send(0, acquire("k", 1), clock.Now().Add(50*time.Millisecond))
+	b.Send(1, acquire("k", 1), clock.Now().Add(100*time.Millisecond))
+	c := receive(b, nil)
+	x0, x1 := f.next(), f.next()
+	if x0.conn.node != 0 {
+		x0, x1 = x1, x0
+	}
+	clock.Advance(50 * time.Millisecond)
+	r := wait(t, c)
+	assert.Equal(t, core.Reply{Node: 0, Status: core.StatusTimeout}, core.Reply{Node: r.Node, Status: r.Status})
+
+	x0.ok() // node 0's answer comes after its timeout: not returned again
+	c = receive(b, nil)
+	x1.ok()
+	r = wait(t, c)
+	assert.Equal(t, 1, r.Node)
+	assert.Equal(t, core.StatusOK, r.Status)
+}
+
+func TestCancelSendsOnlyReleases(t *testing.T) {
+	e, f, clock := start(t, 2)
+	b := e.Begin(context.Background())
+	b.Send(0, acquire("k", 1), clock.Now().Add(time.Second))
+	b.Send(1, release("k", 0), clock.Now().Add(time.Second))
+	cancel := make(chan struct{})
+	close(cancel)
+	_, ok := b.Receive(cancel)
+	assert.False(t, ok)
+	x := f.next()
+	assert.Equal(t, 1, x.conn.node)
+	assert.Equal(t, []string{"EVAL k"}, x.names(), "cancelled before sending: the release goes, the acquire does not")
+	x.ok()
+	b.Close()
+	select {
+	case x := <-f.exchanges:
+		t.Fatalf("unexpected exchange %v", x.names())
+	default:
+	}
+}
+
+func TestCancelWhileWaiting(t *testing.T) {
+	e, f, clock := start(t, 1)
+	b := send(e, clock, 0, acquire("k", 1), time.Second)
+	cancel := make(chan struct{})
+	c := receive(b, cancel)
+	x := f.next()
+	close(cancel)
+	assert.Equal(t, -1, wait(t, c).Node, "Receive returns at once when cancelled")
+	b.Close()
+	x.ok() // the straggler's reply is dropped with the batch
+}
+
+func TestDialFailureIsANodeError(t *testing.T) {
+	e, f, clock := start(t, 1)
+	// Break the connection, then refuse the dial.
+	b := send(e, clock, 0, acquire("k", 1), time.Second)
+	c := receive(b, nil)
+	f.next().reply(errors.New("EOF"))
+	r := wait(t, c)
+	b.Close()
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): acquire: EOF")
+
+	f.dialErr[0] = errRefused
+	b = send(e, clock, 0, acquire("k", 1), time.Second)
+	c = receive(b, nil)
+	f.dialed(0)
+	r = wait(t, c)
+	b.Close()
+	assert.Equal(t, core.StatusError, r.Status, "a refused dial is an error, not a timeout")
+	assert.ErrorIs(t, r.Err, errRefused)
+}
+
+func TestContextValuesReachALoneCommand(t *testing.T) {
+	e, f, clock := start(t, 1)
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	b := e.Begin(ctx)
+	defer b.Close()
+	b.Send(0, acquire("k", 1), clock.Now().Add(time.Second))
+	c := receive(b, nil)
+	x := f.next()
+	cancel()
+	assert.Equal(t, "v", x.ctx.Value(key{}))
+	assert.NoError(t, x.ctx.Err(), "the caller's cancellation does not reach the command")
+	x.ok()
+	wait(t, c)
+}
+
+func TestCloseSendsQueuedReleases(t *testing.T) {
+	f := newFakeNet(t, 1)
+	clock := newManualClock()
+	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	f.dialed(0)
+	b := send(e, clock, 0, acquire("k", 1), time.Second)
+	c := receive(b, nil)
+	hung := f.next()
+	b2 := send(e, clock, 0, acquire("j", 2), time.Second)
+	c2 := receive(b2, nil)
+	b3 := send(e, clock, 0, release("k", 1), time.Second)
+	b3.Close()
+	eventuallyQueued(t, e.nodes[0], 2)
+
+	closed := make(chan struct{})
+	go func() { e.Close(); close(closed) }()
+	for {
+		e.nodes[0].mu.Lock()
+		closing := e.nodes[0].closing
+		e.nodes[0].mu.Unlock()
+		if closing {
+			break
+		}
+		time.Sleep(time.Millisecond) // polling Close's progress
+	}
+	b4 := send(e, clock, 0, acquire("late", 3), time.Second)
+	r := wait(t, receive(b4, nil))
+	assert.ErrorIs(t, r.Err, core.ErrClosed, "after Close: ErrClosed")
+	assert.Equal(t, core.StatusError, r.Status)
+
+	hung.ok()
+	x := f.next()
+	assert.Equal(t, []string{"EVAL k"}, x.names(), "Close sends the queued release, not the acquire")
+	x.ok()
+	<-closed
+	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+	assert.ErrorIs(t, wait(t, c2).Err, core.ErrClosed)
+	assert.Equal(t, 1, f.closedConns())
+	b.Close()
+	b2.Close()
+	b4.Close()
+}
+
+// okConn answers every command at once, without allocating.
+type okConn struct{}
+
+func (okConn) Exchange(_ context.Context, cmds [][]string, replies []Reply) error {
+	for i, c := range cmds {
+		replies[i] = Reply{Kind: KindInt, Int: 1}
+		if c[0] == "SET" {
+			replies[i] = Reply{Kind: KindOK}
+		}
+	}
+	return nil
+}
+
+func (okConn) Close() error { return nil }
+
+func TestZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
+	}
+	dial := func(context.Context, int) (Conn, error) { return okConn{}, nil }
+	e := New(Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
+	defer e.Close()
+	for _, seq := range []bool{false, true} {
+		round := func(cmd core.Command) {
+			b := e.Begin(context.Background())
+			dl := time.Now().Add(time.Minute)
+			for i := range 5 {
+				b.Send(i, cmd, dl)
+				if seq {
+					if r, ok := b.Receive(nil); !ok || r.Status != core.StatusOK {
+						panic(r.Err)
+					}
+				}
+			}
+			for range 5 {
+				if seq {
+					break
+				}
+				if r, ok := b.Receive(nil); !ok || r.Status != core.StatusOK {
+					panic(r.Err)
+				}
+			}
+			b.Close()
+		}
+		pair := func() { round(acquire("k", 1)); round(release("k", 1)) }
+		for range 100 {
+			pair()
+		}
+		assert.Zero(t, testing.AllocsPerRun(500, pair), "sequential=%v", seq)
+	}
+}
