@@ -161,22 +161,30 @@ func TestPipelineCarriesQueuedRoundsInOrder(t *testing.T) {
 	}
 }
 
-// eventuallyQueued waits until node's queue holds n commands. The queue is
-// filled by the goroutines the test started; this is their event.
+// eventuallyQueued waits until node's queue holds want commands, as the
+// goroutines the test started fill it, or (want -1) until Close has begun.
 func eventuallyQueued(t *testing.T, n *node, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n.mu.Lock()
-		got := len(n.queue)
+	n.mu.Lock()
+	got := len(n.queue)
+	if n.closing {
+		got = -1
+	}
+	if got == want {
 		n.mu.Unlock()
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
+		return
+	}
+	events := make(chan int, 64)
+	n.queued = func(k int) { events <- k }
+	n.mu.Unlock()
+	defer func() { n.mu.Lock(); n.queued = nil; n.mu.Unlock() }()
+	timeout := time.After(10 * time.Second)
+	for got != want {
+		select {
+		case got = <-events:
+		case <-timeout:
 			t.Fatalf("queue holds %d commands, want %d", got, want)
 		}
-		time.Sleep(time.Millisecond) // polling another goroutine's progress, not timing the engine
 	}
 }
 
@@ -367,15 +375,7 @@ func TestCloseSendsQueuedReleases(t *testing.T) {
 
 	closed := make(chan struct{})
 	go func() { e.Close(); close(closed) }()
-	for {
-		e.nodes[0].mu.Lock()
-		closing := e.nodes[0].closing
-		e.nodes[0].mu.Unlock()
-		if closing {
-			break
-		}
-		time.Sleep(time.Millisecond) // polling Close's progress
-	}
+	eventuallyQueued(t, e.nodes[0], -1) // Close has begun
 	b4 := send(e, clock, 0, acquire("late", 3), time.Second)
 	r := wait(t, receive(b4, nil))
 	assert.ErrorIs(t, r.Err, core.ErrClosed, "after Close: ErrClosed")

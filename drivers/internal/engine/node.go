@@ -24,6 +24,7 @@ type node struct {
 	queue   []job
 	idle    bool // the goroutine waits for wake
 	closing bool
+	queued  func(n int) // a test's hook: called, under mu, with the queue's length
 
 	// The goroutine's own.
 	conn    Conn
@@ -47,6 +48,9 @@ func (n *node) enqueue(j job) {
 		return
 	}
 	n.queue = append(n.queue, j)
+	if n.queued != nil {
+		n.queued(len(n.queue))
+	}
 	idle := n.idle
 	n.idle = false
 	n.mu.Unlock()
@@ -65,6 +69,9 @@ func (n *node) signal() {
 func (n *node) close() {
 	n.mu.Lock()
 	n.closing = true
+	if n.queued != nil {
+		n.queued(-1)
+	}
 	n.idle = false
 	n.mu.Unlock()
 	n.signal()
