@@ -20,13 +20,19 @@ func TestConformance(t *testing.T) {
 		// Every endpoint of one cluster shares its credentials and TLS.
 		d, err := rueidis.Dial(addrs, rueidis.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS})
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { require.NoError(t, d.Close()) })
 		return d
 	})
 }
 
-func TestDriverConformance(t *testing.T) {
-	conformance.RunDriver(t, func(addrs []string) (conformance.Closer, error) {
-		return rueidis.Dial(addrs, rueidis.Options{DialTimeout: time.Second})
-	})
+func dialRueidis(addrs []string) (conformance.Closer, error) {
+	return rueidis.Dial(addrs, rueidis.Options{DialTimeout: time.Second})
+}
+
+func TestDriverConformance(t *testing.T) { conformance.RunDriver(t, dialRueidis) }
+
+func BenchmarkAcquireRelease(b *testing.B) { conformance.BenchAcquireRelease(b, dialRueidis) }
+
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	conformance.BenchAcquireReleaseParallel(b, dialRueidis)
 }

@@ -3,7 +3,6 @@ package rueidis_test
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
@@ -23,148 +23,126 @@ func TestDialValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		addrs []string
-		want  string
+		opts  rueidis.Options
+		want  string // in the message
 	}{
-		{"empty", nil, "no node addresses"},
-		{"no port", []string{"127.0.0.1:1", "127.0.0.1"}, `address 1 "127.0.0.1"`},
-		{"no host", []string{":6379"}, `address 0 ":6379" has no host`},
-		{"bad port", []string{"127.0.0.1:http"}, "invalid port"},
-		{"port zero", []string{"127.0.0.1:0"}, "invalid port"},
-		{"port too big", []string{"127.0.0.1:65536"}, "invalid port"},
-		{"duplicate", []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7001"}, `address 2 "127.0.0.1:7001" repeats address 0`},
-		{"duplicate host case", []string{"LocalHost:7001", "localhost:7001"}, "repeats"},
+		{"nil list", nil, rueidis.Options{}, "no node addresses"},
+		{"no port", []string{"127.0.0.1:1", "127.0.0.1"}, rueidis.Options{}, `address 1 "127.0.0.1"`},
+		{"duplicate", []string{"a:1", "b:1", "A:1"}, rueidis.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
+		{"negative dial timeout", []string{"a:1"}, rueidis.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
+		{"negative db", []string{"a:1"}, rueidis.Options{DB: -1}, "DB -1 is negative"},
+		{"user without password", []string{"a:1"}, rueidis.Options{Username: "u"}, `Username "u" has no Password`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := rueidis.Dial(tc.addrs, rueidis.Options{})
-			require.Error(t, err)
+			d, err := rueidis.Dial(tc.addrs, tc.opts)
 			assert.Nil(t, d)
-			assert.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.Contains(t, err.Error(), tc.want)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
 		})
 	}
-	for _, size := range []int{-1, 64} {
-		_, err := rueidis.Dial([]string{"127.0.0.1:1"}, rueidis.Options{PoolSize: size})
-		assert.ErrorIs(t, err, core.ErrInvalidConfig)
-		assert.ErrorContains(t, err, "one pipelined connection per node")
-	}
+}
+
+// newClient returns a client for addr made as Dial makes them.
+func newClient(t *testing.T, addr string) rd.Client {
+	t.Helper()
+	c, err := rd.NewClient(rueidis.ClientOption(addr, rueidis.Options{}))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
 }
 
 func TestNewValidation(t *testing.T) {
-	_, err := rueidis.New(nil, nil)
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
-	_, err = rueidis.New([]rd.Client{nil}, []string{"a"})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
+	ss := redistest.StartN(t, 2, redistest.Options{Embedded: true})
+	p, q := newClient(t, ss[0].Addr), newClient(t, ss[1].Addr)
+	for _, tc := range []struct {
+		name    string
+		clients []rd.Client
+		names   []string
+		want    string
+	}{
+		{"none", nil, nil, "no clients"},
+		{"nil client", []rd.Client{p, nil}, nil, "client 1 is nil"},
+		{"same client", []rd.Client{p, q, p}, nil, "client 2 is client 0 again"},
+		{"same name", []rd.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
+		{"names length", []rd.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := rueidis.New(tc.clients, tc.names)
+			assert.Nil(t, d)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
 
-	srv := redistest.Start(t, redistest.Options{})
-	ctx := context.Background()
-	c, err := rd.NewClient(rueidis.ClientOption(srv.Addr, rueidis.Options{}))
+func TestNewOverUserClients(t *testing.T) {
+	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	clients := make([]rd.Client, 3)
+	for i, s := range ss {
+		clients[i] = newClient(t, s.Addr)
+	}
+	d, err := rueidis.New(clients, nil)
 	require.NoError(t, err)
-	defer c.Close()
-	_, err = rueidis.New([]rd.Client{c, c}, nil)
-	assert.ErrorIs(t, err, core.ErrInvalidConfig, "the same node twice")
-	_, err = rueidis.New([]rd.Client{c}, []string{"a", "b"})
-	assert.ErrorIs(t, err, core.ErrInvalidConfig)
-
-	d, err := rueidis.New([]rd.Client{c}, nil)
+	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: the clients' addresses")
+	l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, 1, d.Nodes())
-	assert.Equal(t, srv.Addr, d.NodeName(0))
-	assert.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("k", tok), time.Second).Status)
+	lock, err := l.Acquire(context.Background(), "user-clients")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background(), lock))
 	require.NoError(t, d.Close())
-	// The client is still the caller's.
-	require.NoError(t, c.Do(ctx, c.B().Ping().Build()).Error())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	c := clients[0]
+	assert.NoError(t, c.Do(context.Background(), c.B().Ping().Build()).Error(), "Close leaves the caller's clients open")
 }
 
-func TestOneConnectionPerNode(t *testing.T) {
-	assert.Equal(t, -1, rueidis.ClientOption("h:1", rueidis.Options{}).PipelineMultiplex)
+func TestClientOption(t *testing.T) {
+	o := rueidis.ClientOption("h:1", rueidis.Options{Username: "u", Password: "p", DB: 3})
+	assert.Equal(t, []string{"h:1"}, o.InitAddress)
+	assert.True(t, o.ForceSingleClient)
+	assert.True(t, o.DisableRetry, "a retried SET NX could report the caller's own key as held")
+	assert.True(t, o.DisableCache)
+	assert.Equal(t, -1, o.PipelineMultiplex, "one connection")
+	assert.Less(t, o.ReadBufferEachConn+o.WriteBufferEachConn, 1<<20, "smaller than rueidis's 1 MiB default")
+	assert.Equal(t, "u", o.Username)
+	assert.Equal(t, "p", o.Password)
+	assert.Equal(t, 3, o.SelectDB)
+	assert.Equal(t, rueidis.DefaultDialTimeout, o.Dialer.Timeout)
+	assert.Equal(t, time.Second, rueidis.ClientOption("h:1", rueidis.Options{DialTimeout: time.Second}).Dialer.Timeout)
 }
 
-var tok = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
-
-func acquire(key string, t core.Token) core.Command {
-	return core.Command{Op: core.OpAcquire, Key: key, Token: t, TTL: 10 * time.Second}
-}
-
-// evalCalls returns how many EVAL and EVALSHA commands srv has run (INFO
-// commandstats), or skips the test on a server without command stats.
-func evalCalls(t *testing.T, srv *redistest.Server) (eval, evalsha int) {
-	t.Helper()
-	v, err := srv.Do("INFO", "commandstats")
-	require.NoError(t, err)
-	info, _ := v.(string)
-	if !strings.Contains(info, "cmdstat_") {
-		t.Skip("the server keeps no command stats")
-	}
-	count := func(cmd string) int {
-		_, rest, ok := strings.Cut(info, "cmdstat_"+cmd+":calls=")
-		if !ok {
-			return 0
-		}
-		n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-		return n
-	}
-	return count("eval"), count("evalsha")
-}
-
-// TestScriptSourceUntilCached: until a node has run a script, its commands
-// carry the script's source (EVAL), so that a release whose reply nobody
-// reads (a cleanup abandoned at its deadline on a hung node, which the node
-// runs when it wakes) cannot meet NOSCRIPT with nobody left to send it
-// again. Once the script ran there, its hash is sent (EVALSHA); after
-// NOSCRIPT, the source again. Both paths: a node's pipeline (multiplexed)
-// and an inline command (sequential).
-func TestScriptSourceUntilCached(t *testing.T) {
-	srvs := redistest.StartN(t, 2, redistest.Options{})
-	a := []string{srvs[0].Addr, srvs[1].Addr}
-	d, err := rueidis.Dial(a, rueidis.Options{})
+// TestDB: Dial selects Options.DB. The test servers have one database,
+// so DB 1 is refused, naming the node.
+func TestDB(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	d, err := rueidis.Dial([]string{srv.Addr}, rueidis.Options{DB: 1})
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
-	s0 := srvs[0]
-	multiplexed := func(c core.Command) {
-		t.Helper()
-		b := d.Begin(context.Background())
-		defer b.Close()
-		dl := time.Now().Add(5 * time.Second)
-		b.Send(0, c, dl)
-		b.Send(1, c, dl)
-		for range 2 {
-			r, ok := b.Receive(nil)
-			require.True(t, ok)
-			require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
+	r := conformance.SendOne(d, 0, core.Command{Op: core.OpAcquire, Key: "db", Token: core.TokenFromUint64s(1, 2), TTL: time.Second}, 5*time.Second)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "DB index is out of range")
+	assert.ErrorContains(t, r.Err, srv.Addr)
+}
+
+// TestAllocations: an acquire+release pair allocates nothing (batches
+// pooled, commands built from rueidis's pool, replies decoded in place)
+// except in rueidis's DoMulti, which allocates its result slice (2
+// allocations) for every pipeline of more than one command. Sequential
+// rounds and N=1 never make one. A multiplexed acquire is decided at its
+// quorum, and the SET still queued for a straggling node may go out in one
+// pipeline with the release that follows it, or not, as the scheduler has
+// it: so for N>1 the mean lies between 0 and 2 per straggler, N-quorum.
+func TestAllocations(t *testing.T) {
+	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		for _, n := range []int{1, 3, 5} {
+			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				got := conformance.AllocsPerPair(t, dialRueidis, n, mode)
+				t.Logf("%v allocations per acquire+release", got)
+				if mode == core.Sequential || n == 1 {
+					assert.Zero(t, got)
+					return
+				}
+				assert.LessOrEqual(t, got, float64(2*(n-core.Quorum(n))))
+			})
 		}
 	}
-	sequential := func(c core.Command) {
-		t.Helper()
-		r := conformance.SendOne(d, 0, c, 5*time.Second)
-		require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
-	}
-	want := func(eval, evalsha int) {
-		t.Helper()
-		e, es := evalCalls(t, s0)
-		assert.Equal(t, eval, e, "EVAL calls")
-		assert.Equal(t, evalsha, es, "EVALSHA calls")
-	}
-	want(0, 0)
-	multiplexed(release("k", tok)) // fresh server: the source
-	want(1, 0)
-	multiplexed(release("k", tok))
-	want(1, 1)
-	sequential(extend("k", tok, time.Second)) // another script: its source
-	want(2, 1)
-	sequential(extend("k", tok, time.Second))
-	want(2, 2)
-	_, err = s0.Do("SCRIPT", "FLUSH")
-	require.NoError(t, err)
-	multiplexed(release("k", tok)) // NOSCRIPT, then EVAL
-	want(3, 3)
-	multiplexed(release("k", tok)) // cached again: the hash
-	want(3, 4)
-}
-
-func release(key string, t core.Token) core.Command {
-	return core.Command{Op: core.OpRelease, Key: key, Token: t}
-}
-
-func extend(key string, t core.Token, ttl time.Duration) core.Command {
-	return core.Command{Op: core.OpExtend, Key: key, Token: t, TTL: ttl}
 }
