@@ -1,0 +1,197 @@
+// Package goredis is a Redlock driver (core.Driver) over
+// github.com/redis/go-redis/v9.
+//
+// Dial makes one go-redis client per Redis master, on one connection; New
+// takes the caller's clients. A node's commands, from every round, go out
+// on its client as pipelines, one at a time, in the order their rounds
+// issued them. The driver engine shared by every driver of this module
+// owns the rest: deadlines, scripts, replies, and the order that keeps a
+// release behind the SET it undoes.
+//
+// Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS and
+// DialTimeout. A node that is down does not fail Dial: its commands fail
+// (core.StatusError, naming the node) until it answers, and go-redis logs
+// each failed dial (redis.SetLogger silences it). When a pipeline fails
+// (the server restarted, a reply missed its deadline) the driver closes the
+// client and makes another, which it pings (go-redis connects lazily), for
+// the node's next pipeline; until a script has run on the new connection
+// its commands carry the script's source (EVAL), since a restarted server
+// has lost its script cache.
+package goredis
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DefaultDialTimeout applies when Options.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
+
+// Options configure Dial.
+type Options struct {
+	// Username (for an ACL user; empty for the default user) and Password
+	// authenticate each connection. DB is the database of the keys.
+	Username, Password string
+	DB                 int
+	// TLS, when not nil, makes each connection TLS with this configuration
+	// (its ServerName defaults to the address's host).
+	TLS *tls.Config
+	// DialTimeout bounds a connection attempt, TLS included, as does the
+	// deadline of the command that needs it. 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+}
+
+// Driver is a core.Driver over go-redis clients, safe for concurrent use.
+type Driver struct{ e *engine.Engine }
+
+// Dial validates addrs (host:port each, no server twice) and opts, then
+// starts connecting to every node in the background. It fails only for
+// invalid configuration, with an error matching core.ErrInvalidConfig.
+func Dial(addrs []string, opts Options) (*Driver, error) {
+	if err := wire.CheckAddrs("goredis", addrs); err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.DialTimeout < 0:
+		return nil, bad("DialTimeout %v is negative", opts.DialTimeout)
+	case opts.DB < 0:
+		return nil, bad("DB %d is negative", opts.DB)
+	case opts.Username != "" && opts.Password == "":
+		return nil, bad("Username %q has no Password", opts.Username)
+	case opts.DialTimeout == 0:
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	base := redis.Options{
+		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
+		DialTimeout: opts.DialTimeout, DialerRetries: 1, // the engine redials
+		MaxRetries: -1, // a SET NX sent again would find its own key: held
+		// The deadlines are the engine's, in ctx, not go-redis's.
+		ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1,
+		// One connection, pipelines included. PoolSize 2: a failed dial in a
+		// pool of 1 starts a redial goroutine that outlives Close.
+		PoolSize: 2, MaxActiveConns: 1, PipelinePoolSize: -1,
+		// RESP2: no push notifications, nor what rides on them (maintenance
+		// notifications, client-side caching); no CLIENT SETINFO on connect.
+		Protocol: 2, DisableIdentity: true,
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		o := base
+		o.Addr = addrs[i]
+		c := redis.NewClient(&o)
+		if err := c.Ping(ctx).Err(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return &conn{c: c, pipe: c.Pipeline()}, nil
+	}
+	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: opts.DialTimeout})}, nil
+}
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: goredis: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+// New returns a Driver over existing clients, one per master in node
+// order: *redis.Client, as redis.NewClient and redis.NewFailoverClient
+// return, since a Redlock node is one master (a ClusterClient or a Ring
+// spreads keys over several). Give them MaxRetries -1, or a SET NX retried
+// after a lost reply finds the caller's own key, held; and
+// ContextTimeoutEnabled, or a hung node keeps its pipelines past their
+// deadlines. names[i] names node i in errors; nil names each by its
+// client's Options().Addr. A nil client, the same client twice or the same
+// name twice (the same server would vote twice) is an error matching
+// core.ErrInvalidConfig. Close does not close the clients.
+func New(clients []*redis.Client, names []string) (*Driver, error) {
+	seen := make(map[*redis.Client]int, len(clients))
+	for i, c := range clients {
+		if c == nil {
+			return nil, bad("client %d is nil", i)
+		}
+		if j, dup := seen[c]; dup {
+			return nil, bad("client %d is client %d again", i, j)
+		}
+		seen[c] = i
+	}
+	if names == nil {
+		names = make([]string, len(clients))
+		for i, c := range clients {
+			names[i] = c.Options().Addr
+		}
+	}
+	if err := wire.CheckNames("goredis", len(clients), names); err != nil {
+		return nil, err
+	}
+	dial := func(_ context.Context, i int) (engine.Conn, error) {
+		return borrowed{&conn{c: clients[i], pipe: clients[i].Pipeline()}}, nil
+	}
+	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+}
+
+// Nodes returns N.
+func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// NodeName returns node i's address, or the name given to New.
+func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
+
+// Begin returns a batch for one round.
+func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
+
+// Close sends the releases already issued, then closes the clients Dial
+// made; later commands fail with core.ErrClosed. It is idempotent.
+func (d *Driver) Close() error {
+	d.e.Close()
+	return nil
+}
+
+// conn is one node's client, made by Dial: the engine's Conn.
+type conn struct {
+	c    *redis.Client
+	pipe redis.Pipeliner
+}
+
+func (c *conn) Close() error { return c.c.Close() }
+
+// borrowed is a client given to New, which its Close leaves open.
+type borrowed struct{ *conn }
+
+func (borrowed) Close() error { return nil }
+
+// Exchange runs cmds as one pipeline. Exec's own error is the first
+// command's, error replies included, so each command's is read instead.
+func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	for _, words := range cmds {
+		args := make([]any, len(words))
+		for k, w := range words {
+			args[k] = w
+		}
+		c.pipe.Do(ctx, args...)
+	}
+	done, _ := c.pipe.Exec(ctx)
+	for i, cmd := range done {
+		v, err := cmd.(*redis.Cmd).Result()
+		_, isReply := err.(redis.Error) // an error reply (redis.Nil is one too)
+		switch n, isInt := v.(int64); {
+		case err == redis.Nil:
+			replies[i] = engine.Reply{Kind: engine.KindNil}
+		case isReply:
+			replies[i] = engine.Reply{Kind: engine.KindError, Err: err}
+		case err != nil:
+			return err // the connection failed
+		case v == "OK":
+			replies[i] = engine.Reply{Kind: engine.KindOK}
+		case isInt:
+			replies[i] = engine.Reply{Kind: engine.KindInt, Int: n}
+		default:
+			replies[i] = engine.Other(v)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package goredis_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+func TestDialValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+		opts  goredis.Options
+		want  string // in the message
+	}{
+		{"nil list", nil, goredis.Options{}, "no node addresses"},
+		{"duplicate", []string{"a:1", "b:1", "A:1"}, goredis.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
+		{"negative dial timeout", []string{"a:1"}, goredis.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
+		{"negative db", []string{"a:1"}, goredis.Options{DB: -1}, "DB -1 is negative"},
+		{"user without password", []string{"a:1"}, goredis.Options{Username: "u"}, `Username "u" has no Password`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := goredis.Dial(tc.addrs, tc.opts)
+			assert.Nil(t, d)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewValidation(t *testing.T) {
+	// Clients connect lazily: these never touch the network.
+	p := redis.NewClient(&redis.Options{Addr: "a:1"})
+	q := redis.NewClient(&redis.Options{Addr: "b:1"})
+	t.Cleanup(func() { p.Close(); q.Close() })
+	for _, tc := range []struct {
+		name    string
+		clients []*redis.Client
+		names   []string
+		want    string
+	}{
+		{"none", nil, nil, "no clients"},
+		{"nil client", []*redis.Client{p, nil}, nil, "client 1 is nil"},
+		{"same client", []*redis.Client{p, q, p}, nil, "client 2 is client 0 again"},
+		{"same name", []*redis.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
+		{"names length", []*redis.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
+		{"empty name", []*redis.Client{p, q}, []string{"a", ""}, "name 1 is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := goredis.New(tc.clients, tc.names)
+			assert.Nil(t, d)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewOverUserClients(t *testing.T) {
+	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	clients := make([]*redis.Client, 3)
+	for i, s := range ss {
+		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { clients[i].Close() })
+	}
+	d, err := goredis.New(clients, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: the clients' addresses")
+	l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
+	require.NoError(t, err)
+	lock, err := l.Acquire(context.Background(), "user-clients")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(context.Background(), lock))
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	for i, c := range clients {
+		assert.NoError(t, c.Ping(context.Background()).Err(), "Close leaves the caller's client %d open", i)
+	}
+}
+
+// Many concurrent lockers share one connection per node, in RESP2.
+func TestOneConnectionPerNode(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	d, err := goredis.Dial([]string{srv.Addr}, goredis.Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 20 {
+				lock, err := l.Acquire(context.Background(), "one-conn-"+strconv.Itoa(g)+"-"+strconv.Itoa(k))
+				if assert.NoError(t, err) {
+					assert.NoError(t, l.Release(context.Background(), lock))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	list, err := srv.Do("CLIENT", "LIST")
+	require.NoError(t, err)
+	var ours []string
+	for _, line := range strings.Split(strings.TrimSpace(list.(string)), "\n") {
+		if !strings.Contains(line, "cmd=client") { // not the CLIENT LIST itself
+			ours = append(ours, line)
+		}
+	}
+	require.Len(t, ours, 1, "one connection: %q", list)
+	assert.Contains(t, ours[0]+" ", " resp=2 ")
+}
+
+// The test servers have one database: SELECT 1 fails, and so do the
+// node's commands, naming it.
+func TestDBIsSelected(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	d, err := goredis.Dial([]string{srv.Addr}, goredis.Options{DB: 1, DialTimeout: time.Second})
+	require.NoError(t, err)
+	defer d.Close()
+	cmd := core.Command{Op: core.OpAcquire, Key: "k", Token: core.TokenFromUint64s(1, 2), TTL: time.Second}
+	r := conformance.SendOne(d, 0, cmd, time.Second)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, srv.Addr)
+	assert.ErrorContains(t, r.Err, "DB index is out of range")
+}
+
+func TestAllocations(t *testing.T) {
+	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		for _, n := range []int{1, 3, 5} {
+			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// 29 per node: 13 are the words boxed into go-redis's
+				// ...any arguments (11) and their slices (2); go-redis
+				// allocates the rest (a Cmd and the pipeline's slice per
+				// command, a health check of the connection and two
+				// errors.As per pipeline, the "OK" reply). Multiplexed
+				// rounds sometimes share a pipeline, saving a few.
+				got := conformance.AllocsPerPair(t, dialGoredis, n, mode)
+				if mode == core.Sequential || n == 1 {
+					assert.Equal(t, float64(29*n), got)
+				} else {
+					assert.LessOrEqual(t, got, float64(29*n))
+				}
+			})
+		}
+	}
+}
