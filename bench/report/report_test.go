@@ -105,7 +105,7 @@ func TestTablesRender(t *testing.T) {
 // a peer cell that was not measured.
 func fullRun() []matrix.Record {
 	plan := matrix.Plan{
-		Drivers:     []string{"mem", "redigo", "redigo-pooled", "rueidis", "radix"},
+		Drivers:     []string{"mem", "redigo", "rueidis", "radix", "goredis"},
 		NodeCounts:  []int{1, 3, 5},
 		FanOuts:     []string{"sequential", "multiplexed"},
 		Concurrency: []int{1, 32},
@@ -159,7 +159,7 @@ func TestTableFitsTheWidth(t *testing.T) {
 			t.Errorf("%d columns, over %d: %s", n, TableWidth, l)
 		}
 	}
-	for _, want := range []string{"redlock+redigo-pooled", "sequential-keys", "32*", "1542848", "242090", "76380", "not measured: peer command failed"} {
+	for _, want := range []string{"redlock+goredis", "sequential-keys", "32*", "1542848", "242090", "76380", "not measured: peer command failed"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}

@@ -26,7 +26,7 @@ type Target struct {
 
 // redisDrivers are the redlock drivers over real Redis clients, in the
 // order their target rows are printed.
-var redisDrivers = []string{"redigo", "redigo-pooled", "rueidis", "radix"}
+var redisDrivers = []string{"redigo", "rueidis", "radix", "goredis"}
 
 // Reference subjects for the comparisons.
 const (

@@ -1,5 +1,5 @@
 // Package target turns this library into benchmark subjects: it dials a
-// core.Driver by name (mem, redigo, rueidis, radix) against a list of
+// core.Driver by name (mem, redigo, rueidis, radix, goredis) against a list of
 // servers, and wraps a redlock Locker over it as a measure.Subject.
 package target
 
@@ -30,7 +30,7 @@ type DialOptions struct {
 type Dialer func(addrs []string, o DialOptions) (core.Driver, func() error, error)
 
 // Order is the order in which drivers are listed and run.
-var Order = []string{"mem", "redigo", "rueidis", "radix"}
+var Order = []string{"mem", "redigo", "rueidis", "radix", "goredis"}
 
 var dialers = map[string]Dialer{
 	"mem": func(addrs []string, _ DialOptions) (core.Driver, func() error, error) {
