@@ -168,7 +168,7 @@ func (d *Driver) Close() error {
 // conn is one redigo connection: the engine's Conn.
 type conn struct {
 	c    redis.Conn
-	args [3]boxes // for SET, EVALSHA and EVAL: their arguments differ in length
+	args boxes
 }
 
 func (c *conn) Close() error { return c.c.Close() }
@@ -176,14 +176,7 @@ func (c *conn) Close() error { return c.c.Close() }
 // Exchange sends cmds with Send and one Flush, then reads the replies.
 func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
 	for _, cmd := range cmds {
-		b := &c.args[0]
-		switch cmd[0] {
-		case "EVALSHA":
-			b = &c.args[1]
-		case "EVAL":
-			b = &c.args[2]
-		}
-		if err := c.c.Send(cmd[0], b.of(cmd[1:])...); err != nil {
+		if err := c.c.Send(cmd[0], c.args.of(cmd[1:])...); err != nil {
 			return err
 		}
 	}
@@ -219,24 +212,27 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 }
 
 // boxes passes strings to redigo's ...interface{} without allocating. Each
-// argument is copied into its position's buffer, whose []byte box is kept
-// while the length stays the same (a key's, a token's, a TTL's). redigo
-// copies the arguments into its write buffer in Send, so the buffers are
-// free again when Send returns.
+// argument is copied into a buffer kept, already boxed as a []byte, for its
+// position and length: keys, tokens, TTLs and scripts take a few lengths
+// each. redigo copies the arguments into its write buffer in Send, so the
+// buffers are free again when Send returns.
 type boxes struct {
-	buf  [6][]byte
-	box  [6]any
-	args [6]any
+	byLen [6]map[int]any
+	args  [6]any
 }
 
 func (b *boxes) of(words []string) []any {
 	for i, w := range words {
-		if b.box[i] == nil || len(b.buf[i]) != len(w) {
-			b.buf[i] = make([]byte, len(w))
-			b.box[i] = b.buf[i]
+		if b.byLen[i] == nil {
+			b.byLen[i] = make(map[int]any)
 		}
-		copy(b.buf[i], w)
-		b.args[i] = b.box[i]
+		box, ok := b.byLen[i][len(w)]
+		if !ok {
+			box = make([]byte, len(w))
+			b.byLen[i][len(w)] = box
+		}
+		copy(box.([]byte), w)
+		b.args[i] = box
 	}
 	return b.args[:len(words)]
 }
