@@ -21,33 +21,17 @@ package goredis
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DefaultDialTimeout applies when Options.DialTimeout is 0.
-const DefaultDialTimeout = 2 * time.Second
-
-// Options configure Dial.
-type Options struct {
-	// Username (for an ACL user; empty for the default user) and Password
-	// authenticate each connection. DB is the database of the keys.
-	Username, Password string
-	DB                 int
-	// TLS, when not nil, makes each connection TLS with this configuration
-	// (its ServerName defaults to the address's host).
-	TLS *tls.Config
-	// DialTimeout bounds a connection attempt, TLS included, as does the
-	// deadline of the command that needs it. 0 means DefaultDialTimeout.
-	DialTimeout time.Duration
-}
+// Options configure Dial; every field is honoured (see drivers.Options).
+type Options = drivers.Options
 
 // Driver is a core.Driver over go-redis clients, safe for concurrent use.
 type Driver struct{ e *engine.Engine }
@@ -56,22 +40,13 @@ type Driver struct{ e *engine.Engine }
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := wire.CheckAddrs("goredis", addrs); err != nil {
+	timeout, err := wire.CheckDial("goredis", addrs, opts)
+	if err != nil {
 		return nil, err
-	}
-	switch {
-	case opts.DialTimeout < 0:
-		return nil, bad("DialTimeout %v is negative", opts.DialTimeout)
-	case opts.DB < 0:
-		return nil, bad("DB %d is negative", opts.DB)
-	case opts.Username != "" && opts.Password == "":
-		return nil, bad("Username %q has no Password", opts.Username)
-	case opts.DialTimeout == 0:
-		opts.DialTimeout = DefaultDialTimeout
 	}
 	base := redis.Options{
 		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
-		DialTimeout: opts.DialTimeout, DialerRetries: 1, // the engine redials
+		DialTimeout: timeout, DialerRetries: 1, // the engine redials
 		MaxRetries: -1, // a SET NX sent again would find its own key: held
 		// The deadlines are the engine's, in ctx, not go-redis's.
 		ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1,
@@ -92,11 +67,7 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		}
 		return &conn{c: c, pipe: c.Pipeline()}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: opts.DialTimeout})}, nil
-}
-
-func bad(format string, args ...any) error {
-	return fmt.Errorf("%w: goredis: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -110,23 +81,8 @@ func bad(format string, args ...any) error {
 // name twice (the same server would vote twice) is an error matching
 // core.ErrInvalidConfig. Close does not close the clients.
 func New(clients []*redis.Client, names []string) (*Driver, error) {
-	seen := make(map[*redis.Client]int, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, bad("client %d is nil", i)
-		}
-		if j, dup := seen[c]; dup {
-			return nil, bad("client %d is client %d again", i, j)
-		}
-		seen[c] = i
-	}
-	if names == nil {
-		names = make([]string, len(clients))
-		for i, c := range clients {
-			names[i] = c.Options().Addr
-		}
-	}
-	if err := wire.CheckNames("goredis", len(clients), names); err != nil {
+	names, err := wire.CheckClients("goredis", clients, names, func(_ int, c *redis.Client) string { return c.Options().Addr })
+	if err != nil {
 		return nil, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) {

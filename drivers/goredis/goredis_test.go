@@ -21,28 +21,6 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func TestDialValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		addrs []string
-		opts  goredis.Options
-		want  string // in the message
-	}{
-		{"nil list", nil, goredis.Options{}, "no node addresses"},
-		{"duplicate", []string{"a:1", "b:1", "A:1"}, goredis.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
-		{"negative dial timeout", []string{"a:1"}, goredis.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
-		{"negative db", []string{"a:1"}, goredis.Options{DB: -1}, "DB -1 is negative"},
-		{"user without password", []string{"a:1"}, goredis.Options{Username: "u"}, `Username "u" has no Password`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := goredis.Dial(tc.addrs, tc.opts)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
-}
-
 func TestNewValidation(t *testing.T) {
 	// Clients connect lazily: these never touch the network.
 	p := redis.NewClient(&redis.Options{Addr: "a:1"})
@@ -150,7 +128,7 @@ func TestAllocations(t *testing.T) {
 				// command, a health check of the connection and two
 				// errors.As per pipeline, the "OK" reply). Multiplexed
 				// rounds sometimes share a pipeline, saving a few.
-				got := conformance.AllocsPerPair(t, dialGoredis, n, mode)
+				got := conformance.AllocsPerPair(t, dial.Defaults(), n, mode)
 				if mode == core.Sequential || n == 1 {
 					assert.Equal(t, float64(29*n), got)
 				} else {

@@ -34,39 +34,21 @@ package radix
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
-	"reflect"
 	"slices"
 	"strconv"
-	"time"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DefaultDialTimeout applies when Options.DialTimeout is 0.
-const DefaultDialTimeout = 2 * time.Second
-
-// Options configure Dial.
-type Options struct {
-	// Username and Password authenticate each connection: AUTH username
-	// password for an ACL user, AUTH password alone when Username is empty.
-	Username, Password string
-	// DB is the database the keys live in (SELECT); 0 is the default.
-	DB int
-	// TLS, when not nil, makes each connection TLS with this configuration
-	// (its ServerName defaults to the address's host).
-	TLS *tls.Config
-	// DialTimeout bounds a connection attempt, TLS and AUTH included; a
-	// dial made for a command is also bounded by the command's deadline.
-	// 0 means DefaultDialTimeout.
-	DialTimeout time.Duration
-}
+// Options configure Dial; every field is honoured (see drivers.Options).
+type Options = drivers.Options
 
 // Driver is a core.Driver over radix connections. It is safe for
 // concurrent use.
@@ -78,15 +60,9 @@ var _ core.Driver = (*Driver)(nil)
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := wire.CheckAddrs("radix", addrs); err != nil {
+	timeout, err := wire.CheckDial("radix", addrs, opts)
+	if err != nil {
 		return nil, err
-	}
-	if err := check(opts); err != nil {
-		return nil, err
-	}
-	timeout := opts.DialTimeout
-	if timeout == 0 {
-		timeout = DefaultDialTimeout
 	}
 	dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
 	if opts.DB != 0 {
@@ -107,45 +83,14 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
 }
 
-func bad(format string, args ...any) error {
-	return fmt.Errorf("%w: radix: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
-}
-
-func check(o Options) error {
-	switch {
-	case o.DialTimeout < 0:
-		return bad("DialTimeout %v is negative", o.DialTimeout)
-	case o.DB < 0:
-		return bad("DB %d is negative", o.DB)
-	case o.Username != "" && o.Password == "":
-		return bad("Username %q has no Password", o.Username)
-	}
-	return nil
-}
-
 // New returns a Driver over existing clients (pools, typically), one per
 // master in node order. names[i] names node i in errors; nil takes each
 // client's Addr. A nil client, the same client twice or the same name
 // twice (the same server would vote twice) is an error matching
 // core.ErrInvalidConfig. Close does not close the clients.
 func New(clients []radixv4.Client, names []string) (*Driver, error) {
-	for i, c := range clients {
-		if c == nil {
-			return nil, bad("client %d is nil", i)
-		}
-		for j, o := range clients[:i] {
-			if reflect.TypeOf(c).Comparable() && c == o {
-				return nil, bad("client %d is client %d again", i, j)
-			}
-		}
-	}
-	if names == nil && len(clients) > 0 {
-		names = make([]string, len(clients))
-		for i, c := range clients {
-			names[i] = c.Addr().String()
-		}
-	}
-	if err := wire.CheckNames("radix", len(clients), names); err != nil {
+	names, err := wire.CheckClients("radix", clients, names, func(_ int, c radixv4.Client) string { return c.Addr().String() })
+	if err != nil {
 		return nil, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) { return &conn{c: clients[i]}, nil }

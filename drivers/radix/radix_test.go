@@ -30,7 +30,7 @@ func addrs(srvs []*redistest.Server) []string {
 	return out
 }
 
-func dial(t *testing.T, a []string, opts radix.Options) *radix.Driver {
+func open(t *testing.T, a []string, opts radix.Options) *radix.Driver {
 	t.Helper()
 	d, err := radix.Dial(a, opts)
 	require.NoError(t, err)
@@ -48,29 +48,6 @@ func release(key string, t core.Token) core.Command {
 }
 func extend(key string, t core.Token, ttl time.Duration) core.Command {
 	return core.Command{Op: core.OpExtend, Key: key, Token: t, TTL: ttl}
-}
-
-func TestDialValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		addrs []string
-		opts  radix.Options
-		want  string // in the message
-	}{
-		{"nil list", nil, radix.Options{}, "no node addresses"},
-		{"duplicate", []string{"a:1", "b:1", "A:1"}, radix.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
-		{"not host:port", []string{"a"}, radix.Options{}, `address 0 "a" is not host:port`},
-		{"negative dial timeout", []string{"a:1"}, radix.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
-		{"negative db", []string{"a:1"}, radix.Options{DB: -1}, "DB -1 is negative"},
-		{"user without password", []string{"a:1"}, radix.Options{Username: "u"}, `Username "u" has no Password`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := radix.Dial(tc.addrs, tc.opts)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
 }
 
 // fakeClient is a radix Client that is never used: New only validates it.
@@ -142,11 +119,11 @@ func TestNewOverUserPools(t *testing.T) {
 // commands fail with the server's error (Dial does not).
 func TestDB(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	d := dial(t, []string{srv.Addr}, radix.Options{DB: 1})
+	d := open(t, []string{srv.Addr}, radix.Options{DB: 1})
 	r := conformance.SendOne(d, 0, acquire("db", tok), time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorContains(t, r.Err, "DB index is out of range")
-	d = dial(t, []string{srv.Addr}, radix.Options{DB: 0})
+	d = open(t, []string{srv.Addr}, radix.Options{DB: 0})
 	r = conformance.SendOne(d, 0, acquire("db", tok), time.Second)
 	assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
 }
@@ -163,7 +140,7 @@ func TestTimeoutLeavesNoStaleReply(t *testing.T) {
 			srv := redistest.Start(t, redistest.Options{})
 			var d core.Driver
 			if how == "Dial" {
-				d = dial(t, []string{srv.Addr}, radix.Options{})
+				d = open(t, []string{srv.Addr}, radix.Options{})
 			} else {
 				p, err := radixv4.PoolConfig{Size: 1}.New(context.Background(), "tcp", srv.Addr)
 				require.NoError(t, err)
@@ -215,7 +192,7 @@ func connections(t *testing.T, srv *redistest.Server) int {
 // must run after A's straggling SET.
 func TestPipeline(t *testing.T) {
 	srvs := redistest.StartN(t, 2, redistest.Options{})
-	d := dial(t, addrs(srvs), radix.Options{})
+	d := open(t, addrs(srvs), radix.Options{})
 	other := core.TokenFromUint64s(2, 2)
 	s0 := srvs[0]
 	_, err := s0.Do("LPUSH", "list", "x")
@@ -327,7 +304,7 @@ func evalCalls(t *testing.T, srv *redistest.Server) (eval, evalsha int) {
 // again, and after a restart (a new connection), as EVAL again.
 func TestScriptSourceUntilCached(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	d := dial(t, []string{srv.Addr}, radix.Options{})
+	d := open(t, []string{srv.Addr}, radix.Options{})
 	send := func(c core.Command) {
 		t.Helper()
 		r := conformance.SendOne(d, 0, c, 5*time.Second)
@@ -368,7 +345,7 @@ func TestAllocations(t *testing.T) {
 				// Batches are pooled, each connection reuses its action
 				// (request buffer and replies), replies are decoded
 				// without allocation.
-				assert.Zero(t, conformance.AllocsPerPair(t, dialRadix, n, mode))
+				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
 		}
 	}

@@ -20,7 +20,7 @@ import (
 // release then failed would leave its key behind until the TTL.
 func TestRestartNoStaleConnection(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
-	d := dial(t, []string{srv.Addr}, radix.Options{})
+	d := open(t, []string{srv.Addr}, radix.Options{})
 	for k := 0; k < 20; k++ { // connected, scripts cached
 		require.Equal(t, core.StatusOK, conformance.SendOne(d, 0, acquire("warm"+strconv.Itoa(k), tok), time.Second).Status)
 	}

@@ -21,36 +21,19 @@ package redigo
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DefaultDialTimeout applies when Options.DialTimeout is 0.
-const DefaultDialTimeout = 2 * time.Second
-
-// Options configure Dial.
-type Options struct {
-	// Username and Password authenticate each connection: AUTH username
-	// password for an ACL user, AUTH password alone when Username is empty.
-	Username, Password string
-	// DB is the database the keys live in (SELECT); 0 is the default.
-	DB int
-	// TLS, when not nil, makes each connection TLS with this configuration
-	// (its ServerName defaults to the address's host).
-	TLS *tls.Config
-	// DialTimeout bounds a connection attempt, TLS and AUTH included; a
-	// dial made for a command is also bounded by the command's deadline.
-	// 0 means DefaultDialTimeout.
-	DialTimeout time.Duration
-}
+// Options configure Dial; every field is honoured (see drivers.Options).
+type Options = drivers.Options
 
 // Driver is a core.Driver over redigo connections. It is safe for
 // concurrent use.
@@ -62,13 +45,10 @@ var _ core.Driver = (*Driver)(nil)
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := wire.CheckAddrs("redigo", addrs); err != nil {
+	timeout, err := wire.CheckDial("redigo", addrs, opts)
+	if err != nil {
 		return nil, err
 	}
-	if err := check(opts); err != nil {
-		return nil, err
-	}
-	timeout := cmp(opts.DialTimeout, DefaultDialTimeout)
 	do := []redis.DialOption{
 		redis.DialUsername(opts.Username), redis.DialPassword(opts.Password), redis.DialDatabase(opts.DB),
 		// Writes have no context in redigo: bound them as the dial is.
@@ -87,28 +67,6 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
 }
 
-func check(o Options) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: redigo: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case o.DialTimeout < 0:
-		return bad("DialTimeout %v is negative", o.DialTimeout)
-	case o.DB < 0:
-		return bad("DB %d is negative", o.DB)
-	case o.Username != "" && o.Password == "":
-		return bad("Username %q has no Password", o.Username)
-	}
-	return nil
-}
-
-func cmp(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 // New returns a Driver over existing pools, one per master in node order.
 // It checks one connection out of each pool (with GetContext, within the
 // deadline of the command that needs it) and keeps it; when it fails, the
@@ -118,24 +76,8 @@ func cmp(d, def time.Duration) time.Duration {
 // twice or the same name twice (the same server would vote twice) is an
 // error matching core.ErrInvalidConfig. Close does not close the pools.
 func New(pools []*redis.Pool, names []string) (*Driver, error) {
-	seen := make(map[*redis.Pool]int, len(pools))
-	for i, p := range pools {
-		if j, dup := seen[p]; dup || p == nil {
-			what := "nil"
-			if p != nil {
-				what = "pool " + strconv.Itoa(j) + " again"
-			}
-			return nil, fmt.Errorf("%w: redigo: pool %d is %s", core.ErrInvalidConfig, i, what)
-		}
-		seen[p] = i
-	}
-	if names == nil {
-		names = make([]string, len(pools))
-		for i := range names {
-			names[i] = "pool " + strconv.Itoa(i)
-		}
-	}
-	if err := wire.CheckNames("redigo", len(pools), names); err != nil {
+	names, err := wire.CheckClients("redigo", pools, names, func(i int, _ *redis.Pool) string { return "pool " + strconv.Itoa(i) })
+	if err != nil {
 		return nil, err
 	}
 	dial := func(ctx context.Context, i int) (engine.Conn, error) {

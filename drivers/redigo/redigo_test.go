@@ -19,28 +19,6 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-func TestDialValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		addrs []string
-		opts  redigo.Options
-		want  string // in the message
-	}{
-		{"nil list", nil, redigo.Options{}, "no node addresses"},
-		{"duplicate", []string{"a:1", "b:1", "A:1"}, redigo.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
-		{"negative dial timeout", []string{"a:1"}, redigo.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
-		{"negative db", []string{"a:1"}, redigo.Options{DB: -1}, "DB -1 is negative"},
-		{"user without password", []string{"a:1"}, redigo.Options{Username: "u"}, `Username "u" has no Password`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := redigo.Dial(tc.addrs, tc.opts)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
-}
-
 func TestNewValidation(t *testing.T) {
 	p, q := &redis.Pool{}, &redis.Pool{}
 	for _, tc := range []struct {
@@ -50,8 +28,8 @@ func TestNewValidation(t *testing.T) {
 		want  string
 	}{
 		{"none", nil, nil, "no clients"},
-		{"nil pool", []*redis.Pool{p, nil}, nil, "pool 1 is nil"},
-		{"same pool", []*redis.Pool{p, q, p}, nil, "pool 2 is pool 0 again"},
+		{"nil pool", []*redis.Pool{p, nil}, nil, "client 1 is nil"},
+		{"same pool", []*redis.Pool{p, q, p}, nil, "client 2 is client 0 again"},
 		{"same name", []*redis.Pool{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
 		{"names length", []*redis.Pool{p, q}, []string{"a"}, "1 names for 2 clients"},
 	} {
@@ -93,7 +71,7 @@ func TestAllocations(t *testing.T) {
 			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
 				// Batches are pooled, arguments boxed once per connection,
 				// replies decoded without allocation.
-				assert.Zero(t, conformance.AllocsPerPair(t, dialRedigo, n, mode))
+				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
 		}
 	}

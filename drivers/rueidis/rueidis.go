@@ -25,35 +25,18 @@ package rueidis
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
-	"fmt"
 	"time"
 
 	rd "github.com/redis/rueidis"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DefaultDialTimeout applies when Options.DialTimeout is 0.
-const DefaultDialTimeout = 2 * time.Second
-
-// Options configure Dial.
-type Options struct {
-	// Username and Password authenticate each connection: an ACL user and
-	// its password, or the default user's password alone when Username is
-	// empty.
-	Username, Password string
-	// DB is the database the keys live in (SELECT); 0 is the default.
-	DB int
-	// TLS, when not nil, makes each connection TLS with this configuration.
-	TLS *tls.Config
-	// DialTimeout bounds a connection attempt, TLS and HELLO/AUTH
-	// included; a dial made for a command is also bounded by the command's
-	// deadline. 0 means DefaultDialTimeout.
-	DialTimeout time.Duration
-}
+// Options configure Dial; every field is honoured (see drivers.Options).
+type Options = drivers.Options
 
 // Driver is a core.Driver over rueidis clients. It is safe for concurrent
 // use.
@@ -83,7 +66,7 @@ func ClientOption(addr string, opts Options) rd.ClientOption {
 		WriteBufferEachConn: 1 << 15,
 		RingScaleEachConn:   4, // 16 slots
 	}
-	o.Dialer.Timeout = cmp.Or(opts.DialTimeout, DefaultDialTimeout)
+	o.Dialer.Timeout = cmp.Or(opts.DialTimeout, drivers.DefaultDialTimeout)
 	return o
 }
 
@@ -91,10 +74,8 @@ func ClientOption(addr string, opts Options) rd.ClientOption {
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	if err := wire.CheckAddrs("rueidis", addrs); err != nil {
-		return nil, err
-	}
-	if err := check(opts); err != nil {
+	timeout, err := wire.CheckDial("rueidis", addrs, opts)
+	if err != nil {
 		return nil, err
 	}
 	dial := func(ctx context.Context, i int) (engine.Conn, error) {
@@ -116,23 +97,8 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		}
 		return &conn{c: c, owned: true}, nil
 	}
-	cfg := engine.Config{Names: addrs, Dial: dial, DialTimeout: cmp.Or(opts.DialTimeout, DefaultDialTimeout)}
+	cfg := engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout}
 	return &Driver{engine.New(cfg)}, nil
-}
-
-func check(o Options) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: rueidis: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
-	}
-	switch {
-	case o.DialTimeout < 0:
-		return bad("DialTimeout %v is negative", o.DialTimeout)
-	case o.DB < 0:
-		return bad("DB %d is negative", o.DB)
-	case o.Username != "" && o.Password == "":
-		return bad("Username %q has no Password", o.Username)
-	}
-	return nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -142,25 +108,12 @@ func check(o Options) error {
 // the same name twice (the same server would vote twice) is an error
 // matching core.ErrInvalidConfig. Close does not close the clients.
 func New(clients []rd.Client, names []string) (*Driver, error) {
-	seen := make(map[rd.Client]int, len(clients))
-	for i, c := range clients {
-		if c == nil {
-			return nil, fmt.Errorf("%w: rueidis: client %d is nil", core.ErrInvalidConfig, i)
+	names, err := wire.CheckClients("rueidis", clients, names, func(_ int, c rd.Client) (addr string) {
+		for addr = range c.Nodes() { // one, for a single-node client
 		}
-		if j, dup := seen[c]; dup {
-			return nil, fmt.Errorf("%w: rueidis: client %d is client %d again", core.ErrInvalidConfig, i, j)
-		}
-		seen[c] = i
-	}
-	if names == nil {
-		names = make([]string, len(clients))
-		for i, c := range clients {
-			for addr := range c.Nodes() { // one, for a single-node client
-				names[i] = addr
-			}
-		}
-	}
-	if err := wire.CheckNames("rueidis", len(clients), names); err != nil {
+		return addr
+	})
+	if err != nil {
 		return nil, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) {

@@ -12,35 +12,13 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
-
-func TestDialValidation(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		addrs []string
-		opts  rueidis.Options
-		want  string // in the message
-	}{
-		{"nil list", nil, rueidis.Options{}, "no node addresses"},
-		{"no port", []string{"127.0.0.1:1", "127.0.0.1"}, rueidis.Options{}, `address 1 "127.0.0.1"`},
-		{"duplicate", []string{"a:1", "b:1", "A:1"}, rueidis.Options{}, `address 2 "A:1" repeats address 0 "a:1"`},
-		{"negative dial timeout", []string{"a:1"}, rueidis.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
-		{"negative db", []string{"a:1"}, rueidis.Options{DB: -1}, "DB -1 is negative"},
-		{"user without password", []string{"a:1"}, rueidis.Options{Username: "u"}, `Username "u" has no Password`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := rueidis.Dial(tc.addrs, tc.opts)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
-}
 
 // newClient returns a client for addr made as Dial makes them.
 func newClient(t *testing.T, addr string) rd.Client {
@@ -106,7 +84,7 @@ func TestClientOption(t *testing.T) {
 	assert.Equal(t, "u", o.Username)
 	assert.Equal(t, "p", o.Password)
 	assert.Equal(t, 3, o.SelectDB)
-	assert.Equal(t, rueidis.DefaultDialTimeout, o.Dialer.Timeout)
+	assert.Equal(t, drivers.DefaultDialTimeout, o.Dialer.Timeout)
 	assert.Equal(t, time.Second, rueidis.ClientOption("h:1", rueidis.Options{DialTimeout: time.Second}).Dialer.Timeout)
 }
 
@@ -135,7 +113,7 @@ func TestAllocations(t *testing.T) {
 	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		for _, n := range []int{1, 3, 5} {
 			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
-				got := conformance.AllocsPerPair(t, dialRueidis, n, mode)
+				got := conformance.AllocsPerPair(t, dial.Defaults(), n, mode)
 				t.Logf("%v allocations per acquire+release", got)
 				if mode == core.Sequential || n == 1 {
 					assert.Zero(t, got)

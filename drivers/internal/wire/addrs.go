@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 )
 
 // CheckAddrs validates a driver's node addresses before anything connects:
@@ -124,4 +126,68 @@ func CheckNames(driver string, clients int, names []string) error {
 		seen[n] = i
 	}
 	return nil
+}
+
+// CheckDial validates a driver's Dial arguments: addrs as CheckAddrs does,
+// and opts. It returns the dial timeout to use.
+func CheckDial(driver string, addrs []string, opts drivers.Options) (time.Duration, error) {
+	if err := CheckAddrs(driver, addrs); err != nil {
+		return 0, err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", core.ErrInvalidConfig, driver, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case opts.DialTimeout < 0:
+		return 0, bad("DialTimeout %v is negative", opts.DialTimeout)
+	case opts.DB < 0:
+		return 0, bad("DB %d is negative", opts.DB)
+	case opts.Username != "" && opts.Password == "":
+		return 0, bad("Username %q has no Password", opts.Username)
+	case opts.DialTimeout == 0:
+		return drivers.DefaultDialTimeout, nil
+	}
+	return opts.DialTimeout, nil
+}
+
+// CheckClients validates the clients given to a driver's New, one per node:
+// none nil, none twice (one server would vote twice), and their names as
+// CheckNames does. When names is nil, name gives each client's. It returns
+// the names.
+func CheckClients[C any](driver string, clients []C, names []string, name func(i int, c C) string) ([]string, error) {
+	for i, c := range clients {
+		if isNil(c) {
+			return nil, fmt.Errorf("%w: %s: client %d is nil", core.ErrInvalidConfig, driver, i)
+		}
+		for j := range i {
+			if same(c, clients[j]) {
+				return nil, fmt.Errorf("%w: %s: client %d is client %d again", core.ErrInvalidConfig, driver, i, j)
+			}
+		}
+	}
+	if names == nil {
+		names = make([]string, len(clients))
+		for i, c := range clients {
+			names[i] = name(i, c)
+		}
+	}
+	return names, CheckNames(driver, len(clients), names)
+}
+
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// same reports whether a and b are one client. Values of a type that is
+// not comparable are never the same.
+func same(a, b any) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,4 +61,33 @@ func TestCheckNames(t *testing.T) {
 		assert.True(t, strings.Contains(err.Error(), tc.want), "%s: %v", tc.name, err)
 	}
 	assert.NoError(t, CheckNames("drv", 2, []string{"a", "b"}))
+}
+
+func TestCheckClients(t *testing.T) {
+	type pool struct{ n int }
+	a, b := &pool{1}, &pool{2}
+	name := func(i int, _ *pool) string { return "p" + strconv.Itoa(i) }
+	names, err := CheckClients("d", []*pool{a, b}, nil, name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p0", "p1"}, names)
+	for _, tc := range []struct {
+		clients []*pool
+		names   []string
+		want    string
+	}{
+		{nil, nil, "d: no clients"},
+		{[]*pool{a, nil}, nil, "d: client 1 is nil"},
+		{[]*pool{a, b, a}, nil, "d: client 2 is client 0 again"},
+		{[]*pool{a, b}, []string{"x", "x"}, `d: clients 0 and 1 have the same name "x"`},
+		{[]*pool{a, b}, []string{"x"}, "d: 1 names for 2 clients"},
+	} {
+		_, err := CheckClients("d", tc.clients, tc.names, name)
+		require.ErrorIs(t, err, core.ErrInvalidConfig)
+		assert.ErrorContains(t, err, tc.want)
+	}
+	// Values of a type that cannot be compared are never taken for one
+	// another, and do not panic.
+	type funcs struct{ f func() }
+	_, err = CheckClients("d", []any{funcs{}, funcs{}}, []string{"x", "y"}, nil)
+	assert.NoError(t, err)
 }

@@ -1,0 +1,88 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+)
+
+// DialValidation checks that a driver's Dial refuses bad addresses and
+// options with core.ErrInvalidConfig, before connecting. dial calls the
+// driver's Dial and closes the driver it may return.
+func DialValidation(t *testing.T, dial func(addrs []string, opts drivers.Options) error) {
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+		opts  drivers.Options
+		want  string // in the message
+	}{
+		{"nil list", nil, drivers.Options{}, "no node addresses"},
+		{"not host:port", []string{"a:1", "b"}, drivers.Options{}, `address 1 "b" is not host:port`},
+		{"no port", []string{"a:0"}, drivers.Options{}, `address 0 "a:0" has an invalid port`},
+		{"duplicate", []string{"a:1", "b:1", "A:01"}, drivers.Options{}, `address 2 "A:01" repeats address 0 "a:1"`},
+		{"negative dial timeout", []string{"a:1"}, drivers.Options{DialTimeout: -time.Second}, "DialTimeout -1s is negative"},
+		{"negative db", []string{"a:1"}, drivers.Options{DB: -1}, "DB -1 is negative"},
+		{"user without password", []string{"a:1"}, drivers.Options{Username: "u"}, `Username "u" has no Password`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := dial(tc.addrs, tc.opts)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// DialFunc is a driver's Dial.
+type DialFunc func(addrs []string, opts drivers.Options) (Closer, error)
+
+// Of adapts a driver's Dial, such as redigo.Dial, to DialFunc.
+func Of[D Closer](dial func([]string, drivers.Options) (D, error)) DialFunc {
+	return func(addrs []string, opts drivers.Options) (Closer, error) {
+		d, err := dial(addrs, opts)
+		if err != nil {
+			return nil, err // not a typed nil in an interface
+		}
+		return d, nil
+	}
+}
+
+// Defaults returns dial with zero Options but a one-second DialTimeout: a
+// Dialer for RunDriver, AllocsPerPair and the benchmarks.
+func (dial DialFunc) Defaults() Dialer {
+	return func(addrs []string) (Closer, error) {
+		return dial(addrs, drivers.Options{DialTimeout: time.Second})
+	}
+}
+
+// RunDial runs every suite a driver's Dial must pass: DialValidation, Run
+// (each cluster's credentials and TLS passed in Options) and RunDriver.
+func RunDial(t *testing.T, dial DialFunc) {
+	t.Run("dial-validation", func(t *testing.T) {
+		DialValidation(t, func(addrs []string, opts drivers.Options) error {
+			d, err := dial(addrs, opts)
+			if d != nil {
+				d.Close()
+			}
+			return err
+		})
+	})
+	t.Run("locker", func(t *testing.T) {
+		Run(t, func(t *testing.T, eps []Endpoint) core.Driver {
+			addrs := make([]string, len(eps))
+			for i, ep := range eps {
+				addrs[i] = ep.Addr
+			}
+			// Every endpoint of one cluster shares its credentials and TLS.
+			d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, d.Close()) })
+			return d
+		})
+	})
+	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
+}

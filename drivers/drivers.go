@@ -1,0 +1,33 @@
+// Package drivers holds what the Redlock drivers for Redis clients share in
+// their API: the Options that each driver's Dial takes. The drivers are its
+// subpackages, one per client: redigo, radix, rueidis and goredis. Each is
+// a dial and a pipelined exchange through its client; the rest (deadlines,
+// order, scripts, replies, errors) is one engine they all share.
+package drivers
+
+import (
+	"crypto/tls"
+	"time"
+)
+
+// DefaultDialTimeout applies when Options.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
+
+// Options configure a driver's Dial. The zero value connects over plain TCP,
+// without authentication, to database 0, with DefaultDialTimeout.
+type Options struct {
+	// Username and Password authenticate each connection: an ACL user and
+	// its password, or the default user's password alone when Username is
+	// empty (AUTH, or HELLO for rueidis). A Username needs a Password.
+	Username, Password string
+	// DB is the database the keys live in (SELECT); 0 is the default. It
+	// must not be negative.
+	DB int
+	// TLS, when not nil, makes each connection TLS with this configuration
+	// (its ServerName defaults to the address's host).
+	TLS *tls.Config
+	// DialTimeout bounds a connection attempt, TLS and authentication
+	// included; a dial made for a command is also bounded by the command's
+	// deadline. 0 means DefaultDialTimeout; it must not be negative.
+	DialTimeout time.Duration
+}
