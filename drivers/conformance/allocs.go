@@ -13,14 +13,16 @@ import (
 
 // AllocsPerPair returns the mean allocations of one Acquire plus one
 // Release through the driver dial makes over n fresh redis-servers, in
-// mode, after a warm-up. Under the race detector it skips the test:
-// sync.Pool then drops objects at random, so counts mean nothing.
+// mode, after a warm-up. It needs redis-server processes: an in-process
+// miniredis would count its own allocations. Under the race detector it
+// skips the test: sync.Pool then drops objects at random, so counts mean
+// nothing.
 func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	t.Helper()
 	if raceEnabled {
 		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
 	}
-	d, err := dial(addrsOf(startServers(t, n, redistest.Options{})))
+	d, err := dial(addrsOf(redistest.StartN(t, n, redistest.Options{})))
 	if err != nil {
 		t.Fatal(err)
 	}

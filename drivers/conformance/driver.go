@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -53,6 +54,31 @@ func RunDriver(t *testing.T, dial Dialer) {
 		_, err := dial([]string{srv.Addr, net.JoinHostPort("localhost", strconv.Itoa(srv.Port))})
 		require.ErrorIs(t, err, core.ErrInvalidConfig, "one server under two names would vote twice")
 		assert.ErrorContains(t, err, "same server")
+	})
+	t.Run("same-server-through-a-proxy", func(t *testing.T) {
+		// No lookup relates a proxy's address to its server: the run_id
+		// each connection's server reports does, and the node that
+		// connects second is refused.
+		srvs := startServers(t, 2, redistest.Options{})
+		p, err := latproxy.Start(srvs[0].Addr, 0)
+		require.NoError(t, err)
+		t.Cleanup(func() { p.Close() })
+		d := open(t, []string{srvs[0].Addr, srvs[1].Addr, p.Addr()})
+		var refused []int
+		for i := range 3 {
+			r := SendOne(d, i, acquireCmd("k"+strconv.Itoa(i)), time.Second)
+			if r.Status != core.StatusOK {
+				assert.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+				assert.ErrorContains(t, r.Err, "is the same server as node")
+				refused = append(refused, i)
+			}
+		}
+		if srvs[0].Embedded() {
+			assert.Empty(t, refused, "miniredis reports no run_id: nothing to compare")
+			return
+		}
+		require.Len(t, refused, 1, "one of the two names of server 0")
+		assert.Contains(t, []int{0, 2}, refused[0])
 	})
 	t.Run("close", func(t *testing.T) {
 		srv := startServers(t, 1, redistest.Options{})[0]

@@ -134,6 +134,7 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 	for i, cmd := range done {
 		v, err := cmd.(*redis.Cmd).Result()
 		_, isReply := err.(redis.Error) // an error reply (redis.Nil is one too)
+		str, isString := v.(string)
 		switch n, isInt := v.(int64); {
 		case err == redis.Nil:
 			replies[i] = engine.Reply{Kind: engine.KindNil}
@@ -141,8 +142,8 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 			replies[i] = engine.Reply{Kind: engine.KindError, Err: err}
 		case err != nil:
 			return err // the connection failed
-		case v == "OK":
-			replies[i] = engine.Reply{Kind: engine.KindOK}
+		case isString:
+			replies[i] = engine.String(str)
 		case isInt:
 			replies[i] = engine.Reply{Kind: engine.KindInt, Int: n}
 		default:

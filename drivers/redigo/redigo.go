@@ -132,22 +132,23 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 			return context.DeadlineExceeded
 		}
 		v, err := redis.ReceiveWithTimeout(c.c, d)
-		rerr, isReply := err.(redis.Error) // redigo returns error replies unwrapped
-		switch {
-		case isReply:
+		if rerr, ok := err.(redis.Error); ok { // redigo returns error replies unwrapped
 			replies[i] = engine.Reply{Kind: engine.KindError, Err: rerr}
-		case err != nil:
+			continue
+		} else if err != nil {
 			return err
-		case v == nil:
+		}
+		switch v := v.(type) {
+		case nil:
 			replies[i] = engine.Reply{Kind: engine.KindNil}
-		case v == "OK":
-			replies[i] = engine.Reply{Kind: engine.KindOK}
+		case string:
+			replies[i] = engine.String(v)
+		case []byte:
+			replies[i] = engine.String(string(v))
+		case int64:
+			replies[i] = engine.Reply{Kind: engine.KindInt, Int: v}
 		default:
-			if n, ok := v.(int64); ok {
-				replies[i] = engine.Reply{Kind: engine.KindInt, Int: n}
-			} else {
-				replies[i] = engine.Other(v)
-			}
+			replies[i] = engine.Other(v)
 		}
 	}
 	return nil

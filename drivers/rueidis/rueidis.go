@@ -193,8 +193,8 @@ func reply(r rd.RedisResult) (engine.Reply, error) {
 		n, _ := m.AsInt64()
 		return engine.Reply{Kind: engine.KindInt, Int: n}, nil
 	}
-	if s, err := m.ToString(); err == nil && s == "OK" {
-		return engine.Reply{Kind: engine.KindOK}, nil
+	if s, err := m.ToString(); err == nil {
+		return engine.String(s), nil
 	}
 	return other(m), nil
 }

@@ -393,3 +393,7 @@ func stringify(r any) any {
 	}
 	return r
 }
+
+// Embedded reports whether s is the in-process miniredis fallback rather
+// than a redis-server process.
+func (s *Server) Embedded() bool { return s.mini != nil }

@@ -6,7 +6,10 @@
 //
 //   - Connections: one per node, dialled when the engine starts and again
 //     after any failure (a broken connection, a missed deadline, a
-//     restart), and closed by Close.
+//     restart), and closed by Close. Each new connection's server is asked
+//     its run_id (INFO server): a connection to a server another node
+//     already reaches is refused with core.ErrInvalidConfig, since one
+//     server listed under two addresses would vote twice.
 //   - Pipelines: each node has one goroutine that takes every command
 //     queued for the node, from any number of rounds, and exchanges them
 //     as one pipeline; while it is on the wire the next commands queue, so
@@ -80,6 +83,8 @@ const (
 	KindInt
 	// KindError: an error reply, in Reply.Err (such as NOSCRIPT, WRONGPASS).
 	KindError
+	// KindString: a string other than OK, simple or bulk, in Reply.Text.
+	KindString
 	// KindOther: any other reply; Reply.Err describes it.
 	KindOther
 )
@@ -88,7 +93,16 @@ const (
 type Reply struct {
 	Kind Kind
 	Int  int64
+	Text string
 	Err  error
+}
+
+// String returns the reply for the string s: KindOK for "OK".
+func String(s string) Reply {
+	if s == "OK" {
+		return Reply{Kind: KindOK}
+	}
+	return Reply{Kind: KindString, Text: s}
 }
 
 // Other returns the reply for an unexpected value v.
@@ -127,6 +141,9 @@ type Engine struct {
 	batches sync.Pool
 	once    sync.Once
 	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	runIDs []string // per node: the run_id of its connection's server
 }
 
 var _ core.Driver = (*Engine)(nil)
@@ -135,10 +152,11 @@ var _ core.Driver = (*Engine)(nil)
 // stops them.
 func New(cfg Config) *Engine {
 	e := &Engine{
-		names: append([]string(nil), cfg.Names...),
-		clock: cfg.Clock,
-		dial:  cfg.Dial,
-		nodes: make([]*node, len(cfg.Names)),
+		names:  append([]string(nil), cfg.Names...),
+		clock:  cfg.Clock,
+		dial:   cfg.Dial,
+		nodes:  make([]*node, len(cfg.Names)),
+		runIDs: make([]string, len(cfg.Names)),
 	}
 	if e.clock == nil {
 		e.clock = SystemClock{}
@@ -198,3 +216,20 @@ func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
 
 // errNoReply is the cause of a command that timed out in its round.
 var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
+
+// claim records that node i's connection reaches the server whose run_id
+// is id, and refuses it, with core.ErrInvalidConfig, if another node's
+// connection reaches that server: one server under two addresses that no
+// name lookup relates (a proxy, NAT, a second interface) would vote twice.
+func (e *Engine) claim(i int, id string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for j, other := range e.runIDs {
+		if j != i && other == id {
+			return fmt.Errorf("%w: node %d (%s) is the same server as node %d (%s): both have run_id %s",
+				core.ErrInvalidConfig, i, e.names[i], j, e.names[j], id)
+		}
+	}
+	e.runIDs[i] = id
+	return nil
+}

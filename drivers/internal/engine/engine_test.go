@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
@@ -110,7 +113,8 @@ func TestCommandsAndReplies(t *testing.T) {
 		{"release wrongtype", release("k", 2), nil, Reply{Kind: KindError, Err: errors.New("WRONGTYPE")}, core.StatusError, "WRONGTYPE"},
 		{"extend first as EVAL", extend("k", 3), []string{"EVAL", wire.Extend.Src, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
 		{"extend then EVALSHA", extend("k", 3), []string{"EVALSHA", wire.Extend.SHA1, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
-		{"other reply", extend("k", 3), nil, Other("QUEUED"), core.StatusError, "unexpected reply string QUEUED"},
+		{"other reply", extend("k", 3), nil, Other(1.5), core.StatusError, "unexpected reply float64 1.5"},
+		{"string reply", acquire("k", 3), nil, String("QUEUED"), core.StatusError, "unexpected reply kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := send(e, clock, 0, tc.cmd, time.Second)
@@ -443,5 +447,83 @@ func TestZeroAllocs(t *testing.T) {
 			pair()
 		}
 		assert.Zero(t, testing.AllocsPerRun(500, pair), "sequential=%v", seq)
+	}
+}
+
+func TestSameServerTwiceIsRefused(t *testing.T) {
+	f := newFakeNet(t, 3)
+	f.runID[2] = f.runID[0] // node 2 reaches node 0's server under another address
+	clock := newManualClock()
+	e := New(Config{Names: []string{"a:1", "b:1", "proxy:1"}, Dial: f.dial, Clock: clock})
+	defer e.Close()
+	for range 3 {
+		<-f.dials
+	}
+	refused := 0
+	for i := range 3 {
+		b := send(e, clock, i, acquire("k", 1), time.Second)
+		c := receive(b, nil)
+		var r core.Reply
+		select {
+		case r = <-c: // refused: the node dialled again, and was refused again
+		case x := <-f.exchanges:
+			x.ok()
+			r = wait(t, c)
+		}
+		b.Close()
+		if r.Status == core.StatusError {
+			refused++
+			require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, r.Err, "is the same server as node")
+			assert.ErrorContains(t, r.Err, "run_id "+f.runID[0])
+			assert.Contains(t, []int{0, 2}, i, "only the two names of one server")
+		} else {
+			assert.Equal(t, core.StatusOK, r.Status)
+		}
+	}
+	assert.Equal(t, 1, refused, "the second of the two to connect is refused")
+}
+
+func TestRunID(t *testing.T) {
+	assert.Equal(t, "abc", runID("# Server\r\nredis_version:7\r\nrun_id:abc\r\ntcp_port:1\r\n"))
+	assert.Equal(t, "abc", runID("run_id:abc"))
+	assert.Equal(t, "", runID("# Server\r\nredis_version:7\r\n"))
+	assert.Equal(t, "", runID(""))
+}
+
+func TestRESP(t *testing.T) {
+	assert.Equal(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n", string(AppendCommand(nil, []string{"SET", "k", ""})))
+	for _, tc := range []struct {
+		in   string
+		want Reply
+		err  bool
+	}{
+		{"+OK\r\n", Reply{Kind: KindOK}, false},
+		{"+QUEUED\r\n", Reply{Kind: KindString, Text: "QUEUED"}, false},
+		{"-NOSCRIPT No matching script\r\n", Reply{Kind: KindError}, false},
+		{":-1\r\n", Reply{Kind: KindInt, Int: -1}, false},
+		{":42\r\n", Reply{Kind: KindInt, Int: 42}, false},
+		{"$-1\r\n", Reply{Kind: KindNil}, false},
+		{"*-1\r\n", Reply{Kind: KindNil}, false},
+		{"_\r\n", Reply{Kind: KindNil}, false},
+		{"$12\r\nrun_id:abc\r\n\r\n", Reply{Kind: KindString, Text: "run_id:abc\r\n"}, false},
+		{"*1\r\n:1\r\n", Reply{}, true},
+		{":x\r\n", Reply{}, true},
+		{"+OK\n", Reply{}, true},
+		{"%1\r\n", Reply{}, true},
+		{"$5\r\nab", Reply{}, true},
+	} {
+		r, err := ReadReply(bufio.NewReader(strings.NewReader(tc.in)))
+		if tc.err {
+			assert.Error(t, err, "%q", tc.in)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.in)
+		if tc.want.Kind == KindError {
+			assert.Equal(t, KindError, r.Kind)
+			assert.EqualError(t, r.Err, tc.in[1:len(tc.in)-2])
+			continue
+		}
+		assert.Equal(t, tc.want, r, "%q", tc.in)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,7 +126,8 @@ type fakeNet struct {
 	t         *testing.T
 	exchanges chan *exchange
 	dials     chan int
-	dialErr   []error // per node, returned by Dial when set
+	dialErr   []error  // per node, returned by Dial when set
+	runID     []string // per node, its server's run_id in INFO
 
 	mu     sync.Mutex
 	closed []*fakeConn
@@ -137,7 +140,11 @@ type fakeConn struct {
 }
 
 func newFakeNet(t *testing.T, n int) *fakeNet {
-	return &fakeNet{t: t, exchanges: make(chan *exchange, 64), dials: make(chan int, 64), dialErr: make([]error, n)}
+	f := &fakeNet{t: t, exchanges: make(chan *exchange, 64), dials: make(chan int, 64), dialErr: make([]error, n), runID: make([]string, n)}
+	for i := range f.runID {
+		f.runID[i] = strings.Repeat(strconv.Itoa(i), 40)
+	}
+	return f
 }
 
 func (f *fakeNet) dial(ctx context.Context, node int) (Conn, error) {
@@ -152,6 +159,12 @@ func (f *fakeNet) dial(ctx context.Context, node int) (Conn, error) {
 }
 
 func (c *fakeConn) Exchange(ctx context.Context, cmds [][]string, replies []Reply) error {
+	if cmds[0][0] == "INFO" { // the engine's identity check after a dial: answered here
+		c.net.mu.Lock()
+		replies[0] = String("# Server\r\nredis_version:7.0.15\r\nrun_id:" + c.net.runID[c.node] + "\r\ntcp_port:6379\r\n")
+		c.net.mu.Unlock()
+		return nil
+	}
 	dl, _ := ctx.Deadline()
 	x := &exchange{conn: c, deadline: dl, ctx: ctx, answer: make(chan answer, 1)}
 	for _, cmd := range cmds {

@@ -112,12 +112,41 @@ func (n *node) connect(deadline time.Time, base context.Context) error {
 	}
 	c := n.context(base, deadline)
 	conn, err := n.e.dial(c, n.i)
+	if err == nil {
+		if err = n.identify(c, conn); err != nil {
+			conn.Close()
+		}
+	}
 	n.release(c, err)
 	if err != nil {
 		return err
 	}
 	n.conn, n.scripts = conn, 0 // a new connection may be a restarted server
 	return nil
+}
+
+// identify asks a new connection's server for its run_id (INFO server) and
+// claims it for the node (Engine.claim). A server that does not tell (an
+// ACL user without INFO, a server without run_id) is not checked.
+func (n *node) identify(c context.Context, conn Conn) error {
+	var r [1]Reply
+	if err := conn.Exchange(c, [][]string{{"INFO", "server"}}, r[:]); err != nil {
+		return err
+	}
+	if id := runID(r[0].Text); id != "" {
+		return n.e.claim(n.i, id)
+	}
+	return nil
+}
+
+// runID returns the run_id field of an INFO reply, or "".
+func runID(info string) string {
+	_, after, ok := strings.Cut(info, "run_id:")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(id)
 }
 
 // context returns the reusable context for a dial or an exchange.

@@ -27,16 +27,15 @@ func AppendCommand(dst []byte, cmd []string) []byte {
 type RESPReader interface {
 	io.Reader
 	ReadSlice(delim byte) ([]byte, error)
-	Discard(n int) (int, error)
 }
 
 // ErrProtocol is the error of a reply that ReadReply cannot skip.
 var ErrProtocol = errors.New("unexpected RESP reply")
 
-// ReadReply reads one RESP2 or RESP3 reply of the kinds a Redlock command
-// gets: a simple string, an error, an integer or a null. A bulk string is
-// read whole and returned as KindOther. Any other type is an error
-// (ErrProtocol) that leaves the stream unusable, as a read error does.
+// ReadReply reads one RESP2 or RESP3 reply of the kinds the engine's
+// commands get: a simple or bulk string, an error, an integer or a null.
+// Any other type is an error (ErrProtocol) that leaves the stream
+// unusable, as a read error does.
 func ReadReply(r RESPReader) (Reply, error) {
 	line, err := r.ReadSlice('\n')
 	if err != nil {
@@ -51,7 +50,7 @@ func ReadReply(r RESPReader) (Reply, error) {
 		if string(body) == "OK" {
 			return Reply{Kind: KindOK}, nil
 		}
-		return Other(string(body)), nil
+		return String(string(body)), nil
 	case '-':
 		return Reply{Kind: KindError, Err: errors.New(string(body))}, nil
 	case ':':
@@ -72,10 +71,11 @@ func ReadReply(r RESPReader) (Reply, error) {
 		case line[0] == '*':
 			return Reply{}, ErrProtocol
 		}
-		if _, err := r.Discard(int(n) + 2); err != nil {
+		text := make([]byte, n+2)
+		if _, err := io.ReadFull(r, text); err != nil {
 			return Reply{}, err
 		}
-		return Other("bulk string"), nil
+		return String(string(text[:n])), nil
 	}
 	return Reply{}, ErrProtocol
 }
