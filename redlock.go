@@ -3,7 +3,7 @@
 // generator. The algorithm, its assumptions and the Locker API are
 // documented in package core; the Redis clients are in drivers/.
 //
-//	drv := redigo.New(pools)          // or radix, rueidis
+//	drv, err := redigo.Dial(addrs, redigo.Options{}) // or radix, rueidis, goredis
 //	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
 //	lock, err := locker.Acquire(ctx, "resource")
 //	...
