@@ -191,16 +191,23 @@ func TestDropEndsAndRefuses(t *testing.T) {
 	dial(t, p).echoes(t, "after\n")
 }
 
+// blackHoled returns a recorder, a proxy to it, and a connection through
+// the proxy that echoed "before\n" before the proxy was black-holed.
+func blackHoled(t *testing.T) (*recorder, *Proxy, *client) {
+	t.Helper()
+	rec := startRecorder(t)
+	p := startProxy(t, rec.addr)
+	c := dial(t, p)
+	c.echoes(t, "before\n")
+	p.SetPartition(BlackHole)
+	return rec, p, c
+}
+
 // TestBlackHoleHangsThenDelivers: a black hole accepts and reads but
 // forwards nothing, on open and new connections alike, so replies hang;
 // Heal delivers what was held, in order, and traffic flows again.
 func TestBlackHoleHangsThenDelivers(t *testing.T) {
-	rec := startRecorder(t)
-	p := startProxy(t, rec.addr)
-	old := dial(t, p)
-	old.echoes(t, "before\n")
-
-	p.SetPartition(BlackHole)
+	rec, p, old := blackHoled(t)
 	got, err := old.line(t, "held-1\n", hangWindow)
 	requireHangs(t, "open connection", got, err)
 	if _, err := old.Write([]byte("held-2\n")); err != nil {
@@ -233,11 +240,7 @@ func TestBlackHoleHangsThenDelivers(t *testing.T) {
 func TestBlackHoleHoldsEndOfStream(t *testing.T) {
 	for _, tc := range []struct{ name, last string }{{"with data", "last\n"}, {"without data", ""}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := startRecorder(t)
-			p := startProxy(t, rec.addr)
-			c := dial(t, p)
-			c.echoes(t, "before\n")
-			p.SetPartition(BlackHole)
+			rec, p, c := blackHoled(t)
 			if _, err := c.Write([]byte(tc.last)); err != nil {
 				t.Fatal(err)
 			}
@@ -265,11 +268,7 @@ func TestBlackHoleHoldsEndOfStream(t *testing.T) {
 // TestBlackHoleThenDropDiscards: switching from a black hole to Drop ends
 // the held connections and discards what they held.
 func TestBlackHoleThenDropDiscards(t *testing.T) {
-	rec := startRecorder(t)
-	p := startProxy(t, rec.addr)
-	c := dial(t, p)
-	c.echoes(t, "before\n")
-	p.SetPartition(BlackHole)
+	rec, p, c := blackHoled(t)
 	got, err := c.line(t, "lost\n", hangWindow)
 	requireHangs(t, "black-holed connection", got, err)
 

@@ -497,31 +497,39 @@ func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
 	for _, i := range killed {
 		c.Restart(i)
 	}
-	key3 := testKey(t, "-3")
 	// The first commands may meet connections the kill broke; a few rounds
-	// later every node must take the key. Each round's stragglers get up to
-	// settle to land.
+	// later every node must take the key.
+	requireEveryNodeTakes(t, c, l, ctx, testKey(t, "-3"), "after restart, an acquire must set the key on every node")
+}
+
+// requireEveryNodeTakes acquires key until an acquisition sets it on every
+// node of c, waiting up to settle for each round's stragglers to land, and
+// fails with msg if none does within 10 s: nodes back from a fault (a
+// restart, a healed partition) are used again once the driver has
+// reconnected.
+func requireEveryNodeTakes(t *testing.T, c cluster, l *core.Locker, ctx context.Context, key, msg string) {
+	t.Helper()
 	eventually(t, 10*time.Second, func() bool {
-		lock, err := l.Acquire(ctx, key3)
+		lock, err := l.Acquire(ctx, key)
 		if err != nil {
 			return false
 		}
 		defer l.Release(ctx, lock)
 		for deadline := time.Now().Add(settle); ; time.Sleep(10 * time.Millisecond) {
 			holders := 0
-			for i := range n {
-				if got, _, ok := c.Get(i, key3); ok && got == lock.Token().String() {
+			for i := range c.N() {
+				if got, _, ok := c.Get(i, key); ok && got == lock.Token().String() {
 					holders++
 				}
 			}
-			if holders == n {
+			if holders == c.N() {
 				return true
 			}
 			if time.Now().After(deadline) {
 				return false
 			}
 		}
-	}, "after restart, an acquire must set the key on every node")
+	}, msg)
 }
 
 // testRestart: a node that restarts empty does not hand the lock to

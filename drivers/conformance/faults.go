@@ -203,28 +203,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 			for _, i := range cut {
 				c.Del(i, key)
 			}
-			key2 := testKey(t, "-2")
-			eventually(t, 10*time.Second, func() bool {
-				lock, err := l.Acquire(ctx, key2)
-				if err != nil {
-					return false
-				}
-				defer l.Release(ctx, lock)
-				for deadline := time.Now().Add(settle); ; time.Sleep(10 * time.Millisecond) {
-					holders := 0
-					for i := range n {
-						if got, _, ok := c.Get(i, key2); ok && got == lock.Token().String() {
-							holders++
-						}
-					}
-					if holders == n {
-						return true
-					}
-					if time.Now().After(deadline) {
-						return false
-					}
-				}
-			}, "after the partition heals, an acquire must set the key on every node")
+			requireEveryNodeTakes(t, c, l, ctx, testKey(t, "-2"), "after the partition heals, an acquire must set the key on every node")
 		})
 	}
 }

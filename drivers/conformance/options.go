@@ -86,3 +86,33 @@ func RunDial(t *testing.T, dial DialFunc) {
 	})
 	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
 }
+
+// NewValidation checks that a driver's New refuses, with
+// core.ErrInvalidConfig and no driver, an empty client list, a nil client,
+// a client given twice, and bad names (repeated, empty, or not one per
+// client). a and b are two distinct clients; New must not connect.
+func NewValidation[C any, D comparable](t *testing.T, newDriver func(clients []C, names []string) (D, error), a, b C) {
+	var none C
+	for _, tc := range []struct {
+		name    string
+		clients []C
+		names   []string
+		want    string
+	}{
+		{"none", nil, nil, "no clients"},
+		{"nil client", []C{a, none}, nil, "client 1 is nil"},
+		{"same client", []C{a, b, a}, nil, "client 2 is client 0 again"},
+		{"same client named", []C{a, b, a}, []string{"x", "y", "z"}, "client 2 is client 0 again"},
+		{"same name", []C{a, b}, []string{"x", "x"}, `clients 0 and 1 have the same name "x"`},
+		{"names length", []C{a, b}, []string{"x"}, "1 names for 2 clients"},
+		{"empty name", []C{a, b}, []string{"x", ""}, "name 1 is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := newDriver(tc.clients, tc.names)
+			var zero D
+			assert.Equal(t, zero, d)
+			require.ErrorIs(t, err, core.ErrInvalidConfig)
+			assert.ErrorContains(t, err, tc.want)
+		})
+	}
+}

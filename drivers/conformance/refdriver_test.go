@@ -262,7 +262,7 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	}
 	defer conn.Close() // a broken connection is discarded by the pool
 	const timeout = stragglerBound
-	tok := wire.Token(cmd.Token)
+	tok := cmd.Token.String()
 	if cmd.Op == core.OpAcquire {
 		r, err := redis.DoWithTimeout(conn, timeout, "SET", cmd.Key, tok, "NX", "PX", wire.Millis(cmd.TTL))
 		switch {

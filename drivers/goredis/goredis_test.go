@@ -26,26 +26,7 @@ func TestNewValidation(t *testing.T) {
 	p := redis.NewClient(&redis.Options{Addr: "a:1"})
 	q := redis.NewClient(&redis.Options{Addr: "b:1"})
 	t.Cleanup(func() { p.Close(); q.Close() })
-	for _, tc := range []struct {
-		name    string
-		clients []*redis.Client
-		names   []string
-		want    string
-	}{
-		{"none", nil, nil, "no clients"},
-		{"nil client", []*redis.Client{p, nil}, nil, "client 1 is nil"},
-		{"same client", []*redis.Client{p, q, p}, nil, "client 2 is client 0 again"},
-		{"same name", []*redis.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
-		{"names length", []*redis.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
-		{"empty name", []*redis.Client{p, q}, []string{"a", ""}, "name 1 is empty"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := goredis.New(tc.clients, tc.names)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+	conformance.NewValidation(t, goredis.New, p, q)
 }
 
 func TestNewOverUserClients(t *testing.T) {

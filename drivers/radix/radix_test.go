@@ -61,27 +61,12 @@ func (f *fakeClient) Do(context.Context, radixv4.Action) error { return nil }
 
 func TestNewValidation(t *testing.T) {
 	p, q := &fakeClient{"p"}, &fakeClient{"qq"}
-	for _, tc := range []struct {
-		name    string
-		clients []radixv4.Client
-		names   []string
-		want    string
-	}{
-		{"none", nil, nil, "no clients"},
-		{"nil client", []radixv4.Client{p, nil}, nil, "client 1 is nil"},
-		{"same client", []radixv4.Client{p, q, p}, []string{"a", "b", "c"}, "client 2 is client 0 again"},
-		{"same name", []radixv4.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
-		{"same addr", []radixv4.Client{p, &fakeClient{"r"}}, nil, `clients 0 and 1 have the same name "127.0.0.1:1"`},
-		{"names length", []radixv4.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
-		{"empty name", []radixv4.Client{p, q}, []string{"a", ""}, "name 1 is empty"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := radix.New(tc.clients, tc.names)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+	conformance.NewValidation[radixv4.Client](t, radix.New, p, q)
+	// Named by their addresses, two clients of one server are refused.
+	d, err := radix.New([]radixv4.Client{p, &fakeClient{"r"}}, nil)
+	assert.Nil(t, d)
+	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `clients 0 and 1 have the same name "127.0.0.1:1"`)
 }
 
 func TestNewOverUserPools(t *testing.T) {

@@ -20,26 +20,7 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 func TestNewValidation(t *testing.T) {
-	p, q := &redis.Pool{}, &redis.Pool{}
-	for _, tc := range []struct {
-		name  string
-		pools []*redis.Pool
-		names []string
-		want  string
-	}{
-		{"none", nil, nil, "no clients"},
-		{"nil pool", []*redis.Pool{p, nil}, nil, "client 1 is nil"},
-		{"same pool", []*redis.Pool{p, q, p}, nil, "client 2 is client 0 again"},
-		{"same name", []*redis.Pool{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
-		{"names length", []*redis.Pool{p, q}, []string{"a"}, "1 names for 2 clients"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := redigo.New(tc.pools, tc.names)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+	conformance.NewValidation(t, redigo.New, &redis.Pool{}, &redis.Pool{})
 }
 
 func TestNewOverUserPools(t *testing.T) {

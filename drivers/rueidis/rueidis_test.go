@@ -31,26 +31,7 @@ func newClient(t *testing.T, addr string) rd.Client {
 
 func TestNewValidation(t *testing.T) {
 	ss := redistest.StartN(t, 2, redistest.Options{Embedded: true})
-	p, q := newClient(t, ss[0].Addr), newClient(t, ss[1].Addr)
-	for _, tc := range []struct {
-		name    string
-		clients []rd.Client
-		names   []string
-		want    string
-	}{
-		{"none", nil, nil, "no clients"},
-		{"nil client", []rd.Client{p, nil}, nil, "client 1 is nil"},
-		{"same client", []rd.Client{p, q, p}, nil, "client 2 is client 0 again"},
-		{"same name", []rd.Client{p, q}, []string{"a", "a"}, `clients 0 and 1 have the same name "a"`},
-		{"names length", []rd.Client{p, q}, []string{"a"}, "1 names for 2 clients"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d, err := rueidis.New(tc.clients, tc.names)
-			assert.Nil(t, d)
-			require.ErrorIs(t, err, core.ErrInvalidConfig)
-			assert.ErrorContains(t, err, tc.want)
-		})
-	}
+	conformance.NewValidation(t, rueidis.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
 }
 
 func TestNewOverUserClients(t *testing.T) {

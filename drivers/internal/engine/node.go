@@ -243,7 +243,7 @@ func (n *node) exchange(dl time.Time, base context.Context) error {
 func (n *node) retryNoScript(c context.Context) error {
 	var again []int // indexes in live
 	for k := range n.live {
-		if r := n.replies[k]; r.Kind == KindError && strings.HasPrefix(r.Err.Error(), "NOSCRIPT") {
+		if r := n.replies[k]; r.Kind == KindError && wire.IsNoScript(r.Err) {
 			again = append(again, k)
 			n.scripts &^= scriptBit(n.jobs[n.live[k]].cmd.Op)
 		}

@@ -1,6 +1,7 @@
-// Package wire holds what every Redis driver sends and how it reads the
-// replies: the embedded Lua scripts with their SHA1, the token and TTL
-// encodings, and the node-naming error type.
+// Package wire holds what every Redis driver sends and checks: the
+// embedded Lua scripts with their SHA1, the TTL encoding, the scripts'
+// replies, the validation of addresses, options and clients, and the
+// node-naming error type.
 package wire
 
 import (
@@ -50,17 +51,8 @@ func ScriptFor(op core.Op) Script {
 	return Release
 }
 
-// Token returns the token's wire form (lower-case hex).
-func Token(t core.Token) string { return t.String() }
-
-// AppendToken appends the token's wire form to dst.
-func AppendToken(dst []byte, t core.Token) []byte { return t.AppendHex(dst) }
-
 // Millis returns ttl in whole milliseconds, as PX and PEXPIRE take it.
 func Millis(ttl time.Duration) int64 { return int64(ttl / time.Millisecond) }
-
-// MillisString is Millis as a decimal string.
-func MillisString(ttl time.Duration) string { return strconv.FormatInt(Millis(ttl), 10) }
 
 // ScriptStatus maps a release or extend script's integer reply.
 func ScriptStatus(n int64) (core.Status, error) {

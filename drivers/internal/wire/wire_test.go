@@ -29,10 +29,6 @@ func TestScriptStatus(t *testing.T) {
 
 func TestEncodings(t *testing.T) {
 	assert.Equal(t, int64(1500), Millis(1500*time.Millisecond))
-	assert.Equal(t, "10000", MillisString(10*time.Second))
-	tok := core.TokenFromUint64s(1, 2)
-	assert.Equal(t, tok.String(), Token(tok))
-	assert.Equal(t, []byte("x"+tok.String()), AppendToken([]byte("x"), tok))
 	assert.Equal(t, Extend, ScriptFor(core.OpExtend))
 	assert.Equal(t, Release, ScriptFor(core.OpRelease))
 }
