@@ -34,7 +34,10 @@ type Acquisition struct {
 	retry    Retrier
 	deadline time.Time // no retry may start at or after it; zero: none
 	phase    Phase
-	cleaning bool // round is the cleanup of a failed attempt
+	cleaning bool      // round is the cleanup of a failed attempt
+	raising  bool      // round raises the fence counters (Config.Fencing)
+	start    time.Time // the current attempt's start: validity counts from it
+	fence    uint64    // the current attempt's fence, once its acquire round won
 	round    Round
 	wake     time.Time
 	lock     Lock
@@ -53,7 +56,7 @@ func (l *Locker) StartAcquire(key string, now time.Time) (Acquisition, error) {
 // attempt's token from Config.Tokens instead. Bad input is refused with an
 // ErrInvalidConfig error before anything is sent.
 func (l *Locker) StartAcquireToken(key string, tok Token, now time.Time) (Acquisition, error) {
-	if err := checkKey(key); err != nil {
+	if err := l.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
 	if tok != (Token{}) && !tok.safe() {
@@ -94,20 +97,27 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	} else {
 		tok = a.l.cfg.Tokens.NewToken()
 	}
-	a.phase, a.cleaning = PhaseRound, false
-	a.round = a.l.newRound(Command{Op: OpAcquire, Key: a.key, Token: tok, TTL: a.l.cfg.TTL}, now)
+	op := OpAcquire
+	if a.l.cfg.Fencing {
+		op = OpAcquireFenced
+	}
+	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
+	a.round = a.l.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.l.cfg.TTL}, now)
 }
 
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }
 
-// Round returns the round to drive in PhaseRound: an attempt, or the
-// cleanup (a release of the attempt's token on every node) after a failed
-// one.
+// Round returns the round to drive in PhaseRound: an attempt's acquire
+// round, its fence raise round (Config.Fencing), or the cleanup (a release
+// of the attempt's token on every node) after a failed attempt.
 func (a *Acquisition) Round() *Round { return &a.round }
 
 // Cleaning reports whether Round is the cleanup of a failed attempt.
 func (a *Acquisition) Cleaning() bool { return a.cleaning }
+
+// Raising reports whether Round raises the attempt's fence counters.
+func (a *Acquisition) Raising() bool { return a.raising }
 
 // Attempts returns how many attempts have started.
 func (a *Acquisition) Attempts() int { return a.retry.Attempts() }
@@ -135,10 +145,18 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		a.phase, a.wake = PhaseWait, now.Add(delay)
 		return
 	}
-	elapsed := now.Sub(r.start)
+	elapsed := now.Sub(a.start)
 	validity := Validity(l.cfg.TTL, elapsed, l.drift)
 	if r.tally.Vote() == VoteWon && validity > 0 {
-		a.lock = Lock{key: a.key, token: r.cmd.Token, ttl: l.cfg.TTL, drift: l.drift, end: now, validity: validity}
+		fence := a.fence
+		if l.cfg.Fencing && !a.raising {
+			fence = r.Fence()
+			if !mutations.skipFenceRaise {
+				a.startRaise(fence, now)
+				return
+			}
+		}
+		a.lock = Lock{key: a.key, token: r.cmd.Token, ttl: l.cfg.TTL, drift: l.drift, end: now, validity: validity, fence: fence}
 		a.phase = PhaseDone
 		return
 	}
@@ -147,9 +165,23 @@ func (a *Acquisition) RoundDone(now time.Time) {
 			Cause: &validityError{ttl: l.cfg.TTL, elapsed: elapsed, drift: l.drift}}
 	} else {
 		a.err = l.failure(OpAcquire, a.key, &r.tally)
+		if a.raising {
+			a.err.Cause = errRaise
+		}
 	}
 	a.err.Attempts = a.retry.Attempts()
 	a.startCleanup(now)
+}
+
+// startRaise starts the round that raises the fence counter to fence on
+// every node where the key still holds the attempt's token. Only once a
+// majority has raised is the lock handed out: any later holder's quorum
+// meets that majority on some node, sets the key there only after this
+// attempt's key left it, so after the raise, and increments past fence.
+func (a *Acquisition) startRaise(fence uint64, now time.Time) {
+	tok := a.round.cmd.Token
+	a.raising, a.fence = true, fence
+	a.round = a.l.newRound(Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -168,7 +200,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			noWait |= 1 << i
 		}
 	}
-	a.cleaning = true
+	a.cleaning, a.raising = true, false
 	a.round = a.l.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
 	a.round.noWait = noWait
 }
@@ -196,7 +228,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	switch {
 	case a.phase == PhaseWait:
 		a.finish(a.cancelled())
-	case !a.cleaning && a.round.sent == 0:
+	case !a.cleaning && !a.raising && a.round.sent == 0:
 		a.finish(a.cancelled())
 	case !a.cleaning:
 		a.err = a.cancelled()

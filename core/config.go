@@ -64,6 +64,12 @@ type Config struct {
 	// MaxExtensions bounds how often one lock may be extended (the distlock
 	// page's liveness rule). Zero means 10; negative forbids extension.
 	MaxExtensions int
+	// Fencing makes every acquisition return a fence (Lock.Fence) strictly
+	// greater than the fences of every earlier holder of the key, as long
+	// as the nodes keep their counters: see the package documentation's
+	// "Fencing". It costs one more round per acquisition, and one counter
+	// key per locked key on every node (FenceKey). Off by default.
+	Fencing bool
 	// Clock, Tokens and Jitter are required inputs.
 	Clock  Clock
 	Tokens TokenSource

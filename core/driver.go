@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Op names the three commands a Redlock round sends to a node.
+// Op names the commands a Redlock round sends to a node.
 type Op uint8
 
 const (
@@ -16,9 +16,21 @@ const (
 	// OpExtend sets the expiry of key to ttl only if it holds token (a Lua
 	// compare-and-PEXPIRE). It never creates the key.
 	OpExtend
+	// OpAcquireFenced is OpAcquire for a Locker with Config.Fencing: when
+	// the SET succeeds, the node also increments the key's fence counter
+	// (the key FenceKey(Key), which has no expiry) in the same atomic
+	// step, and replies StatusOK with the counter's new value in
+	// Reply.Fence. A refused SET changes nothing and replies StatusHeld.
+	OpAcquireFenced
+	// OpRaiseFence sets the key's fence counter to Command.Fence if it is
+	// lower, only if the key holds Token, atomically; it replies as
+	// OpExtend does (StatusOK, StatusMissing or StatusHeld) and never
+	// lowers a counter or creates the key.
+	OpRaiseFence
 )
 
-// String returns "acquire", "release" or "extend".
+// String returns "acquire", "release", "extend", "acquire-fenced" or
+// "raise-fence".
 func (o Op) String() string {
 	switch o {
 	case OpAcquire:
@@ -27,6 +39,10 @@ func (o Op) String() string {
 		return "release"
 	case OpExtend:
 		return "extend"
+	case OpAcquireFenced:
+		return "acquire-fenced"
+	case OpRaiseFence:
+		return "raise-fence"
 	}
 	return "op(" + itoa(int(o)) + ")"
 }
@@ -38,8 +54,10 @@ type Command struct {
 	Key   string
 	Token Token
 	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
-	// milliseconds (Config validation guarantees it). Zero for OpRelease.
+	// milliseconds (Config validation guarantees it). Zero otherwise.
 	TTL time.Duration
+	// Fence is the value OpRaiseFence raises the counter to. Zero otherwise.
+	Fence uint64
 }
 
 // Status is a node's answer to one Command.
@@ -86,6 +104,9 @@ type Reply struct {
 	// Err is set for StatusError and StatusTimeout. Drivers should name the
 	// node (index and address) in it.
 	Err error
+	// Fence is the fence counter's value after an OpAcquireFenced that
+	// answered StatusOK (at least 1). Zero otherwise.
+	Fence uint64
 }
 
 // Driver is a set of N independent Redis masters, indexed 0..N-1.

@@ -140,6 +140,10 @@ func (e *Error) Failed(s Status) []int {
 	return out
 }
 
+// errRaise is the Cause of a fenced attempt whose acquire round won but
+// whose fence raise round did not.
+var errRaise = errors.New("the fence counters could not be raised on a quorum")
+
 // configError is an ErrInvalidConfig with a reason.
 type configError struct{ reason string }
 

@@ -15,3 +15,10 @@ func ExtendKeepsLostLock() (restore func()) {
 	mutations.extendKeepsLostLock = true
 	return func() { mutations.extendKeepsLostLock = false }
 }
+
+// SkipFenceRaise re-introduces a fenced acquisition without its raise
+// round, and returns the function that puts the round back.
+func SkipFenceRaise() (restore func()) {
+	mutations.skipFenceRaise = true
+	return func() { mutations.skipFenceRaise = false }
+}

@@ -8,6 +8,17 @@ import "strconv"
 // any resource name and well within them.
 const MaxKeyLen = 4096
 
+// FenceKeyPrefix starts the name of every fence counter: the counter of
+// key k is FenceKeyPrefix + k, on every node. A Locker with
+// Config.Fencing refuses keys that start with it, so that a lock never
+// lands on a counter.
+const FenceKeyPrefix = "redlock:fence:"
+
+// FenceKey returns the name of key's fence counter. It allocates: drivers
+// that write commands into buffers of their own append FenceKeyPrefix and
+// key instead.
+func FenceKey(key string) string { return FenceKeyPrefix + key }
+
 // errNilContext is returned, before anything is sent, for a nil context:
 // the same error from Acquire, AcquireToken, Extend and Release.
 var errNilContext = invalid("context is nil (use context.Background())")
@@ -19,6 +30,22 @@ func checkKey(key string) error {
 		return invalid("key is empty")
 	case len(key) > MaxKeyLen:
 		return invalid("key " + quoteKey(key) + " is longer than MaxKeyLen (" + strconv.Itoa(MaxKeyLen) + " bytes)")
+	}
+	return nil
+}
+
+// checkKey refuses what the package-level checkKey does and, with
+// Fencing, a key that starts with FenceKeyPrefix or whose counter's name
+// would be longer than MaxKeyLen.
+func (l *Locker) checkKey(key string) error {
+	if err := checkKey(key); err != nil || !l.cfg.Fencing {
+		return err
+	}
+	switch {
+	case len(key) >= len(FenceKeyPrefix) && key[:len(FenceKeyPrefix)] == FenceKeyPrefix:
+		return invalid("key " + quoteKey(key) + " starts with FenceKeyPrefix: with Fencing it names a fence counter")
+	case len(FenceKeyPrefix)+len(key) > MaxKeyLen:
+		return invalid("key " + quoteKey(key) + " is too long for its fence counter's name (MaxKeyLen " + strconv.Itoa(MaxKeyLen) + " bytes, prefix included)")
 	}
 	return nil
 }

@@ -78,6 +78,7 @@ type Lock struct {
 	validity   time.Duration // ttl − elapsed − drift of that round, from end
 	extensions int
 	lost       bool
+	fence      uint64
 }
 
 // Key returns the locked key. Token returns the holder's token.
@@ -86,6 +87,12 @@ func (k Lock) Token() Token { return k.token }
 
 // TTL returns the expiry the keys were set with.
 func (k Lock) TTL() time.Duration { return k.ttl }
+
+// Fence returns the lock's fence when it was acquired by a Locker with
+// Config.Fencing, and 0 otherwise. Fences of one key only grow: see the
+// package documentation's "Fencing" for what that rests on. Extend keeps
+// the fence.
+func (k Lock) Fence() uint64 { return k.fence }
 
 // Extensions returns how many times the lock was extended.
 func (k Lock) Extensions() int { return k.extensions }

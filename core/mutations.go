@@ -10,4 +10,8 @@ var mutations struct {
 	// extendKeepsLostLock returns a lock unchanged, still valid, from an
 	// extension that proved it lost.
 	extendKeepsLostLock bool
+	// skipFenceRaise hands a fenced lock to the caller with the largest
+	// counter of its acquire round, without raising the counters of a
+	// majority to it first.
+	skipFenceRaise bool
 }

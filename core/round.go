@@ -40,6 +40,7 @@ type Round struct {
 	// answered.
 	noWait  uint32
 	waiting int
+	fence   uint64 // the largest Reply.Fence of an OK reply
 }
 
 // newRound returns a round of cmd to every node, starting at start.
@@ -79,6 +80,9 @@ func (r *Round) Receive(rep Reply) bool {
 		return false
 	}
 	r.received++
+	if rep.Status == StatusOK && rep.Fence > r.fence {
+		r.fence = rep.Fence
+	}
 	if r.noWait&(1<<rep.Node) == 0 {
 		r.waiting--
 	}
@@ -112,6 +116,10 @@ func (r *Round) Command() Command { return r.cmd }
 
 // Start returns the clock reading the round started at.
 func (r *Round) Start() time.Time { return r.start }
+
+// Fence returns the largest fence counter among the OK replies so far: M,
+// for an OpAcquireFenced round. Zero for other rounds.
+func (r *Round) Fence() uint64 { return r.fence }
 
 // Tally returns the answers so far.
 func (r *Round) Tally() *Tally { return &r.tally }

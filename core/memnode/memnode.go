@@ -51,6 +51,7 @@ type node struct {
 
 	mu      sync.Mutex
 	data    map[string]*entry
+	fences  map[string]uint64 // fence counters, by locked key: they never expire
 	dead    int // entries in data that are not live
 	latency time.Duration
 	down    bool
@@ -62,7 +63,7 @@ type node struct {
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
 	for i := range c.nodes {
-		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry)}
+		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
 	}
 	return c
 }
@@ -83,8 +84,19 @@ func (c *Cluster) SetDown(i int, down bool) { c.with(i, func(n *node) { n.down =
 // and has no effect, like a SIGSTOPped server.
 func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung = hung }) }
 
-// Restart empties node i, like a Redis restart without persistence.
-func (c *Cluster) Restart(i int) { c.with(i, func(n *node) { clear(n.data); n.dead = 0 }) }
+// Restart empties node i, fence counters included, like a Redis restart
+// without persistence.
+func (c *Cluster) Restart(i int) {
+	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead = 0 })
+}
+
+// Fence returns key's fence counter on node i: 0 if it was never
+// incremented (core.OpAcquireFenced).
+func (c *Cluster) Fence(i int, key string) uint64 {
+	var f uint64
+	c.with(i, func(n *node) { f = n.fences[key] })
+	return f
+}
 
 // Calls returns how many commands node i has received.
 func (c *Cluster) Calls(i int) int {
@@ -149,6 +161,10 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 		return r, 0, hung
 	}
 	r.Status = n.apply(cmd, now)
+	if r.Status == core.StatusOK && cmd.Op == core.OpAcquireFenced {
+		r.Fence = n.fences[cmd.Key] + 1
+		n.fences[cmd.Key] = r.Fence
+	}
 	delay = n.latency
 	n.mu.Unlock()
 	if r.Status == 0 {
@@ -216,13 +232,13 @@ func (n *node) apply(cmd core.Command, now time.Time) core.Status {
 	e := n.data[cmd.Key]
 	live := n.alive(e, now)
 	switch cmd.Op {
-	case core.OpAcquire:
+	case core.OpAcquire, core.OpAcquireFenced:
 		if live {
 			return core.StatusHeld
 		}
 		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
 		return core.StatusOK
-	case core.OpRelease, core.OpExtend:
+	case core.OpRelease, core.OpExtend, core.OpRaiseFence:
 		switch {
 		case !live:
 			return core.StatusMissing
@@ -230,8 +246,10 @@ func (n *node) apply(cmd core.Command, now time.Time) core.Status {
 			return core.StatusHeld
 		case cmd.Op == core.OpRelease:
 			n.kill(e)
-		default:
+		case cmd.Op == core.OpExtend:
 			e.expires = now.Add(cmd.TTL)
+		case cmd.Fence > n.fences[cmd.Key]:
+			n.fences[cmd.Key] = cmd.Fence
 		}
 		return core.StatusOK
 	}
