@@ -56,8 +56,14 @@ func allocCases(tb testing.TB) []allocCase {
 			if err != nil {
 				tb.Fatal(err)
 			}
+			cfg := l.Config()
+			cfg.Fencing = true
+			fenced, err := core.New(c, cfg)
+			if err != nil {
+				tb.Fatal(err)
+			}
 			prefix := "nodes=" + strconv.Itoa(n) + "/fanout=" + mode.String() + "/"
-			key, extendKey := "alloc:"+prefix, "alloc:extend:"+prefix
+			key, extendKey, fencedKey := "alloc:"+prefix, "alloc:extend:"+prefix, "alloc:fenced:"+prefix
 			out = append(out,
 				allocCase{prefix + "acquire+release", func() {
 					lock, err := l.Acquire(ctx, key)
@@ -65,6 +71,16 @@ func allocCases(tb testing.TB) []allocCase {
 						panic(err)
 					}
 					if err := l.Release(ctx, lock); err != nil {
+						panic(err)
+					}
+					sink = lock
+				}},
+				allocCase{prefix + "fenced acquire+release", func() {
+					lock, err := fenced.Acquire(ctx, fencedKey)
+					if err != nil {
+						panic(err)
+					}
+					if err := fenced.Release(ctx, lock); err != nil {
 						panic(err)
 					}
 					sink = lock

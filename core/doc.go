@@ -65,9 +65,46 @@
 //   - Work: the holder finishes its work, or extends, before the lock's
 //     validity runs out (Lock.RemainingAt). A process paused past that
 //     point (GC, SIGSTOP) no longer holds the lock and must not act as if
-//     it did: the token is random, not monotonic, so the storage behind the
-//     lock cannot fence a stale holder.
+//     it did: the token is random, not monotonic, so without Fencing the
+//     storage behind the lock cannot fence a stale holder.
 //   - Nodes: N independent masters, not replicas of one another.
+//
+// # Fencing
+//
+// A random token cannot stop a holder paused past its validity from
+// writing afterwards (Kleppmann's critique of Redlock): only the storage
+// the lock protects can, if every write carries a number that grows with
+// each holder and the storage refuses a number lower than one it has
+// seen. With Config.Fencing every acquisition returns such a number,
+// Lock.Fence, across N independent masters:
+//
+//  1. The acquire command sets the key and, in the same atomic step, where
+//     the SET lands, increments the key's fence counter (FenceKey) and
+//     returns it (OpAcquireFenced).
+//  2. The attempt takes M, the largest counter among the nodes that
+//     granted it.
+//  3. Before the lock is handed out, one more round raises the counter to
+//     M on every node where the key still holds the attempt's token
+//     (OpRaiseFence). Unless a majority raised within the validity, the
+//     attempt fails and is released like any failed attempt.
+//
+// Why it holds: a later holder's quorum meets the raised majority on at
+// least one node. The later holder's SET landed there only after this
+// holder's key left that node, so after the raise, and its increment
+// returned more than M; so its own fence, the largest it saw, is more
+// than M. It needs no clock: it rests on the order of commands on one
+// node, and on the nodes keeping their counters. A node of the raised
+// majority that loses its counter (a restart without persistence, a
+// FLUSHALL, a failover to a replica that missed the write) can hand a
+// later holder a fence that is not larger. Run the nodes with appendonly
+// yes and appendfsync always, or accept that risk. The raise also needs
+// the key still held on a majority, so it is one more round trip, and
+// fencing is opt-in.
+//
+// Counters never expire: there is one per locked key on every node,
+// named FenceKeyPrefix + key, however many times the key is locked.
+// Deleting a counter restarts that key's fences, so delete one only when
+// no storage will see that key's fences again.
 //
 // # Errors
 //
