@@ -52,7 +52,7 @@ type node struct {
 	mu      sync.Mutex
 	data    map[string]*entry
 	fences  map[string]uint64 // fence counters, by locked key: they never expire
-	dead    int // entries in data that are not live
+	dead    int               // entries in data that are not live
 	latency time.Duration
 	down    bool
 	hung    bool
