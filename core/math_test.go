@@ -174,6 +174,12 @@ func TestRetryPolicy(t *testing.T) {
 	if NoRetry().Tries() != 1 || !(RetryPolicy{}).IsZero() {
 		t.Error("NoRetry / IsZero")
 	}
+	if w := e.WithTries(1 << 30); w.Tries() != 1<<30 || w.Delay(3, ^uint64(0)) != e.Delay(3, ^uint64(0)) {
+		t.Errorf("WithTries changed the delays: %+v", w)
+	}
+	if w := (RetryPolicy{}).WithTries(7); w.Tries() != 7 || w.Delay(1, 0) != DefaultRetry.Delay(1, 0) {
+		t.Errorf("the zero policy's WithTries is not DefaultRetry's delays: %+v", w)
+	}
 }
 
 func TestTokenHex(t *testing.T) {

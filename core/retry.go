@@ -40,6 +40,16 @@ func ExponentialBackoff(tries int, base, cap time.Duration) RetryPolicy {
 // NoRetry returns a policy of exactly one attempt.
 func NoRetry() RetryPolicy { return RetryPolicy{tries: 1} }
 
+// WithTries returns p with tries attempts in all and the same delays; the
+// zero policy stands for DefaultRetry.
+func (p RetryPolicy) WithTries(tries int) RetryPolicy {
+	if p.IsZero() {
+		p = DefaultRetry
+	}
+	p.tries = tries
+	return p
+}
+
 // Tries returns the number of attempts in all, retries included.
 func (p RetryPolicy) Tries() int { return p.tries }
 
