@@ -27,7 +27,12 @@
 //   - Scripts: a node's commands carry the script's source (EVAL) until
 //     the script has run on the current connection, and its SHA1 (EVALSHA)
 //     after; NOSCRIPT is answered by sending the command again as EVAL.
-//   - Replies: decoded into core.Status; failures name the node.
+//   - Fencing: core.OpAcquireFenced and core.OpRaiseFence run the fenced
+//     scripts (wire.AcquireFenced, wire.RaiseFence) on the key and its
+//     fence counter, whose name is written into the node's buffer as
+//     tokens are, so that they cost no allocation either.
+//   - Replies: decoded into core.Status, with an OpAcquireFenced's fence
+//     in core.Reply.Fence; failures name the node.
 //
 // Deadline, reply decoding and naming rules are tested here against a fake
 // connection on a manual clock; the drivers' conformance suites test them

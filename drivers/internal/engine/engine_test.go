@@ -34,6 +34,14 @@ func extend(key string, i uint64) core.Command {
 	return core.Command{Op: core.OpExtend, Key: key, Token: tok(i), TTL: ttl}
 }
 
+func acquireFenced(key string, i uint64) core.Command {
+	return core.Command{Op: core.OpAcquireFenced, Key: key, Token: tok(i), TTL: ttl}
+}
+
+func raise(key string, i, fence uint64) core.Command {
+	return core.Command{Op: core.OpRaiseFence, Key: key, Token: tok(i), Fence: fence}
+}
+
 // start returns an engine over n fake nodes on a manual clock, each node
 // dialled once, closed at cleanup.
 func start(t *testing.T, n int) (*Engine, *fakeNet, *manualClock) {
@@ -101,20 +109,55 @@ func TestCommandsAndReplies(t *testing.T) {
 		reply Reply
 		want  core.Status
 		err   string
+		fence uint64
 	}{
-		{"acquire ok", acquire("k", 1), []string{"SET", "k", tok(1).String(), "NX", "PX", "10000"}, Reply{Kind: KindOK}, core.StatusOK, ""},
-		{"acquire held", acquire("k", 1), nil, Reply{Kind: KindNil}, core.StatusHeld, ""},
-		{"acquire error reply", acquire("k", 1), nil, Reply{Kind: KindError, Err: errors.New("OOM command not allowed")}, core.StatusError, "OOM"},
-		{"acquire int", acquire("k", 1), nil, Reply{Kind: KindInt, Int: 1}, core.StatusError, "unexpected reply kind"},
-		{"release first as EVAL", release("k", 2), []string{"EVAL", wire.Release.Src, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
-		{"release then EVALSHA", release("k", 2), []string{"EVALSHA", wire.Release.SHA1, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 0}, core.StatusMissing, ""},
-		{"release held", release("k", 2), nil, Reply{Kind: KindInt, Int: -1}, core.StatusHeld, ""},
-		{"release odd int", release("k", 2), nil, Reply{Kind: KindInt, Int: 7}, core.StatusError, "unexpected script reply 7"},
-		{"release wrongtype", release("k", 2), nil, Reply{Kind: KindError, Err: errors.New("WRONGTYPE")}, core.StatusError, "WRONGTYPE"},
-		{"extend first as EVAL", extend("k", 3), []string{"EVAL", wire.Extend.Src, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
-		{"extend then EVALSHA", extend("k", 3), []string{"EVALSHA", wire.Extend.SHA1, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, ""},
-		{"other reply", extend("k", 3), nil, Other(1.5), core.StatusError, "unexpected reply float64 1.5"},
-		{"string reply", acquire("k", 3), nil, String("QUEUED"), core.StatusError, "unexpected reply kind"},
+		{"acquire ok", acquire("k", 1), []string{"SET", "k", tok(1).String(), "NX", "PX", "10000"}, Reply{Kind: KindOK}, core.StatusOK, "", 0},
+		{"acquire held", acquire("k", 1), nil, Reply{Kind: KindNil}, core.StatusHeld, "", 0},
+		{"acquire error reply", acquire("k", 1), nil, Reply{Kind: KindError, Err: errors.New("OOM command not allowed")}, core.StatusError, "OOM", 0},
+		{"acquire int", acquire("k", 1), nil, Reply{Kind: KindInt, Int: 1}, core.StatusError, "unexpected reply kind", 0},
+		{"release first as EVAL", release("k", 2), []string{"EVAL", wire.Release.Src, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 0},
+		{"release then EVALSHA", release("k", 2), []string{"EVALSHA", wire.Release.SHA1, "1", "k", tok(2).String()}, Reply{Kind: KindInt, Int: 0}, core.StatusMissing, "", 0},
+		{"release held", release("k", 2), nil, Reply{Kind: KindInt, Int: -1}, core.StatusHeld, "", 0},
+		{"release odd int", release("k", 2), nil, Reply{Kind: KindInt, Int: 7}, core.StatusError, "unexpected script reply 7", 0},
+		{"release wrongtype", release("k", 2), nil, Reply{Kind: KindError, Err: errors.New("WRONGTYPE")}, core.StatusError, "WRONGTYPE", 0},
+		{"extend first as EVAL", extend("k", 3), []string{"EVAL", wire.Extend.Src, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 0},
+		{"extend then EVALSHA", extend("k", 3), []string{"EVALSHA", wire.Extend.SHA1, "1", "k", tok(3).String(), "10000"}, Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 0},
+		{"other reply", extend("k", 3), nil, Other(1.5), core.StatusError, "unexpected reply float64 1.5", 0},
+		{"string reply", acquire("k", 3), nil, String("QUEUED"), core.StatusError, "unexpected reply kind", 0},
+
+		// Fenced acquire: two keys, the second the fence counter; the
+		// counter comes back as an integer, or as a string from 2^53 up.
+		{"acquire-fenced first as EVAL", acquireFenced("k", 4),
+			[]string{"EVAL", wire.AcquireFenced.Src, "2", "k", "redlock:fence:k", tok(4).String(), "10000"},
+			Reply{Kind: KindInt, Int: 7}, core.StatusOK, "", 7},
+		{"acquire-fenced then EVALSHA", acquireFenced("k", 4),
+			[]string{"EVALSHA", wire.AcquireFenced.SHA1, "2", "k", "redlock:fence:k", tok(4).String(), "10000"},
+			Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 1},
+		{"acquire-fenced held", acquireFenced("k", 4), nil, Reply{Kind: KindNil}, core.StatusHeld, "", 0},
+		{"acquire-fenced past 2^53", acquireFenced("k", 4), nil, String("9007199254740993"), core.StatusOK, "", 1<<53 + 1},
+		{"acquire-fenced at 2^63-1", acquireFenced("k", 4), nil, String("9223372036854775807"), core.StatusOK, "", 1<<63 - 1},
+		{"acquire-fenced beyond 2^63-1", acquireFenced("k", 4), nil, String("9223372036854775808"), core.StatusError, `unexpected fence "9223372036854775808"`, 0},
+		{"acquire-fenced 20 digits", acquireFenced("k", 4), nil, String("18446744073709551616"), core.StatusError, "unexpected fence", 0},
+		{"acquire-fenced not a number", acquireFenced("k", 4), nil, String("12a"), core.StatusError, `unexpected fence "12a"`, 0},
+		{"acquire-fenced leading zero", acquireFenced("k", 4), nil, String("012"), core.StatusError, `unexpected fence "012"`, 0},
+		{"acquire-fenced empty", acquireFenced("k", 4), nil, String(""), core.StatusError, `unexpected fence ""`, 0},
+		{"acquire-fenced zero", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: 0}, core.StatusError, "unexpected fence 0", 0},
+		{"acquire-fenced negative", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: -1}, core.StatusError, "unexpected fence -1", 0},
+		{"acquire-fenced OK", acquireFenced("k", 4), nil, Reply{Kind: KindOK}, core.StatusError, "unexpected reply kind", 0},
+		{"acquire-fenced error reply", acquireFenced("k", 4), nil,
+			Reply{Kind: KindError, Err: errors.New("ERR increment or decrement would overflow")}, core.StatusError, "overflow", 0},
+
+		// Raise: the fence in decimal, replies as release's and extend's.
+		{"raise first as EVAL", raise("k", 5, 42),
+			[]string{"EVAL", wire.RaiseFence.Src, "2", "k", "redlock:fence:k", tok(5).String(), "42"},
+			Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 0},
+		{"raise then EVALSHA", raise("k", 5, 1<<63-1),
+			[]string{"EVALSHA", wire.RaiseFence.SHA1, "2", "k", "redlock:fence:k", tok(5).String(), "9223372036854775807"},
+			Reply{Kind: KindInt, Int: 0}, core.StatusMissing, "", 0},
+		{"raise held", raise("k", 5, 42), nil, Reply{Kind: KindInt, Int: -1}, core.StatusHeld, "", 0},
+		{"raise odd int", raise("k", 5, 42), nil, Reply{Kind: KindInt, Int: 2}, core.StatusError, "unexpected script reply 2", 0},
+		{"raise string", raise("k", 5, 42), nil, String("42"), core.StatusError, "unexpected reply kind", 0},
+		{"raise nil", raise("k", 5, 42), nil, Reply{Kind: KindNil}, core.StatusError, "unexpected reply kind", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := send(e, clock, 0, tc.cmd, time.Second)
@@ -128,6 +171,7 @@ func TestCommandsAndReplies(t *testing.T) {
 			r := wait(t, c)
 			assert.Equal(t, tc.want, r.Status)
 			assert.Equal(t, 0, r.Node)
+			assert.Equal(t, tc.fence, r.Fence)
 			if tc.err == "" {
 				assert.NoError(t, r.Err)
 				return
@@ -229,22 +273,27 @@ func TestLateAcquireDroppedLateReleaseSent(t *testing.T) {
 	c := receive(b, nil)
 	hung := f.next()
 
-	// Behind it: another round's acquire, and the first attempt's cleanup.
+	// Behind it: another round's acquire, a fence raise, and the first
+	// attempt's cleanup.
 	b2 := send(e, clock, 0, acquire("other", 2), 50*time.Millisecond)
 	defer b2.Close()
 	c2 := receive(b2, nil)
+	b4 := send(e, clock, 0, raise("k", 1, 9), 50*time.Millisecond)
+	defer b4.Close()
+	c4 := receive(b4, nil)
 	b3 := send(e, clock, 0, release("k", 1), 200*time.Millisecond)
 	b3.Close() // a cleanup that awaits nothing: the release still goes
-	eventuallyQueued(t, e.nodes[0], 2)
+	eventuallyQueued(t, e.nodes[0], 3)
 
 	clock.Advance(300 * time.Millisecond) // every deadline passes
 	assert.Equal(t, core.StatusTimeout, wait(t, c).Status)
 	assert.Equal(t, core.StatusTimeout, wait(t, c2).Status)
+	assert.Equal(t, core.StatusTimeout, wait(t, c4).Status)
 	hung.reply(context.DeadlineExceeded) // the client gives up
 
 	f.dialed(0)
 	x := f.next()
-	assert.Equal(t, []string{"EVAL k"}, x.names(), "the late acquire is not sent; the late release is")
+	assert.Equal(t, []string{"EVAL k"}, x.names(), "the late acquire and raise are not sent; the late release is")
 	assert.Equal(t, clock.Now().Add(200*time.Millisecond), x.deadline, "the release gets the time it had when queued")
 	x.ok()
 }
@@ -258,16 +307,49 @@ func TestNoScriptFallsBackToEval(t *testing.T) {
 		t.Cleanup(func() { wait(t, c); b.Close() })
 		return x
 	}
-	run(release("k", 1)).ok() // EVAL: now cached
-	x := run(release("k", 1))
-	assert.Equal(t, "EVALSHA", x.cmds[0][0])
-	x.reply(nil, Reply{Kind: KindError, Err: errors.New("NOSCRIPT No matching script")})
-	x = f.next()
-	assert.Equal(t, "EVAL", x.cmds[0][0], "NOSCRIPT: sent again as EVAL in the same pipeline's time")
-	x.ok()
-	x = run(release("k", 1))
-	assert.Equal(t, "EVALSHA", x.cmds[0][0])
-	x.ok()
+	// Each script is cached per op: the fenced ones too.
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1), acquireFenced("k", 1), raise("k", 1, 3)} {
+		x := run(cmd)
+		assert.Equal(t, "EVAL", x.cmds[0][0], "%v: first as EVAL", cmd.Op)
+		x.ok() // now cached
+		x = run(cmd)
+		assert.Equal(t, []string{"EVALSHA", wire.ScriptFor(cmd.Op).SHA1}, x.cmds[0][:2], "%v", cmd.Op)
+		x.reply(nil, Reply{Kind: KindError, Err: errors.New("NOSCRIPT No matching script")})
+		x = f.next()
+		assert.Equal(t, []string{"EVAL", wire.ScriptFor(cmd.Op).Src}, x.cmds[0][:2],
+			"%v: NOSCRIPT: sent again as EVAL in the same pipeline's time", cmd.Op)
+		x.ok()
+		x = run(cmd)
+		assert.Equal(t, "EVALSHA", x.cmds[0][0], "%v", cmd.Op)
+		x.ok()
+	}
+}
+
+// TestFencedAcquireHeldCachesItsScript: a held key answers the fenced
+// acquire nil, which still proves the script ran.
+func TestFencedAcquireHeldCachesItsScript(t *testing.T) {
+	e, f, clock := start(t, 1)
+	for _, want := range []string{"EVAL", "EVALSHA"} {
+		b := send(e, clock, 0, acquireFenced("k", 1), time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		assert.Equal(t, want, x.cmds[0][0])
+		x.reply(nil, Reply{Kind: KindNil})
+		assert.Equal(t, core.Reply{Node: 0, Status: core.StatusHeld}, wait(t, c))
+		b.Close()
+	}
+}
+
+// TestScriptBits: every op that runs a script has a bit of its own in
+// node.scripts, a uint8.
+func TestScriptBits(t *testing.T) {
+	seen := uint8(0)
+	for op := core.OpRelease; op <= core.OpRaiseFence; op++ {
+		bit := scriptBit(op)
+		require.NotZero(t, bit, "%v overflows node.scripts", op)
+		require.Zero(t, seen&bit, "%v shares its bit", op)
+		seen |= bit
+	}
 }
 
 func TestRepliesNeverReachALaterReceive(t *testing.T) {
@@ -447,6 +529,12 @@ func TestZeroAllocs(t *testing.T) {
 			pair()
 		}
 		assert.Zero(t, testing.AllocsPerRun(500, pair), "sequential=%v", seq)
+		// Fenced: the acquire, the raise, the release.
+		fenced := func() { round(acquireFenced("k", 1)); round(raise("k", 1, 1<<53+1)); round(release("k", 1)) }
+		for range 100 {
+			fenced()
+		}
+		assert.Zero(t, testing.AllocsPerRun(500, fenced), "fenced, sequential=%v", seq)
 	}
 }
 

@@ -274,11 +274,11 @@ func (n *node) answer(err error) {
 		var r core.Reply
 		switch {
 		case k < len(n.replies) && n.replies[k].Kind != KindNone:
-			st, rerr := n.status(j.cmd.Op, n.replies[k])
+			st, fence, rerr := n.status(j.cmd.Op, n.replies[k])
 			if rerr != nil {
 				r = n.e.fail(n.i, j.cmd.Op, rerr, false)
 			} else {
-				r = core.Reply{Node: n.i, Status: st}
+				r = core.Reply{Node: n.i, Status: st, Fence: fence}
 			}
 		case err == nil:
 			r = n.e.fail(n.i, j.cmd.Op, errors.New("no reply"), late)
@@ -290,53 +290,98 @@ func (n *node) answer(err error) {
 	clear(n.replies)
 }
 
-// status decodes the reply to a command of op.
-func (n *node) status(op core.Op, r Reply) (core.Status, error) {
-	switch {
-	case r.Kind == KindError || r.Kind == KindOther:
-		return core.StatusError, r.Err
-	case op == core.OpAcquire && r.Kind == KindOK:
-		return core.StatusOK, nil
-	case op == core.OpAcquire && r.Kind == KindNil:
-		return core.StatusHeld, nil // SET NX: the key exists
-	case op != core.OpAcquire && r.Kind == KindInt:
-		n.scripts |= scriptBit(op) // it ran: the server has it cached
-		return wire.ScriptStatus(r.Int)
+// status decodes the reply to a command of op, and an OpAcquireFenced's
+// fence.
+func (n *node) status(op core.Op, r Reply) (core.Status, uint64, error) {
+	if r.Kind == KindError || r.Kind == KindOther {
+		return core.StatusError, 0, r.Err
 	}
-	return core.StatusError, errors.New("unexpected reply kind " + strconv.Itoa(int(r.Kind)) + " to " + op.String())
+	switch op {
+	case core.OpAcquire:
+		switch r.Kind {
+		case KindOK:
+			return core.StatusOK, 0, nil
+		case KindNil:
+			return core.StatusHeld, 0, nil // SET NX: the key exists
+		}
+	case core.OpAcquireFenced:
+		var fence uint64
+		var err error
+		switch r.Kind {
+		case KindNil:
+			n.scripts |= scriptBit(op) // it ran: the server has it cached
+			return core.StatusHeld, 0, nil
+		case KindInt:
+			fence, err = wire.FenceInt(r.Int)
+		case KindString:
+			fence, err = wire.FenceString(r.Text) // from 2^53 up
+		default:
+			return core.StatusError, 0, unexpected(op, r)
+		}
+		n.scripts |= scriptBit(op)
+		if err != nil {
+			return core.StatusError, 0, err
+		}
+		return core.StatusOK, fence, nil
+	default: // release, extend, raise-fence: 1, 0 or -1
+		if r.Kind == KindInt {
+			n.scripts |= scriptBit(op)
+			st, err := wire.ScriptStatus(r.Int)
+			return st, 0, err
+		}
+	}
+	return core.StatusError, 0, unexpected(op, r)
 }
 
+func unexpected(op core.Op, r Reply) error {
+	return errors.New("unexpected reply kind " + strconv.Itoa(int(r.Kind)) + " to " + op.String())
+}
+
+// scriptBit is op's bit in node.scripts: the ops that run scripts are
+// OpRelease and the ones after it, at most 8 of them (TestScriptBits).
 func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpRelease) }
 
 // encode builds n.cmds for the jobs at idx, each as EVAL rather than
 // EVALSHA if eval is set or its script has not run on the connection.
-// Tokens and TTLs are written into n.text and viewed as strings, which
-// costs no allocation; n.text is rewritten only once the clients are done
-// with it (see exchange).
+// Tokens, TTLs, fences and fence counters' names are written into n.text
+// and viewed as strings, which costs no allocation; n.text is rewritten
+// only once the clients are done with it (see exchange).
 func (n *node) encode(idx []int, eval bool) {
 	text, args, cmds := n.text[:0], n.args[:0], n.cmds[:0]
 	for _, i := range idx {
 		cmd := &n.jobs[i].cmd
+		op := cmd.Op
 		start := len(text)
 		text = cmd.Token.AppendHex(text)
 		tok := view(text[start:])
-		var ttl string
-		if cmd.Op != core.OpRelease {
+		first := len(args)
+		switch {
+		case op == core.OpAcquire:
+			args = append(args, "SET", cmd.Key, tok, "NX", "PX")
+		case eval || n.scripts&scriptBit(op) == 0:
+			args = append(args, "EVAL", wire.ScriptFor(op).Src)
+		default:
+			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1)
+		}
+		if op != core.OpAcquire {
+			if wire.Keys(op) == 2 {
+				start = len(text)
+				text = append(text, core.FenceKeyPrefix...)
+				text = append(text, cmd.Key...)
+				args = append(args, "2", cmd.Key, view(text[start:]), tok)
+			} else {
+				args = append(args, "1", cmd.Key, tok)
+			}
+		}
+		switch op {
+		case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
 			start = len(text)
 			text = strconv.AppendInt(text, wire.Millis(cmd.TTL), 10)
-			ttl = view(text[start:])
-		}
-		first := len(args)
-		switch op := cmd.Op; {
-		case op == core.OpAcquire:
-			args = append(args, "SET", cmd.Key, tok, "NX", "PX", ttl)
-		case eval || n.scripts&scriptBit(op) == 0:
-			args = append(args, "EVAL", wire.ScriptFor(op).Src, "1", cmd.Key, tok)
-		default:
-			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1, "1", cmd.Key, tok)
-		}
-		if cmd.Op == core.OpExtend {
-			args = append(args, ttl)
+			args = append(args, view(text[start:]))
+		case core.OpRaiseFence:
+			start = len(text)
+			text = strconv.AppendUint(text, cmd.Fence, 10)
+			args = append(args, view(text[start:]))
 		}
 		cmds = append(cmds, args[first:len(args):len(args)])
 	}

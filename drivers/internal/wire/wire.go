@@ -35,20 +35,80 @@ var (
 	releaseSrc string
 	//go:embed extend.lua
 	extendSrc string
+	//go:embed acquire_fenced.lua
+	acquireFencedSrc string
+	//go:embed raise_fence.lua
+	raiseFenceSrc string
 
 	// Release is the compare-and-delete script: KEYS[1] key, ARGV[1] token.
 	Release = newScript(releaseSrc)
 	// Extend is the compare-and-PEXPIRE script: KEYS[1] key, ARGV[1] token,
 	// ARGV[2] TTL in milliseconds.
 	Extend = newScript(extendSrc)
+	// AcquireFenced is the fenced SET NX (core.OpAcquireFenced): KEYS[1]
+	// key, KEYS[2] its fence counter (core.FenceKey), ARGV[1] token,
+	// ARGV[2] TTL in milliseconds. It replies nil when the key exists, and
+	// otherwise the incremented counter: an integer below 2^53, a decimal
+	// string from 2^53 up (see FenceReply).
+	AcquireFenced = newScript(acquireFencedSrc)
+	// RaiseFence is the conditional raise of a fence counter
+	// (core.OpRaiseFence): KEYS[1] key, KEYS[2] its fence counter, ARGV[1]
+	// token, ARGV[2] the fence in decimal. It replies as Release and Extend
+	// do (ScriptStatus).
+	RaiseFence = newScript(raiseFenceSrc)
 )
 
-// ScriptFor returns the script of a release or extend command.
+// ScriptFor returns the script of a command other than core.OpAcquire
+// (a plain SET NX).
 func ScriptFor(op core.Op) Script {
-	if op == core.OpExtend {
+	switch op {
+	case core.OpExtend:
 		return Extend
+	case core.OpAcquireFenced:
+		return AcquireFenced
+	case core.OpRaiseFence:
+		return RaiseFence
 	}
 	return Release
+}
+
+// Keys returns how many keys op's script takes: 2 for the fenced ones,
+// whose second key is the fence counter, 1 otherwise.
+func Keys(op core.Op) int {
+	if op == core.OpAcquireFenced || op == core.OpRaiseFence {
+		return 2
+	}
+	return 1
+}
+
+// maxFence is the largest counter INCR can reach: Redis integers are
+// signed 64-bit.
+const maxFence = 1<<63 - 1
+
+// FenceInt returns the fence of an AcquireFenced integer reply: at least
+// 1.
+func FenceInt(n int64) (uint64, error) {
+	if n < 1 {
+		return 0, errors.New("unexpected fence " + strconv.FormatInt(n, 10))
+	}
+	return uint64(n), nil
+}
+
+// FenceString returns the fence of an AcquireFenced string reply: the
+// counter's decimal value, 1 to 2^63-1, without sign or leading zeros. It
+// does not allocate for a valid reply.
+func FenceString(s string) (uint64, error) {
+	var n uint64
+	ok := len(s) > 0 && len(s) <= 19 && s[0] != '0'
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = c >= '0' && c <= '9'
+		n = n*10 + uint64(c-'0') // 19 digits cannot overflow a uint64
+	}
+	if !ok || n > maxFence {
+		return 0, errors.New("unexpected fence " + strconv.Quote(s))
+	}
+	return n, nil
 }
 
 // Millis returns ttl in whole milliseconds, as PX and PEXPIRE take it.
