@@ -1,13 +1,23 @@
-// Package redlock wires package core's Redlock algorithm to production
-// inputs: the system clock, crypto/rand tokens and a seeded jitter
-// generator. The algorithm, its assumptions and the Locker API are
-// documented in package core; the Redis clients are in drivers/.
+// Package redlock is the Redlock distributed lock over N independent Redis
+// masters: a Client that hands out Lock handles, over any driver in
+// drivers/ (redigo, radix, rueidis, go-redis).
 //
-//	drv, err := redigo.Dial(addrs, redigo.Options{}) // or radix, rueidis, goredis
-//	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
-//	lock, err := locker.Acquire(ctx, "resource")
-//	...
-//	err = locker.Release(ctx, lock)
+//	drv, err := redigo.Dial([]string{"127.0.0.1:6379", "127.0.0.1:6380", "127.0.0.1:6381"}, redigo.Options{})
+//	client, err := redlock.NewClient(drv, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})
+//	lock, err := client.Lock(ctx, "report")
+//	defer lock.Unlock(context.Background())
+//	err = work(lock.Context()) // cancelled the moment the lock is lost
+//
+// A Lock's Context is cancelled, with the cause in context.Cause, when the
+// lock is lost; a Lease extends it in the background until Unlock, within
+// a bound; with Config.Fencing, Lock.Fence returns a number that grows with
+// every holder, for storage that refuses stale writers.
+//
+// The algorithm, its assumptions, fencing's argument and the step-wise API
+// for embedders (no I/O, no goroutines, no allocations, WebAssembly and
+// TinyGo) are package core's; this package re-exports the names a Client's
+// user needs. New is core.New with production inputs: the system clock,
+// crypto/rand tokens and a seeded jitter generator.
 package redlock
 
 import (

@@ -1,0 +1,60 @@
+package redlock
+
+import (
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// The core types a user of the Client names, so that a program imports
+// redlock and one driver only.
+type (
+	// Config is the algorithm's configuration: TTL, drift, node timeout,
+	// fan-out, retry delays, extension limit, fencing. See core.Config.
+	Config = core.Config
+	// Driver is a set of N independent Redis masters: any package under
+	// drivers/ returns one. See core.Driver.
+	Driver = core.Driver
+	// Error is a failed acquire, release or extend that names its nodes.
+	Error = core.Error
+	// NodeResult is one node's answer in an Error.
+	NodeResult = core.NodeResult
+	// Token is the random value a lock holds its keys with.
+	Token = core.Token
+	// RetryPolicy spaces the attempts of Client.Lock.
+	RetryPolicy = core.RetryPolicy
+	// FanOut is how a round reaches its nodes.
+	FanOut = core.FanOut
+	// Clock is the time source; the zero Config uses the system clock.
+	Clock = core.Clock
+)
+
+// The two fan-outs: see core.Multiplexed and core.Sequential.
+const (
+	Multiplexed = core.Multiplexed
+	Sequential  = core.Sequential
+)
+
+// The conditions core reports, each matched with errors.Is: see core's
+// documentation. The Client adds ErrLost, ErrUnlocked (which also matches
+// ErrNotHeld) and ErrNoFencing (which also matches ErrInvalidConfig).
+var (
+	ErrTaken             = core.ErrTaken
+	ErrQuorumUnreachable = core.ErrQuorumUnreachable
+	ErrCancelled         = core.ErrCancelled
+	ErrNotHeld           = core.ErrNotHeld
+	ErrInvalidConfig     = core.ErrInvalidConfig
+	ErrExtensionLimit    = core.ErrExtensionLimit
+	ErrClosed            = core.ErrClosed
+)
+
+// RandomDelay is core.RandomDelay: tries attempts in all, each retry after
+// a delay uniform in [min, max).
+func RandomDelay(tries int, min, max time.Duration) RetryPolicy {
+	return core.RandomDelay(tries, min, max)
+}
+
+// ExponentialBackoff is core.ExponentialBackoff, with full jitter.
+func ExponentialBackoff(tries int, base, cap time.Duration) RetryPolicy {
+	return core.ExponentialBackoff(tries, base, cap)
+}
