@@ -295,7 +295,9 @@ type refusals struct {
 	held chan struct{}
 }
 
-func (r refusals) Begin(ctx context.Context) core.Batch { return refusalBatch{r.Cluster.Begin(ctx), r.held} }
+func (r refusals) Begin(ctx context.Context) core.Batch {
+	return refusalBatch{r.Cluster.Begin(ctx), r.held}
+}
 
 type refusalBatch struct {
 	core.Batch
