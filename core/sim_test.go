@@ -47,3 +47,29 @@ func TestSimulationSeesLostLockReportedValid(t *testing.T) {
 	}
 	t.Logf("with the bug: %+v; first: %s", broken.Violations, broken.First)
 }
+
+// TestSimulationSeesSkippedFenceRaise: the simulation's fence checker
+// finds fences that do not grow when a fenced acquisition hands out the
+// largest counter of its acquire round without raising a majority's
+// counters to it first, and none with the raise round.
+func TestSimulationSeesSkippedFenceRaise(t *testing.T) {
+	cfg := sim.FenceContended(3)
+	const schedules = 40
+	fixed := sim.Campaign(cfg, 1, schedules)
+	if fixed.Violations.Total() != 0 {
+		t.Fatalf("with the raise: %+v; first: %s", fixed.Violations, fixed.First)
+	}
+	if fixed.Fenced == 0 || fixed.Raises < fixed.Fenced {
+		t.Fatalf("with the raise: %d acquisitions fenced, %d raise rounds", fixed.Fenced, fixed.Raises)
+	}
+	restore := core.SkipFenceRaise()
+	broken := sim.Campaign(cfg, 1, schedules)
+	restore()
+	if broken.Raises != 0 || broken.Fenced == 0 {
+		t.Fatalf("without the raise: %d raise rounds, %d acquisitions fenced", broken.Raises, broken.Fenced)
+	}
+	if broken.Violations.Fence == 0 {
+		t.Fatalf("the skipped raise went unseen in %d schedules (%d acquisitions): %+v", broken.Schedules, broken.Acquisitions, broken.Violations)
+	}
+	t.Logf("without the raise: %+v; first: %s", broken.Violations, broken.First)
+}

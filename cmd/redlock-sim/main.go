@@ -47,8 +47,15 @@ func configs() []sim.Config {
 		}
 	}
 	out = append(out, sim.ShortExtendLocker(5))
+	for _, n := range []int{3, 5, 7} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			out = append(out, sim.AssumedFenced(n, fo), sim.AssumedPersistentFenced(n, fo), sim.AssumedWorstClocksFenced(n, fo))
+		}
+		out = append(out, sim.FenceContended(n))
+	}
 	for _, n := range []int{3, 5} {
-		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n))
+		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
+			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n))
 	}
 	return out
 }
@@ -64,10 +71,10 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	start := time.Now()
 	fmt.Fprintf(out, "redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(out, "%-52s %9s %8s %7s | %8s %7s %6s %6s %6s %6s | %5s %5s %5s %5s\n",
-		"configuration", "schedules", "acquired", "extends",
-		"lost", "late", "ncrash", "empty", "pause", "ccrash",
-		"excl", "live", "hyg", "lostv")
+	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s\n",
+		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
+		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash",
+		"excl", "live", "hyg", "lostv", "fence")
 	ok := true
 	var total sim.Result
 	var firsts []string
@@ -82,19 +89,22 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		fmt.Fprintf(out, "%-52s %9d %8d %7d | %8d %7d %6d %6d %6d %6d | %5d %5d %5d %5d%s\n",
-			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions,
-			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.ClientPauses, f.ClientCrashes,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, verdict)
+		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d%s\n",
+			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
+			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
 	}
 	fmt.Fprintf(out, "\n%d schedules in %v.\n", total.Schedules, time.Since(start).Round(time.Second))
-	fmt.Fprintln(out, `Columns: faults injected (messages lost, commands applied late, node crashes,
-restarts without data, client pauses, client crashes) and violations found
+	fmt.Fprintln(out, `Columns: acquisitions, extensions, acquisitions that returned a fence
+(Fencing) and fence raise rounds run; faults injected (messages lost,
+commands applied late, node crashes, restarts without data, fence counters
+lost in a crash, client pauses, client crashes) and violations found
 (mutual exclusion, liveness after a holder crash, release hygiene, a lock
-reported valid after a round proved it lost).`)
+reported valid after a round proved it lost, a fence not above that of
+every acquisition completed before it).`)
 	if len(firsts) > 0 {
 		fmt.Fprintln(out, "\nFirst violation per configuration:")
 		for _, s := range firsts {

@@ -97,7 +97,7 @@ func newClient(w *world, id int, ppm int64) *client {
 	cfg := w.cfg
 	mk := func(ttl time.Duration) *core.Locker {
 		l, err := core.New(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{w}})
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{w}})
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
@@ -195,7 +195,8 @@ func (c *client) answer(n int, m message, s core.Status) {
 	c.got[n] = true
 	c.replies[n] = m
 	c.replies[n].status = s
-	c.round.Receive(core.Reply{Node: n, Status: s})
+	// A timeout's message is the one sent, never applied: its fence is 0.
+	c.round.Receive(core.Reply{Node: n, Status: s, Fence: m.fence})
 	c.pump()
 }
 
@@ -210,6 +211,9 @@ func (c *client) roundDone() {
 		c.acq.RoundDone(c.now())
 		switch c.acq.Phase() {
 		case core.PhaseRound:
+			if c.acq.Raising() {
+				w.res.Raises++
+			}
 			c.drive(c.acq.Round())
 		case core.PhaseWait:
 			w.schedule(event{at: realAt(c.acq.WakeAt(), c.ppm), kind: evWake, c: c.id})

@@ -24,8 +24,11 @@ type Config struct {
 	// Work bounds how long a holder means to use the lock, on its clock.
 	Work [2]time.Duration
 	// Think bounds the pause between one acquisition's end and the next.
-	Think  [2]time.Duration
-	Faults Faults
+	Think [2]time.Duration
+	// Fencing goes to every client's core.Config: acquisitions return
+	// fences, and the fence checker runs.
+	Fencing bool
+	Faults  Faults
 }
 
 // Faults are what a schedule may inject. The zero value injects nothing.
@@ -82,6 +85,15 @@ type Faults struct {
 	// DownAfterCrash takes every node down for good when the holder
 	// crashes (HolderCrash): nobody can acquire again.
 	DownAfterCrash bool
+	// LoseCounters: a node crash loses the node's fence counter too, even
+	// on a Persistent node or one that restarts after a delay: counters
+	// not persisted (appendfsync other than always), the assumption
+	// Fencing rests on.
+	LoseCounters bool
+	// SkipRaise: nodes answer core.OpRaiseFence as if they raised the
+	// counter (StatusOK where the key holds the token) but leave it: the
+	// fence is handed out without the raise step.
+	SkipRaise bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -89,8 +101,11 @@ type Result struct {
 	Schedules    int
 	Acquisitions int
 	Extensions   int
-	Faults       FaultCounts
-	Violations   Violations
+	// Fenced counts acquisitions that returned a fence above zero;
+	// Raises counts fence raise rounds that ran (won or not).
+	Fenced, Raises int
+	Faults         FaultCounts
+	Violations     Violations
 	// First describes the first violation found, with its schedule's seed.
 	First string
 }
@@ -100,20 +115,27 @@ type FaultCounts struct {
 	Lost, Late                  int
 	NodeCrashes, EmptyRestarts  int
 	ClientPauses, ClientCrashes int
+	CountersLost                int // fence counters lost with a crash
 }
 
-// Violations counts what the checkers found.
+// Violations counts what the checkers found. Fence counts fenced
+// acquisitions whose fence was not above that of every acquisition
+// completed before them.
 type Violations struct {
-	Exclusion, Liveness, Hygiene, LostValid int
+	Exclusion, Liveness, Hygiene, LostValid, Fence int
 }
 
 // Total returns the number of violations of every kind.
-func (v Violations) Total() int { return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid }
+func (v Violations) Total() int {
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence
+}
 
 func (r *Result) add(o Result) {
 	r.Schedules += o.Schedules
 	r.Acquisitions += o.Acquisitions
 	r.Extensions += o.Extensions
+	r.Fenced += o.Fenced
+	r.Raises += o.Raises
 	f, g := &r.Faults, o.Faults
 	f.Lost += g.Lost
 	f.Late += g.Late
@@ -121,11 +143,13 @@ func (r *Result) add(o Result) {
 	f.EmptyRestarts += g.EmptyRestarts
 	f.ClientPauses += g.ClientPauses
 	f.ClientCrashes += g.ClientCrashes
+	f.CountersLost += g.CountersLost
 	v, u := &r.Violations, o.Violations
 	v.Exclusion += u.Exclusion
 	v.Liveness += u.Liveness
 	v.Hygiene += u.Hygiene
 	v.LostValid += u.LostValid
+	v.Fence += u.Fence
 	if r.First == "" {
 		r.First = o.First
 	}

@@ -91,6 +91,10 @@ func (w *world) dispatch(e event) {
 			n.has = false // the data set is gone with the process
 			w.res.Faults.EmptyRestarts++
 		}
+		if w.cfg.Faults.LoseCounters {
+			n.fence = 0 // the counter was not persisted either
+			w.res.Faults.CountersLost++
+		}
 		d := w.cfg.Faults.RestartDelay
 		w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: e.n})
 	case evNodeRestart:
@@ -111,8 +115,9 @@ func (w *world) dispatch(e event) {
 // TTL after the round that last set them ended, on the fastest node clock;
 // then a contender needs at most one think time or retry delay and four
 // rounds (the attempt under way, its cleanup, a new acquisition's first
-// attempt and its cleanup, the winning one), each bounded by the node
-// timeout, or by one node timeout per node when sequential.
+// attempt and its cleanup, the winning one), five with Fencing (the
+// winning attempt's raise round), each bounded by the node timeout, or by
+// one node timeout per node when sequential.
 func (w *world) crashHolder() {
 	for _, c := range w.clients {
 		if c.using && !c.crashed && !c.paused {
@@ -122,7 +127,11 @@ func (w *world) crashHolder() {
 			if cfg.FanOut == core.Sequential {
 				round *= int64(cfg.Nodes)
 			}
-			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + 4*round
+			rounds := int64(4)
+			if cfg.Fencing {
+				rounds++ // the winning attempt's raise round
+			}
+			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + rounds*round
 			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: expire + slack}
 			c.handle(event{kind: evClientCrash, c: c.id})
 			if cfg.Faults.DownAfterCrash {
@@ -136,14 +145,54 @@ func (w *world) crashHolder() {
 	w.schedule(event{at: w.now + int64(time.Millisecond), kind: evClientCrash, c: -1})
 }
 
-// noteAcquired feeds the liveness checker.
+// noteAcquired feeds the liveness and fence checkers.
 func (w *world) noteAcquired(c *client) {
+	if w.cfg.Fencing {
+		w.checkFence(c)
+	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
 		cr.met = true
 		if w.now > cr.deadline {
 			w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; client %d acquired only at %v, after %v",
 				cr.client, time.Duration(cr.at), c.id, time.Duration(w.now), time.Duration(cr.deadline))
 		}
+	}
+}
+
+// grant is one successful fenced acquisition: when it completed (the
+// Acquisition reached PhaseDone with a lock), by whom, with which fence.
+type grant struct {
+	at          int64 // real time
+	fence       uint64
+	client, acq int
+}
+
+// checkFence records c's new lock and counts a violation when its fence is
+// not above the fence of every acquisition completed before it. Events run
+// one at a time in real-time order, so "before" is the order of w.grants;
+// two completions at one instant are ordered as they ran.
+//
+// Completion order is the claim's order only under the clock assumption:
+// an acquisition's keys then outlive its validity, so on the node where a
+// later holder's quorum meets an earlier holder's raised majority the later
+// SET came after the earlier key left, after the raise. Without clocks the
+// claim holds for acquisitions that began after the earlier one completed;
+// with clocks too far apart a slow attempt may complete after another
+// although its SETs came first (TestFenceOrderRestsOnClocks).
+func (w *world) checkFence(c *client) {
+	g := grant{at: w.now, fence: c.lock.Fence(), client: c.id, acq: c.acqID}
+	if g.fence > 0 {
+		w.res.Fenced++
+	}
+	if len(w.grants) > 0 {
+		if top := w.grants[w.topGrant]; g.fence <= top.fence {
+			w.violation(&w.res.Violations.Fence, "client %d (acquisition %d) acquired with fence %d, not above fence %d of client %d (acquisition %d) at %v",
+				g.client, g.acq, g.fence, top.fence, top.client, top.acq, time.Duration(top.at))
+		}
+	}
+	w.grants = append(w.grants, g)
+	if n := len(w.grants) - 1; n == 0 || g.fence > w.grants[w.topGrant].fence {
+		w.topGrant = n
 	}
 }
 

@@ -18,13 +18,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestWithinAssumptions: no checker finds anything in any schedule that
 // keeps the algorithm's assumptions, for N in {3, 5, 7} and both fan-outs,
-// while faults are injected.
+// while faults are injected, with and without Fencing.
 func TestWithinAssumptions(t *testing.T) {
 	var configs []Config
 	for _, n := range []int{3, 5, 7} {
 		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
-			configs = append(configs, Assumed(n, fo), AssumedPersistent(n, fo), AssumedWorstClocks(n, fo), Liveness(n, fo))
+			configs = append(configs, Assumed(n, fo), AssumedPersistent(n, fo), AssumedWorstClocks(n, fo), Liveness(n, fo),
+				AssumedFenced(n, fo), AssumedPersistentFenced(n, fo), AssumedWorstClocksFenced(n, fo))
 		}
+		configs = append(configs, FenceContended(n))
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.Name, func(t *testing.T) {
@@ -42,6 +44,14 @@ func TestWithinAssumptions(t *testing.T) {
 				t.Fatalf("%d holder crashes in %d schedules", f.ClientCrashes, r.Schedules)
 			case !cfg.Faults.HolderCrash && (f.Lost == 0 || f.Late == 0 || f.NodeCrashes == 0 || f.ClientPauses == 0 || r.Extensions == 0):
 				t.Fatalf("faults not injected: %+v, %d extensions", f, r.Extensions)
+			}
+			// Fenced configurations must have handed out fences, each
+			// after a raise round; the others none.
+			switch {
+			case cfg.Fencing && (r.Fenced != r.Acquisitions || r.Raises < r.Fenced):
+				t.Fatalf("%d of %d acquisitions fenced after %d raise rounds", r.Fenced, r.Acquisitions, r.Raises)
+			case !cfg.Fencing && (r.Fenced != 0 || r.Raises != 0):
+				t.Fatalf("without Fencing: %d acquisitions fenced, %d raise rounds", r.Fenced, r.Raises)
 			}
 		})
 	}
@@ -70,13 +80,35 @@ func TestCheckersSeeBrokenAssumptions(t *testing.T) {
 	}
 }
 
+// TestFenceCheckerSeesLostCountersAndSkippedRaise: with the schedules of
+// FenceContended, which show no violation (TestWithinAssumptions), fence
+// counters lost in crashes, or nodes that skip the raise, make the fence
+// checker, and only it, report violations.
+func TestFenceCheckerSeesLostCountersAndSkippedRaise(t *testing.T) {
+	for _, cfg := range []Config{FenceCountersLost(3), FenceCountersLost(5), FenceRaiseSkipped(3), FenceRaiseSkipped(5)} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			v := r.Violations
+			if v.Fence == 0 || v.Total() != v.Fence {
+				t.Fatalf("want fence violations only, in %d schedules (%d acquisitions, %d raise rounds): %+v",
+					r.Schedules, r.Acquisitions, r.Raises, v)
+			}
+			if cfg.Faults.LoseCounters && r.Faults.CountersLost == 0 {
+				t.Fatalf("no counter lost: %+v", r.Faults)
+			}
+			t.Logf("%+v in %d schedules; first: %s", v, r.Schedules, r.First)
+		})
+	}
+}
+
 // TestDeterministic: a schedule is a function of its configuration and
 // seed.
 func TestDeterministic(t *testing.T) {
-	cfg := Assumed(5, core.Multiplexed)
-	for seed := uint64(1); seed < 20; seed++ {
-		if a, b := Run(cfg, seed), Run(cfg, seed); a != b {
-			t.Fatalf("seed %d: %+v then %+v", seed, a, b)
+	for _, cfg := range []Config{Assumed(5, core.Multiplexed), FenceCountersLost(3)} {
+		for seed := uint64(1); seed < 20; seed++ {
+			if a, b := Run(cfg, seed), Run(cfg, seed); a != b {
+				t.Fatalf("%s, seed %d: %+v then %+v", cfg.Name, seed, a, b)
+			}
 		}
 	}
 }
@@ -129,4 +161,26 @@ func TestLivenessBoundCountsSequentialRounds(t *testing.T) {
 	if r.Violations.Total() != 0 {
 		t.Fatalf("%+v: %s", r.Violations, r.First)
 	}
+}
+
+// TestFenceOrderRestsOnClocks: the fence checker's order, that in which
+// acquisitions complete, is the fences' order only under the clock
+// assumption. With clock rates 20% apart, an attempt whose client pauses
+// in its raise round completes on its slow clock after its keys expired
+// on fast nodes and another client acquired there with a larger fence:
+// it completes later with a smaller fence, and the checker says so. (An
+// acquisition that starts after another completed still always gets a
+// larger fence, clocks or not: its SETs follow the raise.)
+func TestFenceOrderRestsOnClocks(t *testing.T) {
+	cfg := FastNodeClocks(3)
+	cfg.Name = "broken: clock rates 20% apart, fenced N=3"
+	cfg.Fencing = true
+	cfg.Faults.ClientPPM, cfg.Faults.NodePPM = 100_000, 100_000
+	cfg.Faults.WorstClocks = true
+	cfg.Faults.Pauses = 30
+	r := Campaign(cfg, 1, 300)
+	if r.Violations.Fence == 0 {
+		t.Fatalf("no fence violation in %d schedules: %+v", r.Schedules, r.Violations)
+	}
+	t.Logf("%+v; first: %s", r.Violations, r.First)
 }

@@ -13,11 +13,21 @@
 //   - mutual exclusion: no two acquisitions are in use at the same real
 //     instant;
 //   - liveness: after a holder crashes, another client acquires within the
-//     key's expiry plus one retry delay and two rounds;
+//     key's expiry plus one think time or retry delay and four rounds
+//     (five with Fencing);
 //   - release hygiene: no key of a released or cleaned-up token survives
 //     on a node that answered the release, unless a timed-out command set
 //     it late;
-//   - no lock is reported valid after a round proved a majority lost.
+//   - no lock is reported valid after a round proved a majority lost;
+//   - fences (with Config.Fencing): every acquisition's fence is strictly
+//     greater than the fence of every acquisition completed before it,
+//     in the real-time order in which the acquisitions reached
+//     core.PhaseDone with a lock.
+//
+// Simulated nodes keep the fence counter of core.OpAcquireFenced and
+// core.OpRaiseFence next to the key; it never expires and survives node
+// crashes (counters persisted, as Fencing requires) unless
+// Faults.LoseCounters.
 //
 // Clients use a lock only while core.Lock.ValidAt says so on their own
 // clock, re-checked after every pause: the "work within validity"
@@ -59,6 +69,8 @@ type world struct {
 	rounds       uint64 // round ids, so stale replies are recognised
 	acqs         int    // acquisition ids
 	crash        *holderCrash
+	grants       []grant // fenced acquisitions, in the order they completed
+	topGrant     int     // index in grants of the largest fence
 }
 
 // event is something that happens at a real instant.
@@ -94,9 +106,10 @@ type message struct {
 	cmd       core.Command
 	node      int
 	status    core.Status
-	appliedAt int64 // real time the node applied it, or -1
-	late      bool  // delivered after its deadline, out of order
-	deadline  int64 // real time
+	appliedAt int64  // real time the node applied it, or -1
+	fence     uint64 // the reply's Fence: the counter after an OK OpAcquireFenced
+	late      bool   // delivered after its deadline, out of order
+	deadline  int64  // real time
 }
 
 // slot orders one event in the queue. It holds no pointer, so the heap's
@@ -214,44 +227,53 @@ type node struct {
 	setAt int64 // real time the key's value was set
 	// setLate: the command that set it was applied after its deadline.
 	setLate bool
+	// fence is the key's fence counter (core.FenceKey): it never expires,
+	// and survives a crash unless Faults.LoseCounters.
+	fence uint64
 }
 
 func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
 
 func (n *node) alive(t int64) bool { return n.has && n.clock(t) < n.exp }
 
-// apply runs cmd at real time t, as redis-server and the scripts do.
-func (n *node) apply(m *message, t int64) core.Status {
+// apply runs cmd at real time t, as redis-server and the scripts do, and
+// sets m.fence for an OpAcquireFenced that set the key.
+func (n *node) apply(m *message, t int64, f *Faults) core.Status {
 	cmd := m.cmd
 	if n.has && !n.alive(t) {
 		n.has = false
 	}
 	switch cmd.Op {
-	case core.OpAcquire:
+	case core.OpAcquire, core.OpAcquireFenced:
 		if n.has {
 			return core.StatusHeld
 		}
 		n.has, n.tok, n.exp, n.setAt, n.setLate = true, cmd.Token, n.clock(t)+int64(cmd.TTL), t, m.late
-		return core.StatusOK
-	case core.OpRelease:
-		switch {
-		case !n.has:
-			return core.StatusMissing
-		case n.tok != cmd.Token:
-			return core.StatusHeld
+		if cmd.Op == core.OpAcquireFenced {
+			n.fence++
+			m.fence = n.fence
 		}
-		n.has = false
-		return core.StatusOK
-	default: // OpExtend
-		switch {
-		case !n.has:
-			return core.StatusMissing
-		case n.tok != cmd.Token:
-			return core.StatusHeld
-		}
-		n.exp = n.clock(t) + int64(cmd.TTL)
 		return core.StatusOK
 	}
+	switch {
+	case !n.has:
+		return core.StatusMissing
+	case n.tok != cmd.Token:
+		return core.StatusHeld
+	}
+	switch cmd.Op {
+	case core.OpRelease:
+		n.has = false
+	case core.OpExtend:
+		n.exp = n.clock(t) + int64(cmd.TTL)
+	case core.OpRaiseFence:
+		if cmd.Fence > n.fence && !f.SkipRaise {
+			n.fence = cmd.Fence
+		}
+	default:
+		panic("sim: unknown op " + cmd.Op.String())
+	}
+	return core.StatusOK
 }
 
 // send puts m from client c on the wire to its node at the current time.
@@ -285,7 +307,7 @@ func (w *world) deliver(e event) {
 	m := e.msg
 	m.appliedAt = -1
 	if n.up {
-		m.status = n.apply(&m, w.now)
+		m.status = n.apply(&m, w.now, &w.cfg.Faults)
 		m.appliedAt = w.now
 	} else {
 		m.status = core.StatusError // connection refused
