@@ -88,12 +88,15 @@
 //     (OpRaiseFence). Unless a majority raised within the validity, the
 //     attempt fails and is released like any failed attempt.
 //
-// Why it holds: a later holder's quorum meets the raised majority on at
-// least one node. The later holder's SET landed there only after this
-// holder's key left that node, so after the raise, and its increment
-// returned more than M; so its own fence, the largest it saw, is more
-// than M. It needs no clock: it rests on the order of commands on one
-// node, and on the nodes keeping their counters. A node of the raised
+// Why it holds: take an acquisition that starts after this one was handed
+// out. Its quorum meets the raised majority on at least one node. Its SET
+// landed there only after this holder's key left that node, so after the
+// raise, and its increment returned more than M; so its own fence, the
+// largest it saw, is more than M. That needs no clock, only the order of
+// commands on one node and the nodes keeping their counters. Acquisitions
+// that overlap in time are ordered by Redlock's own safety: within its
+// assumptions (bounded clock drift, delayed restarts) fences grow in the
+// order acquisitions complete, which the simulation checks. A node of the raised
 // majority that loses its counter (a restart without persistence, a
 // FLUSHALL, a failover to a replica that missed the write) can hand a
 // later holder a fence that is not larger. Run the nodes with appendonly
