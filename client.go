@@ -118,6 +118,16 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	return c.lock(ctx, c.retry, key)
 }
 
+// roundBound is the longest an extend round can take: the node timeout,
+// once per node when sequential.
+func (c *Client) roundBound() time.Duration {
+	cfg := c.retry.Config()
+	if cfg.FanOut == core.Sequential {
+		return cfg.NodeTimeout * time.Duration(c.retry.Nodes())
+	}
+	return cfg.NodeTimeout
+}
+
 func (c *Client) lock(ctx context.Context, l *core.Locker, key string) (*Lock, error) {
 	lock, err := l.Acquire(ctx, key)
 	if err != nil {

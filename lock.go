@@ -235,13 +235,13 @@ func (h *Lock) watch(stop context.Context) {
 		// while the validity leaves room for a round; give up otherwise.
 		lock, _ = h.snapshot()
 		now = clock.Now()
-		cfg := h.c.retry.Config()
-		left := lock.RemainingAt(now)
-		if left <= cfg.NodeTimeout {
+		left, round := lock.RemainingAt(now), h.c.roundBound()
+		if left <= round {
 			h.lose(err)
 			return
 		}
-		retryAt = now.Add(min(cfg.Retry.Delay(1, cfg.Jitter.Uint64()), left/2))
+		cfg := h.c.retry.Config()
+		retryAt = now.Add(min(cfg.Retry.Delay(1, cfg.Jitter.Uint64()), left-round))
 	}
 }
 
