@@ -19,6 +19,18 @@ import (
 // nothing.
 func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	t.Helper()
+	return allocsPerPair(t, dial, n, mode, false)
+}
+
+// AllocsPerFencedPair is AllocsPerPair with Config.Fencing: each Acquire
+// is two rounds, the fenced acquire and the raise.
+func AllocsPerFencedPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
+	t.Helper()
+	return allocsPerPair(t, dial, n, mode, true)
+}
+
+func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing bool) float64 {
+	t.Helper()
 	if raceEnabled {
 		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
 	}
@@ -27,7 +39,7 @@ func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: mode})
+	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: mode, Fencing: fencing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +48,9 @@ func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 		lock, err := l.Acquire(ctx, "allocs")
 		if err != nil {
 			panic(fmt.Sprint("acquire: ", err))
+		}
+		if fencing && lock.Fence() == 0 {
+			panic("acquire: no fence")
 		}
 		if err := l.Release(ctx, lock); err != nil {
 			panic(fmt.Sprint("release: ", err))

@@ -41,6 +41,14 @@ var behavioural = []behaviouralCase{
 	{"mutual-exclusion", []int{3, 5}, testMutualExclusion},
 	{"release-leaves-nothing", []int{3, 5}, testReleaseLeavesNothing},
 	{"kill-minority-while-held", []int{3, 5}, testKillMinorityWhileHeld},
+	// Fencing (fencing.go).
+	{"fencing-fences-grow", []int{3, 5}, testFencesGrow},
+	{"fencing-raise-conditional", []int{3}, testRaiseConditional},
+	{"fencing-counters-differ", []int{3, 5}, testCountersDiffer},
+	{"fencing-raise-fails", []int{3, 5}, testRaiseFails},
+	{"fencing-one-more-round", []int{3}, testFencingRounds},
+	{"fencing-mutual-exclusion", []int{3, 5}, testFencedMutualExclusion},
+	{"fencing-pause", []int{3}, testPause},
 }
 
 func runCases(t *testing.T, newCluster newClusterFunc, mode core.FanOut) {

@@ -17,6 +17,12 @@
 // Every case runs in both fan-out modes, as subtests named
 // "mode=multiplexed/..." and "mode=sequential/...". Each case starts its
 // own servers, so cases never share state.
+//
+// The "fencing-..." cases check core.Config.Fencing through the driver:
+// the fenced acquire and the raise on one node, fences growing across
+// holders and processes, counters that differ across nodes, a raise that
+// fails, big counters, and Kleppmann's pause scenario against the fenced
+// store of internal/fencedstore, with and without fences.
 package conformance
 
 import (
@@ -108,6 +114,13 @@ type cluster interface {
 	Set(i int, key string, tok core.Token, ttl time.Duration)
 	// Del deletes key on node i.
 	Del(i int, key string)
+	// Fence returns key's fence counter (core.FenceKey) on node i: 0 if it
+	// has none.
+	Fence(i int, key string) uint64
+	// SetFence makes key's fence counter on node i v, as earlier holders
+	// would have left it. memnode can only raise a counter, by taking and
+	// releasing key on node i alone: key must be free there.
+	SetFence(i int, key string, v uint64)
 }
 
 // realCluster is redis-server processes and a driver from a Factory.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/fencedstore"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -45,6 +47,10 @@ type childSpec struct {
 	Key, Counter, Sections, Ready string
 	Children, Goroutines, Rounds  int
 	TTL                           time.Duration
+	// Store is the address of the parent's fenced store
+	// (testMultiProcessFenced), or empty. When it is set the children lock
+	// with Fencing, and each critical section writes its fence there.
+	Store string
 }
 
 // Multi-process case parameters: 3 processes × 4 goroutines × 8 rounds,
@@ -72,6 +78,11 @@ const (
 // -test.run selecting this very subtest and childEnv set: the case then
 // runs the child's loop (runChild) instead.
 func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
+	multiProcess(t, f, mode, false)
+}
+
+// multiProcess runs testMultiProcess, or with fenced testMultiProcessFenced.
+func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced bool) {
 	if raw := os.Getenv(childEnv); raw != "" {
 		runChild(t, f, mode, raw)
 		return
@@ -83,6 +94,15 @@ func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
 		Nodes: addrsOf(nodes), Data: data.Addr,
 		Key: testKey(t, ""), Counter: "counter", Sections: "sections", Ready: "ready",
 		Children: mpChildren, Goroutines: mpGoroutines, Rounds: mpRounds, TTL: mpTTL,
+	}
+	var store *fencedstore.Store
+	if fenced {
+		store = fencedstore.New()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := fencedstore.Serve(store, ln)
+		defer srv.Close()
+		spec.Store = srv.Addr()
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
@@ -162,6 +182,23 @@ func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
 		}
 	}
 	assert.Zero(t, overlaps, "critical sections of different holders overlap")
+	if store != nil {
+		// Every section wrote its fence once; the store saw them in the
+		// order the lock passed, so strictly increasing.
+		assert.Empty(t, store.Rejected(), "the fenced store refused writes")
+		acc := store.Accepted()
+		assert.Len(t, acc, want, "fenced writes")
+		disorders := 0
+		for i := 1; i < len(acc); i++ {
+			if acc[i].Fence > acc[i-1].Fence {
+				continue
+			}
+			if disorders++; disorders <= 5 {
+				t.Errorf("fence %d (%s) came after fence %d (%s)", acc[i].Fence, acc[i].Value, acc[i-1].Fence, acc[i-1].Value)
+			}
+		}
+		assert.Zero(t, disorders, "fences that did not increase")
+	}
 	// Not a property of the driver: a check that the processes did
 	// contend, without which the case would prove little.
 	assert.Positive(t, handovers, "the lock never passed from one process to another")
@@ -203,7 +240,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 		eps[i] = Endpoint{Addr: a}
 	}
 	l, err := redlock.New(f(t, eps), core.Config{
-		TTL: s.TTL, NodeTimeout: defaultNodeTimeout, FanOut: mode,
+		TTL: s.TTL, NodeTimeout: defaultNodeTimeout, FanOut: mode, Fencing: s.Store != "",
 		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
 	})
 	require.NoError(t, err)
@@ -217,9 +254,16 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 		return c
 	}
 	conns := make([]redis.Conn, s.Goroutines)
+	stores := make([]fencedstore.Writer, s.Goroutines) // nil without fencing
 	for g := range conns {
 		conns[g] = dial()
 		defer conns[g].Close()
+		if s.Store != "" {
+			c, err := fencedstore.Dial(ctx, s.Store, 10*time.Second)
+			require.NoError(t, err)
+			defer c.Close()
+			stores[g] = c
+		}
 	}
 
 	// Start barrier: every child has its driver and connections, so that
@@ -236,7 +280,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	for g, conn := range conns {
 		wg.Go(func() {
 			for range s.Rounds {
-				if !criticalSection(t, ctx, l, conn, s, g) {
+				if !criticalSection(t, ctx, l, conn, stores[g], s, g) {
 					return
 				}
 			}
@@ -247,9 +291,10 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 }
 
 // criticalSection takes the lock, increments the counter with a GET then a
-// SET, records the section and releases the lock. It reports failures
-// with t.Errorf and returns false after one.
-func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn redis.Conn, s childSpec, g int) bool {
+// SET, writes the lock's fence to store if there is one, records the
+// section and releases the lock. It reports failures with t.Errorf and
+// returns false after one.
+func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn redis.Conn, store fencedstore.Writer, s childSpec, g int) bool {
 	lock, err := l.Acquire(ctx, s.Key)
 	if err != nil {
 		t.Errorf("child %d goroutine %d: acquire: %v", s.Child, g, err)
@@ -269,6 +314,12 @@ func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn red
 	if _, err := conn.Do("SET", s.Counter, v+1); err != nil {
 		t.Errorf("child %d goroutine %d: SET: %v", s.Child, g, err)
 		return false
+	}
+	if store != nil {
+		if err := store.Write(lock.Fence(), fmt.Sprintf("child %d goroutine %d", s.Child, g)); err != nil {
+			t.Errorf("child %d goroutine %d: write with fence %d: %v", s.Child, g, lock.Fence(), err)
+			return false
+		}
 	}
 	end := time.Now().UnixNano()
 	if !lock.ValidAt(time.Now()) {

@@ -28,6 +28,11 @@ var realCases = []realCase{
 	{"restart-immediate-double-grant", testRestartDoubleGrant},
 	{"restart-delayed", testRestartDelayed},
 	{"multi-process", testMultiProcess},
+	// Fencing (fencing_real.go).
+	{"fencing-big-counters", testBigCounters},
+	{"fencing-script-flush", testFencedScriptFlush},
+	{"fencing-raise-hung-majority", testRaiseHungMajority},
+	{"multi-process-fenced", testMultiProcessFenced},
 }
 
 // requireWorks takes, extends and releases a lock and checks every node.

@@ -2,7 +2,9 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -275,13 +277,40 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	}
 	s := wire.ScriptFor(cmd.Op)
 	args := []any{1, cmd.Key, tok}
-	if cmd.Op == core.OpExtend {
+	if wire.Keys(cmd.Op) == 2 {
+		args = []any{2, cmd.Key, core.FenceKey(cmd.Key), tok}
+	}
+	switch cmd.Op {
+	case core.OpExtend, core.OpAcquireFenced:
 		args = append(args, wire.Millis(cmd.TTL))
+	case core.OpRaiseFence:
+		args = append(args, strconv.FormatUint(cmd.Fence, 10))
 	}
-	n, err := redis.Int64(redis.DoWithTimeout(conn, timeout, "EVALSHA", append([]any{s.SHA1}, args...)...))
+	v, err := redis.DoWithTimeout(conn, timeout, "EVALSHA", append([]any{s.SHA1}, args...)...)
 	if wire.IsNoScript(err) {
-		n, err = redis.Int64(redis.DoWithTimeout(conn, timeout, "EVAL", append([]any{s.Src}, args...)...))
+		v, err = redis.DoWithTimeout(conn, timeout, "EVAL", append([]any{s.Src}, args...)...)
 	}
+	if err != nil {
+		return wire.Fail(node, addr, cmd.Op, err)
+	}
+	if cmd.Op == core.OpAcquireFenced {
+		var fence uint64
+		switch v := v.(type) {
+		case nil: // the key exists
+			return core.Reply{Node: node, Status: core.StatusHeld}
+		case int64:
+			fence, err = wire.FenceInt(v)
+		case []byte: // from 2^53 up
+			fence, err = wire.FenceString(string(v))
+		default:
+			err = fmt.Errorf("unexpected reply %T %v", v, v)
+		}
+		if err != nil {
+			return wire.Fail(node, addr, cmd.Op, err)
+		}
+		return core.Reply{Node: node, Status: core.StatusOK, Fence: fence}
+	}
+	n, err := redis.Int64(v, nil)
 	if err != nil {
 		return wire.Fail(node, addr, cmd.Op, err)
 	}

@@ -116,6 +116,18 @@ func TestAllocations(t *testing.T) {
 					assert.LessOrEqual(t, got, float64(29*n))
 				}
 			})
+			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// 43 per node: three commands (fenced acquire, raise,
+				// release) of 19 words, boxed with their slices (22), and
+				// go-redis's own per command and pipeline as above; the
+				// integer replies cost nothing where "OK" did.
+				got := conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode)
+				if mode == core.Sequential || n == 1 {
+					assert.Equal(t, float64(43*n), got)
+				} else {
+					assert.LessOrEqual(t, got, float64(43*n))
+				}
+			})
 		}
 	}
 }

@@ -332,6 +332,10 @@ func TestAllocations(t *testing.T) {
 				// without allocation.
 				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
+			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// A fence comes back as an integer below 2^53.
+				assert.Zero(t, conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
+			})
 		}
 	}
 }

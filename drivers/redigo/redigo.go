@@ -158,7 +158,9 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 // argument is copied into a buffer kept, already boxed as a []byte, for its
 // position and length: keys, tokens, TTLs and scripts take a few lengths
 // each. redigo copies the arguments into its write buffer in Send, so the
-// buffers are free again when Send returns.
+// buffers are free again when Send returns. Six positions: the most any
+// command has after its name is the fenced scripts' six (script, 2, key,
+// fence counter, token, TTL or fence).
 type boxes struct {
 	byLen [6]map[int]any
 	args  [6]any

@@ -54,6 +54,10 @@ func TestAllocations(t *testing.T) {
 				// replies decoded without allocation.
 				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
+			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// The fenced scripts' six arguments fit the boxes too.
+				assert.Zero(t, conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
+			})
 		}
 	}
 }

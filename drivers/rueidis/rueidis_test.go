@@ -102,6 +102,17 @@ func TestAllocations(t *testing.T) {
 				}
 				assert.LessOrEqual(t, got, float64(2*(n-core.Quorum(n))))
 			})
+			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// The same, with two rounds that may leave stragglers: the
+				// fenced acquire and the raise.
+				got := conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode)
+				t.Logf("%v allocations per fenced acquire+release", got)
+				if mode == core.Sequential || n == 1 {
+					assert.Zero(t, got)
+					return
+				}
+				assert.LessOrEqual(t, got, float64(2*2*(n-core.Quorum(n))))
+			})
 		}
 	}
 }
