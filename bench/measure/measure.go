@@ -89,6 +89,17 @@ type Result struct {
 	// GoroutinesPerOp is goroutines created per pair in the whole process,
 	// from runtime/metrics /sched/goroutines-created:goroutines.
 	GoroutinesPerOp float64 `json:"goroutines_per_op"`
+	// RoundsPerOp is the rounds (core.Driver.Begin calls) per pair, counted
+	// exactly, for a Subject that is a RoundCounter; 0 otherwise.
+	RoundsPerOp float64 `json:"rounds_per_op,omitempty"`
+}
+
+// RoundCounter is implemented by a Subject that counts the rounds its
+// driver runs (bench/target's Variant). A measurement reads it at the
+// edges of its window and reports the difference per pair in
+// Result.RoundsPerOp.
+type RoundCounter interface {
+	Rounds() uint64
 }
 
 // FromHistogram fills the latency fields of r from h (nanoseconds).
@@ -160,6 +171,7 @@ func Run(ctx context.Context, subject Subject, spec Spec) Result {
 // drive it directly to keep testing.B's own counters exact.
 type Loop struct {
 	spec    Spec
+	rounds  RoundCounter // nil unless the subject counts rounds
 	workers []Worker
 	hists   []*hdrhistogram.Histogram
 	stats   []workerStats
@@ -167,6 +179,9 @@ type Loop struct {
 	// before and after are the process counters around the window, read
 	// once the workers exist, so their own creation is not counted.
 	before, after Counters
+	// roundsBefore and roundsAfter are the subject's round count at the
+	// window's edges, when it has one.
+	roundsBefore, roundsAfter uint64
 }
 
 type workerStats struct {
@@ -181,6 +196,7 @@ func Prepare(subject Subject, spec Spec) *Loop {
 		spec.Clients = 1
 	}
 	l := &Loop{spec: spec}
+	l.rounds, _ = subject.(RoundCounter)
 	for i := 0; i < spec.Clients; i++ {
 		l.workers = append(l.workers, subject.Worker(spec.Key(i)))
 		l.hists = append(l.hists, NewHistogram())
@@ -259,6 +275,9 @@ func (l *Loop) Go(ctx context.Context) {
 	}
 	ready.Wait()
 	l.before = ReadCounters()
+	if l.rounds != nil {
+		l.roundsBefore = l.rounds.Rounds()
+	}
 	t0 := time.Now()
 	close(start)
 	if !counted {
@@ -272,6 +291,9 @@ func (l *Loop) Go(ctx context.Context) {
 	}
 	done.Wait()
 	l.elapsed = time.Since(t0)
+	if l.rounds != nil {
+		l.roundsAfter = l.rounds.Rounds()
+	}
 	l.after = ReadCounters()
 }
 
@@ -296,6 +318,9 @@ func (l *Loop) Result() Result {
 	}
 	r.FromHistogram(h)
 	r.PerOp(l.before, l.after, r.Ops)
+	if l.rounds != nil && r.Ops > 0 {
+		r.RoundsPerOp = float64(l.roundsAfter-l.roundsBefore) / float64(r.Ops)
+	}
 	if math.IsNaN(r.MeanUs) {
 		r.MeanUs = 0
 	}

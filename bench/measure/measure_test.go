@@ -126,3 +126,26 @@ func TestGoroutineCounterSeesCreations(t *testing.T) {
 		t.Fatalf("goroutines created = %d, want >= 10", d)
 	}
 }
+
+// rounder is a Subject that counts three rounds per pair.
+type rounder struct{ rounds atomic.Uint64 }
+
+func (r *rounder) Worker(string) Worker { return rounderWorker{r} }
+func (r *rounder) Rounds() uint64       { return r.rounds.Load() }
+
+type rounderWorker struct{ r *rounder }
+
+func (w rounderWorker) Pair(context.Context) (bool, error) { w.r.rounds.Add(3); return true, nil }
+
+func TestRoundsPerOpCountsTheWindowOnly(t *testing.T) {
+	r := &rounder{}
+	l := Prepare(r, Spec{Clients: 3, Ops: 999})
+	l.Warmup(context.Background(), time.Millisecond) // rounds outside the window
+	l.Go(context.Background())
+	if got := l.Result(); got.Ops != 999 || got.RoundsPerOp != 3 {
+		t.Fatalf("ops %d, rounds/op %v; want 999, exactly 3", got.Ops, got.RoundsPerOp)
+	}
+	if got := Run(context.Background(), &fake{}, Spec{Ops: 10}); got.RoundsPerOp != 0 {
+		t.Errorf("a subject without a round count: rounds/op %v", got.RoundsPerOp)
+	}
+}

@@ -53,3 +53,41 @@ func TestUnknownDriverAndFanOut(t *testing.T) {
 		t.Error("sequential")
 	}
 }
+
+func TestVariantsCountRounds(t *testing.T) {
+	drv, _, _ := Dial("mem", []string{"a", "b", "c", "d", "e"}, DialOptions{})
+	for _, v := range Variants {
+		s, err := NewVariant(v, drv, core.Multiplexed, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := measure.Run(context.Background(), s, measure.Spec{KeyPrefix: "v:" + v + ":", Ops: 100, Warmup: time.Millisecond})
+		want := 2.0
+		if v == VariantFenced {
+			want = 3
+		}
+		if r.Ops != 100 || r.Acquired != 100 || r.RoundsPerOp != want {
+			t.Errorf("%s: %d ops, %d acquired, %v rounds/op; want 100, 100, exactly %v", v, r.Ops, r.Acquired, r.RoundsPerOp, want)
+		}
+	}
+	if _, err := NewVariant("unfenced", drv, core.Multiplexed, time.Second); err == nil {
+		t.Error("unknown variant accepted")
+	}
+}
+
+func TestHandleLosesContestWithoutError(t *testing.T) {
+	drv, _, _ := Dial("mem", []string{"a"}, DialOptions{})
+	s, _ := NewVariant(VariantLease, drv, core.Multiplexed, 10*time.Second)
+	l, err := NewRedlock(drv, core.Multiplexed, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := l.L.Acquire(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Worker("k").Pair(context.Background()); ok || err != nil {
+		t.Fatalf("Pair on a held key = %v, %v; want false, nil", ok, err)
+	}
+	l.L.Release(context.Background(), lock)
+}
