@@ -22,10 +22,13 @@ const (
 	Rueidislock = "rueidislock"
 )
 
-// Scenarios: servers on loopback, or behind the latency proxy.
+// Scenarios: servers on loopback, or behind the latency proxy; Variants
+// is the fencing and lease table, on the loopback servers: one cell per
+// API variant of a pair (Cell.Variant) at one N and one client.
 const (
 	Loopback = "loopback"
 	Proxy    = "proxy"
+	Variants = "variants"
 )
 
 // Peer fan-outs, named for what each peer does on the wire.
@@ -50,6 +53,9 @@ type Cell struct {
 	Clients int    `json:"clients"`
 	// SharedKey is the contended case: every client locks one key.
 	SharedKey bool `json:"shared_key,omitempty"`
+	// Variant is the API variant of a Variants cell (bench/target's
+	// Variants: plain, fenced, handle, lease); empty elsewhere.
+	Variant string `json:"variant,omitempty"`
 }
 
 // Subject names the library and its client, "redlock+redigo".
@@ -65,6 +71,9 @@ func (c Cell) Name() string {
 		c.Library, c.Driver, c.Scenario, c.Nodes, c.FanOut, c.Clients)
 	if c.SharedKey {
 		s += "/key=shared"
+	}
+	if c.Variant != "" {
+		s += "/variant=" + c.Variant
 	}
 	return s
 }
@@ -97,6 +106,22 @@ type Plan struct {
 	// Peers lists the peer subjects to run: "redsync+redigo",
 	// "redsync+rueidis", "redislock+go-redis", "rueidislock+rueidis".
 	Peers []string
+	// Variants adds the fencing and lease table: for each driver and
+	// fan-out, one client at VariantNodes, a cell per variant listed
+	// (bench/target's Variants), in the Variants scenario.
+	Variants []string
+	// VariantsOnly leaves out every other cell: the loopback matrix, the
+	// contended and proxy cells and the peers.
+	VariantsOnly bool
+}
+
+// VariantNodes is the N of the variant cells: 5 if the run has it, else
+// its largest N.
+func (p Plan) VariantNodes() int {
+	if slices.Contains(p.NodeCounts, 5) {
+		return 5
+	}
+	return slices.Max(p.NodeCounts)
 }
 
 // AllPeers is every peer subject, in run order.
@@ -109,6 +134,9 @@ func (p Plan) Cells() []Cell {
 	contendedFan := p.FanOuts[0]
 	if slices.Contains(p.FanOuts, "multiplexed") {
 		contendedFan = "multiplexed"
+	}
+	if p.VariantsOnly {
+		return p.variantCells()
 	}
 	for _, d := range p.Drivers {
 		for _, n := range p.NodeCounts {
@@ -134,6 +162,7 @@ func (p Plan) Cells() []Cell {
 			}
 		}
 	}
+	cells = append(cells, p.variantCells()...)
 	for _, peer := range p.Peers {
 		lib, drv, _ := strings.Cut(peer, "+")
 		fan := FanConcurrent
@@ -159,6 +188,33 @@ func (p Plan) Cells() []Cell {
 		}
 	}
 	return cells
+}
+
+// variantCells returns the Variants cells: a driver's variants run one
+// after the other, so that they are measured close together in time.
+func (p Plan) variantCells() []Cell {
+	var cells []Cell
+	if len(p.Variants) == 0 {
+		return nil
+	}
+	n := p.VariantNodes()
+	for _, d := range p.Drivers {
+		for _, f := range p.FanOuts {
+			for _, v := range p.Variants {
+				cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Variants, Nodes: n, FanOut: f, Clients: 1, Variant: v})
+			}
+		}
+	}
+	return cells
+}
+
+// ScenarioAddrs returns the scenario whose servers a cell of scenario sc
+// runs against: the Variants cells run on the loopback servers.
+func ScenarioAddrs(sc string) string {
+	if sc == Variants {
+		return Loopback
+	}
+	return sc
 }
 
 // ParseInts parses a comma-separated list of positive integers, sorted and
@@ -218,7 +274,7 @@ func splitList(s string) []string {
 }
 
 // Matches reports whether c matches every non-zero field of want
-// (SharedKey must match exactly).
+// (SharedKey and Variant must match exactly).
 func (c Cell) Matches(want Cell) bool {
 	return (want.Library == "" || c.Library == want.Library) &&
 		(want.Driver == "" || c.Driver == want.Driver) &&
@@ -226,7 +282,7 @@ func (c Cell) Matches(want Cell) bool {
 		(want.Nodes == 0 || c.Nodes == want.Nodes) &&
 		(want.FanOut == "" || c.FanOut == want.FanOut) &&
 		(want.Clients == 0 || c.Clients == want.Clients) &&
-		c.SharedKey == want.SharedKey
+		c.SharedKey == want.SharedKey && c.Variant == want.Variant
 }
 
 // Find returns the first record whose cell matches want, or nil.

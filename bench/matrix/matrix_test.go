@@ -126,3 +126,62 @@ func TestName(t *testing.T) {
 		t.Errorf("Name = %s", got)
 	}
 }
+
+func TestVariantCells(t *testing.T) {
+	variants := []string{"plain", "fenced", "handle", "lease"}
+	p := Plan{
+		Drivers:     []string{"mem", "redigo"},
+		NodeCounts:  []int{1, 3, 5},
+		FanOuts:     []string{"sequential", "multiplexed"},
+		Concurrency: []int{1, 32},
+		Proxy:       true,
+		Contended:   true,
+		Peers:       AllPeers,
+		Variants:    variants,
+	}
+	var got []Cell
+	all := p.Cells()
+	for _, c := range all {
+		if c.Scenario == Variants {
+			got = append(got, c)
+		}
+	}
+	// 2 drivers × 2 fan-outs × 4 variants, at N=5 with one client, a
+	// driver's variants next to each other, before the peers.
+	if len(got) != 16 {
+		t.Fatalf("%d variant cells, want 16", len(got))
+	}
+	for i, c := range got {
+		if c.Nodes != 5 || c.Clients != 1 || c.IsPeer() || c.Variant != variants[i%4] || c.SharedKey {
+			t.Errorf("cell %d = %+v", i, c)
+		}
+	}
+	if got[0].Driver != "mem" || got[8].Driver != "redigo" || got[4].FanOut != "multiplexed" {
+		t.Errorf("order: %v", got)
+	}
+	if !strings.HasSuffix(got[1].Name(), "/variant=fenced") || ScenarioAddrs(got[1].Scenario) != Loopback {
+		t.Errorf("name %s", got[1].Name())
+	}
+	// A variant cell is never found in place of the plain loopback cell,
+	// nor the other way round.
+	recs := []Record{{Cell: got[12]}}
+	if Find(recs, Cell{Library: Redlock, Driver: "redigo", Nodes: 5, FanOut: "multiplexed", Clients: 1}) != nil {
+		t.Error("a variant cell matched a cell without a variant")
+	}
+	if Find(recs, Cell{Driver: "redigo", Variant: "plain"}) == nil {
+		t.Error("variant cell not found")
+	}
+
+	p.VariantsOnly = true
+	if only := p.Cells(); len(only) != 16 || only[0] != got[0] {
+		t.Errorf("VariantsOnly: %d cells", len(only))
+	}
+	p.NodeCounts = []int{1, 3}
+	if c := p.Cells()[0]; c.Nodes != 3 {
+		t.Errorf("without N=5 the variants run at N=%d, want the largest, 3", c.Nodes)
+	}
+	p.Variants = nil
+	if n := len(p.Cells()); n != 0 {
+		t.Errorf("VariantsOnly without variants: %d cells", n)
+	}
+}

@@ -61,6 +61,8 @@ const TableWidth = 120
 // column is added when a cell had errors. p99.9 is in the markdown and
 // JSON reports.
 func Table(w io.Writer, recs []matrix.Record) error {
+	var variants []matrix.Record
+	recs, variants = splitVariants(recs)
 	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
@@ -155,15 +157,120 @@ func Table(w io.Writer, recs []matrix.Record) error {
 			line(row, b.notes[i])
 		}
 	}
-	out.WriteString("\nLatency in µs per acquire+release pair; allocs, B and goroutines (gor) per pair;\n" +
-		"won%: pairs that got the lock. p99.9 and more: results.md and run.json.\n")
+	if len(blocks[0].rows)+len(blocks[1].rows) > 0 {
+		out.WriteString("\nLatency in µs per acquire+release pair; allocs, B and goroutines (gor) per pair;\n" +
+			"won%: pairs that got the lock. p99.9 and more: results.md and run.json.\n")
+	}
 	if shared {
 		out.WriteString("*: every client locks the same key (contended).\n")
+	}
+	if len(variants) > 0 {
+		if out.Len() > 0 {
+			out.WriteString("\n")
+		}
+		variantTable(&out, variants)
 	}
 	if _, err := io.WriteString(w, out.String()); err != nil {
 		return err
 	}
-	return ErrorSummary(w, recs)
+	return ErrorSummary(w, append(recs, variants...))
+}
+
+// splitVariants separates the fencing and lease cells (the Variants
+// scenario) from the others, keeping the order of each.
+func splitVariants(recs []matrix.Record) (others, variants []matrix.Record) {
+	for _, r := range recs {
+		if r.Scenario == matrix.Variants {
+			variants = append(variants, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, variants
+}
+
+// plainOf returns the plain variant's record of r's driver, N and fan-out,
+// or nil.
+func plainOf(variants []matrix.Record, r matrix.Record) *matrix.Record {
+	c := r.Cell
+	c.Variant = "plain"
+	p := matrix.Find(variants, c)
+	if p == nil || p.Ops == 0 {
+		return nil
+	}
+	return p
+}
+
+// vsPlain is r's p50 over its plain variant's, "1.23×", or "" without one.
+func vsPlain(variants []matrix.Record, r matrix.Record) string {
+	p := plainOf(variants, r)
+	if p == nil || p.P50Us <= 0 || r.Ops == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f×", r.P50Us/p.P50Us)
+}
+
+func rounds(r matrix.Record) string {
+	if r.RoundsPerOp == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", r.RoundsPerOp)
+}
+
+// variantTable writes the fencing and lease cells as an aligned table of
+// their own, with rounds per pair and p50 against the plain variant.
+func variantTable(out *strings.Builder, recs []matrix.Record) {
+	header := []string{"subject", "variant", "N", "fan-out", "ops/s", "p50", "mean", "p99", "p50/plain", "allocs", "B/op", "gor/op", "rounds/op"}
+	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
+	if errCol {
+		header = append(header, "errors")
+	}
+	rows := [][]string{header}
+	notes := []string{""}
+	for _, r := range recs {
+		row := []string{r.Subject(), r.Variant, fmt.Sprint(r.Nodes), r.FanOut}
+		if r.Ops == 0 {
+			rows = append(rows, row)
+			notes = append(notes, note(r))
+			continue
+		}
+		row = append(row, fmt.Sprintf("%.0f", r.Throughput), us(r.P50Us), us(r.MeanUs), us(r.P99Us), vsPlain(recs, r),
+			fmt.Sprintf("%.1f", r.AllocsPerOp), fmt.Sprintf("%.0f", r.BytesPerOp), fmt.Sprintf("%.2f", r.GoroutinesPerOp), rounds(r))
+		if errCol {
+			row = append(row, fmt.Sprint(r.Errors))
+		}
+		rows = append(rows, row)
+		notes = append(notes, "")
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	const textCols = 4 // subject, variant, N, fan-out
+	out.WriteString(fmt.Sprintf("fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes))
+	for i, row := range rows {
+		var l strings.Builder
+		for j, c := range row {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			if j > 0 {
+				l.WriteString("  ")
+			}
+			if j < textCols && j != 2 {
+				l.WriteString(c + pad)
+			} else {
+				l.WriteString(pad + c)
+			}
+		}
+		if notes[i] != "" {
+			l.WriteString("  " + notes[i])
+		}
+		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
+	}
+	out.WriteString("plain: core Locker; fenced: with Config.Fencing; handle: redlock.Client TryLock+Unlock;\n" +
+		"lease: handle with Lease{Fraction: 1/3}, no extension within a pair (its setup and teardown only).\n" +
+		"rounds/op: driver rounds (Begin calls) per pair, counted exactly; p50/plain: p50 over the plain row's.\n")
 }
 
 // ErrorSummary writes, for the cells that had errors, the count of failed
@@ -207,7 +314,11 @@ func cellName(r matrix.Record) string {
 	if r.SharedKey {
 		c += " on 1 key"
 	}
-	return fmt.Sprintf("%s %s N=%d %s, %s", r.Subject(), r.Scenario, r.Nodes, r.FanOut, c)
+	sc := r.Scenario
+	if r.Variant != "" {
+		sc += " (" + r.Variant + ")"
+	}
+	return fmt.Sprintf("%s %s N=%d %s, %s", r.Subject(), sc, r.Nodes, r.FanOut, c)
 }
 
 func clients(r matrix.Record) string {
@@ -317,6 +428,9 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), r.Errors)
 		}
 	}
+	if _, variants := splitVariants(run.Records); len(variants) > 0 {
+		variantMarkdown(&b, variants, e)
+	}
 	var failed []matrix.Record
 	for _, r := range run.Records {
 		if r.Errors > 0 {
@@ -338,6 +452,39 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// variantMarkdown writes the fencing and lease section: what each row is,
+// then the table.
+func variantMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
+	fmt.Fprintf(b, "\n## Scenario: fencing and lease\n\n")
+	fmt.Fprintf(b, "Acquire+release pairs at N=%d, one client, on the loopback servers: the same drivers through four APIs. ", recs[0].Nodes)
+	b.WriteString("**plain** is core's Locker (Acquire, then Release), the pair of the loopback table. " +
+		"**fenced** is that Locker with `Config.Fencing`: the acquire round also increments the key's fence counter on each node where the SET lands, " +
+		"and one more round raises the counter to the largest value on a majority before the lock is returned. " +
+		"**handle** is `redlock.Client`'s `TryLock`, then `Lock.Unlock`, without a lease: core's pair plus the handle, " +
+		"its Context and its watcher goroutine (one goroutine per lock, stopped by Unlock). " +
+		"**lease** is the handle with `Lease{Fraction: 1.0/3}`, still `TryLock`+`Unlock`: ")
+	if e.TTLMs > 0 {
+		fmt.Fprintf(b, "with the TTL of %d ms the first extension would fall about %.3g s after the acquisition, ", e.TTLMs, float64(e.TTLMs)/3000)
+	} else {
+		b.WriteString("the first extension would fall a third of the validity after the acquisition, ")
+	}
+	b.WriteString("so none runs within a pair and the row measures what the lease costs to set up and tear down, not its extensions.\n\n" +
+		"rounds/op is the driver's rounds (`core.Driver.Begin` calls) per pair, counted exactly over the measured window: " +
+		"every row's driver is wrapped in a counter that adds one atomic increment per round. " +
+		"p50/plain is the row's p50 over the plain row's of the same driver and fan-out.\n\n")
+	b.WriteString("| subject | variant | N | fan-out | ops/s | p50 µs | mean µs | p99 µs | p50/plain | allocs/op | B/op | gor/op | rounds/op | errors |\n")
+	b.WriteString("|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, r := range recs {
+		if r.Ops == 0 {
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s |||||||||\n", r.Subject(), r.Variant, r.Nodes, r.FanOut, strings.ReplaceAll(note(r), "|", "/"))
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %d |\n",
+			r.Subject(), r.Variant, r.Nodes, r.FanOut, r.Throughput, us(r.P50Us), us(r.MeanUs), us(r.P99Us), vsPlain(recs, r),
+			r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, rounds(r), r.Errors)
+	}
 }
 
 // WriteFiles writes run.json and results.md into dir, which it creates.

@@ -112,6 +112,7 @@ func fullRun() []matrix.Record {
 		Proxy:       true,
 		Contended:   true,
 		Peers:       matrix.AllPeers,
+		Variants:    []string{"plain", "fenced", "handle", "lease"},
 	}
 	quorum := `redlock: quorum unreachable: acquire "bench:dn2les6w0mdh:lib=redlock:driver=mem:scenario=loopback:nodes=5:fanout=multiplexed:clients=32:16"; ` +
 		"timeout on node 0 (mem:0): node 0 (mem:0): memnode: deadline exceeded, node 3 (mem:3): node 3 (mem:3): memnode: deadline exceeded; not consulted on node 1 (mem:1), node 2 (mem:2)"
@@ -123,6 +124,11 @@ func fullRun() []matrix.Record {
 			AllocsPerOp: 103.2, BytesPerOp: 76380, GoroutinesPerOp: 10,
 		}}
 		switch {
+		case c.Variant != "":
+			r.RoundsPerOp = 2
+			if c.Variant == "fenced" {
+				r.RoundsPerOp = 3
+			}
 		case c.SharedKey:
 			r.Acquired = r.Ops / 25
 		case c.Library == matrix.Redislock && c.Clients == 32:
@@ -247,5 +253,96 @@ func TestTargetsNotes(t *testing.T) {
 	}
 	if own != 8 {
 		t.Errorf("%d proxy targets with their own note, want 8:\n%s", own, out)
+	}
+}
+
+// variantRecs returns a fencing and lease table: plain and fenced for mem
+// and redigo in one fan-out each, and a handle row.
+func variantRecs(fencedRounds float64, fencedAllocs float64) []matrix.Record {
+	v := func(drv, fan, variant string, r measure.Result) matrix.Record {
+		r.Ops = 1000
+		return matrix.Record{Cell: matrix.Cell{Library: "redlock", Driver: drv, Scenario: matrix.Variants, Nodes: 5, FanOut: fan, Clients: 1, Variant: variant}, Result: r}
+	}
+	return []matrix.Record{
+		v("mem", "multiplexed", "plain", measure.Result{P50Us: 2, MeanUs: 2.1, RoundsPerOp: 2}),
+		v("mem", "multiplexed", "fenced", measure.Result{P50Us: 3, MeanUs: 3.1, RoundsPerOp: 3, AllocsPerOp: fencedAllocs}),
+		v("redigo", "sequential", "plain", measure.Result{P50Us: 400, RoundsPerOp: 2}),
+		v("redigo", "sequential", "fenced", measure.Result{P50Us: 600, RoundsPerOp: fencedRounds}),
+		v("redigo", "sequential", "handle", measure.Result{P50Us: 420, RoundsPerOp: 2, AllocsPerOp: 9, GoroutinesPerOp: 1}),
+	}
+}
+
+func TestVariantTargets(t *testing.T) {
+	ts := Evaluate(variantRecs(3, 0), Env{}, 5, 32)
+	for _, c := range []struct {
+		prefix string
+		pass   bool
+	}{
+		{"fencing adds exactly one round: redlock+mem N=5", true},
+		{"fencing adds exactly one round: redlock+redigo N=5", true},
+		{"core acquire+release, plain and fenced: redlock+mem N=5", true},
+	} {
+		tg := find(ts, c.prefix)
+		if tg == nil || tg.Pass != c.pass || !tg.Measured {
+			t.Errorf("%s: %+v", c.prefix, tg)
+		}
+	}
+	if tg := find(ts, "fencing adds exactly one round: redlock+redigo"); tg.Figures != "sequential 2 → 3" || tg.Ratio != 1 {
+		t.Errorf("figures %q ratio %v", tg.Figures, tg.Ratio)
+	}
+	// Only the table ran: no core-overhead target without its cells, and
+	// nothing for the drivers the table lacks.
+	if find(ts, "core overhead") != nil || find(ts, "fencing adds exactly one round: redlock+radix") != nil {
+		t.Errorf("targets of cells not in the run: %+v", ts)
+	}
+
+	ts = Evaluate(variantRecs(4, 0.5), Env{}, 5, 32)
+	if tg := find(ts, "fencing adds exactly one round: redlock+redigo"); tg.Pass {
+		t.Errorf("two more rounds passed: %+v", tg)
+	}
+	if tg := find(ts, "core acquire+release"); tg.Pass || !strings.Contains(tg.Figures, "multiplexed: plain 0.00, fenced 0.50") {
+		t.Errorf("0.5 allocs/op passed: %+v", tg)
+	}
+	// Fenced without its plain row is a failure, not a pass.
+	ts = Evaluate(variantRecs(3, 0)[1:], Env{}, 5, 32)
+	if tg := find(ts, "fencing adds exactly one round: redlock+mem"); tg == nil || tg.Pass {
+		t.Errorf("fenced without plain: %+v", tg)
+	}
+}
+
+func TestVariantTablesRender(t *testing.T) {
+	recs := variantRecs(3, 0)
+	var b bytes.Buffer
+	if err := Table(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "fencing and lease: acquire+release at N=5") || strings.Contains(out, "loopback:") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, want := range []string{"rounds/op", "p50/plain", "1.50×", "1.05×", "3.00"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	if err := Markdown(&b, Run{Env: Env{TTLMs: 10000}, Records: recs, Targets: Evaluate(recs, Env{}, 5, 32)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"## Scenario: fencing and lease",
+		"**fenced** is that Locker with `Config.Fencing`",
+		"about 3.33 s after the acquisition",
+		"| redlock+redigo | handle | 5 | sequential | 0 | 420 |",
+		"| 1.05× | 9.0 | 0 | 1.00 | 2.00 | 0 |",
+		"| PASS | fencing adds exactly one round: redlock+mem N=5 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "## Scenario: loopback") {
+		t.Error("a loopback section without loopback cells")
 	}
 }

@@ -73,8 +73,13 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		return find(matrix.Cell{Library: lib, Driver: drv, Scenario: matrix.Loopback, Nodes: n, FanOut: fan, Clients: c})
 	}
 
-	// 1. Core overhead over the in-memory driver.
+	// 1. Core overhead over the in-memory driver, in a run with the
+	// loopback matrix (not in one of the fencing and lease table alone).
+	matrixRun := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Scenario != matrix.Variants })
 	for _, fan := range []string{"multiplexed", "sequential"} {
+		if !matrixRun {
+			break
+		}
 		name := fmt.Sprintf("core overhead, mem N=%d %s", nodes, fan)
 		goal := "0 allocs/op and mean ≤ 1 µs per acquire+release"
 		r := lb(matrix.Redlock, "mem", nodes, fan, 1)
@@ -193,6 +198,78 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
 			Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, best.Throughput, best.Subject()),
 			Ratio:   ratio, Pass: ratio >= 1.5, Note: n})
+	}
+	return append(ts, variantTargets(recs)...)
+}
+
+// variantTargets are the targets of the fencing and lease table, at the N
+// it ran: fencing adds exactly one round to a pair, on every driver and
+// fan-out; core's plain and fenced pairs allocate nothing (mem).
+func variantTargets(recs []matrix.Record) []Target {
+	var vs []matrix.Record
+	for _, r := range recs {
+		if r.Scenario == matrix.Variants && r.Ops > 0 {
+			vs = append(vs, r)
+		}
+	}
+	if len(vs) == 0 {
+		return nil
+	}
+	nodes := vs[0].Nodes
+	get := func(drv, fan, variant string) *matrix.Record {
+		return matrix.Find(vs, matrix.Cell{Library: matrix.Redlock, Driver: drv, Scenario: matrix.Variants, Nodes: nodes, FanOut: fan, Clients: 1, Variant: variant})
+	}
+	var ts []Target
+	for _, d := range append([]string{"mem"}, redisDrivers...) {
+		name := fmt.Sprintf("fencing adds exactly one round: redlock+%s N=%d", d, nodes)
+		goal := "rounds/op fenced − plain = 1 in every fan-out"
+		var figs []string
+		measured, pass, ratio := false, true, 0.0
+		for _, fan := range []string{"multiplexed", "sequential"} {
+			p, f := get(d, fan, "plain"), get(d, fan, "fenced")
+			switch {
+			case p == nil && f == nil:
+				continue
+			case p == nil || f == nil:
+				figs = append(figs, fan+": not measured: plain or fenced cell")
+				pass = false
+				continue
+			}
+			diff := f.RoundsPerOp - p.RoundsPerOp
+			if !measured {
+				ratio = diff
+			}
+			measured = true
+			pass = pass && math.Abs(diff-1) < 1e-9
+			figs = append(figs, fmt.Sprintf("%s %.3g → %.3g", fan, p.RoundsPerOp, f.RoundsPerOp))
+		}
+		if len(figs) == 0 {
+			continue // driver not in the table
+		}
+		t := Target{Name: name, Goal: goal, Figures: strings.Join(figs, ", "), Measured: measured, Pass: measured && pass}
+		if measured {
+			t.Ratio = ratio
+		}
+		ts = append(ts, t)
+	}
+	var figs []string
+	pass, most := true, 0.0
+	for _, fan := range []string{"multiplexed", "sequential"} {
+		var got []string
+		for _, v := range []string{"plain", "fenced"} {
+			if r := get("mem", fan, v); r != nil {
+				got = append(got, fmt.Sprintf("%s %.2f", v, r.AllocsPerOp))
+				pass = pass && r.AllocsPerOp < zero
+				most = max(most, r.AllocsPerOp)
+			}
+		}
+		if len(got) > 0 {
+			figs = append(figs, fan+": "+strings.Join(got, ", "))
+		}
+	}
+	if len(figs) > 0 {
+		ts = append(ts, Target{Name: fmt.Sprintf("core acquire+release, plain and fenced: redlock+mem N=%d", nodes),
+			Goal: "0 allocs/op", Figures: strings.Join(figs, "; ") + " allocs/op", Ratio: most, Measured: true, Pass: pass})
 	}
 	return ts
 }
