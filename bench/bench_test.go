@@ -65,7 +65,7 @@ func TestMain(m *testing.M) {
 // addrs returns the addresses of maxNodes servers for driver, behind the
 // proxy if asked. Redis-backed drivers skip (or fail, with
 // REDLOCK_REQUIRE_REDIS=1) without redis-server.
-func addrs(b *testing.B, driver string, proxied bool) []string {
+func addrs(b testing.TB, driver string, proxied bool) []string {
 	b.Helper()
 	if target.InMemory(driver) {
 		return []string{"mem:0", "mem:1", "mem:2", "mem:3", "mem:4"}
@@ -103,7 +103,7 @@ func addrs(b *testing.B, driver string, proxied bool) []string {
 // happen once; it is closed when the next sub-benchmark starts.
 var (
 	curName  string
-	curSubj  *target.Redlock
+	curSubj  measure.Subject
 	curClose func() error
 )
 
@@ -114,7 +114,15 @@ func closeSubject() {
 	curName, curSubj, curClose = "", nil, nil
 }
 
-func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec measure.Spec) *target.Redlock {
+// newSubject makes the subject of a benchmark over its dialled driver.
+type newSubject func(drv core.Driver, fan core.FanOut) (measure.Subject, error)
+
+// redlockSubject is core's Locker, the subject of the matrix.
+func redlockSubject(drv core.Driver, fan core.FanOut) (measure.Subject, error) {
+	return target.NewRedlock(drv, fan, ttl)
+}
+
+func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec measure.Spec, mk newSubject) measure.Subject {
 	if curName == b.Name() {
 		return curSubj
 	}
@@ -123,7 +131,7 @@ func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec mea
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := target.NewRedlock(drv, fan, ttl)
+	s, err := mk(drv, fan)
 	if err != nil {
 		closeFn()
 		b.Fatal(err)
@@ -133,11 +141,18 @@ func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec mea
 	return s
 }
 
-// run measures b.N pairs and reports the latency percentiles and
-// goroutines per pair next to the framework's ns/op, B/op and allocs/op.
+// run measures b.N pairs of core's Locker and reports the latency
+// percentiles and goroutines per pair next to the framework's ns/op, B/op
+// and allocs/op.
 func run(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, clients int, shared bool) {
+	runSubject(b, driver, as, nodes, fan, clients, shared, redlockSubject)
+}
+
+// runSubject is run with the subject mk makes; a subject that counts its
+// rounds (a target.Variant) reports rounds/op too.
+func runSubject(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, clients int, shared bool, mk newSubject) {
 	spec := measure.Spec{Clients: clients, SharedKey: shared, KeyPrefix: "bench:" + b.Name() + ":"}
-	s := subject(b, driver, as[:nodes], fan, spec)
+	s := subject(b, driver, as[:nodes], fan, spec, mk)
 	spec.Ops = int64(b.N)
 	loop := measure.Prepare(s, spec)
 	b.ReportAllocs()
@@ -156,6 +171,9 @@ func run(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, c
 	b.ReportMetric(r.P50Us, "p50-µs")
 	b.ReportMetric(r.P99Us, "p99-µs")
 	b.ReportMetric(r.GoroutinesPerOp, "goroutines/op")
+	if _, ok := s.(measure.RoundCounter); ok {
+		b.ReportMetric(r.RoundsPerOp, "rounds/op")
+	}
 	if shared {
 		b.ReportMetric(100*float64(r.Acquired)/float64(r.Ops), "won-%")
 	}

@@ -16,10 +16,22 @@
 // default, REDLOCK_BENCH_PROXY_MS to change, 0 to skip). Driver "mem" is the
 // in-memory reference node, the zero-cost floor of the core.
 //
+// BenchmarkVariants is the fencing and lease table: at N=5, one client,
+// each driver's pair through core's Locker (variant=plain), the Locker
+// with Config.Fencing (fenced), redlock.Client's TryLock+Unlock (handle)
+// and the same with Lease{Fraction: 1/3} (lease: no extension falls within
+// a pair, so it measures the lease's setup and teardown). It adds
+// rounds/op, the driver's rounds (core.Driver.Begin calls) per pair,
+// counted exactly by a wrapper around the driver (target.RoundCounter).
+// TestVariantRounds asserts them, 2 per pair and 3 fenced, on every
+// driver; TestCorePairsAllocateNothing asserts 0 allocations for core's
+// plain and fenced pairs on mem.
+//
 // Without redis-server on PATH the redis sub-benchmarks are skipped with a
 // message, or fail when REDLOCK_REQUIRE_REDIS=1.
 //
 // The comparison with other libraries, percentiles from longer runs,
-// plots and the committed results are the job of cmd/redlock-bench; the
-// subpackages hold what both share.
+// plots and the committed results are the job of cmd/redlock-bench (its
+// fencing and lease table: --variants, on by default; --variants-only for
+// that table alone); the subpackages hold what both share.
 package bench
