@@ -103,3 +103,36 @@ func TestUsageSaysNoIssue(t *testing.T) {
 		t.Errorf("usage does not say the default run's %q", n)
 	}
 }
+
+func TestVariantsFlags(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.plan.Variants, []string{"plain", "fenced", "handle", "lease"}) || c.plan.VariantsOnly {
+		t.Errorf("default variants %v, only %v", c.plan.Variants, c.plan.VariantsOnly)
+	}
+	c, err = parseFlags([]string{"--variants-only", "--variants", "fenced,plain", "--fanout", "multiplexed"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := c.plan.Cells()
+	if len(cells) != 2*len(c.plan.Drivers) || c.plan.Proxy || c.plan.Peers != nil {
+		t.Fatalf("--variants-only: %d cells for %d drivers, proxy %v, peers %v", len(cells), len(c.plan.Drivers), c.plan.Proxy, c.plan.Peers)
+	}
+	if cells[0].Variant != "plain" || cells[1].Variant != "fenced" || cells[0].Nodes != 5 || cells[0].Clients != 1 {
+		t.Errorf("cells %+v", cells[:2])
+	}
+	if c, _ := parseFlags([]string{"--variants", "none"}, io.Discard); c.plan.Variants != nil {
+		t.Errorf("--variants none: %v", c.plan.Variants)
+	}
+	for _, args := range [][]string{
+		{"--variants", "unfenced"},
+		{"--variants-only", "--variants", "none"},
+		{"--variants-only", "--drivers", "none"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}

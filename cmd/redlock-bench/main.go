@@ -4,8 +4,9 @@
 // throughput, allocations and goroutines per acquire+release pair, the
 // project's performance targets as ratios within the run, and plots.
 //
-//	go run ./cmd/redlock-bench                 # the default matrix: 114 cells of 0.5 s, about a minute
+//	go run ./cmd/redlock-bench                 # the default matrix: 154 cells of 0.5 s, about 80 s
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
+//	go run ./cmd/redlock-bench --variants-only # the fencing and lease table alone: 40 cells, about 20 s
 //	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
 //
 // Servers: with --nodes, the given ones; otherwise it starts redis-server
@@ -14,6 +15,12 @@
 // figures are not a real deployment. The latency-proxy scenario puts each
 // server behind an in-process TCP proxy that delays every byte by
 // --proxy-latency in each direction (1 ms: a round trip costs 2 ms).
+//
+// The fencing and lease table (--variants, on by default) measures each
+// driver's acquire+release pair at N=5 with one client through four APIs:
+// core's Locker (plain), the Locker with Config.Fencing (fenced),
+// redlock.Client's TryLock+Unlock (handle) and the same with a Lease
+// (lease), with the driver's rounds per pair counted exactly.
 //
 // Peers (redsync v4 over redigo and rueidis, bsm/redislock at N=1,
 // rueidislock) live in the nested module bench/peers, which this command

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/target"
 )
 
@@ -55,7 +56,7 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		rec.Note = err.Error()
 		return rec
 	}
-	addrs := req.Addrs[c.Scenario]
+	addrs := req.Addrs[matrix.ScenarioAddrs(c.Scenario)]
 	if target.InMemory(c.Driver) {
 		addrs = make([]string, c.Nodes)
 	}
@@ -69,7 +70,14 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		return rec
 	}
 	defer closeDrv()
-	s, err := target.NewRedlock(drv, fan, req.TTL)
+	var s measure.Subject
+	if c.Variant != "" {
+		// The variant wraps the driver in a round counter: the result
+		// has rounds per pair.
+		s, err = target.NewVariant(c.Variant, drv, fan, req.TTL)
+	} else {
+		s, err = target.NewRedlock(drv, fan, req.TTL)
+	}
 	if err != nil {
 		rec.Note = err.Error()
 		return rec
