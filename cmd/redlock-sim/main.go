@@ -3,7 +3,7 @@
 // run, the faults injected and the violations each checker found.
 //
 //	go run ./cmd/redlock-sim                      # 1,000 schedules per configuration
-//	go run ./cmd/redlock-sim -schedules 30304     # the committed campaign (results/simulation)
+//	go run ./cmd/redlock-sim -schedules 10000     # the committed campaign (results/simulation)
 //
 // Configurations within the algorithm's assumptions must show no
 // violation; each "broken:" or "bug:" configuration breaks one assumption,
