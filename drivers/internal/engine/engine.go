@@ -18,8 +18,8 @@
 //     a time: the straggling SET of a decided round cannot be overtaken by
 //     the release that undoes it.
 //   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout
-//     at a command's deadline, whatever its node does. An acquire or
-//     extend whose deadline passed before it was sent is not sent. A
+//     at a command's deadline, whatever its node does. Any other command
+//     than a release whose deadline passed before it was sent is not sent. A
 //     release is always sent, after the commands queued before it, and is
 //     given on the wire at least the time it had when queued: the cleanup
 //     of an attempt abandoned on a hung node must follow the SET that the

@@ -168,8 +168,9 @@ func (n *node) release(c *dctx, err error) {
 
 // pipeline sends n.jobs as one pipeline and answers each job.
 //
-// An acquire or extend whose deadline has passed is answered
-// core.StatusTimeout and not sent: an unsent SET leaves nothing behind.
+// Any command but a release (an acquire, fenced or not, an extend, a
+// fence raise) whose deadline has passed is answered core.StatusTimeout
+// and not sent: an unsent SET leaves nothing behind.
 // While closing, it is answered core.ErrClosed. A release is always sent,
 // in its place, with at least the time it had when queued: it may follow
 // a SET that a hung node will run when it wakes, or one that went out on a
