@@ -24,6 +24,9 @@ type Lock struct {
 	stop   context.CancelFunc // stops the watcher and its extension
 	exited chan struct{}      // closed when the watcher has returned
 	hold   time.Time          // the lease's MaxHold deadline; zero: none
+	key    string             // lock's key, token and fence, which extensions keep
+	token  Token
+	fence  uint64
 
 	extending sync.Mutex // serialises extensions and Unlock's release
 
@@ -36,7 +39,7 @@ type Lock struct {
 // hold wraps a new core.Lock in a handle and starts its watcher. ctx's
 // values, not its cancellation, reach the handle's Context.
 func (c *Client) hold(ctx context.Context, lock core.Lock) *Lock {
-	h := &Lock{c: c, lock: lock, exited: make(chan struct{})}
+	h := &Lock{c: c, lock: lock, exited: make(chan struct{}), key: lock.Key(), token: lock.Token(), fence: lock.Fence()}
 	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	if c.lease != nil && c.lease.MaxHold > 0 {
 		h.hold = acquiredAt(lock).Add(c.lease.MaxHold)
@@ -52,10 +55,10 @@ func (c *Client) hold(ctx context.Context, lock core.Lock) *Lock {
 func acquiredAt(lock core.Lock) time.Time { return lock.ValidUntil().Add(-lock.Validity()) }
 
 // Key returns the locked key.
-func (h *Lock) Key() string { return h.lock.Key() }
+func (h *Lock) Key() string { return h.key }
 
 // Token returns the random token the lock's keys hold.
-func (h *Lock) Token() Token { return h.lock.Token() }
+func (h *Lock) Token() Token { return h.token }
 
 // Until returns the instant, on the Client's clock, when the lock's
 // validity ends unless it is extended: the local deadline for work done
@@ -78,7 +81,7 @@ func (h *Lock) Fence() (uint64, error) {
 	if !h.c.retry.Config().Fencing {
 		return 0, ErrNoFencing
 	}
-	return h.lock.Fence(), nil
+	return h.fence, nil
 }
 
 // Context returns a context that is cancelled the moment the lock is lost
@@ -142,7 +145,7 @@ func (h *Lock) lose(cause error) error {
 	case h.unlocked:
 		return ErrUnlocked
 	}
-	h.lost = &LostError{Key: h.lock.Key(), Cause: cause}
+	h.lost = &LostError{Key: h.key, Cause: cause}
 	h.cancel(h.lost)
 	return h.lost
 }

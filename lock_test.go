@@ -149,6 +149,23 @@ func TestExtendMovesUntil(t *testing.T) {
 func TestLeaseExtendsUntilUnlock(t *testing.T) {
 	f := newFixture(t, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})
 	l := f.tryLock(t, "k")
+	// The handle is read while the lease writes it (the race detector
+	// watches).
+	stopReading := make(chan struct{})
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		for {
+			select {
+			case <-stopReading:
+				return
+			default:
+				_, _ = l.Key(), l.Token() // no mutex: nothing orders them after the lease's writes
+				l.Fence()
+			}
+		}
+	}()
+	defer func() { close(stopReading); <-read }()
 	validity := ttl - 32*time.Millisecond
 	due := f.clock.next(t)
 	for i := 0; i < 5; i++ {
