@@ -62,17 +62,11 @@ type Client struct {
 func NewClient(d Driver, opts Options) (*Client, error) {
 	cfg := opts.Config
 	if l := opts.Lease; l != nil {
-		ttl := cfg.TTL
-		if ttl == 0 {
-			ttl = core.DefaultTTL
-		}
 		switch {
 		case !(l.Fraction > 0 && l.Fraction < 1): // NaN too
 			return nil, invalid("Lease.Fraction " + strconv.FormatFloat(l.Fraction, 'g', -1, 64) + " is not in (0, 1)")
 		case l.MaxHold < 0:
 			return nil, invalid("Lease.MaxHold " + l.MaxHold.String() + " is negative")
-		case l.MaxHold > 0 && l.MaxHold < ttl:
-			return nil, invalid("Lease.MaxHold " + l.MaxHold.String() + " is below the TTL " + ttl.String())
 		case cfg.MaxExtensions < 0:
 			return nil, invalid("a Lease with MaxExtensions " + strconv.Itoa(cfg.MaxExtensions) + ": extension is forbidden")
 		}
@@ -88,6 +82,9 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, err
 	}
 	cfg = retry.Config()
+	if l := opts.Lease; l != nil && l.MaxHold > 0 && l.MaxHold < cfg.TTL {
+		return nil, invalid("Lease.MaxHold " + l.MaxHold.String() + " is below the TTL " + cfg.TTL.String())
+	}
 	cfg.Retry = core.NoRetry()
 	once, err := core.New(d, cfg)
 	if err != nil {

@@ -1,6 +1,10 @@
 package redlock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/redlock-go/redlock/core"
+)
 
 var (
 	// ErrLost matches every *LostError: the context.Cause of a Lock's
@@ -39,7 +43,7 @@ type LostError struct {
 }
 
 func (e *LostError) Error() string {
-	return "redlock: lock " + quote(e.Key) + " lost: " + e.Cause.Error()
+	return "redlock: lock " + core.QuoteKey(e.Key) + " lost: " + e.Cause.Error()
 }
 
 // Is matches ErrLost; Unwrap lets errors.Is see the cause's kind.
@@ -55,9 +59,3 @@ func (e *configError) Error() string        { return ErrInvalidConfig.Error() + 
 func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 func invalid(reason string) error { return &configError{reason} }
-
-// boundError is the cause of a lease that reached Lease.MaxHold.
-type boundError struct{ msg string }
-
-func (e *boundError) Error() string        { return e.msg }
-func (e *boundError) Is(target error) bool { return target == ErrExtensionLimit }

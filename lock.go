@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -216,7 +215,7 @@ func (h *Lock) watch(stop context.Context) {
 		case lease == nil:
 			continue
 		case !h.hold.IsZero() && !now.Before(h.hold):
-			h.lose(&boundError{"redlock: the lease reached its MaxHold of " + lease.MaxHold.String()})
+			h.lose(&kindError{"redlock: the lease reached its MaxHold of " + lease.MaxHold.String(), ErrExtensionLimit})
 			return
 		case now.Before(h.extendAt(lock, retryAt)):
 			continue // woken early, or an Extend moved the lock
@@ -228,7 +227,7 @@ func (h *Lock) watch(stop context.Context) {
 		case err == nil:
 			retryAt = time.Time{}
 			continue
-		case stop.Err() != nil || isLost(err):
+		case stop.Err() != nil || errors.Is(err, ErrLost) || err == ErrUnlocked:
 			return
 		case errors.Is(err, ErrExtensionLimit):
 			h.lose(err)
@@ -267,22 +266,9 @@ func (h *Lock) extendAt(lock core.Lock, retryAt time.Time) time.Time {
 	return at
 }
 
-func isLost(err error) bool {
-	_, ok := err.(*LostError)
-	return ok || err == ErrUnlocked
-}
-
 func earliest(a, b time.Time) time.Time {
 	if b.Before(a) {
 		return b
 	}
 	return a
-}
-
-// quote quotes a key for an error text, cut to 64 bytes.
-func quote(key string) string {
-	if len(key) > 64 {
-		return strconv.Quote(key[:64]) + "... (" + strconv.Itoa(len(key)) + " bytes)"
-	}
-	return strconv.Quote(key)
 }

@@ -253,7 +253,7 @@ func (a *Acquisition) finish(err *Error) {
 // ErrCancelled. It is meaningful in PhaseDone only.
 func (a *Acquisition) Result() (Lock, error) {
 	if a.phase != PhaseDone {
-		return Lock{}, invalid("acquisition of " + quoteKey(a.key) + " is not done")
+		return Lock{}, invalid("acquisition of " + QuoteKey(a.key) + " is not done")
 	}
 	if a.lock.key != "" {
 		return a.lock, nil

@@ -29,7 +29,7 @@ func checkKey(key string) error {
 	case key == "":
 		return invalid("key is empty")
 	case len(key) > MaxKeyLen:
-		return invalid("key " + quoteKey(key) + " is longer than MaxKeyLen (" + strconv.Itoa(MaxKeyLen) + " bytes)")
+		return invalid("key " + QuoteKey(key) + " is longer than MaxKeyLen (" + strconv.Itoa(MaxKeyLen) + " bytes)")
 	}
 	return nil
 }
@@ -43,9 +43,9 @@ func (l *Locker) checkKey(key string) error {
 	}
 	switch {
 	case len(key) >= len(FenceKeyPrefix) && key[:len(FenceKeyPrefix)] == FenceKeyPrefix:
-		return invalid("key " + quoteKey(key) + " starts with FenceKeyPrefix: with Fencing it names a fence counter")
+		return invalid("key " + QuoteKey(key) + " starts with FenceKeyPrefix: with Fencing it names a fence counter")
 	case len(FenceKeyPrefix)+len(key) > MaxKeyLen:
-		return invalid("key " + quoteKey(key) + " is too long for its fence counter's name (MaxKeyLen " + strconv.Itoa(MaxKeyLen) + " bytes, prefix included)")
+		return invalid("key " + QuoteKey(key) + " is too long for its fence counter's name (MaxKeyLen " + strconv.Itoa(MaxKeyLen) + " bytes, prefix included)")
 	}
 	return nil
 }
@@ -53,9 +53,10 @@ func (l *Locker) checkKey(key string) error {
 // quotedKeyMax is how much of a key error texts quote.
 const quotedKeyMax = 64
 
-// quoteKey quotes key for an error text, cut to quotedKeyMax bytes with
-// its full length stated, so that an error never carries a huge key.
-func quoteKey(key string) string {
+// QuoteKey quotes key for an error text, cut to 64 bytes with its full
+// length stated, so that an error never carries a huge key. Every error
+// text of this module quotes keys with it.
+func QuoteKey(key string) string {
 	return string(appendQuotedKey(nil, key))
 }
 

@@ -51,20 +51,26 @@ func requireRaised(t *testing.T, c cluster, key string, fence uint64) {
 
 // hookDriver wraps a driver: it records the command of every round it
 // begins, and calls before, if set, ahead of every Send, on the goroutine
-// that drives the round. It is for one goroutine at a time.
+// that drives the round (rounds may run concurrently: before must be safe
+// for that).
 type hookDriver struct {
 	core.Driver
 	before func(node int, cmd core.Command)
+	mu     sync.Mutex
 	rounds []core.Op // each round's op, once it sent a command
 }
 
 func (d *hookDriver) Begin(ctx context.Context) core.Batch {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.rounds = append(d.rounds, 0)
 	return &hookBatch{Batch: d.Driver.Begin(ctx), d: d, round: len(d.rounds) - 1}
 }
 
 // takeRounds returns the rounds begun since the last call.
 func (d *hookDriver) takeRounds() []core.Op {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	r := d.rounds
 	d.rounds = nil
 	return r
@@ -80,9 +86,11 @@ func (b *hookBatch) Send(node int, cmd core.Command, deadline time.Time) {
 	if b.d.before != nil {
 		b.d.before(node, cmd)
 	}
+	b.d.mu.Lock()
 	if b.round < len(b.d.rounds) {
 		b.d.rounds[b.round] = cmd.Op
 	}
+	b.d.mu.Unlock()
 	b.Batch.Send(node, cmd, deadline)
 }
 

@@ -27,45 +27,36 @@ var handleCases = []behaviouralCase{
 // node timeout stays the suite's generous one, well below it.
 const leaseTTL = 1500 * time.Millisecond
 
-// extendWatch is a Driver that announces each extend command it sends to
-// node 0, and counts them.
+// extendWatch wraps a Driver in a hookDriver that announces each extend
+// command it sends to node 0 on extCh, and counts them.
 type extendWatch struct {
-	core.Driver
+	*hookDriver
 	mu    sync.Mutex
 	sent  int
 	extCh chan struct{}
 }
 
 func watchExtends(d core.Driver) *extendWatch {
-	return &extendWatch{Driver: d, extCh: make(chan struct{}, 64)}
-}
-
-func (w *extendWatch) Begin(ctx context.Context) core.Batch {
-	return &extendWatchBatch{Batch: w.Driver.Begin(ctx), w: w}
+	w := &extendWatch{extCh: make(chan struct{}, 64)}
+	w.hookDriver = &hookDriver{Driver: d, before: func(node int, cmd core.Command) {
+		if cmd.Op != core.OpExtend || node != 0 {
+			return
+		}
+		w.mu.Lock()
+		w.sent++
+		w.mu.Unlock()
+		select {
+		case w.extCh <- struct{}{}:
+		default:
+		}
+	}}
+	return w
 }
 
 func (w *extendWatch) extends() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sent
-}
-
-type extendWatchBatch struct {
-	core.Batch
-	w *extendWatch
-}
-
-func (b *extendWatchBatch) Send(node int, cmd core.Command, deadline time.Time) {
-	if cmd.Op == core.OpExtend && node == 0 {
-		b.w.mu.Lock()
-		b.w.sent++
-		b.w.mu.Unlock()
-		select {
-		case b.w.extCh <- struct{}{}:
-		default:
-		}
-	}
-	b.Batch.Send(node, cmd, deadline)
 }
 
 func newHandleClient(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {

@@ -81,10 +81,6 @@ func Keys(op core.Op) int {
 	return 1
 }
 
-// maxFence is the largest counter INCR can reach: Redis integers are
-// signed 64-bit.
-const maxFence = 1<<63 - 1
-
 // FenceInt returns the fence of an AcquireFenced integer reply: at least
 // 1.
 func FenceInt(n int64) (uint64, error) {
@@ -98,14 +94,8 @@ func FenceInt(n int64) (uint64, error) {
 // counter's decimal value, 1 to 2^63-1, without sign or leading zeros. It
 // does not allocate for a valid reply.
 func FenceString(s string) (uint64, error) {
-	var n uint64
-	ok := len(s) > 0 && len(s) <= 19 && s[0] != '0'
-	for i := 0; ok && i < len(s); i++ {
-		c := s[i]
-		ok = c >= '0' && c <= '9'
-		n = n*10 + uint64(c-'0') // 19 digits cannot overflow a uint64
-	}
-	if !ok || n > maxFence {
+	n, err := strconv.ParseUint(s, 10, 63) // Redis integers are signed 64-bit
+	if err != nil || s[0] == '0' {
 		return 0, errors.New("unexpected fence " + strconv.Quote(s))
 	}
 	return n, nil
