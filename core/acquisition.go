@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // Phase is what an Acquisition waits for next. The zero Phase is that of
 // the zero Acquisition, which was never started: use Locker.StartAcquire.
@@ -39,8 +42,19 @@ type Acquisition struct {
 	start    time.Time // the current attempt's start: validity counts from it
 	fence    uint64    // the current attempt's fence, once its acquire round won
 	round    Round
-	wake     time.Time
+	wake     time.Time // the retry delay's end
 	lock     Lock
+
+	// What the last failed attempt learnt about the other holder, for the
+	// wait that follows it (see Announce).
+	held      uint32        // nodes that answered StatusHeld
+	wakeCount int           // announcements from held nodes that warrant an attempt; 0: none do
+	announced uint32        // nodes that announced since the attempt started
+	expiry    time.Time     // when enough holders' keys expire; zero: unknown
+	listening uint32        // nodes whose announcements the caller hears
+	woke      time.Time     // the wake an announcement brought forward; zero: none
+	woken     bool          // the current attempt was started by an announcement
+	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
 	err      *Error // the last attempt's failure, or the result
 	cause    error  // set by Cancel
 }
@@ -102,7 +116,8 @@ func (a *Acquisition) startAttempt(now time.Time) {
 		op = OpAcquireFenced
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
-	a.round = a.l.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.l.cfg.TTL}, now)
+	a.announced, a.woke = 0, time.Time{}
+	a.round = a.l.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.l.cfg.TTL, Probe: k > 1}, now)
 }
 
 // Phase returns what the acquisition waits for.
@@ -143,6 +158,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 			return
 		}
 		a.phase, a.wake = PhaseWait, now.Add(delay)
+		a.maybeWake(now) // announcements heard during the attempt count
 		return
 	}
 	elapsed := now.Sub(a.start)
@@ -170,8 +186,102 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		}
 	}
 	a.err.Attempts = a.retry.Attempts()
+	a.learn(now)
 	a.startCleanup(now)
 }
+
+// learn records, from the failed attempt's round ending at now, what the
+// wait before the next attempt can go on: which nodes another holder
+// held, how many of them must free the key before an attempt can win
+// (quorum minus the nodes this attempt took, which its cleanup frees), and
+// when enough of their keys expire, from their remaining TTLs. A raise
+// round that failed teaches nothing about other holders.
+func (a *Acquisition) learn(now time.Time) {
+	t := &a.round.tally
+	a.held, a.wakeCount, a.expiry = 0, 0, time.Time{}
+	if a.woken {
+		a.spread = 2 * now.Sub(a.start) // a woken attempt lost a race: spread the next
+	} else {
+		a.spread = 0
+	}
+	if a.raising {
+		return
+	}
+	need := t.quorum - t.ok
+	if need < 1 { // won too late: any release helps
+		need = 1
+	}
+	var ttls [MaxNodes]time.Duration
+	known := 0
+	for i := 0; i < t.n; i++ {
+		if t.status[i] != StatusHeld {
+			continue
+		}
+		a.held |= 1 << i
+		if d := t.ttl[i]; d > 0 { // insertion sort: at most MaxNodes
+			j := known
+			for ; j > 0 && ttls[j-1] > d; j-- {
+				ttls[j] = ttls[j-1]
+			}
+			ttls[j] = d
+			known++
+		}
+	}
+	a.wakeCount = min(need, bits.OnesCount32(a.held))
+	if a.wakeCount > 0 && known >= need {
+		// A key read with PTTL d is gone d later; PTTL rounds down to the
+		// millisecond, and the reading was taken before now.
+		a.expiry = now.Add(ttls[need-1] + time.Millisecond)
+	}
+}
+
+// maybeWake brings the wake forward, in PhaseWait, once enough held nodes
+// have announced a release. After an announced attempt that lost (another
+// client heard the same release), the wake is spread over twice that
+// attempt's duration so that competing clients do not split the vote
+// again.
+func (a *Acquisition) maybeWake(now time.Time) {
+	if a.phase != PhaseWait || a.wakeCount == 0 || !a.woke.IsZero() ||
+		bits.OnesCount32(a.announced&a.held) < a.wakeCount {
+		return
+	}
+	a.woke = now.Add(uniform(a.spread, a.l.cfg.Jitter.Uint64()))
+}
+
+// Announce records that node announced a release of the key at now, or
+// that its announcements may have been missed (Announcer.Watch). Once as
+// many of the nodes held by the other holder at the last attempt have
+// announced as must free the key for an attempt to win, WakeAt comes
+// forward to now (spread, after an announced attempt lost a race). It is
+// a hint: the next attempt is an ordinary round. Announcements during an
+// attempt count for the wait after it; others are ignored.
+func (a *Acquisition) Announce(node int, now time.Time) {
+	if node < 0 || node >= MaxNodes || a.phase == PhaseDone || a.phase == 0 {
+		return
+	}
+	a.announced |= 1 << node
+	a.maybeWake(now)
+}
+
+// SetListening tells the acquisition which nodes' announcements of the
+// key the caller hears: bit i for node i. While they include enough of
+// the nodes the other holder held to bring the wake forward, a wait lasts
+// until Announce does so or the holders' keys expire (HolderExpiry), and
+// the retry delay is used only when their expiry is unknown. Otherwise a
+// wait ends at the earlier of the retry delay and the expiry.
+func (a *Acquisition) SetListening(nodes uint32) { a.listening = nodes }
+
+// relying reports whether the wait may rely on announcements: the nodes
+// listened to include enough of those held.
+func (a *Acquisition) relying() bool {
+	return a.wakeCount > 0 && bits.OnesCount32(a.listening&a.held) >= a.wakeCount
+}
+
+// HolderExpiry returns when, on the Locker's clock, enough of the other
+// holder's keys will have expired for an attempt to win, as learnt from
+// the remaining TTLs (Reply.TTL) of the last failed attempt; the zero Time
+// when unknown.
+func (a *Acquisition) HolderExpiry() time.Time { return a.expiry }
 
 // startRaise starts the round that raises the fence counter to fence on
 // every node where the key still holds the attempt's token. Only once a
@@ -205,12 +315,26 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	a.round.noWait = noWait
 }
 
-// WakeAt returns when the retry delay of PhaseWait ends.
-func (a *Acquisition) WakeAt() time.Time { return a.wake }
+// WakeAt returns when the wait of PhaseWait ends: at the retry delay's
+// end, or at the holders' expiry (HolderExpiry) when that comes first or
+// while listening (SetListening), or earlier once Announce brought it
+// forward.
+func (a *Acquisition) WakeAt() time.Time {
+	at := a.wake
+	if !a.expiry.IsZero() && (a.relying() || a.expiry.Before(at)) {
+		at = a.expiry
+	}
+	if !a.woke.IsZero() && a.woke.Before(at) {
+		at = a.woke
+	}
+	return at
+}
 
-// Wake starts the next attempt at now, in PhaseWait.
+// Wake starts the next attempt at now, in PhaseWait. It may come before
+// WakeAt: an attempt is always safe.
 func (a *Acquisition) Wake(now time.Time) {
 	if a.phase == PhaseWait {
+		a.woken = !a.woke.IsZero() && !now.Before(a.woke)
 		a.startAttempt(now)
 	}
 }

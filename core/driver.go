@@ -58,6 +58,12 @@ type Command struct {
 	TTL time.Duration
 	// Fence is the value OpRaiseFence raises the counter to. Zero otherwise.
 	Fence uint64
+	// Probe asks an OpAcquire that finds the key held to report the
+	// holder's remaining TTL (Reply.TTL), which costs the node a script
+	// instead of a plain SET NX. An Acquisition sets it from its second
+	// attempt on, once the key is known to be contended. OpAcquireFenced
+	// always reports it.
+	Probe bool
 }
 
 // Status is a node's answer to one Command.
@@ -107,6 +113,12 @@ type Reply struct {
 	// Fence is the fence counter's value after an OpAcquireFenced that
 	// answered StatusOK (at least 1). Zero otherwise.
 	Fence uint64
+	// TTL is, for an OpAcquire or OpAcquireFenced that answered
+	// StatusHeld, how long the other holder's key has left on the node
+	// (PTTL), when the driver knows it; zero when it does not, or when
+	// the key has no expiry. A waiting Acquisition retries when enough
+	// holders' keys will have expired (Acquisition.HolderExpiry).
+	TTL time.Duration
 }
 
 // Driver is a set of N independent Redis masters, indexed 0..N-1.
@@ -168,4 +180,33 @@ type Batch interface {
 	// does not wait for); buffered acquires and extends may be dropped. The
 	// batch is not used again.
 	Close()
+}
+
+// Announcer is a Driver whose nodes announce releases: a successful
+// OpRelease also tells the node's subscribers to the key that it was
+// deleted, and Watch relays those announcements. A waiting Acquisition
+// takes them through Announce, to retry as soon as a release makes an
+// attempt worthwhile rather than sleep out its retry delay.
+//
+// An announcement is a hint and nothing more: it starts an attempt, and
+// the attempt is a quorum round like any other. A lost announcement costs
+// time (the waiter retries at the holder's expiry or its retry delay); a
+// late, duplicated or forged one costs one round.
+type Announcer interface {
+	Driver
+	// Watch starts relaying the announcements of key: notify(i) is called
+	// whenever node i announces a release of key, and whenever node i's
+	// subscription to key starts, restarts or stops, since a release may
+	// have gone unannounced around it. notify is called from a goroutine
+	// of the driver's, one call at a time per Watch, and must not block.
+	Watch(key string, notify func(node int)) Watch
+}
+
+// Watch is one Announcer.Watch of a key.
+type Watch interface {
+	// Listening returns the nodes whose subscription to the key is active
+	// now, bit i for node i: a release on those would be announced.
+	Listening() uint32
+	// Stop ends the watch: notify is not called once Stop has returned.
+	Stop()
 }

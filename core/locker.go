@@ -329,6 +329,14 @@ func (l *Locker) Extended(lock Lock, r *Round, now time.Time) (Lock, error) {
 	return lock, nil
 }
 
+// Run drives r, a round of this Locker's, over one batch of its Driver
+// until r is done, and reports true if cancel closed first (r is then not
+// done); cancel may be nil. ctx's values reach the driver. A caller with
+// its own loop over an Acquisition uses it for PhaseRound.
+func (l *Locker) Run(ctx context.Context, r *Round, cancel <-chan struct{}) (cancelled bool) {
+	return l.run(ctx, r, cancel)
+}
+
 // run drives r over one driver batch until it is done. It returns true if
 // cancel closed first; cancel may be nil.
 func (l *Locker) run(ctx context.Context, r *Round, cancel <-chan struct{}) (cancelled bool) {

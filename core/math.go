@@ -83,6 +83,7 @@ type Tally struct {
 	failed    int // StatusError and StatusTimeout
 	status    [MaxNodes]Status
 	errs      [MaxNodes]error
+	ttl       [MaxNodes]time.Duration // holders' remaining TTLs (Reply.TTL)
 }
 
 // NewTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
@@ -141,6 +142,15 @@ func (t *Tally) Pending() int { return t.n - t.ok - t.held - t.missing - t.faile
 // (no key), and failed (error or timeout).
 func (t *Tally) Counts() (ok, held, missing, failed int) {
 	return t.ok, t.held, t.missing, t.failed
+}
+
+// HolderTTL returns the remaining TTL of the other holder's key on node,
+// as its StatusHeld reply reported it (Reply.TTL), or 0 when unknown.
+func (t *Tally) HolderTTL(node int) time.Duration {
+	if node < 0 || node >= t.n || t.status[node] != StatusHeld {
+		return 0
+	}
+	return t.ttl[node]
 }
 
 // Status returns node's recorded answer and error; Status 0 means none yet.

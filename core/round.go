@@ -83,6 +83,9 @@ func (r *Round) Receive(rep Reply) bool {
 	if rep.Status == StatusOK && rep.Fence > r.fence {
 		r.fence = rep.Fence
 	}
+	if rep.Status == StatusHeld && rep.TTL > 0 {
+		r.tally.ttl[rep.Node] = rep.TTL
+	}
 	if r.noWait&(1<<rep.Node) == 0 {
 		r.waiting--
 	}

@@ -35,6 +35,10 @@ type Cluster struct {
 	spare atomic.Pointer[batch] // one reused batch, without a lock
 	mu    sync.Mutex
 	free  []*batch // more reused batches: Begin allocates nothing in steady state
+
+	watching atomic.Int32 // live watches: releases skip wmu while there are none
+	wmu      sync.Mutex
+	watches  map[string][]*watch
 }
 
 // entry is one key. Entries are kept by pointer and reused after release
@@ -47,6 +51,7 @@ type entry struct {
 }
 
 type node struct {
+	c    *Cluster
 	name string
 
 	mu      sync.Mutex
@@ -56,6 +61,7 @@ type node struct {
 	latency time.Duration
 	down    bool
 	hung    bool
+	muted   bool // releases are not announced (lost announcements)
 	calls   int
 }
 
@@ -63,7 +69,7 @@ type node struct {
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
 	for i := range c.nodes {
-		c.nodes[i] = &node{name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
+		c.nodes[i] = &node{c: c, name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
 	}
 	return c
 }
@@ -77,8 +83,25 @@ func (c *Cluster) NodeName(i int) string { return c.nodes[i].name }
 // SetLatency makes node i answer d after each command.
 func (c *Cluster) SetLatency(i int, d time.Duration) { c.with(i, func(n *node) { n.latency = d }) }
 
-// SetDown makes node i refuse every command at once with ErrDown.
-func (c *Cluster) SetDown(i int, down bool) { c.with(i, func(n *node) { n.down = down }) }
+// SetDown makes node i refuse every command at once with ErrDown. A down
+// node announces nothing, and its watches are not listening; going down
+// and coming back up notify every watch, as a lost and restarted
+// subscription would.
+func (c *Cluster) SetDown(i int, down bool) {
+	changed := false
+	c.with(i, func(n *node) { changed, n.down = n.down != down, down })
+	if changed {
+		c.announceAll(i)
+	}
+}
+
+// SetMuted makes node i's releases go unannounced while muted, though its
+// watches stay listening: announcements lost on the way.
+func (c *Cluster) SetMuted(i int, muted bool) { c.with(i, func(n *node) { n.muted = muted }) }
+
+// Announce makes node i announce a release of key whether or not one took
+// place: a forged or duplicated announcement.
+func (c *Cluster) Announce(i int, key string) { c.announce(i, key) }
 
 // SetHung makes node i ignore commands: each one times out at its deadline
 // and has no effect, like a SIGSTOPped server.
@@ -161,12 +184,19 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 		return r, 0, hung
 	}
 	r.Status = n.apply(cmd, now)
-	if r.Status == core.StatusOK && cmd.Op == core.OpAcquireFenced {
+	switch {
+	case r.Status == core.StatusOK && cmd.Op == core.OpAcquireFenced:
 		r.Fence = n.fences[cmd.Key] + 1
 		n.fences[cmd.Key] = r.Fence
+	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
+		r.TTL = n.data[cmd.Key].expires.Sub(now) // live: apply found it
 	}
+	announce := r.Status == core.StatusOK && cmd.Op == core.OpRelease && !n.muted
 	delay = n.latency
 	n.mu.Unlock()
+	if announce {
+		n.c.announce(i, cmd.Key)
+	}
 	if r.Status == 0 {
 		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
 	}
@@ -254,6 +284,100 @@ func (n *node) apply(cmd core.Command, now time.Time) core.Status {
 		return core.StatusOK
 	}
 	return 0
+}
+
+var _ core.Announcer = (*Cluster)(nil)
+
+// Watch relays the releases of key: notify(i) is called when node i
+// deletes key in a release (core.OpRelease), unless muted, synchronously
+// from the Send that deleted it, and when node i goes down or comes back
+// up (SetDown). Listening returns the nodes that are not down.
+func (c *Cluster) Watch(key string, notify func(node int)) core.Watch {
+	w := &watch{c: c, key: key, notify: notify}
+	c.wmu.Lock()
+	if c.watches == nil {
+		c.watches = make(map[string][]*watch)
+	}
+	c.watches[key] = append(c.watches[key], w)
+	c.watching.Add(1)
+	c.wmu.Unlock()
+	return w
+}
+
+type watch struct {
+	c      *Cluster
+	key    string
+	notify func(int)
+	mu     sync.Mutex // held while notify runs: Stop waits for it
+	done   bool
+}
+
+func (w *watch) Listening() uint32 {
+	var up uint32
+	for i, n := range w.c.nodes {
+		n.mu.Lock()
+		if !n.down {
+			up |= 1 << i
+		}
+		n.mu.Unlock()
+	}
+	return up
+}
+
+func (w *watch) Stop() {
+	c := w.c
+	c.wmu.Lock()
+	ws := c.watches[w.key]
+	for j, x := range ws {
+		if x == w {
+			ws = append(ws[:j], ws[j+1:]...)
+			c.watching.Add(-1)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(c.watches, w.key)
+	} else {
+		c.watches[w.key] = ws
+	}
+	c.wmu.Unlock()
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}
+
+// announce calls the notify of every watch of key for node i.
+func (c *Cluster) announce(i int, key string) {
+	if c.watching.Load() == 0 {
+		return
+	}
+	c.wmu.Lock()
+	ws := append([]*watch(nil), c.watches[key]...)
+	c.wmu.Unlock()
+	for _, w := range ws {
+		w.fire(i)
+	}
+}
+
+// announceAll notifies every watch, of every key, for node i.
+func (c *Cluster) announceAll(i int) {
+	c.wmu.Lock()
+	var ws []*watch
+	for _, k := range c.watches {
+		ws = append(ws, k...)
+	}
+	c.wmu.Unlock()
+	for _, w := range ws {
+		w.fire(i)
+	}
+}
+
+func (w *watch) fire(i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.notify(i)
+	}
 }
 
 // NodeError is a failure of one node, naming it.

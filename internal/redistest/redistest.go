@@ -397,3 +397,67 @@ func stringify(r any) any {
 // Embedded reports whether s is the in-process miniredis fallback rather
 // than a redis-server process.
 func (s *Server) Embedded() bool { return s.mini != nil }
+
+// Subscriber is a connection subscribed to channels, for tests that
+// observe what the server publishes.
+type Subscriber struct {
+	psc redis.PubSubConn
+}
+
+// Subscribe opens a connection subscribed to channels and returns once the
+// server confirmed every subscription, so that what is published after it
+// returns is received. It is closed at the end of the test.
+func (s *Server) Subscribe(t testing.TB, channels ...string) *Subscriber {
+	t.Helper()
+	s.mu.Lock()
+	addr := s.Addr
+	s.mu.Unlock()
+	opts := []redis.DialOption{redis.DialConnectTimeout(2 * time.Second)}
+	switch {
+	case s.Opts.User != "":
+		opts = append(opts, redis.DialUsername(s.Opts.User), redis.DialPassword(s.Opts.UserPassword))
+	case s.Opts.Password != "":
+		opts = append(opts, redis.DialPassword(s.Opts.Password))
+	}
+	if s.Opts.TLS {
+		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(clientTLS()))
+	}
+	c, err := redis.Dial("tcp", addr, opts...)
+	if err != nil {
+		t.Fatalf("redistest: subscribe: %v", err)
+	}
+	sub := &Subscriber{psc: redis.PubSubConn{Conn: c}}
+	t.Cleanup(func() { c.Close() })
+	args := make([]any, len(channels))
+	for i, ch := range channels {
+		args[i] = ch
+	}
+	if err := sub.psc.Subscribe(args...); err != nil {
+		t.Fatalf("redistest: subscribe: %v", err)
+	}
+	for range channels {
+		switch v := sub.psc.ReceiveWithTimeout(10 * time.Second).(type) {
+		case redis.Subscription:
+		case error:
+			t.Fatalf("redistest: subscribe: %v", v)
+		default:
+			t.Fatalf("redistest: subscribe: unexpected %T %v", v, v)
+		}
+	}
+	return sub
+}
+
+// Next returns the next message's channel and payload. It fails the test
+// if none comes within 10 s (a guard against a hang, not a wait).
+func (s *Subscriber) Next(t testing.TB) []string {
+	t.Helper()
+	for {
+		switch v := s.psc.ReceiveWithTimeout(10 * time.Second).(type) {
+		case redis.Message:
+			return []string{v.Channel, string(v.Data)}
+		case error:
+			t.Fatalf("redistest: receive: %v", v)
+			return nil
+		}
+	}
+}

@@ -42,6 +42,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -133,6 +134,13 @@ type Config struct {
 	// Clock is the clock of the Locker's deadlines; nil means the system
 	// clock (time.Now), which is what a Locker on core.SystemClock uses.
 	Clock Clock
+	// Subscribe opens a node's subscription connection, over which Watch
+	// hears releases; nil: the client cannot subscribe, and Watch never
+	// listens (waiters poll).
+	Subscribe SubscribeDialer
+	// Logger gets the one warning that release notifications are
+	// unavailable; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Engine is a core.Driver over the connections Config.Dial makes. It is safe
@@ -149,6 +157,9 @@ type Engine struct {
 
 	mu     sync.Mutex
 	runIDs []string // per node: the run_id of its connection's server
+
+	log     *slog.Logger
+	watcher watcher
 }
 
 var _ core.Driver = (*Engine)(nil)
@@ -170,6 +181,11 @@ func New(cfg Config) *Engine {
 	if dt <= 0 {
 		dt = DefaultDialTimeout
 	}
+	e.log = cfg.Logger
+	if e.log == nil {
+		e.log = slog.Default()
+	}
+	e.watcher = watcher{e: e, dial: cfg.Subscribe, timeout: dt}
 	e.batches.New = func() any { return newBatch(e) }
 	e.wg.Add(len(e.nodes))
 	for i := range e.nodes {
@@ -201,6 +217,7 @@ func (e *Engine) Begin(ctx context.Context) core.Batch {
 // core.StatusError with core.ErrClosed. Close is idempotent.
 func (e *Engine) Close() {
 	e.once.Do(func() {
+		e.watcher.close()
 		for _, n := range e.nodes {
 			n.close()
 		}

@@ -133,7 +133,7 @@ func TestCommandsAndReplies(t *testing.T) {
 		{"acquire-fenced then EVALSHA", acquireFenced("k", 4),
 			[]string{"EVALSHA", wire.AcquireFenced.SHA1, "2", "k", "redlock:fence:k", tok(4).String(), "10000"},
 			Reply{Kind: KindInt, Int: 1}, core.StatusOK, "", 1},
-		{"acquire-fenced held", acquireFenced("k", 4), nil, Reply{Kind: KindNil}, core.StatusHeld, "", 0},
+		{"acquire-fenced held", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: -1500}, core.StatusHeld, "", 0},
 		{"acquire-fenced past 2^53", acquireFenced("k", 4), nil, String("9007199254740993"), core.StatusOK, "", 1<<53 + 1},
 		{"acquire-fenced at 2^63-1", acquireFenced("k", 4), nil, String("9223372036854775807"), core.StatusOK, "", 1<<63 - 1},
 		{"acquire-fenced beyond 2^63-1", acquireFenced("k", 4), nil, String("9223372036854775808"), core.StatusError, `unexpected fence "9223372036854775808"`, 0},
@@ -141,8 +141,8 @@ func TestCommandsAndReplies(t *testing.T) {
 		{"acquire-fenced not a number", acquireFenced("k", 4), nil, String("12a"), core.StatusError, `unexpected fence "12a"`, 0},
 		{"acquire-fenced leading zero", acquireFenced("k", 4), nil, String("012"), core.StatusError, `unexpected fence "012"`, 0},
 		{"acquire-fenced empty", acquireFenced("k", 4), nil, String(""), core.StatusError, `unexpected fence ""`, 0},
-		{"acquire-fenced zero", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: 0}, core.StatusError, "unexpected fence 0", 0},
-		{"acquire-fenced negative", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: -1}, core.StatusError, "unexpected fence -1", 0},
+		{"acquire-fenced held without expiry", acquireFenced("k", 4), nil, Reply{Kind: KindInt, Int: 0}, core.StatusHeld, "", 0},
+		{"acquire-fenced nil", acquireFenced("k", 4), nil, Reply{Kind: KindNil}, core.StatusError, "unexpected reply kind", 0},
 		{"acquire-fenced OK", acquireFenced("k", 4), nil, Reply{Kind: KindOK}, core.StatusError, "unexpected reply kind", 0},
 		{"acquire-fenced error reply", acquireFenced("k", 4), nil,
 			Reply{Kind: KindError, Err: errors.New("ERR increment or decrement would overflow")}, core.StatusError, "overflow", 0},
@@ -326,7 +326,7 @@ func TestNoScriptFallsBackToEval(t *testing.T) {
 }
 
 // TestFencedAcquireHeldCachesItsScript: a held key answers the fenced
-// acquire nil, which still proves the script ran.
+// acquire with the holder's TTL, which also proves the script ran.
 func TestFencedAcquireHeldCachesItsScript(t *testing.T) {
 	e, f, clock := start(t, 1)
 	for _, want := range []string{"EVAL", "EVALSHA"} {
@@ -334,8 +334,41 @@ func TestFencedAcquireHeldCachesItsScript(t *testing.T) {
 		c := receive(b, nil)
 		x := f.next()
 		assert.Equal(t, want, x.cmds[0][0])
-		x.reply(nil, Reply{Kind: KindNil})
-		assert.Equal(t, core.Reply{Node: 0, Status: core.StatusHeld}, wait(t, c))
+		x.reply(nil, Reply{Kind: KindInt, Int: -5})
+		assert.Equal(t, core.Reply{Node: 0, Status: core.StatusHeld, TTL: 5 * time.Millisecond}, wait(t, c))
+		b.Close()
+	}
+}
+
+// TestProbeReportsTheHoldersTTL: an acquire with Probe runs the probe
+// script, EVAL then EVALSHA, and a held key's reply carries its PTTL; a
+// plain acquire stays a SET NX.
+func TestProbeReportsTheHoldersTTL(t *testing.T) {
+	e, f, clock := start(t, 1)
+	probe := acquire("k", 1)
+	probe.Probe = true
+	for _, tc := range []struct {
+		cmd   core.Command
+		words []string
+		reply Reply
+		want  core.Reply
+	}{
+		{probe, []string{"EVAL", wire.AcquireProbe.Src, "1", "k", tok(1).String(), "10000"},
+			Reply{Kind: KindInt, Int: -2500}, core.Reply{Status: core.StatusHeld, TTL: 2500 * time.Millisecond}},
+		{probe, []string{"EVALSHA", wire.AcquireProbe.SHA1, "1", "k", tok(1).String(), "10000"},
+			Reply{Kind: KindOK}, core.Reply{Status: core.StatusOK}},
+		{probe, nil, Reply{Kind: KindInt, Int: 0}, core.Reply{Status: core.StatusHeld}}, // no expiry: unknown
+		{acquire("k", 1), []string{"SET", "k", tok(1).String(), "NX", "PX", "10000"},
+			Reply{Kind: KindNil}, core.Reply{Status: core.StatusHeld}},
+	} {
+		b := send(e, clock, 0, tc.cmd, time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		if tc.words != nil {
+			assert.Equal(t, [][]string{tc.words}, x.cmds)
+		}
+		x.reply(nil, tc.reply)
+		assert.Equal(t, tc.want, wait(t, c))
 		b.Close()
 	}
 }
@@ -344,7 +377,7 @@ func TestFencedAcquireHeldCachesItsScript(t *testing.T) {
 // node.scripts, a uint8.
 func TestScriptBits(t *testing.T) {
 	seen := uint8(0)
-	for op := core.OpRelease; op <= core.OpRaiseFence; op++ {
+	for op := core.OpAcquire; op <= core.OpRaiseFence; op++ {
 		bit := scriptBit(op)
 		require.NotZero(t, bit, "%v overflows node.scripts", op)
 		require.Zero(t, seen&bit, "%v shares its bit", op)

@@ -275,11 +275,11 @@ func (n *node) answer(err error) {
 		var r core.Reply
 		switch {
 		case k < len(n.replies) && n.replies[k].Kind != KindNone:
-			st, fence, rerr := n.status(j.cmd.Op, n.replies[k])
+			st, fence, ttl, rerr := n.status(j.cmd.Op, n.replies[k])
 			if rerr != nil {
 				r = n.e.fail(n.i, j.cmd.Op, rerr, false)
 			} else {
-				r = core.Reply{Node: n.i, Status: st, Fence: fence}
+				r = core.Reply{Node: n.i, Status: st, Fence: fence, TTL: ttl}
 			}
 		case err == nil:
 			r = n.e.fail(n.i, j.cmd.Op, errors.New("no reply"), late)
@@ -291,56 +291,59 @@ func (n *node) answer(err error) {
 	clear(n.replies)
 }
 
-// status decodes the reply to a command of op, and an OpAcquireFenced's
-// fence.
-func (n *node) status(op core.Op, r Reply) (core.Status, uint64, error) {
+// status decodes the reply to a command of op, an OpAcquireFenced's
+// fence, and the holder's TTL that a held acquire's script reports.
+func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, error) {
 	if r.Kind == KindError || r.Kind == KindOther {
-		return core.StatusError, 0, r.Err
+		return core.StatusError, 0, 0, r.Err
 	}
 	switch op {
-	case core.OpAcquire:
-		switch r.Kind {
-		case KindOK:
-			return core.StatusOK, 0, nil
-		case KindNil:
-			return core.StatusHeld, 0, nil // SET NX: the key exists
+	case core.OpAcquire: // SET NX, or the probe script
+		switch {
+		case r.Kind == KindOK:
+			return core.StatusOK, 0, 0, nil
+		case r.Kind == KindNil: // SET NX: the key exists
+			return core.StatusHeld, 0, 0, nil
+		case r.Kind == KindInt && r.Int <= 0:
+			n.scripts |= scriptBit(op) // it ran: the server has it cached
+			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
 		}
 	case core.OpAcquireFenced:
 		var fence uint64
 		var err error
-		switch r.Kind {
-		case KindNil:
-			n.scripts |= scriptBit(op) // it ran: the server has it cached
-			return core.StatusHeld, 0, nil
-		case KindInt:
+		switch {
+		case r.Kind == KindInt && r.Int <= 0:
+			n.scripts |= scriptBit(op)
+			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
+		case r.Kind == KindInt:
 			fence, err = wire.FenceInt(r.Int)
-		case KindString:
+		case r.Kind == KindString:
 			fence, err = wire.FenceString(r.Text) // from 2^53 up
 		default:
-			return core.StatusError, 0, unexpected(op, r)
+			return core.StatusError, 0, 0, unexpected(op, r)
 		}
 		n.scripts |= scriptBit(op)
 		if err != nil {
-			return core.StatusError, 0, err
+			return core.StatusError, 0, 0, err
 		}
-		return core.StatusOK, fence, nil
+		return core.StatusOK, fence, 0, nil
 	default: // release, extend, raise-fence: 1, 0 or -1
 		if r.Kind == KindInt {
 			n.scripts |= scriptBit(op)
 			st, err := wire.ScriptStatus(r.Int)
-			return st, 0, err
+			return st, 0, 0, err
 		}
 	}
-	return core.StatusError, 0, unexpected(op, r)
+	return core.StatusError, 0, 0, unexpected(op, r)
 }
 
 func unexpected(op core.Op, r Reply) error {
 	return errors.New("unexpected reply kind " + strconv.Itoa(int(r.Kind)) + " to " + op.String())
 }
 
-// scriptBit is op's bit in node.scripts: the ops that run scripts are
-// OpRelease and the ones after it, at most 8 of them (TestScriptBits).
-func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpRelease) }
+// scriptBit is op's bit in node.scripts: every op runs a script (an
+// OpAcquire only with Probe), at most 8 of them (TestScriptBits).
+func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpAcquire) }
 
 // encode builds n.cmds for the jobs at idx, each as EVAL rather than
 // EVALSHA if eval is set or its script has not run on the connection.
@@ -356,15 +359,16 @@ func (n *node) encode(idx []int, eval bool) {
 		text = cmd.Token.AppendHex(text)
 		tok := view(text[start:])
 		first := len(args)
+		plain := op == core.OpAcquire && !cmd.Probe
 		switch {
-		case op == core.OpAcquire:
+		case plain:
 			args = append(args, "SET", cmd.Key, tok, "NX", "PX")
 		case eval || n.scripts&scriptBit(op) == 0:
 			args = append(args, "EVAL", wire.ScriptFor(op).Src)
 		default:
 			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1)
 		}
-		if op != core.OpAcquire {
+		if !plain {
 			if wire.Keys(op) == 2 {
 				start = len(text)
 				text = append(text, core.FenceKeyPrefix...)

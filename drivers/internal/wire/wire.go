@@ -39,6 +39,8 @@ var (
 	acquireFencedSrc string
 	//go:embed raise_fence.lua
 	raiseFenceSrc string
+	//go:embed acquire_probe.lua
+	acquireProbeSrc string
 
 	// Release is the compare-and-delete script: KEYS[1] key, ARGV[1] token.
 	Release = newScript(releaseSrc)
@@ -47,10 +49,16 @@ var (
 	Extend = newScript(extendSrc)
 	// AcquireFenced is the fenced SET NX (core.OpAcquireFenced): KEYS[1]
 	// key, KEYS[2] its fence counter (core.FenceKey), ARGV[1] token,
-	// ARGV[2] TTL in milliseconds. It replies nil when the key exists, and
-	// otherwise the incremented counter: an integer below 2^53, a decimal
-	// string from 2^53 up (see FenceReply).
+	// ARGV[2] TTL in milliseconds. When the key exists it replies minus
+	// the key's remaining TTL in ms, or 0 (see HeldTTL); otherwise the
+	// incremented counter: an integer below 2^53, a decimal string from
+	// 2^53 up (see FenceString).
 	AcquireFenced = newScript(acquireFencedSrc)
+	// AcquireProbe is SET NX PX that reports the other holder's remaining
+	// TTL (core.Command.Probe): KEYS[1] key, ARGV[1] token, ARGV[2] TTL in
+	// milliseconds. It replies OK, or as AcquireFenced when the key
+	// exists.
+	AcquireProbe = newScript(acquireProbeSrc)
 	// RaiseFence is the conditional raise of a fence counter
 	// (core.OpRaiseFence): KEYS[1] key, KEYS[2] its fence counter, ARGV[1]
 	// token, ARGV[2] the fence in decimal. It replies as Release and Extend
@@ -58,10 +66,20 @@ var (
 	RaiseFence = newScript(raiseFenceSrc)
 )
 
+// ReleasePrefix starts the name of the channel on which the release
+// script announces that it deleted a key: the key follows it.
+const ReleasePrefix = "redlock:release:"
+
+// ReleaseChannel returns the channel on which releases of key are
+// announced.
+func ReleaseChannel(key string) string { return ReleasePrefix + key }
+
 // ScriptFor returns the script of a command other than core.OpAcquire
-// (a plain SET NX).
+// without Probe (a plain SET NX).
 func ScriptFor(op core.Op) Script {
 	switch op {
+	case core.OpAcquire:
+		return AcquireProbe
 	case core.OpExtend:
 		return Extend
 	case core.OpAcquireFenced:
@@ -80,6 +98,11 @@ func Keys(op core.Op) int {
 	}
 	return 1
 }
+
+// HeldTTL returns the other holder's remaining TTL from the reply n <= 0
+// of AcquireProbe or AcquireFenced to a key that exists: -n ms, 0 when
+// the key has no expiry.
+func HeldTTL(n int64) time.Duration { return time.Duration(-n) * time.Millisecond }
 
 // FenceInt returns the fence of an AcquireFenced integer reply: at least
 // 1.

@@ -116,7 +116,7 @@ func TestFenceReplies(t *testing.T) {
 // TestFencedScriptsOnRedis checks the fenced scripts on redis-server: the
 // counter is returned exactly on both sides of 2^53, where Lua's numbers
 // (doubles) stop being exact, and up to the 64-bit maximum; nil when the
-// key is held, changing nothing; the raise is conditional on the token,
+// key is held, changing nothing, minus the holder's PTTL; the raise is conditional on the token,
 // never lowers the counter and never creates the key.
 func TestFencedScriptsOnRedis(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
@@ -169,8 +169,9 @@ func TestFencedScriptsOnRedis(t *testing.T) {
 	assert.Equal(t, "1", counter())
 	assert.Equal(t, int64(-1), do("PTTL", fk), "counters never expire")
 
-	// Held: nil, and neither the key nor the counter changes.
-	assert.Nil(t, acquire("b"))
+	// Held: minus the key's PTTL, and neither the key nor the counter
+	// changes.
+	assert.InDelta(t, -60000, acquire("b"), 5000)
 	assert.Equal(t, "a", do("GET", key))
 	assert.Equal(t, "1", counter())
 
@@ -227,4 +228,33 @@ func TestFencedScriptsOnRedis(t *testing.T) {
 	assert.Equal(t, "9007199254740993", counter())
 	do("DEL", key)
 	assert.Equal(t, uint64(1<<53+2), fence(acquire("a")))
+}
+
+// TestProbeAndReleaseOnRedis checks the probe acquire and the release's
+// announcement on redis-server: the probe sets like SET NX PX, and on a
+// held key returns minus its PTTL (0 without expiry); the release
+// publishes the token on the key's release channel only when it deletes.
+func TestProbeAndReleaseOnRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	do := func(args ...any) any {
+		t.Helper()
+		r, err := srv.Do(args...)
+		require.NoError(t, err, "%v", args)
+		return r
+	}
+	assert.Equal(t, "OK", do("EVAL", AcquireProbe.Src, 1, "k", "a", 60000))
+	assert.InDelta(t, 60000, do("PTTL", "k"), 5000)
+	assert.Equal(t, "a", do("GET", "k"))
+	assert.InDelta(t, -60000, do("EVAL", AcquireProbe.Src, 1, "k", "b", 60000), 5000)
+	assert.Equal(t, "a", do("GET", "k"), "a held key is left alone")
+	do("SET", "forever", "x")
+	assert.Equal(t, int64(0), do("EVAL", AcquireProbe.Src, 1, "forever", "b", 60000))
+
+	sub := srv.Subscribe(t, ReleaseChannel("k"))
+	assert.Equal(t, int64(-1), do("EVAL", Release.Src, 1, "k", "b"), "another token")
+	assert.Equal(t, int64(1), do("EVAL", Release.Src, 1, "k", "a"))
+	assert.Equal(t, int64(0), do("EVAL", Release.Src, 1, "k", "a"), "already gone")
+	assert.Equal(t, []string{ReleaseChannel("k"), "a"}, sub.Next(t), "the one deletion is announced, with its token")
+	assert.Equal(t, int64(1), do("PUBLISH", ReleaseChannel("k"), "end"))
+	assert.Equal(t, []string{ReleaseChannel("k"), "end"}, sub.Next(t), "and nothing else was")
 }

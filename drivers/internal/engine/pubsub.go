@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"context"
+	"errors"
+)
+
+// Subscription is one connection in subscribe mode to one node, as its
+// client provides it: the only pub/sub code a driver writes. The engine
+// (Watcher) decides what to subscribe to, matches confirmations, redials
+// and resubscribes.
+type Subscription interface {
+	// Subscribe and Unsubscribe send SUBSCRIBE or UNSUBSCRIBE for
+	// channels (at least one) and return once the command is written,
+	// without waiting for the server's confirmations: Receive returns
+	// those. They are called from one goroutine at a time, possibly while
+	// another goroutine waits in Receive. An error means the connection
+	// failed.
+	Subscribe(ctx context.Context, channels ...string) error
+	Unsubscribe(ctx context.Context, channels ...string) error
+	// Receive waits for the next message, confirmation or error reply,
+	// from one goroutine. It returns an error when the connection failed
+	// or was closed, and must then return at once on every later call.
+	// The client's pings and their pongs, if it sends any, are its own
+	// and are not returned.
+	Receive(ctx context.Context) (Event, error)
+	// Close closes the connection, ending a Receive in progress. It may be
+	// called at any time, more than once.
+	Close() error
+}
+
+// SubscribeDialer opens a subscription connection to node i, within ctx's
+// deadline.
+type SubscribeDialer func(ctx context.Context, node int) (Subscription, error)
+
+// EventKind is what a Subscription received.
+type EventKind uint8
+
+const (
+	// EventMessage: a message was published on Event.Channel.
+	EventMessage EventKind = iota + 1
+	// EventSubscribed: the server confirmed the subscription to Event.Channel.
+	EventSubscribed
+	// EventUnsubscribed: the server confirmed the end of the
+	// subscription to Event.Channel.
+	EventUnsubscribed
+	// EventRefused: the server answered a command with an error reply,
+	// in Event.Err (an ACL's NOPERM, a proxy without pub/sub).
+	EventRefused
+)
+
+// Event is one thing a Subscription received.
+type Event struct {
+	Kind    EventKind
+	Channel string
+	Err     error
+}
+
+// ReadEvent reads one pub/sub reply in RESP2 (an array) or RESP3 (a push)
+// for clients that read replies themselves (radix): a message, a
+// (un)subscribe confirmation, or an error reply. A pong, or a pattern
+// message, returns ok == false, read and skipped. Anything else is
+// ErrProtocol.
+func ReadEvent(r RESPReader) (e Event, ok bool, err error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return Event{}, false, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return Event{}, false, ErrProtocol
+	}
+	switch line[0] {
+	case '-':
+		return Event{Kind: EventRefused, Err: errors.New(string(line[1 : len(line)-2]))}, true, nil
+	case '+': // RESP2 PONG outside subscribe mode
+		return Event{}, false, nil
+	case '*', '>':
+	default:
+		return Event{}, false, ErrProtocol
+	}
+	n, valid := parseInt(line[1 : len(line)-2])
+	if !valid || n < 1 || n > 4 {
+		return Event{}, false, ErrProtocol
+	}
+	var words [4]string
+	for i := 0; i < int(n); i++ {
+		rep, err := ReadReply(r)
+		if err != nil {
+			return Event{}, false, err
+		}
+		words[i] = rep.Text
+	}
+	switch words[0] {
+	case "message":
+		return Event{Kind: EventMessage, Channel: words[1]}, true, nil
+	case "subscribe":
+		return Event{Kind: EventSubscribed, Channel: words[1]}, true, nil
+	case "unsubscribe":
+		return Event{Kind: EventUnsubscribed, Channel: words[1]}, true, nil
+	}
+	return Event{}, false, nil // pong, pmessage, psubscribe: not ours
+}
