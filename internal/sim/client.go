@@ -45,6 +45,22 @@ type client struct {
 	useStart   int64
 	lastSetEnd int64 // real end of the last round that set or extended the keys
 	timerGen   uint64
+
+	// The wait between attempts, and announcements (announce.go).
+	wakeGen          uint64    // the current evWake's generation
+	wakeAt           time.Time // local: the WakeAt the current evWake was set for
+	retryEnd         time.Time // local: the retry delay's end
+	attemptAnnounced bool      // an announcement started the current attempt
+	heard            bool      // announcements fed since the attempt started
+	listener         bool      // watches the key from its first wait
+	watching         bool
+	listening        uint32                // the nodes the acquisition was told it hears
+	confirmed        uint32                // nodes whose subscription is confirmed
+	subGen           [core.MaxNodes]uint64 // each node's latest SUBSCRIBE
+	// firstDraw is the first Jitter draw since draws was zeroed: the
+	// retry delay's, in the cleanup's RoundDone.
+	firstDraw uint64
+	draws     int
 }
 
 // use is one stretch of real time during which a client used a lock.
@@ -79,9 +95,18 @@ func (t *simTokens) NewToken() core.Token {
 	return t.cur
 }
 
-type jitter struct{ w *world }
+// jitter draws a client's jitter from the schedule's generator, and notes
+// the first draw after c.draws was zeroed.
+type jitter struct{ c *client }
 
-func (j jitter) Uint64() uint64 { return j.w.rng.Uint64() }
+func (j jitter) Uint64() uint64 {
+	v := j.c.w.rng.Uint64()
+	if j.c.draws == 0 {
+		j.c.firstDraw = v
+	}
+	j.c.draws++
+	return v
+}
 
 // names is the Driver a simulated client hands core.New: it names the
 // nodes; the simulation does the I/O.
@@ -97,7 +122,7 @@ func newClient(w *world, id int, ppm int64) *client {
 	cfg := w.cfg
 	mk := func(ttl time.Duration) *core.Locker {
 		l, err := core.New(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Fencing: cfg.Fencing, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{w}})
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{c}})
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
@@ -128,10 +153,13 @@ func (c *client) handle(e event) {
 	case evTimeout:
 		c.answer(e.n, e.msg, core.StatusTimeout)
 	case evWake:
-		if c.state == acquiring && c.acq.Phase() == core.PhaseWait {
-			c.acq.Wake(c.now())
-			c.drive(c.acq.Round())
+		if e.gen == c.wakeGen && c.state == acquiring && c.acq.Phase() == core.PhaseWait {
+			c.wake()
 		}
+	case evSubConfirm, evSubLost:
+		c.subEvent(e)
+	case evAnnounce:
+		c.announcement(e.n)
 	case evTimer:
 		if e.gen == c.timerGen {
 			c.timer()
@@ -158,6 +186,8 @@ func (c *client) start() {
 		panic("sim: " + err.Error())
 	}
 	c.state, c.acq = acquiring, a
+	c.attemptAnnounced, c.heard = false, false
+	c.w.res.Attempts++
 	c.drive(c.acq.Round())
 }
 
@@ -195,8 +225,9 @@ func (c *client) answer(n int, m message, s core.Status) {
 	c.got[n] = true
 	c.replies[n] = m
 	c.replies[n].status = s
-	// A timeout's message is the one sent, never applied: its fence is 0.
-	c.round.Receive(core.Reply{Node: n, Status: s, Fence: m.fence})
+	// A timeout's message is the one sent, never applied: its fence and
+	// TTL are 0.
+	c.round.Receive(core.Reply{Node: n, Status: s, Fence: m.fence, TTL: m.ttl})
 	c.pump()
 }
 
@@ -208,6 +239,7 @@ func (c *client) roundDone() {
 		if c.acq.Cleaning() {
 			c.checkHygiene(r)
 		}
+		c.draws = 0
 		c.acq.RoundDone(c.now())
 		switch c.acq.Phase() {
 		case core.PhaseRound:
@@ -216,8 +248,9 @@ func (c *client) roundDone() {
 			}
 			c.drive(c.acq.Round())
 		case core.PhaseWait:
-			w.schedule(event{at: realAt(c.acq.WakeAt(), c.ppm), kind: evWake, c: c.id})
+			c.startWait()
 		case core.PhaseDone:
+			c.unwatch()
 			lock, err := c.acq.Result()
 			if err != nil {
 				c.idle()
@@ -273,6 +306,29 @@ func (c *client) checkHygiene(r *core.Round) {
 	}
 }
 
+// startWait schedules the end of the wait after a failed attempt's
+// cleanup, or starts the next attempt at once when announcements heard
+// during the attempt already warrant one.
+func (c *client) startWait() {
+	retry := c.w.cfg.Retry
+	if retry.IsZero() {
+		retry = core.DefaultRetry
+	}
+	c.retryEnd = c.now().Add(retry.Delay(c.acq.Attempts(), c.firstDraw))
+	if !c.watching {
+		c.watch() // the first wait: as redlock's Lock, which joins then
+	}
+	if !c.heard && c.announcedWake() {
+		panic("sim: a wait without announcements ends at " + c.acq.WakeAt().String() +
+			", neither the retry delay's end " + c.retryEnd.String() + " nor the holders' expiry")
+	}
+	if !c.acq.WakeAt().After(c.now()) {
+		c.wake()
+		return
+	}
+	c.scheduleWake()
+}
+
 func (c *client) idle() {
 	c.state = idle
 	c.w.schedule(event{at: c.w.now + c.w.between(c.w.cfg.Think[0], c.w.cfg.Think[1]), kind: evStart, c: c.id})
@@ -281,6 +337,9 @@ func (c *client) idle() {
 func (c *client) acquired(lock core.Lock) {
 	w := c.w
 	w.res.Acquisitions++
+	if c.attemptAnnounced {
+		w.res.Announce.Won++
+	}
 	c.lock, c.state, c.extendOnce = lock, holding, false
 	c.lastSetEnd = w.now
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
@@ -373,6 +432,7 @@ func (c *client) timer() {
 func (c *client) release() {
 	c.stopUsing()
 	c.timerGen++
+	c.w.noteRelease(c)
 	r, err := c.locker.StartRelease(c.lock, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
@@ -408,5 +468,6 @@ func (c *client) resume() {
 func (c *client) crash() {
 	c.w.res.Faults.ClientCrashes++
 	c.stopUsing()
+	c.unwatch() // its connections close
 	c.crashed = true
 }

@@ -29,6 +29,48 @@ type Config struct {
 	// fences, and the fence checker runs.
 	Fencing bool
 	Faults  Faults
+	// Announce configures release announcements (core.Announcer) and
+	// their faults. Nodes always announce their releases, as the release
+	// script PUBLISHes after its compare-and-delete; the zero value has no
+	// client listen, so every waiter polls.
+	Announce Announcements
+}
+
+// Announcements says which clients listen to release announcements and
+// what goes wrong with them. A listening client watches the key from its
+// acquisition's first wait to its end (Announcer.Watch, then Stop, as
+// redlock's Lock does): it subscribes on every node, each subscription
+// confirmed a round trip later, and feeds its Acquisition every
+// announcement that reaches it (Acquisition.Announce) and the nodes whose
+// subscription is confirmed (Acquisition.SetListening). Each probability
+// applies to one announcement to one client.
+type Announcements struct {
+	// Listen is the probability that a client listens; the others poll.
+	Listen float64
+	// Drop is the probability that an announcement is lost on the way.
+	Drop float64
+	// Late is the probability that an announcement is held up by up to
+	// LateBy more, past the waiter's next attempt if need be.
+	Late   float64
+	LateBy time.Duration
+	// Dup is the probability that an announcement arrives twice, the copy
+	// with a delay of its own (and Late's chance to be late).
+	Dup float64
+	// Forged is how many announcements of releases that never happened a
+	// schedule draws: each at a random time, from a random node, to a
+	// random client.
+	Forged int
+	// SubDrops is how many subscription drops a schedule draws: at a
+	// random time, a random client's subscription on a random node drops
+	// (if it has one then); the client notices a latency later, is not
+	// listening meanwhile, and subscribes again after a delay in Redial.
+	// Node crashes drop every subscription on the node the same way.
+	SubDrops int
+	Redial   [2]time.Duration
+	// UnknownTTL is the probability that a StatusHeld acquire reply
+	// carries no TTL (Reply.TTL zero: a driver that does not read the
+	// holder's PTTL).
+	UnknownTTL float64
 }
 
 // Faults are what a schedule may inject. The zero value injects nothing.
@@ -105,7 +147,16 @@ type Result struct {
 	// Raises counts fence raise rounds that ran (won or not).
 	Fenced, Raises int
 	Faults         FaultCounts
-	Violations     Violations
+	// Attempts counts acquisition attempts (each acquisition's first and
+	// every retry).
+	Attempts int
+	// Announce counts announcements and what happened to them.
+	Announce AnnounceCounts
+	// Handoff measures, for every release after which another client was
+	// waiting, the real time from the release's start (the holder gives
+	// the lock up) to the next acquisition.
+	Handoff    Handoffs
+	Violations Violations
 	// First describes the first violation found, with its schedule's seed.
 	First string
 }
@@ -116,6 +167,53 @@ type FaultCounts struct {
 	NodeCrashes, EmptyRestarts  int
 	ClientPauses, ClientCrashes int
 	CountersLost                int // fence counters lost with a crash
+}
+
+// AnnounceCounts counts release announcements.
+type AnnounceCounts struct {
+	// Published counts announcements sent by nodes to subscribed clients
+	// (one per release applied and subscriber); Fed counts those, and the
+	// forged and duplicated ones, that a client fed its Acquisition, and
+	// Missed the "maybe missed" notifications of subscriptions that
+	// started, dropped or came back.
+	Published, Fed, Missed int
+	// Faults injected.
+	Dropped, Late, Duplicated, Forged, SubDrops, UnknownTTL int
+	// Wakes counts attempts that an announcement started (the wait ended
+	// before the retry delay and the holders' expiry would have ended
+	// it); Won counts acquisitions won by such an attempt.
+	Wakes, Won int
+}
+
+// Handoffs sums handoff times, in nanoseconds of real time, for every
+// handoff and for those won by an announced attempt.
+type Handoffs struct {
+	N, Announced         int
+	Total, AnnouncedTime int64
+}
+
+// Mean returns the mean handoff time, 0 without handoffs.
+func (h Handoffs) Mean() time.Duration {
+	if h.N == 0 {
+		return 0
+	}
+	return time.Duration(h.Total / int64(h.N))
+}
+
+// MeanAnnounced returns the mean time of the handoffs won by an announced
+// attempt, and MeanOther that of the others.
+func (h Handoffs) MeanAnnounced() time.Duration {
+	if h.Announced == 0 {
+		return 0
+	}
+	return time.Duration(h.AnnouncedTime / int64(h.Announced))
+}
+
+func (h Handoffs) MeanOther() time.Duration {
+	if h.N == h.Announced {
+		return 0
+	}
+	return time.Duration((h.Total - h.AnnouncedTime) / int64(h.N-h.Announced))
 }
 
 // Violations counts what the checkers found. Fence counts fenced
@@ -136,6 +234,24 @@ func (r *Result) add(o Result) {
 	r.Extensions += o.Extensions
 	r.Fenced += o.Fenced
 	r.Raises += o.Raises
+	r.Attempts += o.Attempts
+	a, b := &r.Announce, o.Announce
+	a.Published += b.Published
+	a.Fed += b.Fed
+	a.Missed += b.Missed
+	a.Dropped += b.Dropped
+	a.Late += b.Late
+	a.Duplicated += b.Duplicated
+	a.Forged += b.Forged
+	a.SubDrops += b.SubDrops
+	a.UnknownTTL += b.UnknownTTL
+	a.Wakes += b.Wakes
+	a.Won += b.Won
+	h, k := &r.Handoff, o.Handoff
+	h.N += k.N
+	h.Announced += k.Announced
+	h.Total += k.Total
+	h.AnnouncedTime += k.AnnouncedTime
 	f, g := &r.Faults, o.Faults
 	f.Lost += g.Lost
 	f.Late += g.Late

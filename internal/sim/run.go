@@ -23,12 +23,12 @@ type holderCrash struct {
 // Run runs one schedule of cfg drawn from seed and returns what it did
 // and found. The same cfg and seed always give the same Result.
 func Run(cfg Config, seed uint64) Result {
-	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), releasedAt: -1}
 	w.res.Schedules = 1
 	f := &cfg.Faults
 	w.nodes = make([]node, cfg.Nodes)
 	for i := range w.nodes {
-		w.nodes[i] = node{ppm: w.ppm(f.NodePPM), up: true}
+		w.nodes[i] = node{ppm: w.ppm(f.NodePPM), up: true, subs: make([]uint64, cfg.Clients)}
 		if f.WorstClocks {
 			w.nodes[i].ppm = f.NodePPM
 		}
@@ -43,6 +43,10 @@ func Run(cfg Config, seed uint64) Result {
 		w.clients = append(w.clients, newClient(w, i, ppm))
 		w.schedule(event{at: w.between(0, cfg.Think[1]), kind: evStart, c: i})
 	}
+	a := &cfg.Announce
+	for _, c := range w.clients {
+		c.listener = w.chance(a.Listen)
+	}
 	length := int64(cfg.Length)
 	for range f.NodeCrashes {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evNodeCrash, n: w.rng.IntN(cfg.Nodes)})
@@ -50,6 +54,12 @@ func Run(cfg Config, seed uint64) Result {
 	for range f.Pauses {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evPause, c: w.rng.IntN(cfg.Clients),
 			dur: w.between(0, f.MaxPause)})
+	}
+	for range a.Forged {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evForge, c: w.rng.IntN(cfg.Clients), n: w.rng.IntN(cfg.Nodes)})
+	}
+	for range a.SubDrops {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evSubDrop, c: w.rng.IntN(cfg.Clients), n: w.rng.IntN(cfg.Nodes)})
 	}
 	if f.HolderCrash {
 		// Early enough that the keys expire, and someone reacquires,
@@ -80,6 +90,16 @@ func (w *world) dispatch(e event) {
 	switch e.kind {
 	case evRequest:
 		w.deliver(e)
+	case evSubscribe:
+		w.subscribe(e)
+	case evSubDrop:
+		if w.dropSub(e.n, e.c) {
+			w.res.Announce.SubDrops++
+		}
+	case evForge:
+		w.res.Announce.Forged++
+		e.kind = evAnnounce
+		w.clients[e.c].handle(e)
 	case evNodeCrash:
 		n := &w.nodes[e.n]
 		if !n.up {
@@ -94,6 +114,9 @@ func (w *world) dispatch(e event) {
 		if w.cfg.Faults.LoseCounters {
 			n.fence = 0 // the counter was not persisted either
 			w.res.Faults.CountersLost++
+		}
+		for c := range n.subs {
+			w.dropSub(e.n, c) // the subscribers' connections reset
 		}
 		d := w.cfg.Faults.RestartDelay
 		w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: e.n})
@@ -145,8 +168,30 @@ func (w *world) crashHolder() {
 	w.schedule(event{at: w.now + int64(time.Millisecond), kind: evClientCrash, c: -1})
 }
 
-// noteAcquired feeds the liveness and fence checkers.
+// noteRelease starts a handoff when c gives the lock up while another
+// client waits for it.
+func (w *world) noteRelease(c *client) {
+	for _, o := range w.clients {
+		if o != c && !o.crashed && o.state == acquiring {
+			w.releasedAt = w.now
+			return
+		}
+	}
+}
+
+// noteAcquired feeds the liveness and fence checkers and ends a handoff.
 func (w *world) noteAcquired(c *client) {
+	if w.releasedAt >= 0 {
+		h := &w.res.Handoff
+		d := w.now - w.releasedAt
+		h.N++
+		h.Total += d
+		if c.attemptAnnounced {
+			h.Announced++
+			h.AnnouncedTime += d
+		}
+		w.releasedAt = -1
+	}
 	if w.cfg.Fencing {
 		w.checkFence(c)
 	}

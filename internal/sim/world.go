@@ -29,6 +29,20 @@
 // crashes (counters persisted, as Fencing requires) unless
 // Faults.LoseCounters.
 //
+// Nodes reply the holder key's PTTL, on their own clock and rounded down
+// to the millisecond, to an acquire it refuses that asks for it (fenced,
+// or probing: core.Reply.TTL, core.Command.Probe), and
+// announce every release they apply to the clients subscribed to the key
+// (core.Announcer), as the release script's PUBLISH does. Listening
+// clients (Config.Announce) watch the key from their acquisition's first
+// wait to its end and feed
+// what they hear to their Acquisition (Announce, SetListening), waking
+// when its WakeAt comes; announcements may be lost, late, duplicated or
+// forged and subscriptions may drop, and since announcements are only
+// hints the checkers must find nothing more for it. Result.Handoff and
+// Result.Announce measure what they are for: the time from a release to
+// the next acquisition, and the acquisitions an announcement woke.
+//
 // Clients use a lock only while core.Lock.ValidAt says so on their own
 // clock, re-checked after every pause: the "work within validity"
 // assumption. Config can break each of the algorithm's assumptions, so that
@@ -71,6 +85,9 @@ type world struct {
 	crash        *holderCrash
 	grants       []grant // fenced acquisitions, in the order they completed
 	topGrant     int     // index in grants of the largest fence
+	// releasedAt is when the last release started while another client
+	// waited, until the next acquisition; -1: none pending.
+	releasedAt int64
 }
 
 // event is something that happens at a real instant.
@@ -80,7 +97,7 @@ type event struct {
 	c    int // client
 	n    int // node
 	msg  message
-	gen  uint64 // client timer generation, for timer events
+	gen  uint64 // a client timer's, wake's or subscription's generation
 	dur  int64  // a pause's length
 }
 
@@ -98,6 +115,12 @@ const (
 	evNodeCrash                        // node n crashes
 	evNodeRestart                      // node n restarts
 	evStart                            // client c starts its next acquisition
+	evSubscribe                        // client c's SUBSCRIBE (generation gen) reaches node n
+	evSubConfirm                       // node n's confirmation reaches client c
+	evSubLost                          // client c notices its subscription on node n is gone
+	evAnnounce                         // an announcement from node n reaches client c
+	evSubDrop                          // client c's subscription on node n drops (fault)
+	evForge                            // a forged announcement from node n reaches client c
 )
 
 // message is one command and, once applied, its reply.
@@ -106,10 +129,11 @@ type message struct {
 	cmd       core.Command
 	node      int
 	status    core.Status
-	appliedAt int64  // real time the node applied it, or -1
-	fence     uint64 // the reply's Fence: the counter after an OK OpAcquireFenced
-	late      bool   // delivered after its deadline, out of order
-	deadline  int64  // real time
+	appliedAt int64         // real time the node applied it, or -1
+	fence     uint64        // the reply's Fence: the counter after an OK OpAcquireFenced
+	ttl       time.Duration // the reply's TTL: the holder's PTTL after a held acquire
+	late      bool          // delivered after its deadline, out of order
+	deadline  int64         // real time
 }
 
 // slot orders one event in the queue. It holds no pointer, so the heap's
@@ -230,6 +254,9 @@ type node struct {
 	// fence is the key's fence counter (core.FenceKey): it never expires,
 	// and survives a crash unless Faults.LoseCounters.
 	fence uint64
+	// subs[c] is the generation of client c's subscription to the key's
+	// announcements on this node, 0 if none.
+	subs []uint64
 }
 
 func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
@@ -237,7 +264,12 @@ func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
 func (n *node) alive(t int64) bool { return n.has && n.clock(t) < n.exp }
 
 // apply runs cmd at real time t, as redis-server and the scripts do, and
-// sets m.fence for an OpAcquireFenced that set the key.
+// sets m.fence for an OpAcquireFenced that set the key, and m.ttl for an
+// acquire the key refused that reports it (an OpAcquireFenced, or an
+// OpAcquire with Command.Probe, as the drivers' scripts do): the holder
+// key's PTTL, on the node's clock, rounded down to the millisecond as
+// redis-server's is (0 when less than a millisecond is left, which the
+// core takes as unknown).
 func (n *node) apply(m *message, t int64, f *Faults) core.Status {
 	cmd := m.cmd
 	if n.has && !n.alive(t) {
@@ -246,6 +278,9 @@ func (n *node) apply(m *message, t int64, f *Faults) core.Status {
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if n.has {
+			if cmd.Probe || cmd.Op == core.OpAcquireFenced {
+				m.ttl = time.Duration(n.exp-n.clock(t)) / time.Millisecond * time.Millisecond
+			}
 			return core.StatusHeld
 		}
 		n.has, n.tok, n.exp, n.setAt, n.setLate = true, cmd.Token, n.clock(t)+int64(cmd.TTL), t, m.late
@@ -309,6 +344,13 @@ func (w *world) deliver(e event) {
 	if n.up {
 		m.status = n.apply(&m, w.now, &w.cfg.Faults)
 		m.appliedAt = w.now
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease {
+			w.publish(e.n) // the release script PUBLISHes after its delete
+		}
+		if m.ttl > 0 && w.chance(w.cfg.Announce.UnknownTTL) {
+			w.res.Announce.UnknownTTL++
+			m.ttl = 0
+		}
 	} else {
 		m.status = core.StatusError // connection refused
 	}
