@@ -216,3 +216,109 @@ func FenceRaiseSkipped(n int) Config {
 	c.Faults.SkipRaise = true
 	return c
 }
+
+// Waiters is the family of configurations for release announcements
+// (Config.Announce): five clients contend for the key with work well
+// within the TTL, so that most locks are released rather than left to
+// expire and a handoff follows each release, on a network of 50 µs-1 ms
+// trips; they retry until they win (100 tries, as redlock's Lock does
+// until its context ends), DefaultRetry's 50-250 ms apart. Nodes reply the
+// holder's TTL; no client listens: every waiter polls, at the retry delay
+// or the holder's expiry, whichever is first. Only clock-rate errors
+// (±0.5%) are injected: its handoffs are the baseline WaitersAnnounced's
+// are measured against.
+func Waiters(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "waiters, polling N=" + strconv.Itoa(n)
+	c.Clients = 5
+	c.Latency = [2]time.Duration{50 * us, ms}
+	c.Work = [2]time.Duration{0, 40 * ms}
+	c.Think = [2]time.Duration{0, 20 * ms}
+	c.Retry = core.DefaultRetry.WithTries(100)
+	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000}
+	return c
+}
+
+// WaitersAnnounced is Waiters with every client listening and no
+// announcement lost: a waiter wakes on the release.
+func WaitersAnnounced(n int) Config {
+	c := Waiters(n)
+	c.Name = "waiters, announced N=" + strconv.Itoa(n)
+	c.Announce = Announcements{Listen: 1}
+	return c
+}
+
+// announceFaults is every announcement fault at once: a third of the
+// clients poll, announcements are lost, late by up to the TTL (past the
+// waiter's next attempt), duplicated and forged, subscriptions drop and
+// come back, and some held replies carry no TTL.
+func announceFaults(ttl time.Duration) Announcements {
+	return Announcements{Listen: 2. / 3, Drop: 0.1, Late: 0.1, LateBy: 2 * ttl, Dup: 0.1, Forged: 20,
+		SubDrops: 6, Redial: [2]time.Duration{5 * ms, 50 * ms}, UnknownTTL: 0.1}
+}
+
+// WaitersFaulty is Waiters with every fault of Assumed (message loss and
+// late commands, a node crash with a delayed restart, clock-rate errors,
+// client pauses, extensions through a second Locker) and every
+// announcement fault (announceFaults), for fan-out fo.
+func WaitersFaulty(n int, fo core.FanOut) Config {
+	a := Assumed(n, fo)
+	c := Waiters(n)
+	c.Name = "waiters, announced, all faults N=" + strconv.Itoa(n) + " " + fo.String()
+	c.FanOut = fo
+	c.Work = [2]time.Duration{0, c.TTL} // some extend
+	c.Faults = a.Faults
+	c.Announce = announceFaults(c.TTL)
+	return c
+}
+
+// WaitersPersistent is WaitersFaulty with nodes that keep their data and
+// restart at once, two crashes per schedule.
+func WaitersPersistent(n int) Config {
+	c := WaitersFaulty(n, core.Multiplexed)
+	p := AssumedPersistent(n, core.Multiplexed)
+	c.Name = "waiters, announced, all faults, persistent N=" + strconv.Itoa(n)
+	c.Faults.NodeCrashes, c.Faults.Persistent, c.Faults.RestartDelay = p.Faults.NodeCrashes, true, p.Faults.RestartDelay
+	return c
+}
+
+// WaitersWorstClocks is WaitersFaulty with clocks 1% apart (clients 0.5%
+// slow, nodes 0.5% fast) and locks used to the end of their validity:
+// holders' TTLs read on fast node clocks and waited out on slow client
+// clocks.
+func WaitersWorstClocks(n int) Config {
+	c := WaitersFaulty(n, core.Multiplexed)
+	c.Name = "waiters, announced, all faults, clocks 1% apart N=" + strconv.Itoa(n)
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	c.Faults.WorstClocks = true
+	return c
+}
+
+// WaitersFenced is WaitersFaulty with Fencing and two node crashes.
+func WaitersFenced(n int) Config {
+	c := WaitersFaulty(n, core.Multiplexed)
+	c.Name = "waiters, announced, all faults, fenced N=" + strconv.Itoa(n)
+	c.Fencing = true
+	c.Faults.NodeCrashes = 2
+	return c
+}
+
+// WaitersForged is WaitersAnnounced with only forged announcements, 200
+// per schedule, and nothing else wrong with announcements.
+func WaitersForged(n int) Config {
+	c := WaitersAnnounced(n)
+	c.Name = "waiters, forged announcements only N=" + strconv.Itoa(n)
+	c.Announce.Forged = 200
+	return c
+}
+
+// WaitersLiveness is Liveness with listening waiters and dropping
+// subscriptions: after the holder crashes nobody releases, and a waiter
+// that listens waits for the holder's keys to expire, which it learnt
+// from their TTLs, rather than for its retry delay.
+func WaitersLiveness(n int, fo core.FanOut) Config {
+	c := Liveness(n, fo)
+	c.Name = "waiters, holder crash, liveness N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Announce = Announcements{Listen: 2. / 3, SubDrops: 3, UnknownTTL: 0.1}
+	return c
+}

@@ -57,6 +57,54 @@ func TestWithinAssumptions(t *testing.T) {
 	}
 }
 
+// TestAnnouncementsWithinAssumptions: release announcements, lossless or
+// with every fault (lost, late, duplicated, forged, subscriptions that
+// drop and come back, waiters that poll, held replies without a TTL),
+// leave every checker silent in every waiter configuration; what the
+// configuration listens to and injects shows in the counts: announcements
+// fed and acquisitions they woke only where clients listen, and each
+// fault where it is configured.
+func TestAnnouncementsWithinAssumptions(t *testing.T) {
+	var configs []Config
+	for _, n := range []int{3, 5, 7} {
+		configs = append(configs, Waiters(n), WaitersAnnounced(n), WaitersFaulty(n, core.Multiplexed), WaitersFaulty(n, core.Sequential),
+			WaitersForged(n), WaitersLiveness(n, core.Multiplexed), WaitersLiveness(n, core.Sequential))
+	}
+	configs = append(configs, WaitersPersistent(5), WaitersWorstClocks(3), WaitersWorstClocks(5), WaitersFenced(3), WaitersFenced(5))
+	for _, cfg := range configs {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			if r.Acquisitions < schedulesPerConfig || r.Handoff.N == 0 || r.Attempts < r.Acquisitions {
+				t.Fatalf("%d acquisitions, %d attempts, %d handoffs in %d schedules", r.Acquisitions, r.Attempts, r.Handoff.N, r.Schedules)
+			}
+			a, c := r.Announce, cfg.Announce
+			if c.Listen == 0 {
+				if a != (AnnounceCounts{}) {
+					t.Fatalf("nobody listens, yet %+v", a)
+				}
+				return
+			}
+			if a.Published == 0 || a.Fed == 0 || a.Missed == 0 || a.Wakes == 0 || a.Won == 0 {
+				t.Fatalf("announcements not heard: %+v", a)
+			}
+			for _, f := range []struct {
+				on  bool
+				got int
+			}{
+				{c.Drop > 0, a.Dropped}, {c.Late > 0, a.Late}, {c.Dup > 0, a.Duplicated},
+				{c.Forged > 0, a.Forged}, {c.SubDrops > 0, a.SubDrops}, {c.UnknownTTL > 0, a.UnknownTTL},
+			} {
+				if f.on != (f.got > 0) {
+					t.Fatalf("faults injected not as configured: %+v", a)
+				}
+			}
+		})
+	}
+}
+
 // TestCheckersSeeBrokenAssumptions: each broken assumption, and the bug of
 // one token shared by every attempt, makes the checkers report violations:
 // they are not blind.
@@ -104,7 +152,7 @@ func TestFenceCheckerSeesLostCountersAndSkippedRaise(t *testing.T) {
 // TestDeterministic: a schedule is a function of its configuration and
 // seed.
 func TestDeterministic(t *testing.T) {
-	for _, cfg := range []Config{Assumed(5, core.Multiplexed), FenceCountersLost(3)} {
+	for _, cfg := range []Config{Assumed(5, core.Multiplexed), FenceCountersLost(3), WaitersFaulty(5, core.Multiplexed)} {
 		for seed := uint64(1); seed < 20; seed++ {
 			if a, b := Run(cfg, seed), Run(cfg, seed); a != b {
 				t.Fatalf("%s, seed %d: %+v then %+v", cfg.Name, seed, a, b)
