@@ -1,6 +1,10 @@
 // Command redlock-sim runs a campaign of the deterministic Redlock
 // simulation (internal/sim) and prints, per configuration, the schedules
-// run, the faults injected and the violations each checker found.
+// run, the faults injected and the violations each checker found; then,
+// for the configurations of release announcements ("waiters"), the
+// handoff times (release to next acquisition) and the acquisitions an
+// announcement woke, and each announced configuration's mean handoff
+// against its polling twin's.
 //
 //	go run ./cmd/redlock-sim                      # 1,000 schedules per configuration
 //	go run ./cmd/redlock-sim -schedules 10000     # the committed campaign (results/simulation)
@@ -53,12 +57,35 @@ func configs() []sim.Config {
 		}
 		out = append(out, sim.FenceContended(n))
 	}
+	out = append(out, waiterConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
 			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n))
 	}
 	return out
 }
+
+// waiterConfigs returns the configurations of release announcements,
+// within the assumptions: each polling one and its announced twin, then
+// the ones with every announcement fault, forged announcements alone, and
+// liveness after a holder crash with listening waiters.
+func waiterConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		out = append(out, sim.Waiters(n), sim.WaitersAnnounced(n))
+	}
+	for _, n := range []int{3, 5, 7} {
+		out = append(out, sim.WaitersFaulty(n, core.Multiplexed))
+	}
+	out = append(out, sim.WaitersFaulty(3, core.Sequential), sim.WaitersFaulty(5, core.Sequential),
+		sim.WaitersPersistent(5), sim.WaitersWorstClocks(5), sim.WaitersFenced(3), sim.WaitersFenced(5),
+		sim.WaitersForged(3), sim.WaitersForged(5),
+		sim.WaitersLiveness(3, core.Multiplexed), sim.WaitersLiveness(5, core.Sequential))
+	return out
+}
+
+// waiters reports whether cfg is one of waiterConfigs.
+func waiters(cfg sim.Config) bool { return strings.HasPrefix(cfg.Name, "waiters") }
 
 // broken reports whether cfg breaks an assumption on purpose.
 func broken(cfg sim.Config) bool {
@@ -78,8 +105,12 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	ok := true
 	var total sim.Result
 	var firsts []string
+	var waited []result
 	for _, cfg := range cfgs {
 		r := sim.Campaign(cfg, seed, schedules)
+		if waiters(cfg) {
+			waited = append(waited, result{cfg, r})
+		}
 		total.Schedules += r.Schedules
 		f, v := r.Faults, r.Violations
 		verdict := ""
@@ -97,6 +128,9 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
 	}
+	if len(waited) > 0 {
+		announcements(out, waited)
+	}
 	fmt.Fprintf(out, "\n%d schedules in %v.\n", total.Schedules, time.Since(start).Round(time.Second))
 	fmt.Fprintln(out, `Columns: acquisitions, extensions, acquisitions that returned a fence
 (Fencing) and fence raise rounds run; faults injected (messages lost,
@@ -112,4 +146,52 @@ every acquisition completed before it).`)
 		}
 	}
 	return ok
+}
+
+type result struct {
+	cfg sim.Config
+	r   sim.Result
+}
+
+// announcements prints what release announcements did in the waiter
+// configurations, and each announced configuration's mean handoff against
+// its polling twin's.
+func announcements(out io.Writer, rs []result) {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	fmt.Fprintf(out, "\nRelease announcements and handoffs:\n%-58s %8s %8s %7s | %8s %8s | %7s %5s %8s %8s | %8s %8s %7s | %6s %6s %6s %6s %6s %6s\n",
+		"configuration", "acquired", "attempts", "per acq", "handoffs", "mean ms",
+		"woken", "%", "woken ms", "other ms",
+		"publish", "fed", "missed", "drop", "late", "dup", "forged", "subdrp", "nottl")
+	mean := map[string]time.Duration{}
+	for _, x := range rs {
+		r, h, a := x.r, x.r.Handoff, x.r.Announce
+		mean[x.cfg.Name] = h.Mean()
+		per, pct := 0.0, 0.0
+		if r.Acquisitions > 0 {
+			per = float64(r.Attempts) / float64(r.Acquisitions)
+			pct = 100 * float64(a.Won) / float64(r.Acquisitions)
+		}
+		fmt.Fprintf(out, "%-58s %8d %8d %7.2f | %8d %8.2f | %7d %5.1f %8.2f %8.2f | %8d %8d %7d | %6d %6d %6d %6d %6d %6d\n",
+			x.cfg.Name, r.Acquisitions, r.Attempts, per, h.N, ms(h.Mean()),
+			a.Won, pct, ms(h.MeanAnnounced()), ms(h.MeanOther()),
+			a.Published, a.Fed, a.Missed, a.Dropped, a.Late, a.Duplicated, a.Forged, a.SubDrops, a.UnknownTTL)
+	}
+	fmt.Fprintln(out, `Columns: acquisitions and attempts (rounds that tried to set the key);
+handoffs (releases while another client waited, each until the next
+acquisition) and their mean real time; acquisitions won by an attempt an
+announcement woke, their share, and the mean handoff they and the others
+ended; announcements published by nodes, fed to acquisitions (forged and
+duplicates included) and "maybe missed" ones (subscriptions that started,
+dropped or came back); faults injected (announcements dropped, late,
+duplicated, forged; subscriptions dropped; held replies without a TTL).`)
+	for _, x := range rs {
+		if !strings.HasPrefix(x.cfg.Name, "waiters, announced N=") {
+			continue
+		}
+		polled, ok := mean[strings.Replace(x.cfg.Name, "announced", "polling", 1)]
+		if a := mean[x.cfg.Name]; ok && a > 0 {
+			fmt.Fprintf(out, "Handoff with announcements %.2f ms, polling %.2f ms: %.1fx shorter (%s).\n",
+				ms(a), ms(polled), float64(polled)/float64(a), strings.TrimPrefix(x.cfg.Name, "waiters, announced "))
+		}
+	}
 }
