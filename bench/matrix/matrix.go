@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redlock-go/redlock/bench/measure"
 )
@@ -24,12 +25,29 @@ const (
 
 // Scenarios: servers on loopback, or behind the latency proxy; Variants
 // is the fencing and lease table, on the loopback servers: one cell per
-// API variant of a pair (Cell.Variant) at one N and one client.
+// API variant of a pair (Cell.Variant) at one N and one client; Handoff
+// is the hot key, on the loopback servers: contenders (Cell.Clients) loop
+// acquire, critical section, release on one key, each acquire waiting as
+// long as it takes (measure.RunHandoff).
 const (
 	Loopback = "loopback"
 	Proxy    = "proxy"
 	Variants = "variants"
+	Handoff  = "handoff"
 )
+
+// How this library's Lock waits in a Handoff cell (its Cell.Variant).
+const (
+	// Wake is redlock.Client's default: a waiter tries again when the
+	// release is announced, or when the holder's keys expire.
+	Wake = "wake"
+	// Poll is Options.Poll: a waiter sleeps Config.Retry's random
+	// 50–250 ms between attempts.
+	Poll = "poll"
+)
+
+// WaitModes lists the Handoff variants of this library, in run order.
+var WaitModes = []string{Wake, Poll}
 
 // Peer fan-outs, named for what each peer does on the wire.
 const (
@@ -54,12 +72,37 @@ type Cell struct {
 	// SharedKey is the contended case: every client locks one key.
 	SharedKey bool `json:"shared_key,omitempty"`
 	// Variant is the API variant of a Variants cell (bench/target's
-	// Variants: plain, fenced, handle, lease); empty elsewhere.
+	// Variants: plain, fenced, handle, lease), or how this library waits
+	// in a Handoff cell (Wake, Poll); empty elsewhere.
 	Variant string `json:"variant,omitempty"`
+	// Duration is the cell's measured time when it is not the run's:
+	// the throughput curve's extra points and the Handoff cells. It is
+	// not a coordinate: Matches ignores it.
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 // Subject names the library and its client, "redlock+redigo".
 func (c Cell) Subject() string { return c.Library + "+" + c.Driver }
+
+// Waits says how a Handoff cell's subject waits for a held lock, in a
+// word: this library's wait mode (Wake, Poll), redsync's "poll",
+// rueidislock's "invalidation".
+func (c Cell) Waits() string {
+	switch c.Library {
+	case Redlock:
+		return c.Variant
+	case Redsync:
+		return Poll
+	case Rueidislock:
+		return "invalidation"
+	}
+	return ""
+}
+
+// HandoffName names a Handoff cell's subject and way of waiting:
+// "redlock+redigo wake", "redsync+redigo poll",
+// "rueidislock+rueidis invalidation".
+func (c Cell) HandoffName() string { return c.Subject() + " " + c.Waits() }
 
 // IsPeer reports whether the cell measures another library.
 func (c Cell) IsPeer() bool { return c.Library != Redlock }
@@ -87,6 +130,9 @@ func (c Cell) KeyPrefix(run string) string {
 type Record struct {
 	Cell
 	measure.Result
+	// Handoff is a Handoff cell's handoff latencies and exclusion check;
+	// its Result counts critical sections (Ops, Throughput).
+	Handoff *measure.Handoff `json:"handoff,omitempty"`
 	// Note says why the cell has no figures, or what to keep in mind.
 	Note string `json:"note,omitempty"`
 }
@@ -111,8 +157,56 @@ type Plan struct {
 	// (bench/target's Variants), in the Variants scenario.
 	Variants []string
 	// VariantsOnly leaves out every other cell: the loopback matrix, the
-	// contended and proxy cells and the peers.
+	// contended and proxy cells and the peers (but see HandoffOnly).
 	VariantsOnly bool
+	// Curve lists more concurrencies for the throughput curve: at
+	// CurveNodes, on distinct keys, multiplexed (or the first fan-out)
+	// for every driver but mem, and the peers' own fan-out for every peer
+	// that runs at that N (not redislock). Concurrencies already in
+	// Concurrency are not measured twice. Each such cell runs for
+	// CurveDuration.
+	Curve         []int
+	CurveDuration time.Duration
+	// HandoffContenders adds the hot key (the Handoff scenario) at
+	// HandoffNodes for each count of contenders listed: this library
+	// over each of HandoffDrivers in each of WaitModes, and every peer
+	// that runs at that N. Each cell runs for HandoffDuration.
+	HandoffContenders []int
+	HandoffDrivers    []string
+	HandoffDuration   time.Duration
+	// HandoffOnly leaves out every cell but the Handoff cells (and the
+	// Variants cells, with VariantsOnly).
+	HandoffOnly bool
+}
+
+// CurveNodes is the N of the throughput curve's extra points, and
+// HandoffNodes the N of the Handoff cells: 5 if the run has it, else its
+// largest N.
+func (p Plan) CurveNodes() int { return p.VariantNodes() }
+
+// HandoffNodes: see CurveNodes.
+func (p Plan) HandoffNodes() int { return p.VariantNodes() }
+
+// curveFan is the fan-out of the curve and of the contended cells:
+// multiplexed if the run has it, else its first.
+func (p Plan) curveFan() string {
+	if slices.Contains(p.FanOuts, "multiplexed") {
+		return "multiplexed"
+	}
+	return p.FanOuts[0]
+}
+
+// peerAt returns a peer's library, driver and fan-out, and whether it
+// runs at N=n (bsm/redislock runs at N=1 only).
+func peerAt(peer string, n int) (lib, drv, fan string, ok bool) {
+	lib, drv, _ = strings.Cut(peer, "+")
+	switch lib {
+	case Redislock:
+		return lib, drv, FanSingle, n == 1
+	case Rueidislock:
+		return lib, drv, FanKeys, true
+	}
+	return lib, drv, FanConcurrent, true
 }
 
 // VariantNodes is the N of the variant cells: 5 if the run has it, else
@@ -131,12 +225,16 @@ var AllPeers = []string{"redsync+redigo", "redsync+rueidis", "redislock+go-redis
 func (p Plan) Cells() []Cell {
 	var cells []Cell
 	maxN, maxC := slices.Max(p.NodeCounts), slices.Max(p.Concurrency)
-	contendedFan := p.FanOuts[0]
-	if slices.Contains(p.FanOuts, "multiplexed") {
-		contendedFan = "multiplexed"
-	}
-	if p.VariantsOnly {
-		return p.variantCells()
+	contendedFan := p.curveFan()
+	if p.VariantsOnly || p.HandoffOnly {
+		if p.VariantsOnly {
+			cells = p.variantCells()
+		}
+		if p.HandoffOnly {
+			cells = append(cells, p.handoffCells(false)...)
+			cells = append(cells, p.handoffCells(true)...)
+		}
+		return cells
 	}
 	for _, d := range p.Drivers {
 		for _, n := range p.NodeCounts {
@@ -163,6 +261,8 @@ func (p Plan) Cells() []Cell {
 		}
 	}
 	cells = append(cells, p.variantCells()...)
+	cells = append(cells, p.curveCells(false)...)
+	cells = append(cells, p.handoffCells(false)...)
 	for _, peer := range p.Peers {
 		lib, drv, _ := strings.Cut(peer, "+")
 		fan := FanConcurrent
@@ -187,6 +287,71 @@ func (p Plan) Cells() []Cell {
 			}
 		}
 	}
+	cells = append(cells, p.curveCells(true)...)
+	cells = append(cells, p.handoffCells(true)...)
+	return cells
+}
+
+// curveCells returns the throughput curve's extra cells, this library's
+// or the peers'.
+func (p Plan) curveCells(peers bool) []Cell {
+	var cells []Cell
+	n := p.CurveNodes()
+	var extra []int
+	for _, c := range p.Curve {
+		if !slices.Contains(p.Concurrency, c) {
+			extra = append(extra, c)
+		}
+	}
+	if len(extra) == 0 {
+		return nil
+	}
+	if !peers {
+		for _, d := range p.Drivers {
+			if d == "mem" {
+				continue
+			}
+			for _, c := range extra {
+				cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Loopback, Nodes: n, FanOut: p.curveFan(), Clients: c, Duration: p.CurveDuration})
+			}
+		}
+		return cells
+	}
+	for _, peer := range p.Peers {
+		lib, drv, fan, ok := peerAt(peer, n)
+		if !ok {
+			continue
+		}
+		for _, c := range extra {
+			cells = append(cells, Cell{Library: lib, Driver: drv, Scenario: Loopback, Nodes: n, FanOut: fan, Clients: c, Duration: p.CurveDuration})
+		}
+	}
+	return cells
+}
+
+// handoffCells returns the Handoff cells, this library's or the peers'.
+func (p Plan) handoffCells(peers bool) []Cell {
+	var cells []Cell
+	n := p.HandoffNodes()
+	if !peers {
+		for _, d := range p.HandoffDrivers {
+			for _, m := range WaitModes {
+				for _, c := range p.HandoffContenders {
+					cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Handoff, Nodes: n, FanOut: "multiplexed", Clients: c, SharedKey: true, Variant: m, Duration: p.HandoffDuration})
+				}
+			}
+		}
+		return cells
+	}
+	for _, peer := range p.Peers {
+		lib, drv, fan, ok := peerAt(peer, n)
+		if !ok {
+			continue
+		}
+		for _, c := range p.HandoffContenders {
+			cells = append(cells, Cell{Library: lib, Driver: drv, Scenario: Handoff, Nodes: n, FanOut: fan, Clients: c, SharedKey: true, Duration: p.HandoffDuration})
+		}
+	}
 	return cells
 }
 
@@ -209,9 +374,10 @@ func (p Plan) variantCells() []Cell {
 }
 
 // ScenarioAddrs returns the scenario whose servers a cell of scenario sc
-// runs against: the Variants cells run on the loopback servers.
+// runs against: the Variants and Handoff cells run on the loopback
+// servers.
 func ScenarioAddrs(sc string) string {
-	if sc == Variants {
+	if sc == Variants || sc == Handoff {
 		return Loopback
 	}
 	return sc

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/bench/measure"
 )
@@ -183,5 +184,88 @@ func TestVariantCells(t *testing.T) {
 	p.Variants = nil
 	if n := len(p.Cells()); n != 0 {
 		t.Errorf("VariantsOnly without variants: %d cells", n)
+	}
+}
+
+func TestCurveAndHandoffCells(t *testing.T) {
+	p := Plan{
+		Drivers:           []string{"mem", "redigo", "rueidis"},
+		NodeCounts:        []int{1, 3, 5},
+		FanOuts:           []string{"sequential", "multiplexed"},
+		Concurrency:       []int{1, 32},
+		Contended:         true,
+		Peers:             AllPeers,
+		Curve:             []int{1, 2, 4, 8, 16, 32, 64},
+		CurveDuration:     200 * time.Millisecond,
+		HandoffContenders: []int{2, 8, 32},
+		HandoffDrivers:    []string{"redigo"},
+		HandoffDuration:   time.Second,
+	}
+	all := p.Cells()
+	var curve, hot []Cell
+	names := map[string]bool{}
+	for _, c := range all {
+		if names[c.Name()] {
+			t.Errorf("duplicate cell %s", c.Name())
+		}
+		names[c.Name()] = true
+		switch {
+		case c.Duration == p.CurveDuration:
+			curve = append(curve, c)
+		case c.Scenario == Handoff:
+			hot = append(hot, c)
+		}
+	}
+	// The curve's points not in Concurrency (2, 4, 8, 16, 64) at N=5, for
+	// redigo and rueidis (not mem), multiplexed, and for redsync over
+	// redigo and rueidis and rueidislock (not redislock, N=1 only).
+	if len(curve) != 5*(2+3) {
+		t.Fatalf("%d curve cells, want 25", len(curve))
+	}
+	for _, c := range curve {
+		if c.Nodes != 5 || c.Scenario != Loopback || c.SharedKey || c.Driver == "mem" || c.Library == Redislock ||
+			slices.Contains(p.Concurrency, c.Clients) || (!c.IsPeer() && c.FanOut != "multiplexed") {
+			t.Errorf("curve cell %s", c.Name())
+		}
+	}
+	// A curve point is found as the matrix's cells are.
+	if Find([]Record{{Cell: curve[0]}}, Cell{Library: Redlock, Driver: "redigo", Scenario: Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 2}) == nil {
+		t.Error("curve cell not found by its coordinates")
+	}
+	// The hot key: redigo woken and polling, then the three peers at N=5,
+	// each at 2, 8 and 32 contenders on one key.
+	if len(hot) != (2+3)*3 {
+		t.Fatalf("%d handoff cells, want 15", len(hot))
+	}
+	for i, c := range hot[:6] {
+		if c.IsPeer() || c.Variant != WaitModes[i/3] || c.Clients != p.HandoffContenders[i%3] || !c.SharedKey || c.Nodes != 5 || c.Duration != time.Second {
+			t.Errorf("handoff cell %d: %+v", i, c)
+		}
+	}
+	if hot[6].HandoffName() != "redsync+redigo poll" || hot[14].HandoffName() != "rueidislock+rueidis invalidation" || hot[0].HandoffName() != "redlock+redigo wake" {
+		t.Errorf("handoff names: %s, %s, %s", hot[0].HandoffName(), hot[6].HandoffName(), hot[14].HandoffName())
+	}
+	if ScenarioAddrs(Handoff) != Loopback {
+		t.Error("handoff cells' servers")
+	}
+	// This library's cells run before the peers'.
+	if last := slices.IndexFunc(all, Cell.IsPeer); slices.ContainsFunc(all[last:], func(c Cell) bool { return !c.IsPeer() }) {
+		t.Error("run order")
+	}
+
+	p.HandoffOnly = true
+	if only := p.Cells(); !slices.Equal(only, hot) {
+		t.Errorf("HandoffOnly: %d cells, want the %d handoff cells", len(only), len(hot))
+	}
+	p.VariantsOnly, p.Variants = true, []string{"plain"}
+	if both := p.Cells(); len(both) != len(hot)+3*2 || both[0].Scenario != Variants {
+		t.Errorf("VariantsOnly and HandoffOnly: %d cells", len(both))
+	}
+}
+
+func TestMeasureDuration(t *testing.T) {
+	r := PeerRequest{Duration: time.Second}
+	if r.duration(Cell{}) != time.Second || r.duration(Cell{Duration: time.Millisecond}) != time.Millisecond {
+		t.Error("a cell's own duration")
 	}
 }

@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"time"
 
@@ -28,6 +29,8 @@ type PeerRequest struct {
 	Duration time.Duration `json:"duration"`
 	Warmup   time.Duration `json:"warmup"`
 	Cells    []Cell        `json:"cells"`
+	// HandoffHold is the Handoff cells' measure.HandoffSpec.Hold.
+	HandoffHold time.Duration `json:"handoff_hold,omitempty"`
 }
 
 // PeerMessage is one line of the peer command's output: exactly one field
@@ -47,7 +50,41 @@ func (r PeerRequest) Measure(ctx context.Context, s measure.Subject, c Cell) mea
 		Clients:   c.Clients,
 		SharedKey: c.SharedKey,
 		KeyPrefix: c.KeyPrefix(r.RunID),
-		Duration:  r.Duration,
+		Duration:  r.duration(c),
 		Warmup:    r.Warmup,
 	})
+}
+
+// duration is cell c's measured time: its own, else the request's.
+func (r PeerRequest) duration(c Cell) time.Duration {
+	if c.Duration > 0 {
+		return c.Duration
+	}
+	return r.Duration
+}
+
+// MeasureHandoff runs Handoff cell c of the request against s: c.Clients
+// contenders on one key, the request's warm-up, then the cell's duration,
+// each section holding the lock HandoffHold, after a garbage collection. Both child commands measure through it.
+// The record's Handoff is set; a section overlap is written in its Note.
+func (r PeerRequest) MeasureHandoff(ctx context.Context, s measure.HotSubject, c Cell) Record {
+	runtime.GC()
+	res, h := measure.RunHandoff(ctx, s, measure.HandoffSpec{
+		Contenders: c.Clients,
+		Key:        c.KeyPrefix(r.RunID) + "hot",
+		Warmup:     r.Warmup,
+		Duration:   r.duration(c),
+		Hold:       r.HandoffHold,
+	})
+	rec := Record{Cell: c, Result: res, Handoff: &h}
+	if !h.Exclusive() {
+		rec.Note = OverlapNote(h)
+	}
+	return rec
+}
+
+// OverlapNote says that two critical sections overlapped: a broken lock.
+func OverlapNote(h measure.Handoff) string {
+	return fmt.Sprintf("EXCLUSION BROKEN: %d sections entered while another was inside, %d of %d counter updates lost",
+		h.Overlaps, h.LostUpdates(), h.Entered)
 }
