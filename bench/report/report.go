@@ -36,13 +36,20 @@ type Env struct {
 	ProxyDelayMs float64 `json:"proxy_delay_each_way_ms"`
 	// LoopbackPingUs and ProxyPingUs are the median PING round trip to the
 	// first server, direct and through its proxy: the proxy's real cost.
-	LoopbackPingUs float64  `json:"loopback_ping_us,omitempty"`
-	ProxyPingUs    float64  `json:"proxy_ping_us,omitempty"`
-	CellSeconds    float64  `json:"cell_seconds"`
-	WarmupSecs     float64  `json:"warmup_seconds"`
-	TTLMs          int64    `json:"ttl_ms"`
-	PoolSize       int      `json:"pool_size"`
-	Notes          []string `json:"notes,omitempty"`
+	LoopbackPingUs float64 `json:"loopback_ping_us,omitempty"`
+	ProxyPingUs    float64 `json:"proxy_ping_us,omitempty"`
+	CellSeconds    float64 `json:"cell_seconds"`
+	// CurveSeconds is the measured time of the throughput curve's points
+	// that are not in the matrix; HandoffSeconds that of a hot-key cell.
+	CurveSeconds   float64 `json:"curve_seconds,omitempty"`
+	HandoffSeconds float64 `json:"handoff_seconds,omitempty"`
+	// HandoffHoldUs is how long a hot-key section held the lock once
+	// every other contender waited (measure.HandoffSpec.Hold).
+	HandoffHoldUs float64  `json:"handoff_hold_us,omitempty"`
+	WarmupSecs    float64  `json:"warmup_seconds"`
+	TTLMs         int64    `json:"ttl_ms"`
+	PoolSize      int      `json:"pool_size"`
+	Notes         []string `json:"notes,omitempty"`
 }
 
 // Run is everything a run produced.
@@ -61,8 +68,9 @@ const TableWidth = 120
 // column is added when a cell had errors. p99.9 is in the markdown and
 // JSON reports.
 func Table(w io.Writer, recs []matrix.Record) error {
-	var variants []matrix.Record
+	var variants, handoff []matrix.Record
 	recs, variants = splitVariants(recs)
+	recs, handoff = splitHandoff(recs)
 	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
@@ -170,10 +178,16 @@ func Table(w io.Writer, recs []matrix.Record) error {
 		}
 		variantTable(&out, variants)
 	}
+	if len(handoff) > 0 {
+		if out.Len() > 0 {
+			out.WriteString("\n")
+		}
+		handoffTable(&out, handoff)
+	}
 	if _, err := io.WriteString(w, out.String()); err != nil {
 		return err
 	}
-	return ErrorSummary(w, append(recs, variants...))
+	return ErrorSummary(w, append(append(recs, variants...), handoff...))
 }
 
 // splitVariants separates the fencing and lease cells (the Variants
@@ -389,6 +403,16 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		e.Date, strings.Join(e.Command, " "), e.GoVersion, e.OS, e.Arch, e.GOMAXPROCS, e.NumCPU, e.CPUModel)
 	fmt.Fprintf(&b, "- pinned: %v (affinity %s)\n- servers: %s\n", e.Pinned, e.Affinity, e.Servers)
 	fmt.Fprintf(&b, "- each cell: %.1f s after %.1f s warm-up; TTL %d ms; pool size %d\n", e.CellSeconds, e.WarmupSecs, e.TTLMs, e.PoolSize)
+	if e.CurveSeconds > 0 {
+		fmt.Fprintf(&b, "- throughput curve: the points beside the matrix's concurrencies, %.2g s each after the warm-up\n", e.CurveSeconds)
+	}
+	if e.HandoffSeconds > 0 {
+		fmt.Fprintf(&b, "- hot key: %.2g s per cell after the warm-up; a section releases once every other contender waits", e.HandoffSeconds)
+		if e.HandoffHoldUs > 0 {
+			fmt.Fprintf(&b, ", and %.0f µs more", e.HandoffHoldUs)
+		}
+		b.WriteString("\n")
+	}
 	if e.ProxyDelayMs > 0 {
 		fmt.Fprintf(&b, "- latency proxy: %.3g ms added in each direction (one round trip = %.3g ms + loopback)", e.ProxyDelayMs, 2*e.ProxyDelayMs)
 		if e.ProxyPingUs > 0 {
@@ -430,6 +454,9 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	}
 	if _, variants := splitVariants(run.Records); len(variants) > 0 {
 		variantMarkdown(&b, variants, e)
+	}
+	if _, handoff := splitHandoff(run.Records); len(handoff) > 0 {
+		handoffMarkdown(&b, handoff, e)
 	}
 	var failed []matrix.Record
 	for _, r := range run.Records {

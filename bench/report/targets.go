@@ -74,8 +74,11 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 	}
 
 	// 1. Core overhead over the in-memory driver, in a run with the
-	// loopback matrix (not in one of the fencing and lease table alone).
-	matrixRun := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Scenario != matrix.Variants })
+	// loopback matrix (not in one of the fencing and lease table or the
+	// hot key alone).
+	matrixRun := slices.ContainsFunc(recs, func(r matrix.Record) bool {
+		return r.Scenario == matrix.Loopback || r.Scenario == matrix.Proxy
+	})
 	for _, fan := range []string{"multiplexed", "sequential"} {
 		if !matrixRun {
 			break
@@ -199,7 +202,8 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 			Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, best.Throughput, best.Subject()),
 			Ratio:   ratio, Pass: ratio >= 1.5, Note: n})
 	}
-	return append(ts, variantTargets(recs)...)
+	ts = append(ts, variantTargets(recs)...)
+	return append(ts, handoffTargets(recs, latNote)...)
 }
 
 // variantTargets are the targets of the fencing and lease table, at the N

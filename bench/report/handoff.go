@@ -1,0 +1,272 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+)
+
+// The hot key (the Handoff scenario): its table, its markdown section and
+// its targets.
+
+// splitHandoff separates the Handoff cells from the others, keeping the
+// order of each.
+func splitHandoff(recs []matrix.Record) (others, handoff []matrix.Record) {
+	for _, r := range recs {
+		if r.Scenario == matrix.Handoff {
+			handoff = append(handoff, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return others, handoff
+}
+
+func exclusion(r matrix.Record) string {
+	h := r.Handoff
+	if h == nil {
+		return ""
+	}
+	if h.Exclusive() {
+		return "ok"
+	}
+	return fmt.Sprintf("BROKEN %d/%d", h.Overlaps, h.LostUpdates())
+}
+
+// handoffTable writes the Handoff cells as an aligned table.
+func handoffTable(out *strings.Builder, recs []matrix.Record) {
+	header := []string{"subject", "waits", "N", "cont", "CS/s", "handoffs", "p50", "p99", "max", "early", "call p50", "excl"}
+	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
+	if errCol {
+		header = append(header, "errors")
+	}
+	rows := [][]string{header}
+	notes := []string{""}
+	var broken []string
+	for _, r := range recs {
+		row := []string{r.Subject(), r.Waits(), fmt.Sprint(r.Nodes), fmt.Sprint(r.Clients)}
+		h := r.Handoff
+		if r.Ops == 0 || h == nil {
+			rows = append(rows, row)
+			notes = append(notes, note(r))
+			continue
+		}
+		row = append(row, fmt.Sprintf("%.0f", r.Throughput), fmt.Sprint(h.Handoffs),
+			us(h.P50Us), us(h.P99Us), us(h.MaxUs), fmt.Sprint(h.Early), us(h.FromCallP50Us), exclusion(r))
+		if errCol {
+			row = append(row, fmt.Sprint(r.Errors))
+		}
+		rows = append(rows, row)
+		notes = append(notes, "")
+		if !h.Exclusive() {
+			broken = append(broken, fmt.Sprintf("%s, %d contenders:", r.HandoffName(), r.Clients), "    "+matrix.OverlapNote(*h))
+		}
+	}
+	widths := make([]int, len(header))
+	for _, row := range rows {
+		for i, c := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	const textCols = 2 // subject, waits
+	fmt.Fprintf(out, "hot key: contenders loop acquire (waiting), tiny critical section, release on one key, servers on 127.0.0.1\n")
+	for i, row := range rows {
+		var l strings.Builder
+		for j, c := range row {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			if j > 0 {
+				l.WriteString("  ")
+			}
+			if j < textCols {
+				l.WriteString(c + pad)
+			} else {
+				l.WriteString(pad + c)
+			}
+		}
+		if notes[i] != "" {
+			l.WriteString("  " + notes[i])
+		}
+		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
+	}
+	out.WriteString("cont: contenders; CS/s: critical sections per second; p50-max: handoff µs, a release's return\n" +
+		"to the next holder's acquire returning; early: next acquire returned first (counted as 0); call p50:\n" +
+		"from the release's call; excl: exclusion check, ok or BROKEN overlaps/lost updates.\n")
+	for _, b := range broken {
+		out.WriteString(shorten(b, TableWidth) + "\n")
+	}
+}
+
+// handoffMarkdown writes the hot-key section: what it measures, then the
+// table.
+func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
+	b.WriteString("\n## Scenario: hot key (handoff)\n\n")
+	fmt.Fprintf(b, "One key at N=%d on the loopback servers, 2 or more contenders in one process sharing one client of the library "+
+		"(this library: one `redlock.Client` over one driver; redsync: one `Redsync`, a `Mutex` per contender; rueidislock: one `Locker`). "+
+		"Each contender loops: acquire, waiting as long as it takes (`Client.Lock`; redsync `LockContext` with `WithTries(MaxInt32)` and its default delay, random 50–250 ms; "+
+		"rueidislock `WithContext`), a critical section, release. ", recs[0].Nodes)
+	b.WriteString("**wake** is `redlock.Client`'s default: a waiter tries again when the release is announced (or the holder's keys expire); " +
+		"**poll** is `Options.Poll`: it sleeps `Config.Retry`'s delays, random 50–250 ms, as redsync does; " +
+		"rueidislock waits for its keys' client-side-caching invalidation and, within one process, for its own releases.\n\n")
+	hold := ""
+	if e.HandoffHoldUs > 0 {
+		hold = fmt.Sprintf(", then %.0f µs more (--handoff-hold, a sleep)", e.HandoffHoldUs)
+	}
+	fmt.Fprintf(b, "Every handoff goes to a contender that was waiting: a contender that released tries again only once another has acquired "+
+		"(otherwise a polling lock's releaser takes it back at once, its first attempt beating every sleeper's retry, and the others starve), and the critical section holds the lock "+
+		"until every other contender is in its acquire call%s (otherwise the first attempt of the contender that came back races the release, "+
+		"and a polling lock's handoff is that race won rather than a waiter's wait). The section's work, the same for every library, is a read-modify-write of a shared counter "+
+		"around a spin of about a microsecond; two sections inside at once, or a counter short of the sections entered, would be reported (exclusion), not hidden.\n\n", hold)
+	b.WriteString("**handoff** is the time from a holder's release call returning to the next holder's acquire call returning, p50 to max, in µs; " +
+		"**early** counts the handoffs in which the next acquire returned before the release call did (the keys were already gone on a quorum), counted as 0; " +
+		"**call p50/p99** measure the same handoffs from the release's call instead. **CS/s** is critical sections completed per second.\n\n")
+	b.WriteString("| subject | waits | N | contenders | CS/s | handoffs | p50 µs | p90 µs | p99 µs | max µs | early | call p50 µs | call p99 µs | exclusion | errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
+	for _, r := range recs {
+		h := r.Handoff
+		if r.Ops == 0 || h == nil {
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %s |||||||||||\n", r.Subject(), r.Waits(), r.Nodes, r.Clients, strings.ReplaceAll(note(r), "|", "/"))
+			continue
+		}
+		ex := "ok"
+		if !h.Exclusive() {
+			ex = "**" + r.Note + "**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %d | %s | %s | %s | %d |\n",
+			r.Subject(), r.Waits(), r.Nodes, r.Clients, r.Throughput, h.Handoffs,
+			us(h.P50Us), us(h.P90Us), us(h.P99Us), us(h.MaxUs), h.Early, us(h.FromCallP50Us), us(h.FromCallP99Us), ex, r.Errors)
+	}
+}
+
+// Hot-key target bounds.
+const (
+	handoffP50BoundUs = 1000 // handoff p50 with wake, at N=5
+	csOverRedsync     = 10   // CS/s with wake over each redsync's
+	csOverRueidislock = 1    // and above rueidislock's
+)
+
+// handoffTargets are the hot key's targets, from its records: handoff p50
+// with wake under 1 ms at every contender count; critical sections per
+// second with wake at least 10× each redsync's and above rueidislock's at
+// every contender count; and no overlap in any cell.
+func handoffTargets(recs []matrix.Record, latNote string) []Target {
+	var hs []matrix.Record
+	for _, r := range recs {
+		if r.Scenario == matrix.Handoff && r.Handoff != nil && r.Ops > 0 {
+			hs = append(hs, r)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	var ts []Target
+	var drivers []string
+	for _, r := range hs {
+		if r.Library == matrix.Redlock && r.Variant == matrix.Wake && !slices.Contains(drivers, r.Driver) {
+			drivers = append(drivers, r.Driver)
+		}
+	}
+	counts := func(sel func(matrix.Record) bool) []matrix.Record {
+		var out []matrix.Record
+		for _, r := range hs {
+			if sel(r) {
+				out = append(out, r)
+			}
+		}
+		slices.SortFunc(out, func(a, b matrix.Record) int { return a.Clients - b.Clients })
+		return out
+	}
+	for _, d := range drivers {
+		wake := counts(func(r matrix.Record) bool {
+			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == matrix.Wake
+		})
+		nodes := wake[0].Nodes
+		subj := "redlock+" + d + " wake"
+
+		// Handoff p50 under 1 ms.
+		var figs []string
+		worst, pass := 0.0, true
+		for _, r := range wake {
+			figs = append(figs, fmt.Sprintf("%d: %s µs", r.Clients, us(r.Handoff.P50Us)))
+			worst = max(worst, r.Handoff.P50Us)
+			pass = pass && r.Handoff.P50Us < handoffP50BoundUs
+		}
+		n := latNote
+		if poll := counts(func(r matrix.Record) bool {
+			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == matrix.Poll
+		}); len(poll) > 0 {
+			var pf []string
+			for _, r := range poll {
+				pf = append(pf, fmt.Sprintf("%d: %s µs", r.Clients, us(r.Handoff.P50Us)))
+			}
+			n = join("poll's p50: "+strings.Join(pf, ", "), n)
+		}
+		ts = append(ts, Target{Name: fmt.Sprintf("hot key: %s handoff p50, N=%d", subj, nodes),
+			Goal:    "p50 < 1 ms at every contender count (ratio: the largest p50 over 1 ms)",
+			Figures: "contenders " + strings.Join(figs, ", "), Ratio: worst / handoffP50BoundUs,
+			Measured: true, Pass: pass, Note: n})
+
+		// Critical sections per second against each peer.
+		var peers []string
+		for _, r := range hs {
+			if r.IsPeer() && !slices.Contains(peers, r.Subject()) {
+				peers = append(peers, r.Subject())
+			}
+		}
+		for _, p := range peers {
+			bound, goal := float64(csOverRedsync), "≥ 10× at every contender count (ratio: the smallest)"
+			if strings.HasPrefix(p, matrix.Rueidislock+"+") {
+				bound, goal = csOverRueidislock, "> 1× at every contender count (ratio: the smallest)"
+			}
+			name := fmt.Sprintf("hot key: %s vs %s: critical sections/s", subj, p)
+			var figs []string
+			least, pass, measured := math.Inf(1), true, false
+			for _, r := range wake {
+				peer := matrix.Find(hs, matrix.Cell{Library: strings.SplitN(p, "+", 2)[0], Driver: strings.SplitN(p, "+", 2)[1],
+					Scenario: matrix.Handoff, Nodes: r.Nodes, Clients: r.Clients, SharedKey: true})
+				if peer == nil || peer.Throughput <= 0 {
+					figs = append(figs, fmt.Sprintf("%d: not measured", r.Clients))
+					pass = false
+					continue
+				}
+				ratio := r.Throughput / peer.Throughput
+				measured = true
+				least = min(least, ratio)
+				if bound == csOverRueidislock {
+					pass = pass && ratio > bound
+				} else {
+					pass = pass && ratio >= bound
+				}
+				figs = append(figs, fmt.Sprintf("%d: %.0f vs %.0f (%.3g×)", r.Clients, r.Throughput, peer.Throughput, ratio))
+			}
+			t := Target{Name: name, Goal: goal, Figures: "contenders " + strings.Join(figs, ", "), Measured: measured, Pass: measured && pass}
+			if measured {
+				t.Ratio = least
+			}
+			ts = append(ts, t)
+		}
+	}
+
+	// Exclusion, in every hot-key cell, peers included.
+	var broken []string
+	for _, r := range hs {
+		if !r.Handoff.Exclusive() {
+			broken = append(broken, fmt.Sprintf("%s, %d contenders: %d overlaps, %d lost updates",
+				r.HandoffName(), r.Clients, r.Handoff.Overlaps, r.Handoff.LostUpdates()))
+		}
+	}
+	var entered int64
+	for _, r := range hs {
+		entered += r.Handoff.Entered
+	}
+	figs := fmt.Sprintf("%d cells, %d sections: no overlap, every counter exact", len(hs), entered)
+	if len(broken) > 0 {
+		figs = "EXCLUSION BROKEN: " + strings.Join(broken, "; ")
+	}
+	ts = append(ts, Target{Name: "hot key: mutual exclusion in every cell", Goal: "no two sections inside at once; the shared counter equals the sections entered",
+		Figures: figs, Ratio: float64(len(broken)), Measured: true, Pass: len(broken) == 0})
+	return ts
+}

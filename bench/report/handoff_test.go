@@ -1,0 +1,134 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
+)
+
+// hotRecs are hot-key records at 2, 8 and 32 contenders: this library
+// woken (p50 wakeUs, sections/s wakeCS) and polling, and the three peers.
+func hotRecs(wakeUs, wakeCS float64) []matrix.Record {
+	var recs []matrix.Record
+	for _, s := range []struct {
+		lib, drv, fan, variant string
+		p50, cs                float64
+	}{
+		{"redlock", "redigo", "multiplexed", matrix.Wake, wakeUs, wakeCS},
+		{"redlock", "redigo", "multiplexed", matrix.Poll, 150000, 7},
+		{"redsync", "redigo", matrix.FanConcurrent, "", 140000, 8},
+		{"redsync", "rueidis", matrix.FanConcurrent, "", 145000, 7},
+		{"rueidislock", "rueidis", matrix.FanKeys, "", 350, 1500},
+	} {
+		for _, c := range []int{2, 8, 32} {
+			recs = append(recs, matrix.Record{
+				Cell:    matrix.Cell{Library: s.lib, Driver: s.drv, Scenario: matrix.Handoff, Nodes: 5, FanOut: s.fan, Clients: c, SharedKey: true, Variant: s.variant},
+				Result:  measure.Result{Ops: 1000, Acquired: 1000, Seconds: 1.5, Throughput: s.cs},
+				Handoff: &measure.Handoff{Handoffs: 999, Early: 3, P50Us: s.p50, P90Us: 2 * s.p50, P99Us: 3 * s.p50, MaxUs: 4 * s.p50, FromCallP50Us: s.p50 + 100, FromCallP99Us: 3*s.p50 + 100, Entered: 1010, Counter: 1010},
+			})
+		}
+	}
+	return recs
+}
+
+func TestHandoffTargets(t *testing.T) {
+	ts := Evaluate(hotRecs(400, 2000), Env{}, 5, 32)
+	for _, c := range []struct {
+		prefix string
+		pass   bool
+		ratio  float64
+	}{
+		{"hot key: redlock+redigo wake handoff p50, N=5", true, 0.4},
+		{"hot key: redlock+redigo wake vs redsync+redigo: critical sections/s", true, 2000.0 / 8},
+		{"hot key: redlock+redigo wake vs redsync+rueidis: critical sections/s", true, 2000.0 / 7},
+		{"hot key: redlock+redigo wake vs rueidislock+rueidis: critical sections/s", true, 2000.0 / 1500},
+		{"hot key: mutual exclusion in every cell", true, 0},
+	} {
+		tg := find(ts, c.prefix)
+		if tg == nil {
+			t.Errorf("%s: missing", c.prefix)
+			continue
+		}
+		if tg.Pass != c.pass || !tg.Measured || tg.Ratio < c.ratio-1e-9 || tg.Ratio > c.ratio+1e-9 {
+			t.Errorf("%s: pass %v ratio %v, want %v %v (%s)", c.prefix, tg.Pass, tg.Ratio, c.pass, c.ratio, tg.Figures)
+		}
+	}
+	// A hot-key run alone has no core-overhead targets.
+	if find(ts, "core overhead") != nil {
+		t.Error("core overhead target in a hot-key run")
+	}
+	if tg := find(ts, "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "poll's p50: 2: 150000 µs") {
+		t.Errorf("note %q", tg.Note)
+	}
+
+	// Slower than 1 ms, under 10× redsync, below rueidislock: failures.
+	ts = Evaluate(hotRecs(1500, 60), Env{}, 5, 32)
+	for _, prefix := range []string{
+		"hot key: redlock+redigo wake handoff p50",
+		"hot key: redlock+redigo wake vs redsync+redigo",
+		"hot key: redlock+redigo wake vs rueidislock+rueidis",
+	} {
+		if tg := find(ts, prefix); tg == nil || tg.Pass {
+			t.Errorf("%s passed: %+v", prefix, tg)
+		}
+	}
+
+	// An overlap anywhere fails the exclusion target and is named.
+	recs := hotRecs(400, 2000)
+	recs[13].Handoff.Overlaps, recs[13].Handoff.Counter = 2, 1008
+	tg := find(Evaluate(recs, Env{}, 5, 32), "hot key: mutual exclusion")
+	if tg.Pass || !strings.Contains(tg.Figures, "rueidislock+rueidis invalidation, 8 contenders: 2 overlaps, 2 lost updates") {
+		t.Errorf("overlap: %+v", tg)
+	}
+
+	// Without the peers' cells, their targets are not measured.
+	tg = find(Evaluate(hotRecs(400, 2000)[:6], Env{}, 5, 32), "hot key: redlock+redigo wake handoff p50")
+	if tg == nil || !tg.Pass {
+		t.Errorf("handoff target without peers: %+v", tg)
+	}
+}
+
+func TestHandoffTablesRender(t *testing.T) {
+	recs := hotRecs(400, 2000)
+	recs[1].Handoff.Overlaps = 1
+	recs[1].Note = matrix.OverlapNote(*recs[1].Handoff)
+	var b bytes.Buffer
+	if err := Table(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "hot key:") || strings.Contains(out, "loopback:") {
+		t.Errorf("table:\n%s", out)
+	}
+	for _, want := range []string{"invalidation", "BROKEN 1/0", "EXCLUSION BROKEN", "150000", "call p50"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > TableWidth {
+			t.Errorf("%d columns, over %d: %s", n, TableWidth, l)
+		}
+	}
+	b.Reset()
+	if err := Markdown(&b, Run{Env: Env{HandoffSeconds: 1.5}, Records: recs, Targets: Evaluate(recs, Env{}, 5, 32)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"## Scenario: hot key (handoff)",
+		"- hot key: 1.5 s per cell",
+		"| redlock+redigo | wake | 5 | 2 | 2000 | 999 | 400 | 800 | 1200 | 1600 | 3 | 500 | 1300 | ok | 0 |",
+		"| rueidislock+rueidis | invalidation | 5 | 32 | 1500 |",
+		"**EXCLUSION BROKEN: 1 sections entered while another was inside",
+		"| FAIL | hot key: mutual exclusion in every cell |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
