@@ -46,7 +46,17 @@ func main() {
 
 func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opts peers.Options) matrix.Record {
 	rec := matrix.Record{Cell: c}
-	s, err := peers.Open(c, req.Addrs[c.Scenario], opts)
+	addrs := req.Addrs[matrix.ScenarioAddrs(c.Scenario)]
+	if c.Scenario == matrix.Handoff {
+		s, err := peers.OpenHotKey(c, addrs, opts)
+		if err != nil {
+			rec.Note = err.Error()
+			return rec
+		}
+		defer s.Close()
+		return req.MeasureHandoff(ctx, s, c)
+	}
+	s, err := peers.Open(c, addrs, opts)
 	if err != nil {
 		rec.Note = err.Error()
 		return rec
