@@ -91,3 +91,28 @@ func TestHandleLosesContestWithoutError(t *testing.T) {
 	}
 	l.L.Release(context.Background(), lock)
 }
+
+// TestRoundCounterAnnounces: over a driver that announces releases (mem),
+// the counter does too, so that a Client over it waits for announcements
+// as over the driver itself; it counts rounds all the same.
+func TestRoundCounterAnnounces(t *testing.T) {
+	drv, closeFn, err := Dial("mem", []string{"a", "b", "c"}, DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	if _, ok := drv.(core.Announcer); !ok {
+		t.Skip("mem does not announce releases")
+	}
+	c := CountRounds(drv)
+	if _, ok := c.driver().(core.Announcer); !ok {
+		t.Fatal("the counter over an Announcer does not announce")
+	}
+	v, err := NewVariant(VariantHandle, drv, core.Multiplexed, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := v.Worker("k").Pair(context.Background()); !ok || err != nil || v.Rounds() != 2 {
+		t.Fatalf("pair: %v, %v, %d rounds", ok, err, v.Rounds())
+	}
+}

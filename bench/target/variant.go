@@ -58,6 +58,27 @@ func (c *RoundCounter) Begin(ctx context.Context) core.Batch {
 // measure.RoundCounter, so a measurement reports rounds per pair.
 func (c *RoundCounter) Rounds() uint64 { return c.rounds.Load() }
 
+// announcingCounter is a RoundCounter over a driver that announces
+// releases, and announces them too.
+type announcingCounter struct {
+	*RoundCounter
+	ann core.Announcer
+}
+
+func (a announcingCounter) Watch(key string, notify func(node int)) core.Watch {
+	return a.ann.Watch(key, notify)
+}
+
+// driver returns c as the driver to build on: a core.Announcer when the
+// driver it counts is one, so that a Client over it is woken as over the
+// driver itself (and does not warn that it polls).
+func (c *RoundCounter) driver() core.Driver {
+	if ann, ok := c.Driver.(core.Announcer); ok {
+		return announcingCounter{RoundCounter: c, ann: ann}
+	}
+	return c
+}
+
 // Variant is a measure.Subject that runs pairs of one API variant over a
 // driver wrapped in a RoundCounter; its Rounds are the driver's.
 type Variant struct {
@@ -78,7 +99,7 @@ func NewVariant(name string, drv core.Driver, fan core.FanOut, ttl time.Duration
 	switch name {
 	case VariantPlain, VariantFenced:
 		cfg.Fencing = name == VariantFenced
-		l, err := redlock.New(counter, cfg)
+		l, err := redlock.New(counter.driver(), cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +109,7 @@ func NewVariant(name string, drv core.Driver, fan core.FanOut, ttl time.Duration
 		if name == VariantLease {
 			opts.Lease = &redlock.Lease{Fraction: LeaseFraction}
 		}
-		c, err := redlock.NewClient(counter, opts)
+		c, err := redlock.NewClient(counter.driver(), opts)
 		if err != nil {
 			return nil, err
 		}
