@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"time"
@@ -23,6 +25,12 @@ type Options struct {
 	// Unlock, within its bounds. Nil: a lock lives until its validity
 	// runs out unless Extend is called.
 	Lease *Lease
+	// Poll makes Lock sleep Config.Retry's delays between attempts, as
+	// the distlock page and redsync do. By default, over a driver that
+	// announces releases (core.Announcer: every driver of this module),
+	// Lock waits for a release to be announced, or for the holder's keys
+	// to expire, and then tries again at once; see Client.Lock.
+	Poll bool
 }
 
 // Lease is the automatic extension of a Client's locks: each lock is
@@ -52,6 +60,7 @@ type Client struct {
 	retry *core.Locker // until ctx ends: Lock
 	clock core.Clock
 	lease *Lease
+	room  *waitRoom // Lock's waiters; nil: Lock polls
 }
 
 // NewClient checks opts against d and returns a Client, or an error that
@@ -90,7 +99,15 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{once: once, retry: retry, clock: cfg.Clock, lease: opts.Lease}, nil
+	c := &Client{once: once, retry: retry, clock: cfg.Clock, lease: opts.Lease}
+	if !opts.Poll {
+		if ann, ok := d.(core.Announcer); ok {
+			c.room = newWaitRoom(ann)
+		} else {
+			slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
+		}
+	}
+	return c, nil
 }
 
 // Config returns the configuration in force, defaults filled in (Retry's
@@ -106,11 +123,25 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	return c.lock(ctx, c.once, key)
 }
 
-// Lock locks key, trying again after each failed attempt, spaced by
-// Config.Retry's delays, until it holds the lock or ctx ends. It gives up
-// early, with the last attempt's error, rather than start an attempt whose
-// delay would pass ctx's deadline; ctx ending during an attempt or a delay
-// gives ErrCancelled. Errors are otherwise TryLock's.
+// Lock locks key, trying again after each failed attempt until it holds
+// the lock or ctx ends.
+//
+// Between attempts it waits for the key's release: the release script
+// announces each deletion on the key's channel, and the driver's one
+// subscription connection per node relays it. Lock tries again once
+// enough of the nodes the holder held have announced a release, or when
+// the holder's keys expire (a crashed holder), as learnt from the failed
+// attempt; announcements are hints, and every attempt is the usual quorum
+// round. Within the Client, one waiter per key makes the attempts and the
+// others queue behind it. Where a node's announcements are not heard (its
+// subscription is down, or refused: said once in the log), Lock waits at
+// most Config.Retry's delay, as with Options.Poll, which always does.
+//
+// When ctx's deadline ends a wait, Lock returns the last attempt's error
+// (ErrTaken, typically); when polling, it gives up with that error as
+// soon as the next retry delay would pass the deadline. ctx cancelled, or
+// ending during an attempt, gives ErrCancelled. Errors are otherwise
+// TryLock's.
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	return c.lock(ctx, c.retry, key)
 }
@@ -126,7 +157,13 @@ func (c *Client) roundBound() time.Duration {
 }
 
 func (c *Client) lock(ctx context.Context, l *core.Locker, key string) (*Lock, error) {
-	lock, err := l.Acquire(ctx, key)
+	var lock core.Lock
+	var err error
+	if l == c.retry && c.room != nil && ctx != nil {
+		lock, err = c.acquireWaking(ctx, l, key)
+	} else {
+		lock, err = l.Acquire(ctx, key)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -333,31 +334,43 @@ func (b refusalBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 }
 
 func TestLockWaitsForTheHolder(t *testing.T) {
-	nodes := refusals{memnode.New(3, core.SystemClock{}), make(chan struct{}, 1)}
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{
-		Retry: redlock.RandomDelay(1, time.Millisecond, 2*time.Millisecond)}})
-	require.NoError(t, err)
-	holder, err := c.TryLock(context.Background(), "k")
-	require.NoError(t, err)
-	got := make(chan *redlock.Lock)
-	go func() {
-		l, err := c.Lock(context.Background(), "k") // one try in Retry: Lock ignores the count
-		assert.NoError(t, err)
-		got <- l
-	}()
-	for i := 0; i < 3; i++ { // the waiter was refused, and retried, a few times
-		<-nodes.held
-	}
-	require.NoError(t, holder.Unlock(context.Background()))
-	l := <-got
-	require.NotNil(t, l)
-	require.NoError(t, l.Unlock(context.Background()))
+	// Polling: the waiter is refused again and again, 1-2 ms apart. With
+	// wake (memnode announces releases): refused once, then once more as
+	// its watch starts (a release may have gone unheard), then it sleeps
+	// until the holder's release is announced; the 10 s TTL and
+	// unbounded tries would time the test out otherwise.
+	for _, tc := range []struct {
+		poll     bool
+		refusals int
+	}{{true, 3}, {false, 2}} {
+		t.Run(fmt.Sprintf("poll=%v", tc.poll), func(t *testing.T) {
+			nodes := refusals{memnode.New(3, core.SystemClock{}), make(chan struct{}, 1)}
+			c, err := redlock.NewClient(nodes, redlock.Options{Poll: tc.poll, Config: redlock.Config{
+				Retry: redlock.RandomDelay(1, time.Millisecond, 2*time.Millisecond)}})
+			require.NoError(t, err)
+			holder, err := c.TryLock(context.Background(), "k")
+			require.NoError(t, err)
+			got := make(chan *redlock.Lock)
+			go func() {
+				l, err := c.Lock(context.Background(), "k") // one try in Retry: Lock ignores the count
+				assert.NoError(t, err)
+				got <- l
+			}()
+			for i := 0; i < tc.refusals; i++ {
+				<-nodes.held
+			}
+			require.NoError(t, holder.Unlock(context.Background()))
+			l := <-got
+			require.NotNil(t, l)
+			require.NoError(t, l.Unlock(context.Background()))
 
-	held, err := c.TryLock(context.Background(), "k")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = c.Lock(ctx, "k")
-	assert.ErrorIs(t, err, redlock.ErrCancelled)
-	require.NoError(t, held.Unlock(context.Background()))
+			held, err := c.TryLock(context.Background(), "k")
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err = c.Lock(ctx, "k")
+			assert.ErrorIs(t, err, redlock.ErrCancelled)
+			require.NoError(t, held.Unlock(context.Background()))
+		})
+	}
 }

@@ -55,8 +55,8 @@ type Acquisition struct {
 	woke      time.Time     // the wake an announcement brought forward; zero: none
 	woken     bool          // the current attempt was started by an announcement
 	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
-	err      *Error // the last attempt's failure, or the result
-	cause    error  // set by Cancel
+	err       *Error        // the last attempt's failure, or the result
+	cause     error         // set by Cancel
 }
 
 // StartAcquire begins an acquisition of key at now, each attempt with a
@@ -336,6 +336,16 @@ func (a *Acquisition) Wake(now time.Time) {
 	if a.phase == PhaseWait {
 		a.woken = !a.woke.IsZero() && !now.Before(a.woke)
 		a.startAttempt(now)
+	}
+}
+
+// GiveUp ends the acquisition in PhaseWait with the last attempt's error,
+// as a deadline does that leaves no time for the next attempt: for a
+// caller whose waits may end early (Announce), and so cannot tell in
+// advance whether the next attempt fits.
+func (a *Acquisition) GiveUp() {
+	if a.phase == PhaseWait {
+		a.finish(a.err)
 	}
 }
 

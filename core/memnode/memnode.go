@@ -290,8 +290,9 @@ var _ core.Announcer = (*Cluster)(nil)
 
 // Watch relays the releases of key: notify(i) is called when node i
 // deletes key in a release (core.OpRelease), unless muted, synchronously
-// from the Send that deleted it, and when node i goes down or comes back
-// up (SetDown). Listening returns the nodes that are not down.
+// from the Send that deleted it; for every node up, from Watch itself, as
+// its subscription starts; and when node i goes down or comes back up
+// (SetDown). Listening returns the nodes that are not down.
 func (c *Cluster) Watch(key string, notify func(node int)) core.Watch {
 	w := &watch{c: c, key: key, notify: notify}
 	c.wmu.Lock()
@@ -301,6 +302,12 @@ func (c *Cluster) Watch(key string, notify func(node int)) core.Watch {
 	c.watches[key] = append(c.watches[key], w)
 	c.watching.Add(1)
 	c.wmu.Unlock()
+	up := w.Listening()
+	for i := range c.nodes {
+		if up&(1<<i) != 0 {
+			w.fire(i) // subscribed: a release may have gone unheard before
+		}
+	}
 	return w
 }
 

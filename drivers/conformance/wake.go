@@ -1,0 +1,165 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+)
+
+// Wake on release: a Client's Lock over the driver waits for the
+// holder's release to be announced, or for its keys to expire, and not
+// for a retry delay. Every case sets the delay to an hour, so that a
+// waiter that falls back to polling times the case out: acquiring at all
+// proves the wake.
+var wakeCases = []behaviouralCase{
+	{"wake-handoff", []int{3, 5}, testWakeHandoff},
+	{"wake-crashed-holder", []int{3}, testWakeCrashedHolder},
+	{"wake-stopped-node", []int{5}, testWakeStoppedNode},
+}
+
+func init() { behavioural = append(behavioural, wakeCases...) }
+
+// wakeTimeout bounds a waiter: far below the hour of a retry delay.
+const wakeTimeout = 30 * time.Second
+
+// attemptWatch counts acquire attempts (the acquire commands to node 0,
+// which every attempt sends first) and announces each on sent; it relays
+// the driver's announcements.
+type attemptWatch struct {
+	*hookDriver
+	ann  core.Announcer
+	sent chan struct{}
+}
+
+func (w *attemptWatch) Watch(key string, notify func(int)) core.Watch {
+	return w.ann.Watch(key, notify)
+}
+
+// watchAttempts wraps c's driver, which must announce releases.
+func watchAttempts(t *testing.T, c cluster) *attemptWatch {
+	ann, ok := c.Driver().(core.Announcer)
+	if !ok {
+		t.Skipf("%T does not announce releases (core.Announcer): its Lock polls, which the handle cases cover", c.Driver())
+	}
+	w := &attemptWatch{ann: ann, sent: make(chan struct{}, 1024)}
+	w.hookDriver = &hookDriver{Driver: ann, before: func(node int, cmd core.Command) {
+		if node == 0 && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+			w.sent <- struct{}{}
+		}
+	}}
+	return w
+}
+
+// attempts waits for k more attempts.
+func (w *attemptWatch) attempts(t *testing.T, k int) {
+	t.Helper()
+	for range k {
+		select {
+		case <-w.sent:
+		case <-time.After(wakeTimeout):
+			t.Fatalf("no acquire attempt within %v", wakeTimeout)
+		}
+	}
+}
+
+// count drains and counts the attempts made since the last call.
+func (w *attemptWatch) count() int {
+	n := 0
+	for {
+		select {
+		case <-w.sent:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
+func wakeClient(t *testing.T, w *attemptWatch, mode core.FanOut) *redlock.Client {
+	return newHandleClient(t, w, mode, redlock.Options{Config: redlock.Config{
+		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+}
+
+type lockResult struct {
+	l   *redlock.Lock
+	err error
+}
+
+// lockAsync starts Lock on key, bounded by wakeTimeout.
+func lockAsync(t *testing.T, c *redlock.Client, key string) <-chan lockResult {
+	got := make(chan lockResult, 1)
+	ctx, cancel := context.WithTimeout(testContext(t), wakeTimeout)
+	go func() {
+		defer cancel()
+		l, err := c.Lock(ctx, key)
+		got <- lockResult{l, err}
+	}()
+	return got
+}
+
+// requireLocked waits for the result of lockAsync and unlocks it.
+func requireLocked(t *testing.T, got <-chan lockResult) {
+	t.Helper()
+	r := <-got
+	require.NoError(t, r.err, "the waiter was not woken: it would have polled an hour later")
+	require.NoError(t, r.l.Unlock(testContext(t)))
+}
+
+// testWakeHandoff: a waiter tries once, once more as its subscriptions
+// start (a release may have gone unheard), then sleeps until the holder's
+// release is announced and takes the lock at once.
+func testWakeHandoff(t *testing.T, c cluster, mode core.FanOut) {
+	w := watchAttempts(t, c)
+	client := wakeClient(t, w, mode)
+	key := testKey(t, "")
+	holder, err := client.TryLock(testContext(t), key)
+	require.NoError(t, err)
+	w.attempts(t, 1)
+	got := lockAsync(t, client, key)
+	w.attempts(t, 2)
+	require.NoError(t, holder.Unlock(testContext(t)))
+	requireLocked(t, got)
+	assert.LessOrEqual(t, w.count(), 2, "attempts after the release")
+}
+
+// testWakeCrashedHolder: a holder that never releases (another client's
+// keys, with a short TTL): the waiter learns their remaining TTL from its
+// refused attempt and acquires once they expire.
+func testWakeCrashedHolder(t *testing.T, c cluster, mode core.FanOut) {
+	w := watchAttempts(t, c)
+	client := wakeClient(t, w, mode)
+	key := testKey(t, "")
+	for i := range c.N() {
+		c.Set(i, key, foreignToken, 700*time.Millisecond)
+	}
+	requireLocked(t, lockAsync(t, client, key))
+	assert.LessOrEqual(t, w.count(), 4, "attempts: the first, the one as its watch starts, "+
+		"the probing one that learnt the expiry, the one at the expiry")
+	for i := range c.N() {
+		_, _, ok := c.Get(i, key)
+		assert.False(t, ok, "node %d: the foreign key was not overwritten, it expired", i)
+	}
+}
+
+// testWakeStoppedNode: with a node SIGSTOPped, the holder and the waiter
+// win on the others; the waiter is woken by their announcements.
+func testWakeStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
+	w := watchAttempts(t, c)
+	client := wakeClient(t, w, mode)
+	key := testKey(t, "")
+	c.Stop(c.N() - 1)
+	defer c.Cont(c.N() - 1)
+	holder, err := client.TryLock(testContext(t), key)
+	require.NoError(t, err)
+	w.attempts(t, 1)
+	got := lockAsync(t, client, key)
+	w.attempts(t, 2)
+	require.NoError(t, holder.Unlock(testContext(t)))
+	requireLocked(t, got)
+}
