@@ -116,3 +116,27 @@ func TestRoundCounterAnnounces(t *testing.T) {
 		t.Fatalf("pair: %v, %v, %d rounds", ok, err, v.Rounds())
 	}
 }
+
+// TestHotKeyOnMem: the hot-key subject, woken and polling, over the
+// in-memory nodes: sections never overlap and each follows a handoff.
+func TestHotKeyOnMem(t *testing.T) {
+	for _, mode := range []string{"wake", "poll"} {
+		drv, closeFn, err := Dial("mem", []string{"a", "b", "c", "d", "e"}, DialOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := NewHotKey(drv, mode, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const sections = 20
+		r, hh := measure.RunHandoff(context.Background(), h, measure.HandoffSpec{Contenders: 4, Key: "hot", Sections: sections})
+		closeFn()
+		if !hh.Exclusive() || r.Errors != 0 || r.Ops != sections || hh.Handoffs != sections-1 {
+			t.Errorf("%s: %+v %+v", mode, r, hh)
+		}
+	}
+	if _, err := NewHotKey(nil, "spin", time.Second); err == nil {
+		t.Error("unknown wait mode accepted")
+	}
+}
