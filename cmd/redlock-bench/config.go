@@ -34,6 +34,7 @@ type config struct {
 	contended   bool
 	listDrivers bool
 	replot      string
+	handoffHold time.Duration
 }
 
 // parseFlags parses args (without the program name) into a config.
@@ -47,8 +48,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var (
 		c                                         config
 		nodes, drivers, counts, fans, conc, peers string
-		variants                                  string
-		variantsOnly                              bool
+		variants, curve, handoff, handoffDrivers  string
+		variantsOnly, handoffOnly                 bool
 	)
 	fs.StringVar(&nodes, "nodes", "", "comma-separated host:port list of external Redis servers (default: start redis-server, or miniredis, on loopback)")
 	fs.StringVar(&c.user, "user", "", "ACL user for external servers")
@@ -63,6 +64,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.contended, "contended", true, "add one single-key cell per subject at the largest N and concurrency")
 	fs.StringVar(&variants, "variants", "all", "the fencing and lease table: pair variants to run per driver and fan-out, at N=5 (or the largest N) with one client: "+strings.Join(target.Variants, ",")+" (all, none)")
 	fs.BoolVar(&variantsOnly, "variants-only", false, "run the fencing and lease table alone: no loopback matrix, contended, proxy or peer cells")
+	fs.StringVar(&curve, "curve", "1,2,4,8,16,32,64", "the throughput curve: client goroutines on distinct keys at N=5 (or the largest N), multiplexed, for every driver but mem and every peer that runs at that N; points not in --concurrency run for --curve-duration (none: no curve)")
+	fs.DurationVar(&c.plan.CurveDuration, "curve-duration", 200*time.Millisecond, "measured time of each throughput-curve point not in --concurrency")
+	fs.StringVar(&handoff, "handoff", "2,8,32", "the hot key: contenders on one key at N=5 (or the largest N), each looping acquire (waiting as long as it takes), a tiny critical section, release; handoff latency and critical sections per second, for --handoff-drivers with wake and with polling and for every peer that runs at that N (none: no hot key)")
+	fs.StringVar(&handoffDrivers, "handoff-drivers", "redigo", "redlock drivers of the hot-key cells: "+strings.Join(target.Drivers(), ",")+" (all, none)")
+	fs.DurationVar(&c.plan.HandoffDuration, "handoff-duration", 1500*time.Millisecond, "measured time of each hot-key cell (after --warmup)")
+	fs.DurationVar(&c.handoffHold, "handoff-hold", 0, "how much longer a hot-key critical section holds the lock once every other contender is in its acquire call (a sleep; 0: release at once)")
+	fs.BoolVar(&handoffOnly, "handoff-only", false, "run the hot-key cells alone (with --variants-only: and the fencing and lease table)")
 	fs.DurationVar(&c.duration, "duration", 400*time.Millisecond, "measured time per cell")
 	fs.DurationVar(&c.warmup, "warmup", 100*time.Millisecond, "unmeasured warm-up per cell")
 	fs.DurationVar(&c.proxyDelay, "proxy-latency", time.Millisecond, "delay the latency proxy adds in EACH direction (a round trip costs twice that); 0 disables the proxy scenario")
@@ -112,11 +120,29 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.plan.Variants, err = matrix.ParseNames(variants, target.Variants); err != nil {
 		return nil, fmt.Errorf("--variants: %v", err)
 	}
+	if c.plan.Curve, err = parseIntsOrNone(curve); err != nil {
+		return nil, fmt.Errorf("--curve: %v", err)
+	}
+	if c.plan.HandoffContenders, err = parseIntsOrNone(handoff); err != nil {
+		return nil, fmt.Errorf("--handoff: %v", err)
+	}
+	if c.plan.HandoffDrivers, err = matrix.ParseNames(handoffDrivers, target.Drivers()); err != nil {
+		return nil, fmt.Errorf("--handoff-drivers: %v", err)
+	}
 	if variantsOnly {
 		if len(c.plan.Drivers) == 0 || len(c.plan.Variants) == 0 {
 			return nil, errors.New("--variants-only with no drivers or no variants: nothing to run")
 		}
-		c.plan.VariantsOnly, c.plan.Peers, c.proxyDelay = true, nil, 0
+		c.plan.VariantsOnly, c.proxyDelay = true, 0
+		if !handoffOnly {
+			c.plan.Peers = nil
+		}
+	}
+	if handoffOnly {
+		if len(c.plan.HandoffContenders) == 0 || len(c.plan.HandoffDrivers) == 0 && len(c.plan.Peers) == 0 {
+			return nil, errors.New("--handoff-only with no contenders, or no handoff drivers and no peers: nothing to run")
+		}
+		c.plan.HandoffOnly, c.proxyDelay = true, 0
 	}
 	if len(c.plan.Drivers) == 0 && len(c.plan.Peers) == 0 {
 		return nil, errors.New("nothing to run: no drivers and no peers")
@@ -129,6 +155,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.duration <= 0:
 		return nil, errors.New("--duration must be positive")
+	case c.plan.CurveDuration <= 0 || c.plan.HandoffDuration <= 0:
+		return nil, errors.New("--curve-duration and --handoff-duration must be positive")
+	case c.handoffHold < 0:
+		return nil, errors.New("--handoff-hold must not be negative")
 	case c.warmup < 0 || c.proxyDelay < 0:
 		return nil, errors.New("--warmup and --proxy-latency must not be negative")
 	case c.ttl < time.Millisecond || c.ttl%time.Millisecond != 0:
@@ -163,6 +193,14 @@ func parseNodes(s string) ([]string, error) {
 	return nodes, nil
 }
 
+// parseIntsOrNone is matrix.ParseInts, with "none" (or "") for no list.
+func parseIntsOrNone(s string) ([]int, error) {
+	if t := strings.TrimSpace(s); t == "" || t == "none" {
+		return nil, nil
+	}
+	return matrix.ParseInts(s)
+}
+
 func orEmpty(err error) error {
 	if err == nil {
 		return errors.New("empty list")
@@ -176,14 +214,25 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 154 cells of 0.5 s each (400 ms measured after 100 ms
-of warm-up): about 80 s, plus 1 to 4 minutes on a first run to compile this
-command and the peer libraries. 40 of them are the fencing and lease table
-(--variants): plain, fenced, handle and lease pairs per driver and fan-out
-at N=5 with one client, with rounds per pair; --variants-only runs that
-table alone, in about 20 s. It starts redis-server processes on
-loopback, or in-process miniredis servers if redis-server is not installed
-(those figures are not a real deployment). Results go to the terminal and to
-results/latest, which git ignores: run.json, results.md, *.png. Only --out DIR
-and --commit-results (the committed results/redis-server and the like) write
-elsewhere.`
+With no flags it runs 204 cells in about 2 minutes, plus 1 to 4 minutes on a
+first run to compile this command and the peer libraries:
+
+  - 154 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
+    driver and peer at N = 1, 3 and 5 with 1 and 32 clients, the contended
+    and latency-proxy cells, and the fencing and lease table (--variants,
+    40 of them: plain, fenced, handle and lease pairs per driver and
+    fan-out at N=5 with one client, with rounds per pair; --variants-only
+    runs that table alone, in about 20 s);
+  - 35 more points of the throughput curve (--curve) at N=5 on distinct
+    keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
+  - 15 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
+    contenders on one key at N=5, this library woken by release
+    announcements and polling, redsync over redigo and rueidis, and
+    rueidislock, with handoff latency, critical sections per second and an
+    exclusion check; --handoff-only runs them alone, in about 30 s.
+
+It starts redis-server processes on loopback, or in-process miniredis servers
+if redis-server is not installed (those figures are not a real deployment).
+Results go to the terminal and to results/latest, which git ignores:
+run.json, results.md, *.png. Only --out DIR and --commit-results (the
+committed results/redis-server and the like) write elsewhere.`

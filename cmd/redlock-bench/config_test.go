@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/bench/matrix"
 )
 
 func TestDefaults(t *testing.T) {
@@ -99,8 +101,29 @@ func TestUsageSaysNoIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := fmt.Sprintf("runs %d cells of 0.5 s", len(c.plan.Cells())); !strings.Contains(usageText, n) || c.duration+c.warmup != 500*time.Millisecond {
-		t.Errorf("usage does not say the default run's %q", n)
+	var matrixCells, curve, hot int
+	for _, cell := range c.plan.Cells() {
+		switch {
+		case cell.Scenario == matrix.Handoff:
+			hot++
+		case cell.Duration > 0:
+			curve++
+		default:
+			matrixCells++
+		}
+	}
+	for _, n := range []string{
+		fmt.Sprintf("runs %d cells", len(c.plan.Cells())),
+		fmt.Sprintf("%d cells of 0.5 s", matrixCells),
+		fmt.Sprintf("%d more points of the throughput curve", curve),
+		fmt.Sprintf("%d hot-key cells (--handoff) of 1.5 s", hot),
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(usageText), " "), n) {
+			t.Errorf("usage does not say the default run's %q", n)
+		}
+	}
+	if c.duration+c.warmup != 500*time.Millisecond || c.plan.CurveDuration != 200*time.Millisecond || c.plan.HandoffDuration != 1500*time.Millisecond {
+		t.Errorf("durations %v+%v, curve %v, hot key %v", c.duration, c.warmup, c.plan.CurveDuration, c.plan.HandoffDuration)
 	}
 }
 
@@ -130,6 +153,59 @@ func TestVariantsFlags(t *testing.T) {
 		{"--variants", "unfenced"},
 		{"--variants-only", "--variants", "none"},
 		{"--variants-only", "--drivers", "none"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestCurveAndHandoffFlags(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.plan.Curve, []int{1, 2, 4, 8, 16, 32, 64}) || !slices.Equal(c.plan.HandoffContenders, []int{2, 8, 32}) ||
+		!slices.Equal(c.plan.HandoffDrivers, []string{"redigo"}) || c.plan.HandoffOnly || c.handoffHold != 0 {
+		t.Errorf("defaults: curve %v, handoff %v %v, only %v, hold %v", c.plan.Curve, c.plan.HandoffContenders, c.plan.HandoffDrivers, c.plan.HandoffOnly, c.handoffHold)
+	}
+	c, err = parseFlags([]string{"--handoff-only", "--handoff", "4", "--handoff-drivers", "redigo,rueidis", "--handoff-hold", "200us"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := c.plan.Cells()
+	// redigo and rueidis, woken and polling, and three peers: 7 cells.
+	if len(cells) != 7 || c.plan.Proxy || c.handoffHold != 200*time.Microsecond {
+		t.Fatalf("--handoff-only: %d cells, proxy %v, hold %v", len(cells), c.plan.Proxy, c.handoffHold)
+	}
+	for _, cell := range cells {
+		if cell.Scenario != matrix.Handoff || cell.Clients != 4 {
+			t.Errorf("cell %s", cell.Name())
+		}
+	}
+	// --variants-only keeps the peers for the hot key.
+	c, err = parseFlags([]string{"--handoff-only", "--variants-only", "--variants", "plain"}, io.Discard)
+	if err != nil || c.plan.Peers == nil {
+		t.Fatalf("both only flags: %v, peers %v", err, c)
+	}
+	c, err = parseFlags([]string{"--curve", "none", "--handoff", "none"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cell := range c.plan.Cells() {
+		if cell.Duration > 0 || cell.Scenario == matrix.Handoff {
+			t.Errorf("--curve none --handoff none: cell %s", cell.Name())
+		}
+	}
+	for _, args := range [][]string{
+		{"--curve", "0"},
+		{"--handoff", "x"},
+		{"--handoff-drivers", "jedis"},
+		{"--handoff-only", "--handoff", "none"},
+		{"--handoff-only", "--handoff-drivers", "none", "--peers", "none"},
+		{"--curve-duration", "0s"},
+		{"--handoff-duration", "-1s"},
+		{"--handoff-hold", "-1ms"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)

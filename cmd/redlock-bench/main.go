@@ -4,9 +4,10 @@
 // throughput, allocations and goroutines per acquire+release pair, the
 // project's performance targets as ratios within the run, and plots.
 //
-//	go run ./cmd/redlock-bench                 # the default matrix: 154 cells of 0.5 s, about 80 s
+//	go run ./cmd/redlock-bench                 # the default run: 204 cells, about 2 minutes
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
 //	go run ./cmd/redlock-bench --variants-only # the fencing and lease table alone: 40 cells, about 20 s
+//	go run ./cmd/redlock-bench --handoff-only  # the hot key alone: 15 cells, about 30 s
 //	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
 //
 // Servers: with --nodes, the given ones; otherwise it starts redis-server
@@ -21,6 +22,18 @@
 // core's Locker (plain), the Locker with Config.Fencing (fenced),
 // redlock.Client's TryLock+Unlock (handle) and the same with a Lease
 // (lease), with the driver's rounds per pair counted exactly.
+//
+// The throughput curve (--curve) adds, at N=5 on distinct keys, the
+// client counts 2, 4, 8, 16 and 64 to the matrix's 1 and 32, for every
+// driver and every peer that runs at N=5, in short cells (--curve-duration).
+//
+// The hot key (--handoff, on by default; --handoff-only for it alone)
+// has 2, 8 and 32 contenders loop on one key at N=5, each acquire waiting
+// as long as it takes: this library's Client.Lock woken by release
+// announcements and polling (Options.Poll), redsync polling, rueidislock
+// waiting on invalidations. It reports the handoff latency (a release's
+// return to the next holder's acquire returning), critical sections per
+// second, and whether two sections ever overlapped.
 //
 // Peers (redsync v4 over redigo and rueidis, bsm/redislock at N=1,
 // rueidislock) live in the nested module bench/peers, which this command
@@ -147,6 +160,13 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		return err
 	}
 	env.CellSeconds = cfg.duration.Seconds()
+	if slices.ContainsFunc(cfg.plan.Cells(), func(c matrix.Cell) bool { return c.Scenario == matrix.Loopback && c.Duration > 0 }) {
+		env.CurveSeconds = cfg.plan.CurveDuration.Seconds()
+	}
+	if slices.ContainsFunc(cfg.plan.Cells(), func(c matrix.Cell) bool { return c.Scenario == matrix.Handoff }) {
+		env.HandoffSeconds = cfg.plan.HandoffDuration.Seconds()
+		env.HandoffHoldUs = float64(cfg.handoffHold) / 1e3
+	}
 	env.WarmupSecs = cfg.warmup.Seconds()
 	env.TTLMs = cfg.ttl.Milliseconds()
 	env.PoolSize = cfg.poolSize
@@ -195,6 +215,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	req := matrix.PeerRequest{
 		Addrs: addrs, Username: cfg.user, Password: cfg.pass, TLS: cfg.tls, TLSCA: cfg.tlsCA,
 		RunID: runID, TTL: cfg.ttl, PoolSize: cfg.poolSize, Duration: cfg.duration, Warmup: cfg.warmup,
+		HandoffHold: cfg.handoffHold,
 	}
 	prog := newProgress(stderr, len(cells))
 	var recs []matrix.Record

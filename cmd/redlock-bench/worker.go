@@ -70,6 +70,15 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		return rec
 	}
 	defer closeDrv()
+	if c.Scenario == matrix.Handoff {
+		// One Client over the driver, shared by every contender.
+		h, err := target.NewHotKey(drv, c.Variant, req.TTL)
+		if err != nil {
+			rec.Note = err.Error()
+			return rec
+		}
+		return req.MeasureHandoff(ctx, h, c)
+	}
 	var s measure.Subject
 	if c.Variant != "" {
 		// The variant wraps the driver in a round counter: the result
