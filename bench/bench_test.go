@@ -111,7 +111,7 @@ func closeSubject() {
 	if curClose != nil {
 		curClose()
 	}
-	curName, curSubj, curClose = "", nil, nil
+	curName, curSubj, curClose, curHot = "", nil, nil, nil
 }
 
 // newSubject makes the subject of a benchmark over its dialled driver.

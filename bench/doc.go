@@ -27,11 +27,26 @@
 // driver; TestCorePairsAllocateNothing asserts 0 allocations for core's
 // plain and fenced pairs on mem.
 //
+// BenchmarkHandoff is the hot key: 2, 8 and 32 contenders on one key at
+// N=5, each looping redlock.Client's Lock (waiting as long as it takes), a
+// tiny critical section, Unlock, with one Client per sub-benchmark woken
+// by release announcements (wait=wake) or polling Config.Retry's delays
+// (wait=poll, Options.Poll), over redigo and rueidis. b.N counts critical
+// sections; it adds handoff-p50-µs and handoff-p99-µs (a release's
+// return to the next holder's acquire returning), sections/s and early-%
+// (handoffs whose acquire returned before the release did). The loop is
+// measure.RunHandoff's: every handoff goes to a contender that was
+// waiting, and two sections inside at once fail the benchmark.
+// TestHotKeyExclusive checks exclusion and the handoff count on every
+// driver of it, woken and polling.
+//
 // Without redis-server on PATH the redis sub-benchmarks are skipped with a
 // message, or fail when REDLOCK_REQUIRE_REDIS=1.
 //
 // The comparison with other libraries, percentiles from longer runs,
 // plots and the committed results are the job of cmd/redlock-bench (its
 // fencing and lease table: --variants, on by default; --variants-only for
-// that table alone); the subpackages hold what both share.
+// that table alone; the throughput curve at 1 to 64 clients: --curve; the
+// hot key beside redsync and rueidislock: --handoff, --handoff-only); the
+// subpackages hold what both share.
 package bench
