@@ -62,8 +62,11 @@ func handoffTable(out *strings.Builder, recs []matrix.Record) {
 		}
 		rows = append(rows, row)
 		notes = append(notes, "")
-		if !h.Exclusive() {
+		switch {
+		case !h.Exclusive():
 			broken = append(broken, fmt.Sprintf("%s, %d contenders:", r.HandoffName(), r.Clients), "    "+matrix.OverlapNote(*h))
+		case r.Note != "":
+			broken = append(broken, fmt.Sprintf("%s, %d contenders: %s", r.HandoffName(), r.Clients, note(r)))
 		}
 	}
 	widths := make([]int, len(header))
@@ -134,6 +137,8 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 		ex := "ok"
 		if !h.Exclusive() {
 			ex = "**" + r.Note + "**"
+		} else if r.Note != "" {
+			ex = "ok; " + r.Note
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %d | %s | %s | %s | %d |\n",
 			r.Subject(), r.Waits(), r.Nodes, r.Clients, r.Throughput, h.Handoffs,
@@ -195,6 +200,15 @@ func handoffTargets(recs []matrix.Record, latNote string) []Target {
 			pass = pass && r.Handoff.P50Us < handoffP50BoundUs
 		}
 		n := latNote
+		var rowNotes []string
+		for _, r := range wake {
+			if r.Note != "" && r.Handoff.Exclusive() && !slices.Contains(rowNotes, r.Note) {
+				rowNotes = append(rowNotes, r.Note)
+			}
+		}
+		if len(rowNotes) > 0 {
+			n = join(strings.Join(rowNotes, "; "), n)
+		}
 		if poll := counts(func(r matrix.Record) bool {
 			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == matrix.Poll
 		}); len(poll) > 0 {

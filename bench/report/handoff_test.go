@@ -85,6 +85,20 @@ func TestHandoffTargets(t *testing.T) {
 		t.Errorf("overlap: %+v", tg)
 	}
 
+	// A wake row's note (its driver polls) reaches the table and the target.
+	recs = hotRecs(400, 2000)
+	recs[0].Note = "the driver does not announce releases: this wake row polls"
+	var b bytes.Buffer
+	if err := Table(&b, recs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "redlock+redigo wake, 2 contenders: the driver does not announce releases: this wake row polls") {
+		t.Errorf("table without the note:\n%s", b.String())
+	}
+	if tg := find(Evaluate(recs, Env{}, 5, 32), "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "this wake row polls") {
+		t.Errorf("target note %q", tg.Note)
+	}
+
 	// Without the peers' cells, their targets are not measured.
 	tg = find(Evaluate(hotRecs(400, 2000)[:6], Env{}, 5, 32), "hot key: redlock+redigo wake handoff p50")
 	if tg == nil || !tg.Pass {
