@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/target"
+	"github.com/redlock-go/redlock/core"
 )
 
 // workerEnv makes this program a cell runner: the parent redlock-bench
@@ -48,6 +50,10 @@ func worker(stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// noAnnounceNote is the note of a wake cell over a driver that does not
+// announce releases: its Client polls.
+const noAnnounceNote = "the driver does not announce releases: this wake row polls"
+
 // measureCell runs one of this library's cells.
 func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOptions, c matrix.Cell) matrix.Record {
 	rec := matrix.Record{Cell: c}
@@ -77,7 +83,12 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 			rec.Note = err.Error()
 			return rec
 		}
-		return req.MeasureHandoff(ctx, h, c)
+		rec := req.MeasureHandoff(ctx, h, c)
+		if _, ok := drv.(core.Announcer); !ok && c.Variant == matrix.Wake {
+			// The Client said so in the log; the record says it too.
+			rec.Note = strings.TrimPrefix(rec.Note+"; "+noAnnounceNote, "; ")
+		}
+		return rec
 	}
 	var s measure.Subject
 	if c.Variant != "" {
