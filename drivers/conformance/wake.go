@@ -1,7 +1,11 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 // Wake on release: a Client's Lock over the driver waits for the
@@ -162,4 +167,120 @@ func testWakeStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 	w.attempts(t, 2)
 	require.NoError(t, holder.Unlock(testContext(t)))
 	requireLocked(t, got)
+}
+
+// Wake on real servers: subscriptions lost and re-established, and the
+// fallback to polling where the server refuses them.
+func init() {
+	realCases = append(realCases,
+		realCase{"wake-subscriptions-killed", testWakeSubscriptionsKilled},
+		realCase{"wake-node-restarted", testWakeNodeRestarted},
+		realCase{"wake-refused-polls", testWakeRefusedPolls},
+	)
+}
+
+// waiting starts a holder and a waiter on c, and returns once the waiter
+// has tried twice (its first attempt, and the one its watch's start
+// caused): it then waits on its subscriptions.
+func waiting(t *testing.T, c *realCluster, mode core.FanOut) (w *attemptWatch, holder *redlock.Lock, got <-chan lockResult) {
+	t.Helper()
+	w = watchAttempts(t, c)
+	client := wakeClient(t, w, mode)
+	key := testKey(t, "")
+	holder, err := client.TryLock(testContext(t), key)
+	require.NoError(t, err)
+	w.attempts(t, 1)
+	got = lockAsync(t, client, key)
+	w.attempts(t, 2)
+	return w, holder, got
+}
+
+// testWakeSubscriptionsKilled: every subscription connection killed
+// mid-wait (CLIENT KILL TYPE pubsub): the driver redials and subscribes
+// again, the new confirmations make the waiter try again (a release may
+// have gone unheard), and the holder's release then wakes it.
+func testWakeSubscriptionsKilled(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	if c.srv[0].Embedded() {
+		t.Skip("CLIENT KILL TYPE pubsub needs redis-server")
+	}
+	w, holder, got := waiting(t, c, mode)
+	for _, s := range c.srv {
+		_, err := s.Do("CLIENT", "KILL", "TYPE", "pubsub")
+		require.NoError(t, err)
+	}
+	w.attempts(t, 1)
+	require.NoError(t, holder.Unlock(testContext(t)))
+	requireLocked(t, got)
+}
+
+// testWakeNodeRestarted: a node restarted mid-wait (it loses the holder's
+// key, and the waiter its subscription there): the driver subscribes
+// again once it is back, and the release of the holder's other keys wakes
+// the waiter. Its subscription's loss and return count as one node's
+// possible release; it needs two, so it makes no attempt meanwhile.
+func testWakeNodeRestarted(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	_, holder, got := waiting(t, c, mode)
+	c.Restart(0)
+	// The subscription's return has no event the test can wait on but the
+	// server's own count, which is polled.
+	channel := "redlock:release:" + testKey(t, "")
+	require.Eventually(t, func() bool {
+		r, err := c.srv[0].Do("PUBSUB", "NUMSUB", channel)
+		return err == nil && len(r.([]any)) == 2 && r.([]any)[1] == int64(1)
+	}, wakeTimeout, 5*time.Millisecond, "node 0's subscription was not re-established")
+	require.NoError(t, holder.Unlock(testContext(t)))
+	requireLocked(t, got)
+}
+
+// testWakeRefusedPolls: an ACL user without channel rights cannot
+// subscribe (NOPERM), and its releases cannot publish: releases still
+// work, the driver says once that notifications are unavailable, and Lock
+// polls with Config.Retry's delays.
+func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
+	opts := redistest.Options{User: "locker", UserPassword: "pw-of-locker"}
+	c := startReal(t, f, 3, opts, nil)
+	if c.srv[0].Embedded() {
+		t.Skip("ACL channel rules need redis-server")
+	}
+	for _, s := range c.srv {
+		_, err := s.Do("ACL", "SETUSER", "locker", "resetchannels")
+		require.NoError(t, err)
+	}
+	var log syncBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+	defer slog.SetDefault(prev)
+
+	client := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
+		Retry: redlock.RandomDelay(1, time.Millisecond, 5*time.Millisecond)}})
+	key := testKey(t, "")
+	for range 3 {
+		holder, err := client.TryLock(testContext(t), key)
+		require.NoError(t, err)
+		got := lockAsync(t, client, key)
+		require.NoError(t, holder.Unlock(testContext(t)), "a release whose announcement is refused still releases")
+		requireLocked(t, got)
+	}
+	assert.Equal(t, 1, strings.Count(log.String(), "release notifications are unavailable"), "%s", log.String())
+	assert.Contains(t, log.String(), "NOPERM")
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
