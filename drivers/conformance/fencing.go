@@ -183,13 +183,12 @@ func testRaiseConditional(t *testing.T, c cluster, _ core.FanOut) {
 	c.Set(1, key, foreignToken, defaultTTL)
 	assert.Equal(t, core.StatusHeld, raise(1, tok, 40))
 	counter(1, 0, "a raise with another token changes nothing")
-	r := acquire(1, tok)
-	assert.Equal(t, core.Reply{Node: 1, Status: core.StatusHeld}, r)
+	requireHeld(t, acquire(1, tok), 1)
 	counter(1, 0, "a refused fenced acquire increments nothing")
 	requireHolds(t, c, key, foreignToken, 0, 1)
 
 	// Node 2: ours.
-	r = acquire(2, tok)
+	r := acquire(2, tok)
 	assert.Equal(t, core.Reply{Node: 2, Status: core.StatusOK, Fence: 1}, r)
 	requireHolds(t, c, key, tok, defaultTTL/2, 2)
 	counter(2, 1, "incremented where the key was set")
@@ -199,7 +198,7 @@ func testRaiseConditional(t *testing.T, c cluster, _ core.FanOut) {
 	counter(2, 40, "never lowered")
 	assert.Equal(t, core.StatusHeld, raise(2, foreignToken, 100))
 	counter(2, 40, "another token's raise changes nothing")
-	assert.Equal(t, core.Reply{Node: 2, Status: core.StatusHeld}, acquire(2, foreignToken))
+	requireHeld(t, acquire(2, foreignToken), 2)
 	counter(2, 40, "a refused fenced acquire increments nothing")
 	assert.Equal(t, core.StatusOK, send(2, core.Command{Op: core.OpRelease, Key: key, Token: tok}).Status)
 	assert.Equal(t, core.StatusMissing, raise(2, tok, 100))
@@ -207,6 +206,16 @@ func testRaiseConditional(t *testing.T, c cluster, _ core.FanOut) {
 	requireAbsent(t, c, key, 2)
 	assert.Equal(t, core.Reply{Node: 2, Status: core.StatusOK, Fence: 41}, acquire(2, tok), "the counter outlives the key")
 	requireHolds(t, c, key, tok, 0, 2)
+}
+
+// requireHeld checks a fenced acquire refused on node i: StatusHeld, no
+// fence, and the holder's remaining TTL (PTTL), at most the defaultTTL it
+// was set with.
+func requireHeld(t *testing.T, r core.Reply, i int) {
+	t.Helper()
+	assert.Equal(t, core.Reply{Node: i, Status: core.StatusHeld}, core.Reply{Node: r.Node, Status: r.Status, Fence: r.Fence, Err: r.Err})
+	assert.LessOrEqual(t, r.TTL, defaultTTL, "the holder's TTL")
+	assert.Positive(t, r.TTL, "the holder's TTL")
 }
 
 // testCountersDiffer: the counters of a key differ across nodes, as

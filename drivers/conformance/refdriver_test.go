@@ -296,9 +296,10 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	if cmd.Op == core.OpAcquireFenced {
 		var fence uint64
 		switch v := v.(type) {
-		case nil: // the key exists
-			return core.Reply{Node: node, Status: core.StatusHeld}
 		case int64:
+			if v <= 0 { // the key exists: minus its PTTL
+				return core.Reply{Node: node, Status: core.StatusHeld, TTL: wire.HeldTTL(v)}
+			}
 			fence, err = wire.FenceInt(v)
 		case []byte: // from 2^53 up
 			fence, err = wire.FenceString(string(v))
