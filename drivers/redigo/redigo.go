@@ -17,10 +17,17 @@
 // driver closes it and dials again for the node's next pipeline; until a
 // script has run on the new connection its commands carry the script's
 // source (EVAL), since a restarted server has lost its script cache.
+//
+// Release notifications (Watch, core.Announcer) come over one more
+// connection per node, in subscribe mode, read without a timeout (it
+// idles): Dial's is dialled as the command connections are; New's with the
+// pool's own DialContext or Dial, outside the pool, since a pooled
+// connection cannot be read and written at once nor closed while read.
 package redigo
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -39,15 +46,24 @@ type Options = drivers.Options
 // concurrent use.
 type Driver struct{ e *engine.Engine }
 
-var _ core.Driver = (*Driver)(nil)
+var _ core.Announcer = (*Driver)(nil)
 
 // Dial validates addrs (host:port each, no server twice) and opts, then
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	timeout, err := wire.CheckDial("redigo", addrs, opts)
+	cfg, err := dialConfig(addrs, opts)
 	if err != nil {
 		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// dialConfig is Dial's engine configuration.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	timeout, err := wire.CheckDial("redigo", addrs, opts)
+	if err != nil {
+		return engine.Config{}, err
 	}
 	do := []redis.DialOption{
 		redis.DialUsername(opts.Username), redis.DialPassword(opts.Password), redis.DialDatabase(opts.DB),
@@ -64,7 +80,11 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		}
 		return &conn{c: c}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...) // no read timeout: it idles
+		return subscription(c, err)
+	}
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
 }
 
 // New returns a Driver over existing pools, one per master in node order.
@@ -75,10 +95,21 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 // nil names the nodes "pool 0", "pool 1", ... A nil pool, the same pool
 // twice or the same name twice (the same server would vote twice) is an
 // error matching core.ErrInvalidConfig. Close does not close the pools.
+// Release notifications take one more connection per node, dialled with
+// the pool's DialContext (or Dial) and kept outside the pool.
 func New(pools []*redis.Pool, names []string) (*Driver, error) {
-	names, err := wire.CheckClients("redigo", pools, names, func(i int, _ *redis.Pool) string { return "pool " + strconv.Itoa(i) })
+	cfg, err := newConfig(pools, names)
 	if err != nil {
 		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// newConfig is New's engine configuration.
+func newConfig(pools []*redis.Pool, names []string) (engine.Config, error) {
+	names, err := wire.CheckClients("redigo", pools, names, func(i int, _ *redis.Pool) string { return "pool " + strconv.Itoa(i) })
+	if err != nil {
+		return engine.Config{}, err
 	}
 	dial := func(ctx context.Context, i int) (engine.Conn, error) {
 		c, err := pools[i].GetContext(ctx)
@@ -87,7 +118,16 @@ func New(pools []*redis.Pool, names []string) (*Driver, error) {
 		}
 		return &conn{c: c}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		switch p := pools[i]; {
+		case p.DialContext != nil:
+			return subscription(p.DialContext(ctx))
+		case p.Dial != nil:
+			return subscription(p.Dial())
+		}
+		return nil, errors.New("redigo: the pool has neither Dial nor DialContext")
+	}
+	return engine.Config{Names: names, Dial: dial, Subscribe: sub}, nil
 }
 
 // Nodes returns N.
@@ -99,12 +139,70 @@ func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
 
+// Watch relays the release announcements of key (core.Announcer).
+func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
+
 // Close sends the releases already issued, then closes the connections.
 // Commands issued after Close fail with core.ErrClosed. Close is
 // idempotent and returns nil.
 func (d *Driver) Close() error {
 	d.e.Close()
 	return nil
+}
+
+// sub is a redigo connection in subscribe mode: the engine's Subscription.
+// redigo allows one writer (Subscribe, Unsubscribe) and one reader
+// (Receive) at a time, and Close ends a Receive by closing the socket.
+type sub struct{ c redis.PubSubConn }
+
+func subscription(c redis.Conn, err error) (engine.Subscription, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sub{redis.PubSubConn{Conn: c}}, nil
+}
+
+func (s sub) Subscribe(_ context.Context, chs ...string) error {
+	return s.c.Subscribe(redis.Args{}.AddFlat(chs)...)
+}
+
+func (s sub) Unsubscribe(_ context.Context, chs ...string) error {
+	return s.c.Unsubscribe(redis.Args{}.AddFlat(chs)...)
+}
+
+func (s sub) Close() error { return s.c.Close() }
+
+// Receive reads without a timeout, whatever read timeout the connection
+// was dialled with (a pool's Dial may set one): the connection idles.
+func (s sub) Receive(context.Context) (engine.Event, error) {
+	for {
+		if err := s.c.Conn.Err(); err != nil { // closed or failed: for good
+			return engine.Event{}, err
+		}
+		var v any
+		if _, ok := s.c.Conn.(redis.ConnWithTimeout); ok {
+			v = s.c.ReceiveWithTimeout(0)
+		} else {
+			v = s.c.Receive()
+		}
+		switch v := v.(type) {
+		case redis.Message:
+			if v.Pattern == "" {
+				return engine.Event{Kind: engine.EventMessage, Channel: v.Channel}, nil
+			}
+		case redis.Subscription:
+			switch v.Kind {
+			case "subscribe":
+				return engine.Event{Kind: engine.EventSubscribed, Channel: v.Channel}, nil
+			case "unsubscribe":
+				return engine.Event{Kind: engine.EventUnsubscribed, Channel: v.Channel}, nil
+			}
+		case redis.Error: // an error reply, such as an ACL's NOPERM
+			return engine.Event{Kind: engine.EventRefused, Err: v}, nil
+		case error:
+			return engine.Event{}, v
+		}
+	}
 }
 
 // conn is one redigo connection: the engine's Conn.

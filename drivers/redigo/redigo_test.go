@@ -12,7 +12,9 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -60,4 +62,25 @@ func TestAllocations(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSubscriptionOverPools: New subscribes on a connection of its own,
+// from the pool's DialContext, and reads it without the read timeout the
+// pool's connections have.
+func TestSubscriptionOverPools(t *testing.T) {
+	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+		pools := make([]*redis.Pool, len(addrs))
+		for i, a := range addrs {
+			do := []redis.DialOption{redis.DialUsername(opts.Username), redis.DialPassword(opts.Password),
+				redis.DialReadTimeout(time.Second)}
+			if opts.TLS != nil {
+				do = append(do, redis.DialUseTLS(true), redis.DialTLSConfig(opts.TLS))
+			}
+			pools[i] = &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return redis.DialContext(ctx, "tcp", a, do...)
+			}}
+			t.Cleanup(func() { pools[i].Close() })
+		}
+		return redigo.PoolSubscriber(pools)
+	})
 }
