@@ -29,6 +29,13 @@
 // does not share connections), and after a failed pipeline radix's pool
 // closes that connection rather than reuse it. Give New pools: a bare
 // radix Conn is not replaced when it breaks.
+//
+// Release notifications (Watch, core.Announcer) come over one more radix
+// connection per node, dialled as Dial's command connections are and kept
+// in subscribe mode. A driver made by New has none, and its waiters poll: a
+// radix Client lends a connection only for the length of an Action, from a
+// fixed-size pool that keeping one for good would shrink (a pool of one
+// would starve the commands), or it is a bare Conn, the commands' own.
 package radix
 
 import (
@@ -54,15 +61,24 @@ type Options = drivers.Options
 // concurrent use.
 type Driver struct{ e *engine.Engine }
 
-var _ core.Driver = (*Driver)(nil)
+var _ core.Announcer = (*Driver)(nil)
 
 // Dial validates addrs (host:port each, no server twice) and opts, then
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	timeout, err := wire.CheckDial("radix", addrs, opts)
+	cfg, err := dialConfig(addrs, opts)
 	if err != nil {
 		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// dialConfig is Dial's engine configuration.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	timeout, err := wire.CheckDial("radix", addrs, opts)
+	if err != nil {
+		return engine.Config{}, err
 	}
 	dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
 	if opts.DB != 0 {
@@ -80,7 +96,16 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		}
 		return &conn{c: c, own: true}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		c, err := dialer.Dial(ctx, "tcp", addrs[i])
+		if err != nil {
+			return nil, err
+		}
+		return sub{c}, nil
+	}
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
 }
 
 // New returns a Driver over existing clients (pools, typically), one per
@@ -89,12 +114,21 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 // twice (the same server would vote twice) is an error matching
 // core.ErrInvalidConfig. Close does not close the clients.
 func New(clients []radixv4.Client, names []string) (*Driver, error) {
-	names, err := wire.CheckClients("radix", clients, names, func(_ int, c radixv4.Client) string { return c.Addr().String() })
+	cfg, err := newConfig(clients, names)
 	if err != nil {
 		return nil, err
 	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// newConfig is New's engine configuration.
+func newConfig(clients []radixv4.Client, names []string) (engine.Config, error) {
+	names, err := wire.CheckClients("radix", clients, names, func(_ int, c radixv4.Client) string { return c.Addr().String() })
+	if err != nil {
+		return engine.Config{}, err
+	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) { return &conn{c: clients[i]}, nil }
-	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+	return engine.Config{Names: names, Dial: dial}, nil
 }
 
 // Nodes returns N.
@@ -106,12 +140,55 @@ func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
 
+// Watch relays the release announcements of key (core.Announcer).
+func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
+
 // Close sends the releases already issued, then closes the connections
 // Dial made. Commands issued after Close fail with core.ErrClosed. Close
 // is idempotent and returns nil.
 func (d *Driver) Close() error {
 	d.e.Close()
 	return nil
+}
+
+// sub is a radix connection in subscribe mode: the engine's Subscription.
+// It is a bare Conn rather than radix's PubSubConn, which keeps the
+// confirmations to itself. Subscribe and Unsubscribe only encode, Receive
+// only decodes: radix's Conn runs each on its writer or reader goroutine,
+// so they may overlap, and Close ends a pending decode.
+type sub struct{ c radixv4.Conn }
+
+func (s sub) Subscribe(ctx context.Context, chs ...string) error {
+	return s.c.EncodeDecode(ctx, radixv4.Cmd(nil, "SUBSCRIBE", chs...), nil)
+}
+
+func (s sub) Unsubscribe(ctx context.Context, chs ...string) error {
+	return s.c.EncodeDecode(ctx, radixv4.Cmd(nil, "UNSUBSCRIBE", chs...), nil)
+}
+
+func (s sub) Close() error { return s.c.Close() }
+
+// Receive reads ev only after a decode that succeeded: a decode ended by
+// Close may still be writing it.
+func (s sub) Receive(ctx context.Context) (engine.Event, error) {
+	var ev event
+	if err := s.c.EncodeDecode(ctx, nil, &ev); err != nil {
+		return engine.Event{}, err
+	}
+	return engine.Event(ev), nil
+}
+
+// event decodes the next event, skipping pongs and pattern messages.
+type event engine.Event
+
+func (e *event) UnmarshalRESP(br resp.BufferedReader, _ *resp.Opts) error {
+	for {
+		ev, ok, err := engine.ReadEvent(br)
+		if ok || err != nil {
+			*e = event(ev)
+			return err
+		}
+	}
 }
 
 // conn is the engine's Conn: a radix connection made by Dial, or a

@@ -339,3 +339,9 @@ func TestAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestNewDoesNotSubscribe: a radix Client lends a connection for one
+// Action only, so New has no subscription connection, and Lock polls.
+func TestNewDoesNotSubscribe(t *testing.T) {
+	assert.Nil(t, radix.ClientSubscriber([]radixv4.Client{&fakeClient{"p"}}))
+}
