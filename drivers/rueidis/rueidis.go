@@ -20,11 +20,17 @@
 // pipeline (a client given to New reconnects by itself); until a script
 // has run on the new connection its commands carry the script's source
 // (EVAL), since a restarted server has lost its script cache.
+//
+// Release notifications (Watch, core.Announcer) come over a connection
+// per node dedicated to them (Client.Dedicate) in subscribe mode: Dial
+// makes one more client for it with the same options, which keeps its own
+// connection idle beside it; New dedicates one from each caller's client.
 package rueidis
 
 import (
 	"cmp"
 	"context"
+	"sync"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -42,7 +48,7 @@ type Options = drivers.Options
 // use.
 type Driver struct{ e *engine.Engine }
 
-var _ core.Driver = (*Driver)(nil)
+var _ core.Announcer = (*Driver)(nil)
 
 // ClientOption returns the rueidis options Dial uses for addr: a
 // single-node client (ForceSingleClient) on one connection
@@ -74,14 +80,23 @@ func ClientOption(addr string, opts Options) rd.ClientOption {
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	timeout, err := wire.CheckDial("rueidis", addrs, opts)
+	cfg, err := dialConfig(addrs, opts)
 	if err != nil {
 		return nil, err
 	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		// NewClient dials at once, bounded by Dialer.Timeout, HELLO/AUTH
-		// included. With ForceSingleClient it returns a client even when the
-		// dial fails, to dial again on use: the engine redials instead.
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// dialConfig is Dial's engine configuration.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	timeout, err := wire.CheckDial("rueidis", addrs, opts)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	// NewClient dials at once, bounded by Dialer.Timeout, HELLO/AUTH
+	// included. With ForceSingleClient it returns a client even when the
+	// dial fails, to dial again on use: the engine redials instead.
+	client := func(ctx context.Context, i int) (rd.Client, error) {
 		o := ClientOption(addrs[i], opts)
 		if dl, ok := ctx.Deadline(); ok {
 			if o.Dialer.Timeout = min(o.Dialer.Timeout, time.Until(dl)); o.Dialer.Timeout <= 0 {
@@ -95,10 +110,23 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 			}
 			return nil, err
 		}
+		return c, nil
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		c, err := client(ctx, i)
+		if err != nil {
+			return nil, err
+		}
 		return &conn{c: c, owned: true}, nil
 	}
-	cfg := engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout}
-	return &Driver{engine.New(cfg)}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		c, err := client(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		return subscribe(c, c.Close)
+	}
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -107,19 +135,33 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 // each client's address. A nil client, the same client twice or
 // the same name twice (the same server would vote twice) is an error
 // matching core.ErrInvalidConfig. Close does not close the clients.
+// Release notifications take one dedicated connection of each client
+// (Dedicate), closed rather than given back when they end.
 func New(clients []rd.Client, names []string) (*Driver, error) {
+	cfg, err := newConfig(clients, names)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// newConfig is New's engine configuration.
+func newConfig(clients []rd.Client, names []string) (engine.Config, error) {
 	names, err := wire.CheckClients("rueidis", clients, names, func(_ int, c rd.Client) (addr string) {
 		for addr = range c.Nodes() { // one, for a single-node client
 		}
 		return addr
 	})
 	if err != nil {
-		return nil, err
+		return engine.Config{}, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) {
 		return &conn{c: clients[i]}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+	sub := func(_ context.Context, i int) (engine.Subscription, error) {
+		return subscribe(clients[i], func() {})
+	}
+	return engine.Config{Names: names, Dial: dial, Subscribe: sub}, nil
 }
 
 // Nodes returns N.
@@ -131,11 +173,128 @@ func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
 
+// Watch relays the release announcements of key (core.Announcer).
+func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
+
 // Close sends the releases already issued, then closes the clients Dial
 // made. Commands issued after Close fail with core.ErrClosed. Close is
 // idempotent and returns nil.
 func (d *Driver) Close() error {
 	d.e.Close()
+	return nil
+}
+
+// sub is a dedicated connection of a client in subscribe mode: the
+// engine's Subscription. rueidis reads it on a goroutine of its own and
+// hands what it reads to hooks, which must not block: they queue the
+// events for Receive.
+type sub struct {
+	c     rd.DedicatedClient
+	close func()       // after c.Close: closes the client Dial made
+	ended <-chan error // the hooks' end: one error, then closed
+	err   error        // ended's, once Receive saw it
+	done  chan struct{}
+	once  sync.Once
+
+	mu    sync.Mutex
+	queue []engine.Event
+	wake  chan struct{} // one token: queue may hold events
+}
+
+// subscribe dedicates a connection of c to a subscription.
+func subscribe(c rd.Client, closeClient func()) (engine.Subscription, error) {
+	dc, _ := c.Dedicate() // the release is in dc.Close
+	s := &sub{c: dc, close: closeClient, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s.ended = dc.SetPubSubHooks(rd.PubSubHooks{
+		OnMessage: func(m rd.PubSubMessage) {
+			if m.Pattern == "" {
+				s.push(engine.Event{Kind: engine.EventMessage, Channel: m.Channel})
+			}
+		},
+		OnSubscription: func(m rd.PubSubSubscription) {
+			switch m.Kind {
+			case "subscribe":
+				s.push(engine.Event{Kind: engine.EventSubscribed, Channel: m.Channel})
+			case "unsubscribe":
+				s.push(engine.Event{Kind: engine.EventUnsubscribed, Channel: m.Channel})
+			}
+		},
+	})
+	select {
+	case err := <-s.ended: // the dedicated connection's dial failed
+		s.Close()
+		return nil, cmp.Or(err, rd.ErrClosing)
+	default:
+		return s, nil
+	}
+}
+
+func (s *sub) push(ev engine.Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Subscribe and Unsubscribe return when rueidis has read the reply to the
+// command (the first confirmation), which the hooks have queued.
+func (s *sub) Subscribe(ctx context.Context, chs ...string) error {
+	return s.do(ctx, s.c.B().Subscribe().Channel(chs...).Build())
+}
+
+func (s *sub) Unsubscribe(ctx context.Context, chs ...string) error {
+	return s.do(ctx, s.c.B().Unsubscribe().Channel(chs...).Build())
+}
+
+// do sends cmd; an error reply (an ACL's NOPERM) is an event, since it
+// comes back here rather than through the hooks.
+func (s *sub) do(ctx context.Context, cmd rd.Completed) error {
+	err := s.c.Do(ctx, cmd).Error()
+	if _, ok := rd.IsRedisErr(err); ok {
+		s.push(engine.Event{Kind: engine.EventRefused, Err: err})
+		return nil
+	}
+	return err
+}
+
+func (s *sub) Receive(ctx context.Context) (engine.Event, error) {
+	for {
+		select {
+		case <-s.done:
+			return engine.Event{}, rd.ErrClosing
+		default:
+		}
+		if s.err != nil {
+			return engine.Event{}, s.err
+		}
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			ev := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return ev, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case err := <-s.ended:
+			s.err = cmp.Or(err, rd.ErrClosing)
+		case <-s.done:
+		case <-ctx.Done():
+			return engine.Event{}, ctx.Err()
+		}
+	}
+}
+
+func (s *sub) Close() error {
+	s.once.Do(func() {
+		close(s.done)
+		s.c.Close() // closes the connection rather than give it back
+		s.close()
+	})
 	return nil
 }
 

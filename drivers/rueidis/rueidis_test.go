@@ -14,6 +14,7 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -115,4 +116,17 @@ func TestAllocations(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSubscriptionOverClients: New subscribes on a connection it dedicates
+// from each client.
+func TestSubscriptionOverClients(t *testing.T) {
+	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+		clients := make([]rd.Client, len(addrs))
+		for i, a := range addrs {
+			clients[i], _ = rd.NewClient(rueidis.ClientOption(a, opts)) // a client even if a node is down
+			t.Cleanup(clients[i].Close)
+		}
+		return rueidis.ClientSubscriber(clients)
+	})
 }
