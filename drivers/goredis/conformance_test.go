@@ -16,3 +16,5 @@ func BenchmarkAcquireRelease(b *testing.B) { conformance.BenchAcquireRelease(b, 
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	conformance.BenchAcquireReleaseParallel(b, dial.Defaults())
 }
+
+func TestSubscription(t *testing.T) { conformance.RunSubscription(t, goredis.Subscriber) }

@@ -17,6 +17,12 @@
 // the node's next pipeline; until a script has run on the new connection
 // its commands carry the script's source (EVAL), since a restarted server
 // has lost its script cache.
+//
+// Release notifications (Watch, core.Announcer) come through one go-redis
+// PubSub per node, on a connection of its own: Dial makes one more client
+// for it with the same options, New uses each caller's client. After a
+// failure the driver closes the PubSub, for the engine to redial, rather
+// than let go-redis reconnect it behind the engine's back.
 package goredis
 
 import (
@@ -36,13 +42,24 @@ type Options = drivers.Options
 // Driver is a core.Driver over go-redis clients, safe for concurrent use.
 type Driver struct{ e *engine.Engine }
 
+var _ core.Announcer = (*Driver)(nil)
+
 // Dial validates addrs (host:port each, no server twice) and opts, then
 // starts connecting to every node in the background. It fails only for
 // invalid configuration, with an error matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
-	timeout, err := wire.CheckDial("goredis", addrs, opts)
+	cfg, err := dialConfig(addrs, opts)
 	if err != nil {
 		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// dialConfig is Dial's engine configuration.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	timeout, err := wire.CheckDial("goredis", addrs, opts)
+	if err != nil {
+		return engine.Config{}, err
 	}
 	base := redis.Options{
 		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
@@ -67,7 +84,13 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 		}
 		return &conn{c: c, pipe: c.Pipeline()}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout})}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		o := base
+		o.Addr = addrs[i]
+		c := redis.NewClient(&o)
+		return subscribe(ctx, c, c.Close)
+	}
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -79,16 +102,29 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 // deadlines. names[i] names node i in errors; nil names each by its
 // client's Options().Addr. A nil client, the same client twice or the same
 // name twice (the same server would vote twice) is an error matching
-// core.ErrInvalidConfig. Close does not close the clients.
+// core.ErrInvalidConfig. Close does not close the clients. Release
+// notifications take one PubSub of each client (Client.Subscribe).
 func New(clients []*redis.Client, names []string) (*Driver, error) {
-	names, err := wire.CheckClients("goredis", clients, names, func(_ int, c *redis.Client) string { return c.Options().Addr })
+	cfg, err := newConfig(clients, names)
 	if err != nil {
 		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// newConfig is New's engine configuration.
+func newConfig(clients []*redis.Client, names []string) (engine.Config, error) {
+	names, err := wire.CheckClients("goredis", clients, names, func(_ int, c *redis.Client) string { return c.Options().Addr })
+	if err != nil {
+		return engine.Config{}, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) {
 		return borrowed{&conn{c: clients[i], pipe: clients[i].Pipeline()}}, nil
 	}
-	return &Driver{engine.New(engine.Config{Names: names, Dial: dial})}, nil
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		return subscribe(ctx, clients[i], func() error { return nil })
+	}
+	return engine.Config{Names: names, Dial: dial, Subscribe: sub}, nil
 }
 
 // Nodes returns N.
@@ -100,11 +136,71 @@ func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
 
+// Watch relays the release announcements of key (core.Announcer).
+func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
+
 // Close sends the releases already issued, then closes the clients Dial
 // made; later commands fail with core.ErrClosed. It is idempotent.
 func (d *Driver) Close() error {
 	d.e.Close()
 	return nil
+}
+
+// sub is a go-redis PubSub: the engine's Subscription. go-redis redials a
+// failed PubSub and subscribes again by itself; Receive closes it instead,
+// so that the engine sees the failure, and a closed PubSub fails at once.
+type sub struct {
+	ps    *redis.PubSub
+	close func() error // closes the client Dial made
+}
+
+// subscribe opens c's PubSub and connects it with a PING (go-redis
+// connects lazily), so that a node down or refused credentials fail here.
+func subscribe(ctx context.Context, c *redis.Client, closeClient func() error) (engine.Subscription, error) {
+	s := sub{c.Subscribe(ctx), closeClient}
+	if err := s.ps.Ping(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s sub) Subscribe(ctx context.Context, chs ...string) error {
+	return s.ps.Subscribe(ctx, chs...)
+}
+
+func (s sub) Unsubscribe(ctx context.Context, chs ...string) error {
+	return s.ps.Unsubscribe(ctx, chs...)
+}
+
+func (s sub) Close() error {
+	s.ps.Close() // pool.ErrClosed the second time
+	return s.close()
+}
+
+func (s sub) Receive(ctx context.Context) (engine.Event, error) {
+	for {
+		v, err := s.ps.Receive(ctx)
+		if _, ok := err.(redis.Error); ok { // an error reply, such as an ACL's NOPERM
+			return engine.Event{Kind: engine.EventRefused, Err: err}, nil
+		} else if err != nil {
+			s.ps.Close()
+			return engine.Event{}, err
+		}
+		switch v := v.(type) {
+		case *redis.Message:
+			if v.Pattern == "" {
+				return engine.Event{Kind: engine.EventMessage, Channel: v.Channel}, nil
+			}
+		case *redis.Subscription:
+			switch v.Kind {
+			case "subscribe":
+				return engine.Event{Kind: engine.EventSubscribed, Channel: v.Channel}, nil
+			case "unsubscribe":
+				return engine.Event{Kind: engine.EventUnsubscribed, Channel: v.Channel}, nil
+			}
+		}
+	}
 }
 
 // conn is one node's client, made by Dial: the engine's Conn.

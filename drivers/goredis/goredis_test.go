@@ -14,8 +14,10 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -130,4 +132,17 @@ func TestAllocations(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSubscriptionOverClients: New subscribes through each client's PubSub.
+func TestSubscriptionOverClients(t *testing.T) {
+	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+		clients := make([]*redis.Client, len(addrs))
+		for i, a := range addrs {
+			clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: opts.Username, Password: opts.Password,
+				TLSConfig: opts.TLS, DialTimeout: opts.DialTimeout, Protocol: 2, MaxRetries: -1})
+			t.Cleanup(func() { clients[i].Close() })
+		}
+		return goredis.ClientSubscriber(clients)
+	})
 }
