@@ -176,6 +176,9 @@ func (h *Lock) Unlock(ctx context.Context) error {
 	h.cancel(ErrUnlocked)
 	h.mu.Unlock()
 	err := h.c.retry.Release(ctx, lock)
+	if h.c.room != nil {
+		h.c.room.released(h.key) // this Client's next waiter tries at once
+	}
 	if lost != nil {
 		return lost
 	}

@@ -13,8 +13,11 @@ import (
 // than sleep out random retry delays. The waiters of one key within a
 // Client queue up: only the first, the head, hears the key's announcements
 // and makes attempts; the others sleep until they become the head, so that
-// a release wakes one attempt per Client, not one per goroutine. A new
-// head attempts at once, since it cannot know what its predecessor heard.
+// a release wakes one attempt per Client, not one per goroutine. When the
+// head takes the lock, the next waiter becomes the head and waits for its
+// release, which Unlock tells it of at once, without waiting for the
+// announcement's round trip; when the head gives up instead, the next
+// attempts at once, since it cannot know what its predecessor heard.
 // Across Clients, core spreads the attempts that follow a lost race.
 
 // waitRoom holds a Client's queues of waiters, one per waited-for key.
@@ -53,12 +56,15 @@ type waiter struct {
 }
 
 // notify records node's announcement for the head.
-func (q *keyQueue) notify(node int) {
+func (q *keyQueue) notify(node int) { q.notifyAll(1 << node) }
+
+// notifyAll records announcements from nodes (a bit each) for the head.
+func (q *keyQueue) notifyAll(nodes uint32) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) > 0 {
 		w := q.waiters[0]
-		w.heard |= 1 << node
+		w.heard |= nodes
 		w.poke()
 	}
 }
@@ -96,15 +102,16 @@ func (r *waitRoom) join(key string) *waiter {
 	return w
 }
 
-// leave takes w out of its queue. A new head hears every node at once
-// (it attempts again); the key's watch stops with its last waiter.
-func (r *waitRoom) leave(key string, w *waiter) {
+// leave takes w out of its queue; locked says whether w took the lock. A
+// new head after a head that did not hears every node at once (it
+// attempts again); the key's watch stops with its last waiter.
+func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	q := w.q
 	q.mu.Lock()
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
-			if j == 0 && len(q.waiters) > 0 {
+			if j == 0 && len(q.waiters) > 0 && !locked {
 				h := q.waiters[0]
 				h.heard = r.all
 				h.poke()
@@ -118,6 +125,17 @@ func (r *waitRoom) leave(key string, w *waiter) {
 	if q.refs--; q.refs == 0 {
 		delete(r.keys, key)
 		q.watch.Stop()
+	}
+}
+
+// released tells key's head, if the key has waiters, that this Client
+// released key: it hears every node at once.
+func (r *waitRoom) released(key string) {
+	r.mu.Lock()
+	q := r.keys[key]
+	r.mu.Unlock()
+	if q != nil {
+		q.notifyAll(r.all)
 	}
 }
 
@@ -164,7 +182,8 @@ func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) 
 	var w *waiter
 	defer func() {
 		if w != nil {
-			c.room.leave(key, w)
+			_, err := a.Result()
+			c.room.leave(key, w, err == nil)
 		}
 	}()
 	for {

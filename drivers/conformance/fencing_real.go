@@ -132,7 +132,7 @@ func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 // loopback; the store must refuse no write, and see the fences strictly
 // increase.
 func testMultiProcessFenced(t *testing.T, f Factory, mode core.FanOut) {
-	multiProcess(t, f, mode, true)
+	multiProcess(t, f, mode, true, false)
 }
 
 // Fence reads key's counter on node i: 0 if there is none.

@@ -51,6 +51,10 @@ type childSpec struct {
 	// (testMultiProcessFenced), or empty. When it is set the children lock
 	// with Fencing, and each critical section writes its fence there.
 	Store string
+	// Wake makes the children lock through a redlock.Client's Lock, woken
+	// by release announcements, with hour-long retry delays
+	// (testMultiProcessWake): polling would time them out.
+	Wake bool
 }
 
 // Multi-process case parameters: 3 processes × 4 goroutines × 8 rounds,
@@ -78,11 +82,18 @@ const (
 // -test.run selecting this very subtest and childEnv set: the case then
 // runs the child's loop (runChild) instead.
 func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
-	multiProcess(t, f, mode, false)
+	multiProcess(t, f, mode, false, false)
 }
 
-// multiProcess runs testMultiProcess, or with fenced testMultiProcessFenced.
-func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced bool) {
+// testMultiProcessWake is testMultiProcess with every child's goroutines
+// waiting through one redlock.Client's Lock, woken by announcements.
+func testMultiProcessWake(t *testing.T, f Factory, mode core.FanOut) {
+	multiProcess(t, f, mode, false, true)
+}
+
+// multiProcess runs testMultiProcess, with fenced testMultiProcessFenced,
+// with wake testMultiProcessWake.
+func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) {
 	if raw := os.Getenv(childEnv); raw != "" {
 		runChild(t, f, mode, raw)
 		return
@@ -94,6 +105,7 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced bool) {
 		Nodes: addrsOf(nodes), Data: data.Addr,
 		Key: testKey(t, ""), Counter: "counter", Sections: "sections", Ready: "ready",
 		Children: mpChildren, Goroutines: mpGoroutines, Rounds: mpRounds, TTL: mpTTL,
+		Wake: wake,
 	}
 	var store *fencedstore.Store
 	if fenced {
@@ -239,11 +251,22 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	for i, a := range s.Nodes {
 		eps[i] = Endpoint{Addr: a}
 	}
-	l, err := redlock.New(f(t, eps), core.Config{
+	cfg := core.Config{
 		TTL: s.TTL, NodeTimeout: defaultNodeTimeout, FanOut: mode, Fencing: s.Store != "",
 		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
-	})
-	require.NoError(t, err)
+	}
+	drv := f(t, eps)
+	var take taker
+	if s.Wake {
+		cfg.Retry = core.RandomDelay(1, time.Hour, time.Hour)
+		c, err := redlock.NewClient(drv, redlock.Options{Config: cfg})
+		require.NoError(t, err)
+		take = clientTaker(c, s.Key)
+	} else {
+		l, err := redlock.New(drv, cfg)
+		require.NoError(t, err)
+		take = lockerTaker(l, s.Key)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
 	defer cancel()
 
@@ -268,7 +291,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 
 	// Start barrier: every child has its driver and connections, so that
 	// the processes contend from the first round.
-	_, err = conns[0].Do("RPUSH", s.Ready, s.Child)
+	_, err := conns[0].Do("RPUSH", s.Ready, s.Child)
 	require.NoError(t, err)
 	eventually(t, time.Minute, func() bool {
 		n, err := redis.Int(conns[0].Do("LLEN", s.Ready))
@@ -280,7 +303,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	for g, conn := range conns {
 		wg.Go(func() {
 			for range s.Rounds {
-				if !criticalSection(t, ctx, l, conn, stores[g], s, g) {
+				if !criticalSection(t, ctx, take, conn, stores[g], s, g) {
 					return
 				}
 			}
@@ -294,14 +317,14 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 // SET, writes the lock's fence to store if there is one, records the
 // section and releases the lock. It reports failures with t.Errorf and
 // returns false after one.
-func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn redis.Conn, store fencedstore.Writer, s childSpec, g int) bool {
-	lock, err := l.Acquire(ctx, s.Key)
+func criticalSection(t *testing.T, ctx context.Context, take taker, conn redis.Conn, store fencedstore.Writer, s childSpec, g int) bool {
+	lock, err := take(ctx)
 	if err != nil {
 		t.Errorf("child %d goroutine %d: acquire: %v", s.Child, g, err)
 		return false
 	}
 	defer func() {
-		if err := l.Release(context.Background(), lock); err != nil {
+		if err := lock.release(); err != nil {
 			t.Errorf("child %d goroutine %d: release: %v", s.Child, g, err)
 		}
 	}()
@@ -316,13 +339,13 @@ func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn red
 		return false
 	}
 	if store != nil {
-		if err := store.Write(lock.Fence(), fmt.Sprintf("child %d goroutine %d", s.Child, g)); err != nil {
-			t.Errorf("child %d goroutine %d: write with fence %d: %v", s.Child, g, lock.Fence(), err)
+		if err := store.Write(lock.fence, fmt.Sprintf("child %d goroutine %d", s.Child, g)); err != nil {
+			t.Errorf("child %d goroutine %d: write with fence %d: %v", s.Child, g, lock.fence, err)
 			return false
 		}
 	}
 	end := time.Now().UnixNano()
-	if !lock.ValidAt(time.Now()) {
+	if !time.Now().Before(lock.until) {
 		// Not the driver's fault: the holder overran its validity, after
 		// which another holder may legitimately overlap.
 		t.Errorf("child %d goroutine %d: the critical section outlived the lock's validity (TTL %v)", s.Child, g, s.TTL)
@@ -333,4 +356,31 @@ func criticalSection(t *testing.T, ctx context.Context, l *core.Locker, conn red
 		return false
 	}
 	return true
+}
+
+// taker takes the children's lock; held is a lock taken: its fence, the
+// end of its validity, and its release.
+type taker func(ctx context.Context) (held, error)
+
+type held struct {
+	fence   uint64
+	until   time.Time
+	release func() error
+}
+
+func lockerTaker(l *core.Locker, key string) taker {
+	return func(ctx context.Context) (held, error) {
+		lock, err := l.Acquire(ctx, key)
+		return held{lock.Fence(), lock.ValidUntil(), func() error { return l.Release(context.Background(), lock) }}, err
+	}
+}
+
+func clientTaker(c *redlock.Client, key string) taker {
+	return func(ctx context.Context) (held, error) {
+		lock, err := c.Lock(ctx, key)
+		if err != nil {
+			return held{}, err
+		}
+		return held{0, lock.Until(), func() error { return lock.Unlock(context.Background()) }}, nil
+	}
 }

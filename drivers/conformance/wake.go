@@ -176,6 +176,7 @@ func init() {
 		realCase{"wake-subscriptions-killed", testWakeSubscriptionsKilled},
 		realCase{"wake-node-restarted", testWakeNodeRestarted},
 		realCase{"wake-refused-polls", testWakeRefusedPolls},
+		realCase{"multi-process-wake", testMultiProcessWake},
 	)
 }
 

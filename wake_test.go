@@ -1,0 +1,81 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+// TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
+// with hour-long retry delays (only a wake can hand the lock on): no two
+// hold it at once, a non-atomic counter is exact, and the queue keeps the
+// attempts per acquisition small, where every waiter trying at every
+// release would make about as many as there are waiters.
+func TestHotKeyQueuesWithinAClient(t *testing.T) {
+	const goroutines, rounds = 8, 25
+	mem := memnode.New(3, core.SystemClock{})
+	for i := range 3 {
+		mem.SetLatency(i, 200*time.Microsecond) // rounds overlap: waiters contend
+	}
+	nodes := &countAcquires{Cluster: mem}
+	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{
+		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var inside atomic.Int32
+	counter := 0
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range rounds {
+				l, err := c.Lock(ctx, "hot")
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.Equal(t, int32(1), inside.Add(1), "two holders at once")
+				v := counter
+				counter = v + 1
+				inside.Add(-1)
+				assert.NoError(t, l.Unlock(context.Background()))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, goroutines*rounds, counter)
+	perAcq := float64(nodes.n.Load()) / float64(goroutines*rounds)
+	t.Logf("attempts per acquisition: %.2f", perAcq)
+	assert.Less(t, perAcq, 3.0, "attempts per acquisition, with %d waiters", goroutines-1)
+}
+
+// countAcquires counts the attempts (acquire commands to node 0) made
+// through a memnode cluster, which announces releases.
+type countAcquires struct {
+	*memnode.Cluster
+	n atomic.Int64
+}
+
+func (d *countAcquires) Begin(ctx context.Context) core.Batch {
+	return countBatch{d.Cluster.Begin(ctx), &d.n}
+}
+
+type countBatch struct {
+	core.Batch
+	n *atomic.Int64
+}
+
+func (b countBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	if node == 0 && cmd.Op == core.OpAcquire {
+		b.n.Add(1)
+	}
+	b.Batch.Send(node, cmd, deadline)
+}
