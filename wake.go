@@ -49,6 +49,8 @@ type keyQueue struct {
 type waiter struct {
 	q *keyQueue
 
+	unhook func() bool // stops the ctx hook (cancelled)
+
 	// Under q.mu.
 	heard uint32        // nodes announced since the last take
 	poked bool          // something happened since the last arm
@@ -67,6 +69,13 @@ func (q *keyQueue) notifyAll(nodes uint32) {
 		w.heard |= nodes
 		w.poke()
 	}
+}
+
+// cancelled wakes w when its ctx ends.
+func (w *waiter) cancelled() {
+	w.q.mu.Lock()
+	defer w.q.mu.Unlock()
+	w.poke()
 }
 
 // poke wakes w's sleep, or the next one; q.mu is held.
@@ -179,13 +188,7 @@ func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) 
 	// No SetDeadline: a wait may end early, so whether the next attempt
 	// fits is known only when the deadline comes (see GiveUp below).
 	done := ctx.Done()
-	var w *waiter
-	defer func() {
-		if w != nil {
-			_, err := a.Result()
-			c.room.leave(key, w, err == nil)
-		}
-	}()
+	var w *waiter // joined at the first wait: the uncontended path allocates nothing here
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
@@ -199,12 +202,7 @@ func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) 
 		case core.PhaseWait:
 			if w == nil {
 				w = c.room.join(key)
-				stop := context.AfterFunc(ctx, func() {
-					w.q.mu.Lock()
-					w.poke()
-					w.q.mu.Unlock()
-				})
-				defer stop()
+				w.unhook = context.AfterFunc(ctx, w.cancelled)
 			}
 			ch := w.arm()
 			heard, head := w.take()
@@ -230,7 +228,12 @@ func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) 
 			}
 			a.Wake(clock.Now())
 		default:
-			return a.Result()
+			lock, err := a.Result()
+			if w != nil {
+				w.unhook()
+				c.room.leave(key, w, err == nil)
+			}
+			return lock, err
 		}
 	}
 }

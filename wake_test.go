@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,4 +79,27 @@ func (b countBatch) Send(node int, cmd core.Command, deadline time.Time) {
 		b.n.Add(1)
 	}
 	b.Batch.Send(node, cmd, deadline)
+}
+
+// BenchmarkLockUnlock: the uncontended Lock+Unlock on memnode, with wake
+// (the default) and polling: the wake costs nothing until a key is
+// contended. Compare with benchstat.
+func BenchmarkLockUnlock(b *testing.B) {
+	for _, poll := range []bool{false, true} {
+		b.Run(fmt.Sprintf("poll=%v", poll), func(b *testing.B) {
+			c, err := redlock.NewClient(memnode.New(5, core.SystemClock{}), redlock.Options{Poll: poll})
+			require.NoError(b, err)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := c.Lock(ctx, "k")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
