@@ -68,6 +68,11 @@ func (e *Engine) Watch(key string, notify func(node int)) core.Watch {
 	h := &watchHandle{w: w, channel: wire.ReleaseChannel(key), notify: notify}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.dial == nil && !w.refused {
+		w.refused = true
+		e.log.Warn("redlock: release notifications are unavailable: waiters poll instead",
+			"err", "the driver's client cannot open a subscription connection")
+	}
 	if w.dial == nil || w.closed {
 		h.stopped = true
 		return h
