@@ -142,13 +142,11 @@ func (s *subscriber) loop() {
 	defer s.w.wg.Done()
 	delay := redialMin
 	for {
-		refused := s.session()
+		refused, connected := s.session()
+		delay = nextRedial(delay, connected)
 		wait := delay
-		switch {
-		case refused:
+		if refused {
 			wait = refusedRetry
-		case delay < redialMax:
-			delay *= 2
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -160,15 +158,25 @@ func (s *subscriber) loop() {
 	}
 }
 
+// nextRedial returns the delay before the next dial: redialMin after a
+// session that connected, otherwise twice the last delay, up to redialMax.
+func nextRedial(last time.Duration, connected bool) time.Duration {
+	if connected {
+		return redialMin
+	}
+	return min(2*last, redialMax)
+}
+
 // session dials the node and runs its connection until it fails or Close;
-// it reports whether the server refused to subscribe.
-func (s *subscriber) session() (refused bool) {
+// it reports whether the server refused to subscribe, and whether the
+// dial succeeded.
+func (s *subscriber) session() (refused, connected bool) {
 	w := s.w
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	conn, err := w.dial(ctx, s.i)
 	cancel()
 	if err != nil {
-		return false
+		return false, false
 	}
 	w.mu.Lock()
 	clear(s.sent)
@@ -190,16 +198,16 @@ func (s *subscriber) session() (refused bool) {
 	for {
 		if err := s.write(conn); err != nil {
 			conn.Close()
-			return <-read
+			return <-read, true
 		}
 		select {
 		case <-s.kick:
 		case refused = <-read:
-			return refused
+			return refused, true
 		case <-s.stop:
 			conn.Close()
 			<-read
-			return false
+			return false, true
 		}
 	}
 }

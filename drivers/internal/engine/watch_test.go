@@ -822,3 +822,19 @@ func TestWatchWithoutSubscribe(t *testing.T) {
 	assert.Contains(t, out, "level=WARN")
 	assert.Contains(t, out, "waiters poll")
 }
+
+// TestRedialDelay: the delay before a subscription redial doubles from
+// redialMin after each failed dial or short-lived failure, never past
+// redialMax, and starts again from redialMin after a session that
+// connected.
+func TestRedialDelay(t *testing.T) {
+	d, seen := redialMin, []time.Duration{}
+	for range 10 {
+		d = nextRedial(d, false)
+		seen = append(seen, d)
+	}
+	assert.Equal(t, []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond,
+		160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond,
+		redialMax, redialMax, redialMax, redialMax}, seen)
+	assert.Equal(t, redialMin, nextRedial(redialMax, true), "after a session that connected")
+}
