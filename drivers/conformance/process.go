@@ -88,6 +88,9 @@ func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
 // testMultiProcessWake is testMultiProcess with every child's goroutines
 // waiting through one redlock.Client's Lock, woken by announcements.
 func testMultiProcessWake(t *testing.T, f Factory, mode core.FanOut) {
+	if os.Getenv(childEnv) == "" {
+		requireAnnouncer(t, startReal(t, f, 1, redistest.Options{}, nil).Driver())
+	}
 	multiProcess(t, f, mode, false, true)
 }
 

@@ -46,12 +46,20 @@ func (w *attemptWatch) Watch(key string, notify func(int)) core.Watch {
 	return w.ann.Watch(key, notify)
 }
 
+// requireAnnouncer skips the wake cases for a driver that does not
+// announce releases: the suite's own reference driver, a test double.
+func requireAnnouncer(t *testing.T, d core.Driver) core.Announcer {
+	t.Helper()
+	ann, ok := d.(core.Announcer)
+	if !ok {
+		t.Skipf("%T does not announce releases (core.Announcer): its Lock polls, which the handle cases cover", d)
+	}
+	return ann
+}
+
 // watchAttempts wraps c's driver, which must announce releases.
 func watchAttempts(t *testing.T, c cluster) *attemptWatch {
-	ann, ok := c.Driver().(core.Announcer)
-	if !ok {
-		t.Skipf("%T does not announce releases (core.Announcer): its Lock polls, which the handle cases cover", c.Driver())
-	}
+	ann := requireAnnouncer(t, c.Driver())
 	w := &attemptWatch{ann: ann, sent: make(chan struct{}, 1024)}
 	w.hookDriver = &hookDriver{Driver: ann, before: func(node int, cmd core.Command) {
 		if node == 0 && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
@@ -249,7 +257,8 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 		_, err := s.Do("ACL", "SETUSER", "locker", "resetchannels")
 		require.NoError(t, err)
 	}
-	var log syncBuffer
+	requireAnnouncer(t, c.Driver())
+	log := syncBuffer{logged: make(chan struct{})}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
 	defer slog.SetDefault(prev)
@@ -257,10 +266,17 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	client := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
 		Retry: redlock.RandomDelay(1, time.Millisecond, 5*time.Millisecond)}})
 	key := testKey(t, "")
-	for range 3 {
+	for i := range 3 {
 		holder, err := client.TryLock(testContext(t), key)
 		require.NoError(t, err)
 		got := lockAsync(t, client, key)
+		if i == 0 { // the waiter's watch dials the subscriptions, which are refused
+			select {
+			case <-log.logged:
+			case <-time.After(wakeTimeout):
+				t.Fatal("no warning that notifications are unavailable")
+			}
+		}
 		require.NoError(t, holder.Unlock(testContext(t)), "a release whose announcement is refused still releases")
 		requireLocked(t, got)
 	}
@@ -268,15 +284,20 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	assert.Contains(t, log.String(), "NOPERM")
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
+// syncBuffer is a bytes.Buffer safe for concurrent writes; logged is
+// closed at the first write.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	logged chan struct{}
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.b.Len() == 0 {
+		close(s.logged)
+	}
 	return s.b.Write(p)
 }
 
