@@ -125,6 +125,19 @@
 // blocking Locker methods are thin loops over them; an event loop
 // (JavaScript, TinyGo) or a simulation drives them directly.
 //
+// # Waiting for a release
+//
+// A failed attempt tells its Acquisition which nodes another holder held
+// and, from the second attempt on (Command.Probe), how long their keys
+// have left (Reply.TTL, HolderExpiry). A caller that hears release
+// announcements (an Announcer's Watch) passes them in with Announce and
+// says which nodes it hears with SetListening; WakeAt then comes forward
+// once enough held nodes announced, or waits for the holders' expiry
+// rather than a retry delay. Announcements are hints: what follows is an
+// ordinary attempt, so a lost one costs time and a forged one a round,
+// never exclusion. Locker.Acquire, which hears none, still wakes at the
+// holders' expiry when it comes before the retry delay.
+//
 // # Writing a driver
 //
 // A Driver returns a Batch per round; see Batch for the two call shapes.
