@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 )
@@ -69,32 +68,8 @@ func handoffTable(out *strings.Builder, recs []matrix.Record) {
 			broken = append(broken, fmt.Sprintf("%s, %d contenders: %s", r.HandoffName(), r.Clients, note(r)))
 		}
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	const textCols = 2 // subject, waits
 	fmt.Fprintf(out, "hot key: contenders loop acquire (waiting), tiny critical section, release on one key, servers on 127.0.0.1\n")
-	for i, row := range rows {
-		var l strings.Builder
-		for j, c := range row {
-			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
-			if j > 0 {
-				l.WriteString("  ")
-			}
-			if j < textCols {
-				l.WriteString(c + pad)
-			} else {
-				l.WriteString(pad + c)
-			}
-		}
-		if notes[i] != "" {
-			l.WriteString("  " + notes[i])
-		}
-		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
-	}
+	writeAligned(out, rows, notes, func(j int) bool { return j < 2 }) // subject, waits
 	out.WriteString("cont: contenders; CS/s: critical sections per second; p50-max: handoff µs, a release's return\n" +
 		"to the next holder's acquire returning; early: next acquire returned first (counted as 0); call p50:\n" +
 		"from the release's call; excl: exclusion check, ok or BROKEN overlaps/lost updates.\n")

@@ -256,32 +256,9 @@ func variantTable(out *strings.Builder, recs []matrix.Record) {
 		rows = append(rows, row)
 		notes = append(notes, "")
 	}
-	widths := make([]int, len(header))
-	for _, row := range rows {
-		for i, c := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	const textCols = 4 // subject, variant, N, fan-out
 	out.WriteString(fmt.Sprintf("fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes))
-	for i, row := range rows {
-		var l strings.Builder
-		for j, c := range row {
-			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
-			if j > 0 {
-				l.WriteString("  ")
-			}
-			if j < textCols && j != 2 {
-				l.WriteString(c + pad)
-			} else {
-				l.WriteString(pad + c)
-			}
-		}
-		if notes[i] != "" {
-			l.WriteString("  " + notes[i])
-		}
-		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
-	}
+	// subject, variant and fan-out are text, left-aligned; N is a number
+	writeAligned(out, rows, notes, func(j int) bool { return j < 4 && j != 2 })
 	out.WriteString("plain: core Locker; fenced: with Config.Fencing; handle: redlock.Client TryLock+Unlock;\n" +
 		"lease: handle with Lease{Fraction: 1/3}, no extension within a pair (its setup and teardown only).\n" +
 		"rounds/op: driver rounds (Begin calls) per pair, counted exactly; p50/plain: p50 over the plain row's.\n")
@@ -535,4 +512,37 @@ func WriteFiles(dir string, run Run, plots []string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// writeAligned writes rows as columns two spaces apart, each as wide as
+// its widest cell, left-aligned where left says so and right-aligned
+// otherwise, with each row's note after it, shortened to TableWidth.
+func writeAligned(out *strings.Builder, rows [][]string, notes []string, left func(col int) bool) {
+	var widths []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for i, row := range rows {
+		var l strings.Builder
+		for j, c := range row {
+			pad := strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c))
+			if j > 0 {
+				l.WriteString("  ")
+			}
+			if left(j) {
+				l.WriteString(c + pad)
+			} else {
+				l.WriteString(pad + c)
+			}
+		}
+		if notes[i] != "" {
+			l.WriteString("  " + notes[i])
+		}
+		out.WriteString(shorten(strings.TrimRight(l.String(), " "), TableWidth) + "\n")
+	}
 }

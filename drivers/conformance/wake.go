@@ -128,14 +128,7 @@ func requireLocked(t *testing.T, got <-chan lockResult) {
 // start (a release may have gone unheard), then sleeps until the holder's
 // release is announced and takes the lock at once.
 func testWakeHandoff(t *testing.T, c cluster, mode core.FanOut) {
-	w := watchAttempts(t, c)
-	client := wakeClient(t, w, mode)
-	key := testKey(t, "")
-	holder, err := client.TryLock(testContext(t), key)
-	require.NoError(t, err)
-	w.attempts(t, 1)
-	got := lockAsync(t, client, key)
-	w.attempts(t, 2)
+	w, holder, got := waiting(t, c, mode)
 	require.NoError(t, holder.Unlock(testContext(t)))
 	requireLocked(t, got)
 	assert.LessOrEqual(t, w.count(), 2, "attempts after the release")
@@ -163,16 +156,9 @@ func testWakeCrashedHolder(t *testing.T, c cluster, mode core.FanOut) {
 // testWakeStoppedNode: with a node SIGSTOPped, the holder and the waiter
 // win on the others; the waiter is woken by their announcements.
 func testWakeStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
-	w := watchAttempts(t, c)
-	client := wakeClient(t, w, mode)
-	key := testKey(t, "")
 	c.Stop(c.N() - 1)
 	defer c.Cont(c.N() - 1)
-	holder, err := client.TryLock(testContext(t), key)
-	require.NoError(t, err)
-	w.attempts(t, 1)
-	got := lockAsync(t, client, key)
-	w.attempts(t, 2)
+	_, holder, got := waiting(t, c, mode)
 	require.NoError(t, holder.Unlock(testContext(t)))
 	requireLocked(t, got)
 }
@@ -191,7 +177,7 @@ func init() {
 // waiting starts a holder and a waiter on c, and returns once the waiter
 // has tried twice (its first attempt, and the one its watch's start
 // caused): it then waits on its subscriptions.
-func waiting(t *testing.T, c *realCluster, mode core.FanOut) (w *attemptWatch, holder *redlock.Lock, got <-chan lockResult) {
+func waiting(t *testing.T, c cluster, mode core.FanOut) (w *attemptWatch, holder *redlock.Lock, got <-chan lockResult) {
 	t.Helper()
 	w = watchAttempts(t, c)
 	client := wakeClient(t, w, mode)

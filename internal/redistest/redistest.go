@@ -358,11 +358,20 @@ func (s *Server) Do(args ...any) (any, error) {
 	s.mu.Lock()
 	addr := s.Addr
 	s.mu.Unlock()
-	opts := []redis.DialOption{
-		redis.DialConnectTimeout(2 * time.Second),
-		redis.DialReadTimeout(5 * time.Second),
-		redis.DialWriteTimeout(5 * time.Second),
+	c, err := redis.Dial("tcp", addr, s.dialOptions(
+		redis.DialReadTimeout(5*time.Second), redis.DialWriteTimeout(5*time.Second))...)
+	if err != nil {
+		return nil, err
 	}
+	defer c.Close()
+	r, err := c.Do(name, args[1:]...)
+	return stringify(r), err
+}
+
+// dialOptions returns redigo's options for a connection to s, with its
+// authentication and TLS, a 2 s connect timeout, and more.
+func (s *Server) dialOptions(more ...redis.DialOption) []redis.DialOption {
+	opts := append([]redis.DialOption{redis.DialConnectTimeout(2 * time.Second)}, more...)
 	switch {
 	case s.Opts.User != "":
 		opts = append(opts, redis.DialUsername(s.Opts.User), redis.DialPassword(s.Opts.UserPassword))
@@ -372,13 +381,7 @@ func (s *Server) Do(args ...any) (any, error) {
 	if s.Opts.TLS {
 		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(clientTLS()))
 	}
-	c, err := redis.Dial("tcp", addr, opts...)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	r, err := c.Do(name, args[1:]...)
-	return stringify(r), err
+	return opts
 }
 
 // stringify turns bulk strings into strings, recursively.
@@ -412,17 +415,7 @@ func (s *Server) Subscribe(t testing.TB, channels ...string) *Subscriber {
 	s.mu.Lock()
 	addr := s.Addr
 	s.mu.Unlock()
-	opts := []redis.DialOption{redis.DialConnectTimeout(2 * time.Second)}
-	switch {
-	case s.Opts.User != "":
-		opts = append(opts, redis.DialUsername(s.Opts.User), redis.DialPassword(s.Opts.UserPassword))
-	case s.Opts.Password != "":
-		opts = append(opts, redis.DialPassword(s.Opts.Password))
-	}
-	if s.Opts.TLS {
-		opts = append(opts, redis.DialUseTLS(true), redis.DialTLSConfig(clientTLS()))
-	}
-	c, err := redis.Dial("tcp", addr, opts...)
+	c, err := redis.Dial("tcp", addr, s.dialOptions()...)
 	if err != nil {
 		t.Fatalf("redistest: subscribe: %v", err)
 	}
