@@ -218,7 +218,7 @@ func (a *Acquisition) learn(now time.Time) {
 			continue
 		}
 		a.held |= 1 << i
-		if d := t.ttl[i]; d > 0 { // insertion sort: at most MaxNodes
+		if d := t.HolderTTL(i); d > 0 { // insertion sort: at most MaxNodes
 			j := known
 			for ; j > 0 && ttls[j-1] > d; j-- {
 				ttls[j] = ttls[j-1]

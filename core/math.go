@@ -83,7 +83,7 @@ type Tally struct {
 	failed    int // StatusError and StatusTimeout
 	status    [MaxNodes]Status
 	errs      [MaxNodes]error
-	ttl       [MaxNodes]time.Duration // holders' remaining TTLs (Reply.TTL)
+	ttl       [MaxNodes]uint32 // holders' remaining TTLs (Reply.TTL), ms: small for TinyGo's stack
 }
 
 // NewTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
@@ -150,7 +150,7 @@ func (t *Tally) HolderTTL(node int) time.Duration {
 	if node < 0 || node >= t.n || t.status[node] != StatusHeld {
 		return 0
 	}
-	return t.ttl[node]
+	return time.Duration(t.ttl[node]) * time.Millisecond
 }
 
 // Status returns node's recorded answer and error; Status 0 means none yet.

@@ -84,7 +84,8 @@ func (r *Round) Receive(rep Reply) bool {
 		r.fence = rep.Fence
 	}
 	if rep.Status == StatusHeld && rep.TTL > 0 {
-		r.tally.ttl[rep.Node] = rep.TTL
+		ms := (rep.TTL + time.Millisecond - 1) / time.Millisecond // a key with any time left has at least 1 ms
+		r.tally.ttl[rep.Node] = uint32(min(ms, 1<<32-1))
 	}
 	if r.noWait&(1<<rep.Node) == 0 {
 		r.waiting--
