@@ -39,10 +39,9 @@ func newWaitRoom(ann core.Announcer) *waitRoom {
 // keyQueue is the waiters of one key, head first.
 type keyQueue struct {
 	watch core.Watch
-	refs  int // under waitRoom.mu
 
 	mu      sync.Mutex
-	waiters []*waiter
+	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
 }
 
 // waiter is one Lock call waiting for a key.
@@ -100,7 +99,6 @@ func (r *waitRoom) join(key string) *waiter {
 		q = &keyQueue{}
 		r.keys[key] = q
 	}
-	q.refs++
 	w := &waiter{q: q}
 	q.mu.Lock()
 	q.waiters = append(q.waiters, w)
@@ -131,7 +129,10 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	q.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if q.refs--; q.refs == 0 {
+	q.mu.Lock()
+	empty := len(q.waiters) == 0 // none joined since: join holds r.mu
+	q.mu.Unlock()
+	if empty && r.keys[key] == q {
 		delete(r.keys, key)
 		q.watch.Stop()
 	}
@@ -187,18 +188,11 @@ func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) 
 	}
 	// No SetDeadline: a wait may end early, so whether the next attempt
 	// fits is known only when the deadline comes (see GiveUp below).
-	done := ctx.Done()
 	var w *waiter // joined at the first wait: the uncontended path allocates nothing here
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
-			if a.Cleaning() { // detached: bounded by the node timeout only
-				l.Run(ctx, a.Round(), nil)
-			} else if ctx.Err() != nil || l.Run(ctx, a.Round(), done) {
-				a.Cancel(clock.Now(), ctx.Err())
-				continue
-			}
-			a.RoundDone(clock.Now())
+			l.Advance(ctx, &a)
 		case core.PhaseWait:
 			if w == nil {
 				w = c.room.join(key)

@@ -188,13 +188,7 @@ func (l *Locker) acquire(ctx context.Context, key string, tok Token) (Lock, erro
 	for {
 		switch a.Phase() {
 		case PhaseRound:
-			if a.Cleaning() { // detached: bounded by the node timeout only
-				l.run(ctx, a.Round(), nil)
-			} else if ctx.Err() != nil || l.run(ctx, a.Round(), done) {
-				a.Cancel(clock.Now(), ctx.Err())
-				continue
-			}
-			a.RoundDone(clock.Now())
+			l.Advance(ctx, &a)
 		case PhaseWait:
 			if !clock.Sleep(a.WakeAt().Sub(clock.Now()), done) {
 				a.Cancel(clock.Now(), ctx.Err())
@@ -329,12 +323,20 @@ func (l *Locker) Extended(lock Lock, r *Round, now time.Time) (Lock, error) {
 	return lock, nil
 }
 
-// Run drives r, a round of this Locker's, over one batch of its Driver
-// until r is done, and reports true if cancel closed first (r is then not
-// done); cancel may be nil. ctx's values reach the driver. A caller with
-// its own loop over an Acquisition uses it for PhaseRound.
-func (l *Locker) Run(ctx context.Context, r *Round, cancel <-chan struct{}) (cancelled bool) {
-	return l.run(ctx, r, cancel)
+// Advance drives a, an Acquisition of this Locker's in PhaseRound, through
+// its current round over the Driver and moves it on (RoundDone); ctx
+// ending during an attempt cancels it (Cancel), and a cleanup round runs
+// detached from ctx's cancellation, bounded by the node timeout only. A
+// caller with its own wait (PhaseWait) loops over it, as Acquire does.
+func (l *Locker) Advance(ctx context.Context, a *Acquisition) {
+	clock := l.cfg.Clock
+	if a.Cleaning() {
+		l.run(ctx, a.Round(), nil)
+	} else if ctx.Err() != nil || l.run(ctx, a.Round(), ctx.Done()) {
+		a.Cancel(clock.Now(), ctx.Err())
+		return
+	}
+	a.RoundDone(clock.Now())
 }
 
 // run drives r over one driver batch until it is done. It returns true if

@@ -24,10 +24,7 @@ func waitAfterFailure(t *testing.T, e env) *core.Acquisition {
 func toWait(t *testing.T, e env, a *core.Acquisition) {
 	t.Helper()
 	for a.Phase() == core.PhaseRound {
-		if e.l.Run(context.Background(), a.Round(), nil) {
-			t.Fatal("round cancelled")
-		}
-		a.RoundDone(e.clock.Now())
+		e.l.Advance(context.Background(), a)
 	}
 }
 

@@ -187,18 +187,17 @@ func (s sub) Receive(ctx context.Context) (engine.Event, error) {
 			s.ps.Close()
 			return engine.Event{}, err
 		}
+		var e engine.Event
+		ok := false
 		switch v := v.(type) {
 		case *redis.Message:
-			if v.Pattern == "" {
-				return engine.Event{Kind: engine.EventMessage, Channel: v.Channel}, nil
-			}
+			e, ok = engine.EventOf("message", v.Channel)
+			ok = ok && v.Pattern == ""
 		case *redis.Subscription:
-			switch v.Kind {
-			case "subscribe":
-				return engine.Event{Kind: engine.EventSubscribed, Channel: v.Channel}, nil
-			case "unsubscribe":
-				return engine.Event{Kind: engine.EventUnsubscribed, Channel: v.Channel}, nil
-			}
+			e, ok = engine.EventOf(v.Kind, v.Channel)
+		}
+		if ok {
+			return e, nil
 		}
 	}
 }

@@ -185,22 +185,21 @@ func (s sub) Receive(context.Context) (engine.Event, error) {
 		} else {
 			v = s.c.Receive()
 		}
+		var e engine.Event
+		ok := false
 		switch v := v.(type) {
 		case redis.Message:
-			if v.Pattern == "" {
-				return engine.Event{Kind: engine.EventMessage, Channel: v.Channel}, nil
-			}
+			e, ok = engine.EventOf("message", v.Channel)
+			ok = ok && v.Pattern == ""
 		case redis.Subscription:
-			switch v.Kind {
-			case "subscribe":
-				return engine.Event{Kind: engine.EventSubscribed, Channel: v.Channel}, nil
-			case "unsubscribe":
-				return engine.Event{Kind: engine.EventUnsubscribed, Channel: v.Channel}, nil
-			}
+			e, ok = engine.EventOf(v.Kind, v.Channel)
 		case redis.Error: // an error reply, such as an ACL's NOPERM
 			return engine.Event{Kind: engine.EventRefused, Err: v}, nil
 		case error:
 			return engine.Event{}, v
+		}
+		if ok {
+			return e, nil
 		}
 	}
 }

@@ -30,7 +30,6 @@ package rueidis
 import (
 	"cmp"
 	"context"
-	"sync"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -186,39 +185,30 @@ func (d *Driver) Close() error {
 
 // sub is a dedicated connection of a client in subscribe mode: the
 // engine's Subscription. rueidis reads it on a goroutine of its own and
-// hands what it reads to hooks, which must not block: they queue the
-// events for Receive.
+// hands what it reads to hooks, which queue it in an engine.Inbox.
 type sub struct {
+	*engine.Inbox
 	c     rd.DedicatedClient
 	close func()       // after c.Close: closes the client Dial made
 	ended <-chan error // the hooks' end: one error, then closed
-	err   error        // ended's, once Receive saw it
-	done  chan struct{}
-	once  sync.Once
-
-	mu    sync.Mutex
-	queue []engine.Event
-	wake  chan struct{} // one token: queue may hold events
 }
 
 // subscribe dedicates a connection of c to a subscription.
 func subscribe(c rd.Client, closeClient func()) (engine.Subscription, error) {
 	dc, _ := c.Dedicate() // the release is in dc.Close
-	s := &sub{c: dc, close: closeClient, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s := &sub{Inbox: engine.NewInbox(), c: dc, close: closeClient}
+	push := func(kind, channel string) {
+		if e, ok := engine.EventOf(kind, channel); ok {
+			s.Push(e)
+		}
+	}
 	s.ended = dc.SetPubSubHooks(rd.PubSubHooks{
 		OnMessage: func(m rd.PubSubMessage) {
 			if m.Pattern == "" {
-				s.push(engine.Event{Kind: engine.EventMessage, Channel: m.Channel})
+				push("message", m.Channel)
 			}
 		},
-		OnSubscription: func(m rd.PubSubSubscription) {
-			switch m.Kind {
-			case "subscribe":
-				s.push(engine.Event{Kind: engine.EventSubscribed, Channel: m.Channel})
-			case "unsubscribe":
-				s.push(engine.Event{Kind: engine.EventUnsubscribed, Channel: m.Channel})
-			}
-		},
+		OnSubscription: func(m rd.PubSubSubscription) { push(m.Kind, m.Channel) },
 	})
 	select {
 	case err := <-s.ended: // the dedicated connection's dial failed
@@ -226,16 +216,6 @@ func subscribe(c rd.Client, closeClient func()) (engine.Subscription, error) {
 		return nil, cmp.Or(err, rd.ErrClosing)
 	default:
 		return s, nil
-	}
-}
-
-func (s *sub) push(ev engine.Event) {
-	s.mu.Lock()
-	s.queue = append(s.queue, ev)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
 	}
 }
 
@@ -254,47 +234,21 @@ func (s *sub) Unsubscribe(ctx context.Context, chs ...string) error {
 func (s *sub) do(ctx context.Context, cmd rd.Completed) error {
 	err := s.c.Do(ctx, cmd).Error()
 	if _, ok := rd.IsRedisErr(err); ok {
-		s.push(engine.Event{Kind: engine.EventRefused, Err: err})
+		s.Push(engine.Event{Kind: engine.EventRefused, Err: err})
 		return nil
 	}
 	return err
 }
 
 func (s *sub) Receive(ctx context.Context) (engine.Event, error) {
-	for {
-		select {
-		case <-s.done:
-			return engine.Event{}, rd.ErrClosing
-		default:
-		}
-		if s.err != nil {
-			return engine.Event{}, s.err
-		}
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			ev := s.queue[0]
-			s.queue = s.queue[1:]
-			s.mu.Unlock()
-			return ev, nil
-		}
-		s.mu.Unlock()
-		select {
-		case <-s.wake:
-		case err := <-s.ended:
-			s.err = cmp.Or(err, rd.ErrClosing)
-		case <-s.done:
-		case <-ctx.Done():
-			return engine.Event{}, ctx.Err()
-		}
-	}
+	return s.Inbox.Receive(ctx, s.ended)
 }
 
 func (s *sub) Close() error {
-	s.once.Do(func() {
-		close(s.done)
+	if s.Inbox.Close() {
 		s.c.Close() // closes the connection rather than give it back
 		s.close()
-	})
+	}
 	return nil
 }
 

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"sync"
 )
 
 // Subscription is one connection in subscribe mode to one node, as its
@@ -90,13 +92,94 @@ func ReadEvent(r RESPReader) (e Event, ok bool, err error) {
 		}
 		words[i] = rep.Text
 	}
-	switch words[0] {
-	case "message":
-		return Event{Kind: EventMessage, Channel: words[1]}, true, nil
-	case "subscribe":
-		return Event{Kind: EventSubscribed, Channel: words[1]}, true, nil
-	case "unsubscribe":
-		return Event{Kind: EventUnsubscribed, Channel: words[1]}, true, nil
-	}
-	return Event{}, false, nil // pong, pmessage, psubscribe: not ours
+	e, ok = EventOf(words[0], words[1]) // not a pong, pmessage, psubscribe
+	return e, ok, nil
 }
+
+// EventOf returns the Event of a pub/sub reply of kind ("message",
+// "subscribe" or "unsubscribe") on channel, as a client decoded it;
+// ok == false for the kinds that are not the engine's (pattern messages,
+// pongs).
+func EventOf(kind, channel string) (e Event, ok bool) {
+	switch kind {
+	case "message":
+		return Event{Kind: EventMessage, Channel: channel}, true
+	case "subscribe":
+		return Event{Kind: EventSubscribed, Channel: channel}, true
+	case "unsubscribe":
+		return Event{Kind: EventUnsubscribed, Channel: channel}, true
+	}
+	return Event{}, false
+}
+
+// Inbox is the Receive of a client that hands pub/sub events to callbacks
+// (rueidis's hooks), which must not block: Push queues an event, Receive
+// takes them in order.
+type Inbox struct {
+	mu    sync.Mutex
+	queue []Event
+	wake  chan struct{} // one token: queue may hold events
+	done  chan struct{} // closed by Close
+	once  sync.Once
+	err   error // the end Receive saw
+}
+
+// NewInbox returns an empty Inbox.
+func NewInbox() *Inbox {
+	return &Inbox{wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Push queues e for Receive, without blocking.
+func (b *Inbox) Push(e Event) {
+	b.mu.Lock()
+	b.queue = append(b.queue, e)
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Receive returns the next event queued, waiting for one; it fails once
+// the client's connection ended (an error, or nil, on ended), once Close
+// was called, and for good after either.
+func (b *Inbox) Receive(ctx context.Context, ended <-chan error) (Event, error) {
+	for {
+		select {
+		case <-b.done:
+			return Event{}, errClosed
+		default:
+		}
+		if b.err != nil {
+			return Event{}, b.err
+		}
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			e := b.queue[0]
+			b.queue = b.queue[1:]
+			b.mu.Unlock()
+			return e, nil
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.wake:
+		case err := <-ended:
+			b.err = cmp.Or(err, errClosed)
+		case <-b.done:
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close ends Receive and reports whether it was the first call.
+func (b *Inbox) Close() (first bool) {
+	b.once.Do(func() {
+		close(b.done)
+		first = true
+	})
+	return first
+}
+
+// errClosed is the error of a Receive on a closed subscription.
+var errClosed = errors.New("subscription closed")

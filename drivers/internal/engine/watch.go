@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,17 +36,12 @@ type watcher struct {
 	dial    SubscribeDialer
 	timeout time.Duration // bounds a dial and a write
 
-	mu      sync.Mutex
-	keys    map[string]*watched // by channel
-	subs    []*subscriber       // per node; nil until the first Watch
-	closed  bool
-	refused bool // the one warning was given
-	wg      sync.WaitGroup
-}
-
-// watched is one channel's watches.
-type watched struct {
-	handles []*watchHandle
+	mu     sync.Mutex
+	keys   map[string][]*watchHandle // each channel's watches
+	subs   []*subscriber             // per node; nil until the first Watch
+	closed bool
+	warned bool // the one warning that waiters poll was given
+	wg     sync.WaitGroup
 }
 
 // subscriber is one node's subscription connection.
@@ -68,8 +64,8 @@ func (e *Engine) Watch(key string, notify func(node int)) core.Watch {
 	h := &watchHandle{w: w, channel: wire.ReleaseChannel(key), notify: notify}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.dial == nil && !w.refused {
-		w.refused = true
+	if w.dial == nil && !w.warned {
+		w.warned = true
 		e.log.Warn("redlock: release notifications are unavailable: waiters poll instead",
 			"err", "the driver's client cannot open a subscription connection")
 	}
@@ -80,19 +76,16 @@ func (e *Engine) Watch(key string, notify func(node int)) core.Watch {
 	if w.subs == nil {
 		w.start()
 	}
-	k := w.keys[h.channel]
-	if k == nil {
-		k = &watched{}
-		w.keys[h.channel] = k
+	if w.keys[h.channel] == nil {
 		w.touch(h.channel)
 	}
-	k.handles = append(k.handles, h)
+	w.keys[h.channel] = append(w.keys[h.channel], h)
 	return h
 }
 
 // start starts one subscriber per node; w.mu is held.
 func (w *watcher) start() {
-	w.keys = make(map[string]*watched)
+	w.keys = make(map[string][]*watchHandle)
 	w.subs = make([]*subscriber, len(w.e.names))
 	for i := range w.subs {
 		s := &subscriber{w: w, i: i, kick: make(chan struct{}, 1), stop: make(chan struct{}),
@@ -129,10 +122,8 @@ func (w *watcher) close() {
 // fire notifies the watches of channel that node i may have released it;
 // w.mu is held, so that Stop waits for a notification in progress.
 func (w *watcher) fire(channel string, i int) {
-	if k := w.keys[channel]; k != nil {
-		for _, h := range k.handles {
-			h.notify(i)
-		}
+	for _, h := range w.keys[channel] {
+		h.notify(i)
 	}
 }
 
@@ -264,8 +255,8 @@ func (s *subscriber) read(conn Subscription) (refused bool) {
 			delete(s.confirmed, ev.Channel)
 			w.fire(ev.Channel, s.i)
 		case EventRefused:
-			if !w.refused {
-				w.refused = true
+			if !w.warned {
+				w.warned = true
 				w.e.log.Warn("redlock: release notifications are unavailable: waiters poll instead",
 					"node", s.i, "addr", w.e.names[s.i], "err", ev.Err)
 			}
@@ -312,14 +303,9 @@ func (h *watchHandle) Stop() {
 		return
 	}
 	h.stopped = true
-	k := w.keys[h.channel]
-	for j, x := range k.handles {
-		if x == h {
-			k.handles = append(k.handles[:j], k.handles[j+1:]...)
-			break
-		}
-	}
-	if len(k.handles) == 0 {
+	hs := slices.DeleteFunc(w.keys[h.channel], func(x *watchHandle) bool { return x == h })
+	w.keys[h.channel] = hs
+	if len(hs) == 0 {
 		delete(w.keys, h.channel)
 		if !w.closed {
 			w.touch(h.channel)
