@@ -1,8 +1,6 @@
 package redlock_test
 
 import (
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,11 +77,4 @@ func (c *stepClock) next(t *testing.T) time.Time {
 		t.Fatal("nobody went to sleep on the clock")
 	}
 	return time.Time{}
-}
-
-// watchers counts the goroutines running a Lock's watcher right now.
-func watchers() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "redlock.(*Lock).watch(")
 }

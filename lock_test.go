@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +90,7 @@ func TestLockUnlock(t *testing.T) {
 
 	require.NoError(t, l.Unlock(context.Background()))
 	assert.Zero(t, f.nodes.Holders("k", l.Token()), "Unlock left keys")
-	assert.Zero(t, watchers(), "Unlock returned before the watcher ended")
+	assert.True(t, redlock.WatcherExited(l), "Unlock returned before the watcher ended")
 	<-l.Context().Done()
 	assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrUnlocked)
 	assert.True(t, l.Until().IsZero())
@@ -180,7 +181,7 @@ func TestLeaseExtendsUntilUnlock(t *testing.T) {
 		due = next
 	}
 	require.NoError(t, l.Unlock(context.Background()))
-	assert.Zero(t, watchers())
+	assert.True(t, redlock.WatcherExited(l), "Unlock returned before the watcher ended")
 	assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrUnlocked)
 }
 
@@ -255,7 +256,7 @@ func TestUnlockStopsAnExtensionInFlight(t *testing.T) {
 		f.nodes.SetHung(i, false)
 	}
 	require.NoError(t, l.Unlock(context.Background()))
-	assert.Zero(t, watchers(), "Unlock returned with the watcher still running")
+	assert.True(t, redlock.WatcherExited(l), "Unlock returned with the watcher still running")
 	assert.Equal(t, sent+3, f.calls(), "something besides the three deletes was sent after Unlock began")
 	assert.Zero(t, f.nodes.Holders("k", l.Token()))
 }
@@ -307,27 +308,53 @@ func TestBadOptions(t *testing.T) {
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
 }
 
-// refusals is a Driver that reports every StatusHeld reply on held.
+// refusals is a Driver that counts the rounds in which some node replied
+// StatusHeld: the waiter's refused attempts (the holder's own rounds are
+// never refused).
 type refusals struct {
 	*memnode.Cluster
-	held chan struct{}
+	mu      sync.Mutex
+	rounds  int
+	changed chan struct{} // poked after each count; wait re-reads it
 }
 
-func (r refusals) Begin(ctx context.Context) core.Batch {
-	return refusalBatch{r.Cluster.Begin(ctx), r.held}
+func newRefusals(nodes *memnode.Cluster) *refusals {
+	return &refusals{Cluster: nodes, changed: make(chan struct{}, 1)}
+}
+
+func (r *refusals) Begin(ctx context.Context) core.Batch {
+	return &refusalBatch{Batch: r.Cluster.Begin(ctx), r: r}
+}
+
+// wait returns once n refused rounds have been counted.
+func (r *refusals) wait(n int) {
+	for {
+		r.mu.Lock()
+		done := r.rounds >= n
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		<-r.changed
+	}
 }
 
 type refusalBatch struct {
 	core.Batch
-	held chan struct{}
+	r       *refusals
+	counted bool
 }
 
-func (b refusalBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+func (b *refusalBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	rep, ok := b.Batch.Receive(cancel)
-	if ok && rep.Status == core.StatusHeld {
+	if ok && rep.Status == core.StatusHeld && !b.counted {
+		b.counted = true
+		b.r.mu.Lock()
+		b.r.rounds++
+		b.r.mu.Unlock()
 		select {
-		case b.held <- struct{}{}:
-		default:
+		case b.r.changed <- struct{}{}:
+		default: // a poke is pending: wait will re-read the count
 		}
 	}
 	return rep, ok
@@ -344,7 +371,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 		refusals int
 	}{{true, 3}, {false, 2}} {
 		t.Run(fmt.Sprintf("poll=%v", tc.poll), func(t *testing.T) {
-			nodes := refusals{memnode.New(3, core.SystemClock{}), make(chan struct{}, 1)}
+			nodes := newRefusals(memnode.New(3, core.SystemClock{}))
 			c, err := redlock.NewClient(nodes, redlock.Options{Poll: tc.poll, Config: redlock.Config{
 				Retry: redlock.RandomDelay(1, time.Millisecond, 2*time.Millisecond)}})
 			require.NoError(t, err)
@@ -356,9 +383,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 				assert.NoError(t, err)
 				got <- l
 			}()
-			for i := 0; i < tc.refusals; i++ {
-				<-nodes.held
-			}
+			nodes.wait(tc.refusals)
 			require.NoError(t, holder.Unlock(context.Background()))
 			l := <-got
 			require.NotNil(t, l)
