@@ -49,6 +49,20 @@ func RunDriver(t *testing.T, dial Dialer) {
 		d := open(t, []string{deadAddr(t), deadAddr(t)})
 		assert.Equal(t, core.StatusError, SendOne(d, 0, acquireCmd("x"), time.Second).Status)
 	})
+	t.Run("dial-copies-addrs", func(t *testing.T) {
+		// A caller may reuse its slice of addresses: the driver must keep
+		// dialling the ones it was given, here when the server restarts.
+		srv := startServers(t, 1, redistest.Options{})[0]
+		addrs := []string{srv.Addr}
+		d := open(t, addrs)
+		require.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("before"), time.Second).Status)
+		addrs[0] = deadAddr(t)
+		srv.Restart() // the connection fails: the next command dials again
+		SendOne(d, 0, acquireCmd("failing"), time.Second)
+		r := SendOne(d, 0, acquireCmd("after"), time.Second)
+		assert.Equal(t, core.StatusOK, r.Status, "the driver dialled the caller's reused slice: %v", r.Err)
+		assert.Equal(t, srv.Addr, d.NodeName(0))
+	})
 	t.Run("same-server-two-names", func(t *testing.T) {
 		srv := startServers(t, 1, redistest.Options{})[0]
 		_, err := dial([]string{srv.Addr, net.JoinHostPort("localhost", strconv.Itoa(srv.Port))})

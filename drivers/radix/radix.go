@@ -76,7 +76,7 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 
 // dialConfig is Dial's engine configuration.
 func dialConfig(addrs []string, opts Options) (engine.Config, error) {
-	timeout, err := wire.CheckDial("radix", addrs, opts)
+	addrs, timeout, err := wire.CheckDial("radix", addrs, opts)
 	if err != nil {
 		return engine.Config{}, err
 	}

@@ -88,7 +88,7 @@ func Dial(addrs []string, opts Options) (*Driver, error) {
 
 // dialConfig is Dial's engine configuration.
 func dialConfig(addrs []string, opts Options) (engine.Config, error) {
-	timeout, err := wire.CheckDial("rueidis", addrs, opts)
+	addrs, timeout, err := wire.CheckDial("rueidis", addrs, opts)
 	if err != nil {
 		return engine.Config{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -129,25 +130,26 @@ func CheckNames(driver string, clients int, names []string) error {
 }
 
 // CheckDial validates a driver's Dial arguments: addrs as CheckAddrs does,
-// and opts. It returns the dial timeout to use.
-func CheckDial(driver string, addrs []string, opts drivers.Options) (time.Duration, error) {
+// and opts. It returns a copy of addrs, for the driver to dial from (a
+// caller may reuse its slice), and the dial timeout to use.
+func CheckDial(driver string, addrs []string, opts drivers.Options) ([]string, time.Duration, error) {
 	if err := CheckAddrs(driver, addrs); err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", core.ErrInvalidConfig, driver, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case opts.DialTimeout < 0:
-		return 0, bad("DialTimeout %v is negative", opts.DialTimeout)
+		return nil, 0, bad("DialTimeout %v is negative", opts.DialTimeout)
 	case opts.DB < 0:
-		return 0, bad("DB %d is negative", opts.DB)
+		return nil, 0, bad("DB %d is negative", opts.DB)
 	case opts.Username != "" && opts.Password == "":
-		return 0, bad("Username %q has no Password", opts.Username)
+		return nil, 0, bad("Username %q has no Password", opts.Username)
 	case opts.DialTimeout == 0:
-		return drivers.DefaultDialTimeout, nil
+		return slices.Clone(addrs), drivers.DefaultDialTimeout, nil
 	}
-	return opts.DialTimeout, nil
+	return slices.Clone(addrs), opts.DialTimeout, nil
 }
 
 // CheckClients validates the clients given to a driver's New, one per node:
