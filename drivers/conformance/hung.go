@@ -2,6 +2,9 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -234,10 +237,41 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 	start = time.Now()
 	_, err = l.Acquire(ctx, testKey(t, "-killed"))
 	within("an acquisition with a majority down", start, (tries-1)*delay)
+	if err == nil { // explain, rather than only fail: it should be impossible
+		var seen []string
+		for _, i := range hung {
+			seen = append(seen, fmt.Sprintf("node %d (%s): %s", i, c.Name(i), whoAnswers(c.Name(i))))
+		}
+		t.Fatalf("an acquisition with three of five servers killed succeeded; at their addresses now: %s",
+			strings.Join(seen, "; "))
+	}
 	e = requireError(t, err, core.ErrQuorumUnreachable)
 	assert.Equal(t, tries, e.Attempts)
 	failed := e.Failed(core.StatusError)
 	assert.NotEmpty(t, failed, "%v", err)
 	assert.Subset(t, hung, failed, "only the killed nodes fail: %v", err)
 	assertNamed(t, c, err, failed)
+}
+
+// whoAnswers describes what answers INFO at addr: a killed server's
+// address should refuse, and anything else names a process that took it.
+func whoAnswers(addr string) string {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return err.Error()
+	}
+	buf := make([]byte, 8192)
+	n, err := io.ReadAtLeast(conn, buf, 1)
+	var fields []string
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
+		if k, _, _ := strings.Cut(line, ":"); k == "process_id" || k == "tcp_port" || k == "run_id" {
+			fields = append(fields, strings.TrimSpace(line))
+		}
+	}
+	return fmt.Sprintf("answers %v (read error %v)", fields, err)
 }
