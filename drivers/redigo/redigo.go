@@ -49,8 +49,9 @@ type Driver struct{ e *engine.Engine }
 var _ core.Announcer = (*Driver)(nil)
 
 // Dial validates addrs (host:port each, no server twice) and opts, then
-// starts connecting to every node in the background. It fails only for
-// invalid configuration, with an error matching core.ErrInvalidConfig.
+// starts connecting to every node in the background; it keeps its own copy
+// of addrs. It fails only for invalid configuration, with an error
+// matching core.ErrInvalidConfig.
 func Dial(addrs []string, opts Options) (*Driver, error) {
 	cfg, err := dialConfig(addrs, opts)
 	if err != nil {
