@@ -20,6 +20,7 @@ package latproxy
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -245,12 +246,13 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // pipe copies src to dst, each read delayed by p.delay from the instant it
 // was read. A reader goroutine stamps chunks; this goroutine writes them in
 // order once due, and while the proxy is a black hole holds them, the
-// reader still reading. When either side ends, both connections are
-// closed.
+// reader still reading. An end of stream from src is passed on as one
+// towards dst (a half close), as TCP would carry the FIN, so that dst's
+// peer still sees it if it writes meanwhile; serve closes both connections
+// once both directions have ended. Any other failure closes both at once.
 func (p *Proxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
 	queue := make(chan chunk, 1024)
+	var readErr error // set before queue closes
 	go func() {
 		defer close(queue)
 		for {
@@ -262,6 +264,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 				bufPool.Put(bp)
 			}
 			if err != nil {
+				readErr = err
 				return
 			}
 		}
@@ -283,9 +286,24 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		b := c.data[:cap(c.data)]
 		bufPool.Put(&b)
 	}
-	if !failed {
-		// src ended: a black hole holds the end of stream too, so that
-		// the other side does not see it before the partition heals.
-		p.forwarding()
+	// src ended: a black hole holds the end of stream too, so that the
+	// other side does not see it before the partition heals.
+	if !failed && errors.Is(readErr, io.EOF) && p.forwarding() {
+		if tc, ok := dst.(*net.TCPConn); ok && tc.CloseWrite() == nil {
+			return
+		}
 	}
+	p.closeBoth(dst, src)
+}
+
+// closeBoth ends a proxied connection's two sides at once: with resets
+// under Drop (whose own resets may be what ended the pipe), else closed.
+func (p *Proxy) closeBoth(a, b net.Conn) {
+	if p.Partitioned() == Drop {
+		reset(a)
+		reset(b)
+		return
+	}
+	a.Close()
+	b.Close()
 }
