@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -308,58 +307,6 @@ func TestBadOptions(t *testing.T) {
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
 }
 
-// refusals is a Driver that counts the rounds in which some node replied
-// StatusHeld: the waiter's refused attempts (the holder's own rounds are
-// never refused).
-type refusals struct {
-	*memnode.Cluster
-	mu      sync.Mutex
-	rounds  int
-	changed chan struct{} // poked after each count; wait re-reads it
-}
-
-func newRefusals(nodes *memnode.Cluster) *refusals {
-	return &refusals{Cluster: nodes, changed: make(chan struct{}, 1)}
-}
-
-func (r *refusals) Begin(ctx context.Context) core.Batch {
-	return &refusalBatch{Batch: r.Cluster.Begin(ctx), r: r}
-}
-
-// wait returns once n refused rounds have been counted.
-func (r *refusals) wait(n int) {
-	for {
-		r.mu.Lock()
-		done := r.rounds >= n
-		r.mu.Unlock()
-		if done {
-			return
-		}
-		<-r.changed
-	}
-}
-
-type refusalBatch struct {
-	core.Batch
-	r       *refusals
-	counted bool
-}
-
-func (b *refusalBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
-	rep, ok := b.Batch.Receive(cancel)
-	if ok && rep.Status == core.StatusHeld && !b.counted {
-		b.counted = true
-		b.r.mu.Lock()
-		b.r.rounds++
-		b.r.mu.Unlock()
-		select {
-		case b.r.changed <- struct{}{}:
-		default: // a poke is pending: wait will re-read the count
-		}
-	}
-	return rep, ok
-}
-
 func TestLockWaitsForTheHolder(t *testing.T) {
 	// Polling: the waiter is refused again and again, 1-2 ms apart. With
 	// wake (memnode announces releases): refused once, then once more as
@@ -371,7 +318,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 		refusals int
 	}{{true, 3}, {false, 2}} {
 		t.Run(fmt.Sprintf("poll=%v", tc.poll), func(t *testing.T) {
-			nodes := newRefusals(memnode.New(3, core.SystemClock{}))
+			nodes := newCounting(memnode.New(3, core.SystemClock{}))
 			c, err := redlock.NewClient(nodes, redlock.Options{Poll: tc.poll, Config: redlock.Config{
 				Retry: redlock.RandomDelay(1, time.Millisecond, 2*time.Millisecond)}})
 			require.NoError(t, err)
@@ -383,7 +330,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 				assert.NoError(t, err)
 				got <- l
 			}()
-			nodes.wait(tc.refusals)
+			nodes.waitRefused(tc.refusals)
 			require.NoError(t, holder.Unlock(context.Background()))
 			l := <-got
 			require.NotNil(t, l)

@@ -27,7 +27,7 @@ func TestHotKeyQueuesWithinAClient(t *testing.T) {
 	for i := range 3 {
 		mem.SetLatency(i, 200*time.Microsecond) // rounds overlap: waiters contend
 	}
-	nodes := &countAcquires{Cluster: mem}
+	nodes := newCounting(mem)
 	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{
 		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
 	require.NoError(t, err)
@@ -53,32 +53,69 @@ func TestHotKeyQueuesWithinAClient(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, goroutines*rounds, counter)
-	perAcq := float64(nodes.n.Load()) / float64(goroutines*rounds)
+	perAcq := float64(nodes.attempts.Load()) / float64(goroutines*rounds)
 	t.Logf("attempts per acquisition: %.2f", perAcq)
 	assert.Less(t, perAcq, 3.0, "attempts per acquisition, with %d waiters", goroutines-1)
 }
 
-// countAcquires counts the attempts (acquire commands to node 0) made
-// through a memnode cluster, which announces releases.
-type countAcquires struct {
+// counting is a memnode cluster (which announces releases) that counts
+// attempts (acquire commands to node 0) and refused rounds (those in
+// which some node replied StatusHeld: the holder's own rounds never are).
+type counting struct {
 	*memnode.Cluster
-	n atomic.Int64
+	attempts atomic.Int64
+	mu       sync.Mutex
+	refused  int
+	changed  chan struct{} // poked after each refused round; waitRefused re-reads
 }
 
-func (d *countAcquires) Begin(ctx context.Context) core.Batch {
-	return countBatch{d.Cluster.Begin(ctx), &d.n}
+func newCounting(nodes *memnode.Cluster) *counting {
+	return &counting{Cluster: nodes, changed: make(chan struct{}, 1)}
 }
 
-type countBatch struct {
+func (d *counting) Begin(ctx context.Context) core.Batch {
+	return &countingBatch{Batch: d.Cluster.Begin(ctx), d: d}
+}
+
+// waitRefused returns once n refused rounds have been counted.
+func (d *counting) waitRefused(n int) {
+	for {
+		d.mu.Lock()
+		done := d.refused >= n
+		d.mu.Unlock()
+		if done {
+			return
+		}
+		<-d.changed
+	}
+}
+
+type countingBatch struct {
 	core.Batch
-	n *atomic.Int64
+	d       *counting
+	refused bool
 }
 
-func (b countBatch) Send(node int, cmd core.Command, deadline time.Time) {
+func (b *countingBatch) Send(node int, cmd core.Command, deadline time.Time) {
 	if node == 0 && cmd.Op == core.OpAcquire {
-		b.n.Add(1)
+		b.d.attempts.Add(1)
 	}
 	b.Batch.Send(node, cmd, deadline)
+}
+
+func (b *countingBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	rep, ok := b.Batch.Receive(cancel)
+	if ok && rep.Status == core.StatusHeld && !b.refused {
+		b.refused = true
+		b.d.mu.Lock()
+		b.d.refused++
+		b.d.mu.Unlock()
+		select {
+		case b.d.changed <- struct{}{}:
+		default: // a poke is pending: waitRefused will re-read the count
+		}
+	}
+	return rep, ok
 }
 
 // BenchmarkLockUnlock: the uncontended Lock+Unlock on memnode, with wake

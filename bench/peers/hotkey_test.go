@@ -69,11 +69,7 @@ func TestHotKeyPeersExclusive(t *testing.T) {
 	addrs := startServers(t, 5)
 	for _, cell := range hotPeers {
 		t.Run(cell.Subject(), func(t *testing.T) {
-			s, err := OpenHotKey(cell, addrs, Options{TTL: 10 * time.Second, PoolSize: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openHot(t, cell, addrs)
 			const sections = 6
 			r, h := measure.RunHandoff(context.Background(), s, measure.HandoffSpec{Contenders: 4, Key: "test:peers:" + cell.Subject(), Sections: sections})
 			if !h.Exclusive() || r.Errors != 0 || r.Ops != sections || h.Handoffs != sections-1 {
@@ -91,11 +87,7 @@ func TestHotKeyWaitEndsWithContext(t *testing.T) {
 	addrs := startServers(t, 5)
 	for _, cell := range hotPeers {
 		t.Run(cell.Subject(), func(t *testing.T) {
-			s, err := OpenHotKey(cell, addrs, Options{TTL: 10 * time.Second, PoolSize: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := openHot(t, cell, addrs)
 			key := fmt.Sprintf("test:peers:abandon:%s", cell.Subject())
 			holder, waiter, next := s.Contender(key), s.Contender(key), s.Contender(key)
 			hctx, hcancel := context.WithCancel(context.Background())
@@ -113,7 +105,7 @@ func TestHotKeyWaitEndsWithContext(t *testing.T) {
 			// The holder still holds: a contender waiting a moment does not
 			// get in.
 			tctx, tcancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-			err = next.Lock(tctx)
+			err := next.Lock(tctx)
 			tcancel()
 			if err == nil {
 				t.Fatal("the lock was free while held")
@@ -129,4 +121,15 @@ func TestHotKeyWaitEndsWithContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openHot opens cell's hot-key subject over addrs, closed with the test.
+func openHot(t *testing.T, cell matrix.Cell, addrs []string) HotSubject {
+	t.Helper()
+	s, err := OpenHotKey(cell, addrs, Options{TTL: 10 * time.Second, PoolSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

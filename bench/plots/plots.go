@@ -120,10 +120,8 @@ func style(i int, name string, l *plotter.Line, pts *plotter.Scatter) {
 	}
 }
 
-// countTicks marks the x axis at the x values of ss, labelled as whole
-// numbers: the concurrencies or contenders measured, which a log axis's
-// powers of ten would not show.
-func countTicks(p *plot.Plot, ss []series) {
+// distinctXs returns the x values of ss, each once, in increasing order.
+func distinctXs(ss []series) []float64 {
 	var xs []float64
 	for _, s := range ss {
 		for _, xy := range s.xys {
@@ -133,8 +131,15 @@ func countTicks(p *plot.Plot, ss []series) {
 		}
 	}
 	slices.Sort(xs)
+	return xs
+}
+
+// countTicks marks the x axis at the x values of ss, labelled as whole
+// numbers: the concurrencies or contenders measured, which a log axis's
+// powers of ten would not show.
+func countTicks(p *plot.Plot, ss []series) {
 	var ticks plot.ConstantTicks
-	for _, x := range xs {
+	for _, x := range distinctXs(ss) {
 		ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprintf("%g", x)})
 	}
 	p.X.Tick.Marker = ticks
@@ -321,15 +326,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 		func(r matrix.Record) float64 { return float64(r.Nodes) },
 		func(r matrix.Record) float64 { return r.P50Us / 1000 })
 	if len(px) > 0 && proxyDelayMs > 0 {
-		var ns []float64
-		for _, s := range px {
-			for _, xy := range s.xys {
-				if !slices.Contains(ns, xy.X) {
-					ns = append(ns, xy.X)
-				}
-			}
-		}
-		slices.Sort(ns)
+		ns := distinctXs(px)
 		rtt := 2 * proxyDelayMs
 		var two, twoN plotter.XYs
 		for _, n := range ns {

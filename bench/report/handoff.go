@@ -12,19 +12,6 @@ import (
 // The hot key (the Handoff scenario): its table, its markdown section and
 // its targets.
 
-// splitHandoff separates the Handoff cells from the others, keeping the
-// order of each.
-func splitHandoff(recs []matrix.Record) (others, handoff []matrix.Record) {
-	for _, r := range recs {
-		if r.Scenario == matrix.Handoff {
-			handoff = append(handoff, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	return others, handoff
-}
-
 func exclusion(r matrix.Record) string {
 	h := r.Handoff
 	if h == nil {

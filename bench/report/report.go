@@ -69,8 +69,8 @@ const TableWidth = 120
 // JSON reports.
 func Table(w io.Writer, recs []matrix.Record) error {
 	var variants, handoff []matrix.Record
-	recs, variants = splitVariants(recs)
-	recs, handoff = splitHandoff(recs)
+	recs, variants = splitScenario(recs, matrix.Variants)
+	recs, handoff = splitScenario(recs, matrix.Handoff)
 	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
@@ -190,17 +190,18 @@ func Table(w io.Writer, recs []matrix.Record) error {
 	return ErrorSummary(w, append(append(recs, variants...), handoff...))
 }
 
-// splitVariants separates the fencing and lease cells (the Variants
-// scenario) from the others, keeping the order of each.
-func splitVariants(recs []matrix.Record) (others, variants []matrix.Record) {
+// splitScenario separates the cells of scenario (the Variants' fencing
+// and lease cells, the Handoff's hot key) from the others, keeping the
+// order of each.
+func splitScenario(recs []matrix.Record, scenario string) (others, of []matrix.Record) {
 	for _, r := range recs {
-		if r.Scenario == matrix.Variants {
-			variants = append(variants, r)
+		if r.Scenario == scenario {
+			of = append(of, r)
 		} else {
 			others = append(others, r)
 		}
 	}
-	return others, variants
+	return others, of
 }
 
 // plainOf returns the plain variant's record of r's driver, N and fan-out,
@@ -429,10 +430,10 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), r.Errors)
 		}
 	}
-	if _, variants := splitVariants(run.Records); len(variants) > 0 {
+	if _, variants := splitScenario(run.Records, matrix.Variants); len(variants) > 0 {
 		variantMarkdown(&b, variants, e)
 	}
-	if _, handoff := splitHandoff(run.Records); len(handoff) > 0 {
+	if _, handoff := splitScenario(run.Records, matrix.Handoff); len(handoff) > 0 {
 		handoffMarkdown(&b, handoff, e)
 	}
 	var failed []matrix.Record

@@ -57,10 +57,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		opts := redistest.Options{TLS: true, User: "watcher", UserPassword: "pw of watcher", Embedded: true}
 		srv := redistest.Start(t, opts)
 		o := drivers.Options{Username: opts.User, Password: opts.UserPassword, TLS: srv.ClientTLS(), DialTimeout: time.Second}
-		s := openSubscription(t, dial([]string{srv.Addr}, o), 0)
-		r := receive(t, s)
-		require.NoError(t, s.Subscribe(testContext(t), "c"))
-		r.expect(t, engine.EventSubscribed, "c")
+		_, r := subscribedToC(t, dial, srv, o)
 		publish(t, srv, "c")
 		r.expect(t, engine.EventMessage, "c")
 
@@ -93,10 +90,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 	})
 	t.Run("server-killed", func(t *testing.T) {
 		srv := startServers(t, 1, redistest.Options{})[0]
-		s := openSubscription(t, dial([]string{srv.Addr}, drivers.Options{DialTimeout: time.Second}), 0)
-		r := receive(t, s)
-		require.NoError(t, s.Subscribe(testContext(t), "c"))
-		r.expect(t, engine.EventSubscribed, "c")
+		s, r := subscribedToC(t, dial, srv, drivers.Options{DialTimeout: time.Second})
 		srv.Kill()
 		assert.Error(t, r.failure(t))
 		requireFailsPromptly(t, s)
@@ -108,10 +102,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 	})
 	t.Run("close-during-receive", func(t *testing.T) {
 		srv := startServers(t, 1, redistest.Options{})[0]
-		s := openSubscription(t, dial([]string{srv.Addr}, drivers.Options{DialTimeout: time.Second}), 0)
-		r := receive(t, s)
-		require.NoError(t, s.Subscribe(testContext(t), "c"))
-		r.expect(t, engine.EventSubscribed, "c")
+		s, r := subscribedToC(t, dial, srv, drivers.Options{DialTimeout: time.Second})
 		// Nothing more is coming: the receiver waits in Receive.
 		s.Close()
 		assert.Error(t, r.failure(t))
@@ -126,6 +117,17 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		_, err := dialPromptly(t, sd, 1)
 		assert.Error(t, err)
 	})
+}
+
+// subscribedToC opens a subscription to srv with o, subscribes it to
+// channel "c" and waits for the confirmation.
+func subscribedToC(t *testing.T, dial SubscribeDial, srv *redistest.Server, o drivers.Options) (engine.Subscription, *receiver) {
+	t.Helper()
+	s := openSubscription(t, dial([]string{srv.Addr}, o), 0)
+	r := receive(t, s)
+	require.NoError(t, s.Subscribe(testContext(t), "c"))
+	r.expect(t, engine.EventSubscribed, "c")
+	return s, r
 }
 
 // openSubscription dials node i with a dial timeout, failing t on error.
