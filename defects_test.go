@@ -1,0 +1,95 @@
+package redlock_test
+
+// Tests that reproduce known defects. They fail on the code as it is; each
+// says what it expects and how it fails today.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+// TestWakeStaleMinority: five nodes; node 0 holds the key with the token of
+// a crashed client (nobody will release it; it expires in 5 s). Client A
+// holds the lock on nodes 1-4. Client B's Lock (wake on release, hour-long
+// retry delays, so that only a wake can get it in) fails and waits. A
+// unlocks: nodes 1-4 are free and announce it, a quorum B can win at once.
+//
+// B must take the lock before the stale key expires. Today it does not:
+// its failed attempt records as held only the nodes that answered before
+// the round was decided (node 0 and two others), and the wake counts
+// announcements from those alone, so node 0, which never announces, holds
+// B back until its key expires. The step clock shows the order: B gets in
+// only when the clock is moved past the stale key's expiry.
+func TestWakeStaleMinority(t *testing.T) {
+	for _, mode := range []redlock.FanOut{redlock.Multiplexed, redlock.Sequential} {
+		t.Run("mode="+mode.String(), func(t *testing.T) {
+			const staleTTL = 5 * time.Second
+			clock := newStepClock()
+			nodes := memnode.New(5, clock)
+			cfg := redlock.Config{Clock: clock, TTL: ttl, NodeTimeout: 50 * time.Millisecond, FanOut: mode}
+			a, err := redlock.NewClient(nodes, redlock.Options{Config: cfg})
+			require.NoError(t, err)
+			cfg.Retry = redlock.RandomDelay(1, time.Hour, time.Hour)
+			counted := newCounting(nodes)
+			b, err := redlock.NewClient(counted, redlock.Options{Config: cfg})
+			require.NoError(t, err)
+
+			stale := core.TokenFromUint64s(0x57a1e, 0xdead) // a crashed client's
+			nodes.Set(0, "k", stale, staleTTL)
+			staleEnd := clock.Now().Add(staleTTL)
+			holder, err := a.TryLock(context.Background(), "k")
+			require.NoError(t, err)
+			require.Equal(t, 4, nodes.Holders("k", holder.Token()), "A holds nodes 1-4")
+			require.Equal(t, holder.Until(), clock.next(t), "A's watcher sleeps until its validity ends")
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+			defer cancel()
+			type result struct {
+				l   *redlock.Lock
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				l, err := b.Lock(ctx, "k")
+				got <- result{l, err}
+			}()
+			// B's attempts are refused and it sleeps on the clock: the
+			// only sleeper now, as A's watcher sleeps already.
+			waitUntil := clock.next(t)
+			attempts := counted.attempts.Load()
+			require.Positive(t, attempts, "B went to sleep without an attempt")
+
+			unlocked := clock.Now()
+			require.NoError(t, holder.Unlock(context.Background()))
+			var r result
+		wait:
+			for steps := 0; ; steps++ {
+				require.Less(t, steps, 100, "B keeps sleeping without taking the lock")
+				select {
+				case r = <-got:
+					break wait
+				case at := <-clock.asleep: // B sleeps again: move the clock to its end
+					clock.set(at)
+				case <-time.After(10 * time.Second): // a hang, not a timing
+					t.Fatal("B neither took the lock nor slept on the clock")
+				}
+			}
+			require.NoError(t, r.err)
+			defer func() { require.NoError(t, r.l.Unlock(context.Background())) }()
+			tok, left, ok := nodes.Get(0, "k")
+			assert.True(t, ok && tok == stale && left > 0,
+				"B took the lock only once the stale key on node 0 had expired: its Lock returned with the clock "+
+					"%v after A's unlock (the stale key's expiry was %v after it; B's wait before the unlock "+
+					"was until %v after it, after %d attempts)",
+				clock.Now().Sub(unlocked), staleEnd.Sub(unlocked), waitUntil.Sub(unlocked), attempts)
+		})
+	}
+}

@@ -1,0 +1,146 @@
+package conformance
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+)
+
+// Cases that reproduce known defects: they fail on the code as it is, and
+// say what they expect.
+func init() {
+	behavioural = append(behavioural, behaviouralCase{"wake-stale-minority", []int{5}, testWakeStaleMinority})
+}
+
+// staleWaiter is the waiter's driver in wake-stale-minority: an
+// attemptWatch whose acquire rounds hear node 0 first, as from the nearest
+// node, and which records the nodes whose notifications (subscriptions
+// confirmed, releases) have reached the waiter.
+type staleWaiter struct {
+	*attemptWatch
+	all     uint32
+	heard   atomic.Uint32 // nodes whose notify has returned
+	once    sync.Once
+	waiting chan struct{} // closed once the waiter sleeps with every node heard
+}
+
+func (s *staleWaiter) Begin(ctx context.Context) core.Batch {
+	return &nodeZeroFirst{Batch: s.attemptWatch.Begin(ctx)}
+}
+
+func (s *staleWaiter) Watch(key string, notify func(int)) core.Watch {
+	return s.attemptWatch.Watch(key, func(i int) {
+		notify(i)
+		s.heard.Or(1 << i)
+	})
+}
+
+// nodeZeroFirst holds back the replies to an acquire round until node 0's
+// has been received: node 0 answers first, whatever the order in which
+// the servers' replies arrive.
+type nodeZeroFirst struct {
+	core.Batch
+	awaiting bool         // node 0 was sent an acquire and has not answered
+	held     []core.Reply // replies held back meanwhile
+}
+
+func (b *nodeZeroFirst) Send(node int, cmd core.Command, deadline time.Time) {
+	if node == 0 && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+		b.awaiting = true
+	}
+	b.Batch.Send(node, cmd, deadline)
+}
+
+func (b *nodeZeroFirst) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	for b.awaiting {
+		rep, ok := b.Batch.Receive(cancel)
+		if !ok {
+			return rep, false
+		}
+		if rep.Node == 0 {
+			b.awaiting = false
+			return rep, true
+		}
+		b.held = append(b.held, rep)
+	}
+	if len(b.held) > 0 {
+		rep := b.held[0]
+		b.held = b.held[1:]
+		return rep, true
+	}
+	return b.Batch.Receive(cancel)
+}
+
+// waitClock is the system clock of the waiter's Client: it closes
+// s.waiting when the waiter goes to sleep after every node's subscription
+// has been confirmed to it, with nothing pending that would wake it (its
+// cancel channel open): from then on only a release wakes it before its
+// learnt expiry. The nodes are read before the channel, so a confirmation
+// that came before the check has poked the channel already.
+type waitClock struct{ s *staleWaiter }
+
+func (c waitClock) Now() time.Time { return time.Now() }
+
+func (c waitClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
+	if c.s.heard.Load() == c.s.all && d > 0 {
+		select {
+		case <-cancel:
+		default:
+			c.s.once.Do(func() { close(c.s.waiting) })
+		}
+	}
+	return core.SystemClock{}.Sleep(d, cancel)
+}
+
+// testWakeStaleMinority: node 0 holds the key with the token of a crashed
+// client (never released; PTTL 5 s). Client A holds the lock on nodes 1-4.
+// Client B's Lock (hour-long retry delays: only a wake gets it in) is
+// refused, node 0 answering first, and waits. A unlocks: nodes 1-4 are
+// free and announce it, a quorum B can win at once. B must take the lock
+// before the stale key expires: when its Lock returns, node 0 still holds
+// the stale key.
+//
+// Today B waits until the stale key expires: its failed attempt records as
+// held only the nodes that answered before the round was decided (node 0
+// and two others), and the wake counts announcements from those alone.
+func testWakeStaleMinority(t *testing.T, c cluster, mode core.FanOut) {
+	const (
+		staleTTL  = 5 * time.Second
+		holderTTL = 4 * time.Second // below staleTTL: B's learnt expiry is the stale key's
+	)
+	s := &staleWaiter{attemptWatch: watchAttempts(t, c), all: 1<<c.N() - 1, waiting: make(chan struct{})}
+	b := newHandleClient(t, s, mode, redlock.Options{Config: redlock.Config{Clock: waitClock{s},
+		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	a := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{TTL: holderTTL}})
+	key := testKey(t, "")
+	c.Set(0, key, foreignToken, staleTTL)
+	holder, err := a.TryLock(testContext(t), key)
+	require.NoError(t, err)
+	requireHolds(t, c, key, holder.Token(), 0, without(all(c.N()), 0)...)
+
+	got := lockAsync(t, b, key)
+	select {
+	case <-s.waiting:
+	case <-time.After(wakeTimeout):
+		require.FailNow(t, "B did not go to sleep with every subscription confirmed")
+	}
+	attempts := s.count()
+	unlocked := time.Now()
+	require.NoError(t, holder.Unlock(testContext(t)))
+	r := <-got
+	waited := time.Since(unlocked)
+	tok, pttl, ok := c.Get(0, key)
+	require.NoError(t, r.err, "B did not take the lock")
+	defer func() { require.NoError(t, r.l.Unlock(testContext(t))) }()
+	assert.True(t, ok && tok == foreignToken.String() && pttl > 0,
+		"B took the lock only once the stale key on node 0 had expired: its Lock returned %v after A's unlock "+
+			"(B had made %d attempts before the unlock)", waited.Round(time.Millisecond), attempts)
+}
