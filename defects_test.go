@@ -5,6 +5,7 @@ package redlock_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -92,4 +93,58 @@ func TestWakeStaleMinority(t *testing.T) {
 				clock.Now().Sub(unlocked), staleEnd.Sub(unlocked), waitUntil.Sub(unlocked), attempts)
 		})
 	}
+}
+
+// fixedRand is a Rand that always draws the same number.
+type fixedRand uint64
+
+func (r fixedRand) Uint64() uint64 { return uint64(r) }
+
+// TestLeaseLossBeforeUntil: a leased lock (Fraction 1/3, multiplexed) whose
+// majority hangs: every extension times out. Its Context must be done
+// strictly before Until, by the lock's own clock, so that work under it
+// stops while the lock is still valid. Today it is cancelled exactly at
+// Until: the last retry is scheduled so that its round, which lasts the
+// node timeout, ends at the end of the validity.
+//
+// The retry delays are the default ones (50-250 ms), at their longest
+// (a fixed Jitter), so that the run is the same every time: the retry
+// that does not fit whole before the validity's end is moved to end at
+// it. With random delays that happens in about three runs out of four;
+// in the others a delay lands the last round's end within a node timeout
+// of Until, and the lease gives up before it.
+func TestLeaseLossBeforeUntil(t *testing.T) {
+	f := newFixture(t, redlock.Options{Config: redlock.Config{FanOut: redlock.Multiplexed, Jitter: fixedRand(math.MaxUint64)},
+		Lease: &redlock.Lease{Fraction: 1.0 / 3}})
+	l := f.tryLock(t, "k")
+	until := l.Until()
+	for i := 0; i < 2; i++ {
+		f.nodes.SetHung(i, true)
+	}
+	// runUntilDone, reading Until after every step: an extension that
+	// succeeded would move the Until in force.
+	for steps := 0; ; steps++ {
+		require.Less(t, steps, 1000, "the watcher keeps waking without an end")
+		if u := l.Until(); !u.IsZero() {
+			until = u
+		}
+		select {
+		case <-l.Context().Done():
+		case at := <-f.clock.asleep:
+			f.clock.set(at)
+			continue
+		case <-time.After(10 * time.Second): // a hang, not a timing
+			t.Fatal("the watcher neither sleeps nor ends the context")
+		}
+		break
+	}
+	done := f.clock.Now()
+	assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrQuorumUnreachable)
+	assert.True(t, done.Before(until),
+		"the lock's Context was done at %v, %v after the Until in force (%v): the loss was reported once the lock was already invalid",
+		done.Format(time.StampMicro), done.Sub(until), until.Format(time.StampMicro))
+	for i := 0; i < 2; i++ {
+		f.nodes.SetHung(i, false)
+	}
+	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
 }

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,12 +14,14 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 // Cases that reproduce known defects: they fail on the code as it is, and
 // say what they expect.
 func init() {
 	behavioural = append(behavioural, behaviouralCase{"wake-stale-minority", []int{5}, testWakeStaleMinority})
+	realCases = append(realCases, realCase{"lease-loss-before-until", testLeaseLossBeforeUntil})
 }
 
 // staleWaiter is the waiter's driver in wake-stale-minority: an
@@ -143,4 +147,62 @@ func testWakeStaleMinority(t *testing.T, c cluster, mode core.FanOut) {
 	assert.True(t, ok && tok == foreignToken.String() && pttl > 0,
 		"B took the lock only once the stale key on node 0 had expired: its Lock returned %v after A's unlock "+
 			"(B had made %d attempts before the unlock)", waited.Round(time.Millisecond), attempts)
+}
+
+// fixedRand is a Rand that always draws the same number.
+type fixedRand uint64
+
+func (r fixedRand) Uint64() uint64 { return uint64(r) }
+
+// testLeaseLossBeforeUntil: a leased lock (Fraction 1/3, TTL 400 ms) whose
+// majority is SIGSTOPped: every extension times out. Its Context must be
+// done strictly before Until, read on the lock's clock (the system
+// clock), so that work under it stops while the lock is still valid. Runs
+// eight times, so that an order that holds only usually fails. The retry
+// delays are the default ones at their longest (a fixed Jitter): the
+// first failed extension leaves less than that before Until, so every run
+// takes the path that schedules a retry to end at the validity's end.
+//
+// Today the Context ends at or after Until: the last retry is scheduled so
+// that its round, which lasts the node timeout, ends at the end of the
+// validity; the driver's timeout fires no earlier than that.
+func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
+	if mode != core.Multiplexed {
+		t.Skip("checked in multiplexed mode, where the last retry's round lasts exactly the node timeout")
+	}
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	hung := all(c.N())[:lossThreshold(c.N())]
+	for run := range 8 {
+		t.Run("run="+strconv.Itoa(run), func(t *testing.T) {
+			w := watchExtends(c.Driver())
+			client := newHandleClient(t, w, mode, redlock.Options{
+				Config: redlock.Config{TTL: 400 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
+					Retry: core.DefaultRetry, Jitter: fixedRand(math.MaxUint64)},
+				Lease: &redlock.Lease{Fraction: 1.0 / 3},
+				Poll:  true}) // Lock polls: w does not relay announcements
+			key := testKey(t, "")
+			l, err := client.Lock(testContext(t), key) // Lock: retried while a node continued last run reconnects
+			require.NoError(t, err)
+			until := l.Until()
+			defer func() {
+				for _, i := range hung {
+					c.Cont(i)
+				}
+			}()
+			for _, i := range hung {
+				c.Stop(i)
+			}
+			require.Zero(t, w.extends(), "an extension was sent before the majority was stopped: the run cannot tell the Until in force")
+			cause := awaitDone(t, l)
+			done := time.Now()
+			assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
+			assert.True(t, done.Before(until),
+				"the lock's Context was done %v after Until: the loss was reported once the lock was already invalid",
+				done.Sub(until))
+			for _, i := range hung {
+				c.Cont(i)
+			}
+			assert.ErrorIs(t, l.Unlock(testContext(t)), redlock.ErrLost)
+		})
+	}
 }
