@@ -5,6 +5,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -15,6 +16,10 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
+	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/radix"
+	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/drivers/rueidis"
 )
 
 // TestWakeStaleMinority: five nodes; node 0 holds the key with the token of
@@ -147,4 +152,34 @@ func TestLeaseLossBeforeUntil(t *testing.T) {
 		f.nodes.SetHung(i, false)
 	}
 	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
+}
+
+// TestNewClientTypedNilDriver: a typed nil driver, as a failed Dial's
+// result stored in a Driver variable would be, must be refused with
+// ErrInvalidConfig, as an untyped nil is. Today NewClient calls its Nodes
+// method and panics with a nil dereference.
+func TestNewClientTypedNilDriver(t *testing.T) {
+	_, err := redlock.NewClient(nil, redlock.Options{})
+	require.ErrorIs(t, err, redlock.ErrInvalidConfig, "untyped nil")
+	for _, d := range []redlock.Driver{
+		(*redigo.Driver)(nil),
+		(*radix.Driver)(nil),
+		(*rueidis.Driver)(nil),
+		(*goredis.Driver)(nil),
+		(*memnode.Cluster)(nil),
+	} {
+		name := fmt.Sprintf("%T", d)
+		t.Run(name, func(t *testing.T) {
+			var err error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("NewClient(%s(nil)) panicked instead of returning ErrInvalidConfig: %v", name, p)
+					}
+				}()
+				_, err = redlock.NewClient(d, redlock.Options{})
+			}()
+			assert.ErrorIs(t, err, redlock.ErrInvalidConfig, "NewClient(%s(nil))", name)
+		})
+	}
 }
