@@ -2,9 +2,11 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -12,14 +14,15 @@ import (
 )
 
 // Options configure a Client. The zero value is safe: a 10 s TTL, the
-// distlock page's drift allowance, multiplexed rounds, Lock paced by
-// random delays of 50–250 ms, no fencing, no lease, the system clock,
-// crypto/rand tokens.
+// distlock page's drift allowance, multiplexed rounds, Lock woken by
+// release announcements (or paced by random delays of 50–250 ms), no
+// fencing, no lease, the driver's clock, crypto/rand tokens.
 type Options struct {
 	// Config is the algorithm's configuration; its zero fields take core's
-	// defaults, and a nil Clock, Tokens or Jitter the production ones
-	// (see New). Config.Retry's delays pace Lock; its count of tries is
-	// not used: Lock tries until its ctx ends, TryLock once.
+	// defaults, and nil Tokens or Jitter the production ones
+	// (CryptoTokens, NewJitter). Config.Retry's delays pace Lock; its
+	// count of tries is not used: Lock tries until its ctx ends, TryLock
+	// once. Config.LeaseFraction and Config.MaxHold are set by Lease.
 	Config
 	// Lease, when set, keeps every lock alive in the background until
 	// Unlock, within its bounds. Nil: a lock lives until its validity
@@ -31,14 +34,21 @@ type Options struct {
 	// Lock waits for a release to be announced, or for the holder's keys
 	// to expire, and then tries again at once; see Client.Lock.
 	Poll bool
+	// Clock is the one clock of the Client and of its Driver's deadlines.
+	// Nil: the driver's own (every driver of this module has one: the
+	// system clock unless its Options.Clock set another). A Clock set here
+	// must be the driver's; NewClient refuses any other, and a driver that
+	// does not say which clock it reads (no Clock method).
+	Clock Clock
 }
 
 // Lease is the automatic extension of a Client's locks: each lock is
-// extended once Fraction of its validity has passed, through core's extend
-// round (a quorum, and validity counted from the round; a lost key is
+// extended once Fraction of its validity has passed, through core's
+// Lease (a quorum, and validity counted from the round; a lost key is
 // never re-created), until Unlock, until an extension proves the lock lost
-// or cannot be made in time, or until the bound is reached. Either way the
-// lock's Context is cancelled with the cause.
+// or none can end in time, or until the bound is reached. Either way the
+// lock's Context is cancelled with the cause, a round's bound before the
+// validity ends.
 type Lease struct {
 	// Fraction of the validity after which the lease extends, in (0, 1):
 	// 1.0/3 extends a 10 s lock every 3.3 s, leaving two thirds of its
@@ -53,22 +63,30 @@ type Lease struct {
 }
 
 // Client takes locks on a Driver's nodes and returns handles to them. It
-// is safe for concurrent use. The Driver stays the caller's: close it
-// after every lock is unlocked.
+// is safe for concurrent use. It is the one runner of core's step values:
+// it does the I/O, the waiting and the goroutines that core decides on.
+// The Driver stays the caller's: close it after every lock is unlocked.
 type Client struct {
-	once  *core.Locker // one attempt: TryLock
-	retry *core.Locker // until ctx ends: Lock
-	clock core.Clock
-	lease *Lease
+	drv   Driver
+	spec  core.Spec
+	clock Clock
+	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
 }
 
+// clockedDriver is a Driver that says which clock its deadlines read.
+type clockedDriver interface{ Clock() core.Clock }
+
 // NewClient checks opts against d and returns a Client, or an error that
-// matches ErrInvalidConfig, before anything is sent: core's configuration
-// errors, and a Lease whose Fraction is not in (0, 1), whose MaxHold is
-// negative or below the TTL, or that comes with extension forbidden
-// (negative MaxExtensions).
+// matches ErrInvalidConfig, before anything is sent: a nil driver (typed
+// or not), core's configuration errors, a Lease whose Fraction is not in
+// (0, 1), whose MaxHold is negative or below the TTL, or that comes with
+// extension forbidden (negative MaxExtensions), and a Clock that is not
+// the driver's.
 func NewClient(d Driver, opts Options) (*Client, error) {
+	if isNil(d) {
+		return nil, invalid("driver is nil")
+	}
 	cfg := opts.Config
 	if l := opts.Lease; l != nil {
 		switch {
@@ -79,30 +97,27 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		case cfg.MaxExtensions < 0:
 			return nil, invalid("a Lease with MaxExtensions " + strconv.Itoa(cfg.MaxExtensions) + ": extension is forbidden")
 		}
-		if l.MaxHold > 0 && cfg.MaxExtensions == 0 {
-			cfg.MaxExtensions = math.MaxInt32
-		}
-		lease := *l
-		opts.Lease = &lease
+		cfg.LeaseFraction, cfg.MaxHold = l.Fraction, l.MaxHold
+	}
+	clock, err := clockOf(d, opts.Clock)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Retry = cfg.Retry.WithTries(math.MaxInt32)
-	retry, err := New(d, cfg)
+	if cfg.Tokens == nil {
+		cfg.Tokens = CryptoTokens()
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = NewJitter()
+	}
+	spec, err := core.NewSpec(d, cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg = retry.Config()
-	if l := opts.Lease; l != nil && l.MaxHold > 0 && l.MaxHold < cfg.TTL {
-		return nil, invalid("Lease.MaxHold " + l.MaxHold.String() + " is below the TTL " + cfg.TTL.String())
-	}
-	cfg.Retry = core.NoRetry()
-	once, err := core.New(d, cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := &Client{once: once, retry: retry, clock: cfg.Clock, lease: opts.Lease}
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0}
 	if !opts.Poll {
 		if ann, ok := d.(core.Announcer); ok {
-			c.room = newWaitRoom(ann)
+			c.room = newWaitRoom(ann, spec)
 		} else {
 			slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
 		}
@@ -110,17 +125,64 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	return c, nil
 }
 
+// isNil reports whether d is nil or a nil pointer, map, slice, channel or
+// function in an interface: calling it would panic.
+func isNil(d Driver) bool {
+	if d == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(d); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// clockOf returns the one clock of a Client over d: the driver's, which
+// a clock given in Options must be.
+func clockOf(d Driver, given Clock) (Clock, error) {
+	cd, ok := d.(clockedDriver)
+	switch {
+	case !ok && given == nil:
+		return core.SystemClock{}, nil
+	case !ok:
+		return nil, invalid(fmt.Sprintf("the driver %T does not say which clock its deadlines read (no Clock method): it cannot honour Options.Clock", d))
+	}
+	own := cd.Clock()
+	switch {
+	case own == nil:
+		own = core.SystemClock{}
+	case isNilClock(own):
+		return nil, invalid("the driver's clock is nil")
+	}
+	if given == nil || sameClock(given, own) {
+		return own, nil
+	}
+	return nil, invalid(fmt.Sprintf("Options.Clock %T is not the driver's clock %T: pass it to the driver's Dial (Options.Clock) so that deadlines and validity read one clock", given, own))
+}
+
+func isNilClock(c Clock) bool {
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// sameClock compares two clocks without panicking on incomparable ones.
+func sameClock(a, b Clock) bool {
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	return ta == tb && ta.Comparable() && a == b
+}
+
 // Config returns the configuration in force, defaults filled in (Retry's
 // count of tries is Lock's).
-func (c *Client) Config() Config { return c.retry.Config() }
+func (c *Client) Config() Config { return c.spec.Config() }
 
 // TryLock makes one attempt to lock key. It returns ErrTaken when others
 // hold it, ErrQuorumUnreachable when too few nodes answered, ErrNotHeld
 // when the attempt won too late for any validity, ErrCancelled when ctx
 // ended first, and ErrInvalidConfig for bad input, sent nowhere. A failed
 // attempt leaves no key behind.
-func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
-	return c.lock(ctx, c.once, key)
+func (c *Client) TryLock(ctx context.Context, key string) (Lock, error) {
+	return c.lock(ctx, key, true)
 }
 
 // Lock locks key, trying again after each failed attempt until it holds
@@ -128,44 +190,196 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 //
 // Between attempts it waits for the key's release: the release script
 // announces each deletion on the key's channel, and the driver's one
-// subscription connection per node relays it. Lock tries again once
-// enough of the nodes the holder held have announced a release, or when
-// the holder's keys expire (a crashed holder), as learnt from the failed
-// attempt; announcements are hints, and every attempt is the usual quorum
-// round. Within the Client, one waiter per key makes the attempts and the
-// others queue behind it. Where a node's announcements are not heard (its
-// subscription is down, or refused: said once in the log), Lock waits at
-// most Config.Retry's delay, as with Options.Poll, which always does.
+// subscription connection per node relays it. Lock tries again once a
+// quorum of nodes is announced free, or enough of the nodes the holder
+// held, or when the holder's keys expire (a crashed holder), as learnt
+// from the failed attempt; announcements are hints, and every attempt is
+// the usual quorum round. Within the Client, one waiter per key makes the
+// attempts and the others queue behind it. Where a node's announcements
+// are not heard (its subscription is down, or refused: said once in the
+// log), Lock waits at most Config.Retry's delay, as with Options.Poll,
+// which always does.
 //
 // When ctx's deadline ends a wait, Lock returns the last attempt's error
-// (ErrTaken, typically); when polling, it gives up with that error as
-// soon as the next retry delay would pass the deadline. ctx cancelled, or
-// ending during an attempt, gives ErrCancelled. Errors are otherwise
-// TryLock's.
-func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
-	return c.lock(ctx, c.retry, key)
+// (ErrTaken, typically). ctx cancelled, or ending during an attempt, gives
+// ErrCancelled. Errors are otherwise TryLock's.
+func (c *Client) Lock(ctx context.Context, key string) (Lock, error) {
+	return c.lock(ctx, key, false)
 }
 
-// roundBound is the longest an extend round can take: the node timeout,
-// once per node when sequential.
-func (c *Client) roundBound() time.Duration {
-	cfg := c.retry.Config()
-	if cfg.FanOut == core.Sequential {
-		return cfg.NodeTimeout * time.Duration(c.retry.Nodes())
+func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) {
+	if ctx == nil {
+		return Lock{}, errNilContext
 	}
-	return cfg.NodeTimeout
-}
-
-func (c *Client) lock(ctx context.Context, l *core.Locker, key string) (*Lock, error) {
-	var lock core.Lock
-	var err error
-	if l == c.retry && c.room != nil && ctx != nil {
-		lock, err = c.acquireWaking(ctx, l, key)
-	} else {
-		lock, err = l.Acquire(ctx, key)
-	}
+	g, err := c.acquire(ctx, key, once)
 	if err != nil {
-		return nil, err
+		return Lock{}, err
 	}
-	return c.hold(ctx, lock), nil
+	if !c.lease {
+		return Lock{c: c, ctx: ctx, grant: g}, nil
+	}
+	st := c.newState(ctx, g)
+	st.start(c)
+	return Lock{c: c, ctx: ctx, grant: g, leased: st}, nil
+}
+
+var errNilContext = invalid("context is nil (use context.Background())")
+
+// acquire is the one acquisition loop: it drives a core.Acquisition over
+// the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
+// TryLock gives up at the first wait; Lock waits on the Client's wait
+// room, or polls where nothing is announced.
+func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant, error) {
+	a, err := c.spec.Acquire(key, core.Token{}, c.clock.Now())
+	if err != nil {
+		return core.Grant{}, err
+	}
+	var w *waiter // joined at the first wait: the uncontended path allocates nothing here
+	for {
+		switch a.Phase() {
+		case core.PhaseRound:
+			c.advance(ctx, &a)
+		case core.PhaseWait:
+			if once {
+				a.GiveUp()
+				continue
+			}
+			if w == nil && c.room != nil {
+				w = c.room.join(key, ctx)
+			}
+			c.wait(ctx, &a, w)
+		default:
+			g, err := a.Result()
+			if w != nil {
+				c.room.leave(key, w, err == nil)
+			}
+			return g, err
+		}
+	}
+}
+
+// wait is one wait of PhaseWait: until WakeAt, an announcement the head
+// hears, its turn for a waiter behind the head, or ctx's end.
+func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
+	var poke <-chan struct{}
+	head := true
+	if w != nil {
+		poke = w.arm()
+		var heard uint32
+		heard, head = w.take()
+		if head {
+			a.SetListening(w.q.watch.Listening())
+			now := c.clock.Now()
+			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
+				if heard&1 != 0 {
+					a.Announce(i, now)
+				}
+			}
+		}
+	}
+	var d time.Duration = -1 // a waiter behind the head waits for its turn
+	if head {
+		d = max(a.WakeAt().Sub(c.clock.Now()), 0)
+	}
+	switch c.sleep(d, poke, ctx.Done()) {
+	case slept:
+		a.Wake(c.clock.Now())
+	case cancelled:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			a.GiveUp() // the key was still held: the last attempt's error
+		} else {
+			a.Cancel(c.clock.Now(), ctx.Err())
+		}
+	}
+	// poked: hear what came
+}
+
+// advance drives a's round over the driver and moves it on (RoundDone);
+// ctx ending during an attempt cancels it, and a cleanup round runs
+// detached from ctx's cancellation, bounded by the node timeout only.
+func (c *Client) advance(ctx context.Context, a *core.Acquisition) {
+	if a.Round().Command().Op == core.OpRelease { // the cleanup of a failed attempt
+		c.run(ctx, a.Round(), nil)
+	} else if ctx.Err() != nil || c.run(ctx, a.Round(), ctx.Done()) {
+		a.Cancel(c.clock.Now(), ctx.Err())
+		return
+	}
+	a.RoundDone(c.clock.Now())
+}
+
+// run drives r over one driver batch until it is done. It returns true if
+// cancel closed first; cancel may be nil.
+func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}) (cancelled bool) {
+	b := c.drv.Begin(ctx)
+	defer b.Close()
+	sequential := c.spec.Config().FanOut == core.Sequential
+	var now time.Time
+	for !r.Done() {
+		if cancel != nil && isClosed(cancel) {
+			return true
+		}
+		if sequential {
+			now = c.clock.Now() // each node's deadline counts from its send
+		}
+		for {
+			node, cmd, deadline, ok := r.Next(now)
+			if !ok {
+				break
+			}
+			b.Send(node, cmd, deadline)
+		}
+		if r.Done() { // a cleanup that awaits nobody
+			break
+		}
+		rep, ok := b.Receive(cancel)
+		if !ok {
+			return true
+		}
+		r.Receive(rep)
+	}
+	return false
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// What ended a sleep.
+const (
+	slept = iota
+	poked
+	cancelled
+)
+
+// sleep waits d on the Client's clock (forever for a negative d), or until
+// poke or cancel is closed; either may be nil.
+func (c *Client) sleep(d time.Duration, poke, cancel <-chan struct{}) int {
+	if d == 0 {
+		select {
+		case <-cancel:
+			return cancelled
+		default:
+			return slept
+		}
+	}
+	var timeout <-chan struct{}
+	if d > 0 {
+		done := make(chan struct{})
+		t := c.clock.AfterFunc(d, func() { close(done) })
+		defer t.Stop()
+		timeout = done
+	}
+	select {
+	case <-timeout:
+		return slept
+	case <-poke:
+		return poked
+	case <-cancel:
+		return cancelled
+	}
 }

@@ -1,30 +1,38 @@
 package redlock_test
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/core"
 )
 
-// stepClock is a clock that moves only when a test advances it. Sleep
-// blocks until the clock reaches its end or cancel closes, and announces
-// each sleeper on asleep, so that a test waits for the Lock's goroutine to
-// be parked before it moves time: events, not sleeps.
+// stepClock is a core.Clock that moves only when a test sets it. AfterFunc
+// arms a timer that fires once the clock reaches its end, and announces
+// the end of every timer armed (or Reset) on asleep, so that a test waits
+// for a goroutine to be parked on the clock (the Client's sleeps, memnode's
+// replies) before it moves time: events, not sleeps.
 type stepClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	sleepers map[*sleeper]bool
-	asleep   chan time.Time // the end of every Sleep that starts
+	mu     sync.Mutex
+	now    time.Time
+	timers map[*stepTimer]bool // armed, not fired nor stopped
+	asleep chan time.Time      // the end of every timer armed
 }
 
-type sleeper struct {
-	until time.Time
-	wake  chan struct{}
+var _ core.Clock = (*stepClock)(nil)
+
+// stepTimer is a stepClock's timer.
+type stepTimer struct {
+	c  *stepClock
+	at time.Time
+	f  func()
 }
 
 func newStepClock() *stepClock {
-	return &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), sleepers: map[*sleeper]bool{},
-		asleep: make(chan time.Time, 64)}
+	return &stepClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), timers: map[*stepTimer]bool{},
+		asleep: make(chan time.Time, 256)}
 }
 
 func (c *stepClock) Now() time.Time {
@@ -33,41 +41,70 @@ func (c *stepClock) Now() time.Time {
 	return c.now
 }
 
-func (c *stepClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
+// AfterFunc calls f once the clock reaches d from now: from set, in the
+// test's goroutine, or in a goroutine of its own for d <= 0.
+func (c *stepClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	t := &stepTimer{c: c, f: f}
+	t.arm(d)
+	return t
+}
+
+// arm (re)starts t to fire d from now, and reports whether it was armed.
+func (t *stepTimer) arm(d time.Duration) bool {
+	c := t.c
 	c.mu.Lock()
-	s := &sleeper{until: c.now.Add(d), wake: make(chan struct{})}
+	was := c.timers[t]
+	delete(c.timers, t)
 	if d <= 0 {
 		c.mu.Unlock()
-		return true
+		go t.f()
+		return was
 	}
-	c.sleepers[s] = true
+	t.at = c.now.Add(d)
+	c.timers[t] = true
+	at := t.at
 	c.mu.Unlock()
-	c.asleep <- s.until
-	select {
-	case <-s.wake:
-		return true
-	case <-cancel:
-		c.mu.Lock()
-		delete(c.sleepers, s)
-		c.mu.Unlock()
-		return false
-	}
+	c.asleep <- at
+	return was
 }
 
-// set moves the clock to t and wakes the sleepers whose end it reached.
+func (t *stepTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.c.timers[t]
+	delete(t.c.timers, t)
+	return was
+}
+
+func (t *stepTimer) Reset(d time.Duration) bool { return t.arm(d) }
+
+// set moves the clock to t and fires, in order, the timers whose end it
+// reached; they have run when set returns.
 func (c *stepClock) set(t time.Time) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.now = t
-	for s := range c.sleepers {
-		if !s.until.After(t) {
-			close(s.wake)
-			delete(c.sleepers, s)
+	var due []*stepTimer
+	for s := range c.timers {
+		if !s.at.After(t) {
+			due = append(due, s)
+			delete(c.timers, s)
 		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(due, func(a, b *stepTimer) int { return a.at.Compare(b.at) })
+	for _, s := range due {
+		s.f()
 	}
 }
 
-// next waits for the next sleeper and returns the end of its sleep.
+// armed returns how many timers are armed.
+func (c *stepClock) armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// next waits for the next timer armed and returns its end.
 func (c *stepClock) next(t *testing.T) time.Time {
 	t.Helper()
 	select {

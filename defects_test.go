@@ -40,12 +40,12 @@ func TestWakeStaleMinority(t *testing.T) {
 			const staleTTL = 5 * time.Second
 			clock := newStepClock()
 			nodes := memnode.New(5, clock)
-			cfg := redlock.Config{Clock: clock, TTL: ttl, NodeTimeout: 50 * time.Millisecond, FanOut: mode}
-			a, err := redlock.NewClient(nodes, redlock.Options{Config: cfg})
+			cfg := redlock.Config{TTL: ttl, NodeTimeout: 50 * time.Millisecond, FanOut: mode}
+			a, err := redlock.NewClient(nodes, redlock.Options{Config: cfg, Clock: clock})
 			require.NoError(t, err)
 			cfg.Retry = redlock.RandomDelay(1, time.Hour, time.Hour)
 			counted := newCounting(nodes)
-			b, err := redlock.NewClient(counted, redlock.Options{Config: cfg})
+			b, err := redlock.NewClient(counted, redlock.Options{Config: cfg, Clock: clock})
 			require.NoError(t, err)
 
 			stale := core.TokenFromUint64s(0x57a1e, 0xdead) // a crashed client's
@@ -54,7 +54,7 @@ func TestWakeStaleMinority(t *testing.T) {
 			holder, err := a.TryLock(context.Background(), "k")
 			require.NoError(t, err)
 			require.Equal(t, 4, nodes.Holders("k", holder.Token()), "A holds nodes 1-4")
-			require.Equal(t, holder.Until(), clock.next(t), "A's watcher sleeps until its validity ends")
+			// A has no watcher: without a Lease or Context, a Lock starts none.
 
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
 			defer cancel()
@@ -65,10 +65,10 @@ func TestWakeStaleMinority(t *testing.T) {
 			got := make(chan result, 1)
 			go func() {
 				l, err := b.Lock(ctx, "k")
-				got <- result{l, err}
+				got <- result{&l, err}
 			}()
 			// B's attempts are refused and it sleeps on the clock: the
-			// only sleeper now, as A's watcher sleeps already.
+			// only sleeper.
 			waitUntil := clock.next(t)
 			attempts := counted.attempts.Load()
 			require.Positive(t, attempts, "B went to sleep without an attempt")

@@ -1,13 +1,49 @@
 package redlock
 
-// WatcherExited reports whether l's watcher goroutine has finished its
-// work: it closes exited as its last act. Counting goroutines instead
-// races with the few instructions the goroutine runs after that close.
+// HasState reports whether l keeps state of its own: a Lease makes it at
+// once, Context and Extend at their first call. A Lock without it runs no
+// goroutine and holds no timer.
+func HasState(l *Lock) bool { return l.load() != nil }
+
+// WatcherStarted reports whether l's watcher goroutine was started: only
+// Context or a Lease start it.
+func WatcherStarted(l *Lock) bool {
+	_, ok := exitedOf(l)
+	return ok
+}
+
+// WatcherExited reports whether l's watcher goroutine was started and has
+// finished its work: it closes exited as its last act. Counting goroutines
+// instead races with the few instructions the goroutine runs after that
+// close.
 func WatcherExited(l *Lock) bool {
+	exited, ok := exitedOf(l)
+	if !ok {
+		return false
+	}
 	select {
-	case <-l.exited:
+	case <-exited:
 		return true
 	default:
 		return false
 	}
+}
+
+// exitedOf returns the channel the watcher closes as it returns, and
+// false while no watcher was started (the channel is nil until then).
+func exitedOf(l *Lock) (<-chan struct{}, bool) {
+	st := l.load()
+	if st == nil {
+		return nil, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.exited, st.exited != nil
+}
+
+// WatcherDone returns the channel l's watcher closes as it returns: nil
+// while no watcher was started.
+func WatcherDone(l *Lock) <-chan struct{} {
+	exited, _ := exitedOf(l)
+	return exited
 }

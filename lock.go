@@ -2,73 +2,147 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
 
-// Lock is a held lock: a handle to one acquisition of a key. It is safe
-// for concurrent use. Every Lock has a goroutine that watches its
-// validity (and, with a Lease, extends it) until Unlock, which stops it
-// before returning.
+// Lock is a held lock: a handle to one acquisition of a key, returned by
+// Client.TryLock and Client.Lock. Keep it in one variable and call its
+// methods through it (they take a pointer); do not copy it after first
+// use, as for a sync.Mutex (go vet's copylocks check says so). Its
+// methods are safe for concurrent use.
 //
-// Its times are readings of the Client's Config.Clock; with the system
-// clock they carry monotonic readings, so a wall-clock step moves nothing.
+// A Lock without a Lease costs no goroutine and no allocation until its
+// Context is first asked for or it is first extended: only then does it
+// keep state of its own, and only a Context starts a goroutine, which
+// watches the validity (and, with a Lease, extends it) until Unlock
+// stops it.
+//
+// Its times are readings of the Client's clock; with the system clock
+// they carry monotonic readings, so a wall-clock step moves nothing.
 type Lock struct {
-	c      *Client
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   context.CancelFunc // stops the watcher and its extension
-	exited chan struct{}      // closed when the watcher has returned
-	hold   time.Time          // the lease's MaxHold deadline; zero: none
-	key    string             // lock's key, token and fence, which extensions keep
-	token  Token
-	fence  uint64
+	_        noCopy
+	c        *Client
+	ctx      context.Context // the acquiring ctx: its values reach Context
+	grant    core.Grant      // as acquired: key, token and fence never change
+	unlocked atomic.Bool
+	leased   *lockState // with a Lease: the state, from the start
+	// Otherwise st, nil until Context or Extend, written once under
+	// making before made is set. Not an atomic.Pointer: its Load makes
+	// every Lock whose methods are called escape to the heap.
+	making sync.Mutex
+	made   atomic.Bool
+	st     *lockState
+}
 
-	extending sync.Mutex // serialises extensions and Unlock's release
+// lockState is what a Lock keeps once it is extended or watched.
+type lockState struct {
+	extending sync.Mutex // serialises extension rounds and Unlock's release
 
 	mu       sync.Mutex
-	lock     core.Lock
-	lost     error // the *LostError, once lost
+	lease    core.Lease
+	values   context.Context // the acquiring ctx's values, without its cancellation
+	lost     error           // the *LostError, once lost
 	unlocked bool
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	watching bool          // the watcher was started
+	stop     chan struct{} // closed by Unlock: the watcher returns
+	poke     chan struct{} // an Extend moved the lease: the watcher looks again
+	exited   chan struct{} // closed when the watcher has returned
 }
 
-// hold wraps a new core.Lock in a handle and starts its watcher. ctx's
-// values, not its cancellation, reach the handle's Context.
-func (c *Client) hold(ctx context.Context, lock core.Lock) *Lock {
-	h := &Lock{c: c, lock: lock, exited: make(chan struct{}), key: lock.Key(), token: lock.Token(), fence: lock.Fence()}
-	h.ctx, h.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	if c.lease != nil && c.lease.MaxHold > 0 {
-		h.hold = acquiredAt(lock).Add(c.lease.MaxHold)
+// noCopy makes go vet's copylocks check flag a copied Lock.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// newState returns the state of a lock on g taken with ctx.
+func (c *Client) newState(ctx context.Context, g core.Grant) *lockState {
+	st := &lockState{lease: c.spec.Lease(g), values: context.WithoutCancel(ctx)}
+	st.ctx, st.cancel = context.WithCancelCause(st.values)
+	return st
+}
+
+// load returns the Lock's state, or nil while it has none.
+func (l *Lock) load() *lockState {
+	if l.leased != nil {
+		return l.leased
 	}
-	stopCtx, stop := context.WithCancel(context.Background())
-	h.stop = stop
-	go h.watch(stopCtx)
-	return h
+	if l.made.Load() {
+		return l.st
+	}
+	return nil
 }
 
-// acquiredAt returns the clock reading at the end of the round that set
-// lock's validity.
-func acquiredAt(lock core.Lock) time.Time { return lock.ValidUntil().Add(-lock.Validity()) }
+// state returns the Lock's state, made at the first call.
+func (l *Lock) state() *lockState {
+	if st := l.load(); st != nil {
+		return st
+	}
+	l.making.Lock()
+	defer l.making.Unlock()
+	if l.made.Load() {
+		return l.st
+	}
+	st := l.c.newState(l.ctx, l.grant)
+	l.st = st
+	l.made.Store(true)
+	if l.unlocked.Load() { // Unlock ran meanwhile and did not see st
+		st.mu.Lock()
+		st.unlocked = true
+		st.cancel(ErrUnlocked)
+		st.mu.Unlock()
+	}
+	return st
+}
+
+// watch starts st's watcher unless it runs, is lost or unlocked.
+func (l *Lock) watch(st *lockState) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.watching || st.unlocked || st.lost != nil || l.unlocked.Load() {
+		return // l.unlocked: Unlock began, and may have looked for a watcher to stop
+	}
+	st.start(l.c)
+}
+
+// start starts the watcher; st.mu is held, or st is not shared yet.
+func (st *lockState) start(c *Client) {
+	st.watching = true
+	st.stop, st.poke, st.exited = make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
+	go c.watch(st)
+}
 
 // Key returns the locked key.
-func (h *Lock) Key() string { return h.key }
+func (l *Lock) Key() string { return l.grant.Key() }
 
 // Token returns the random token the lock's keys hold.
-func (h *Lock) Token() Token { return h.token }
+func (l *Lock) Token() Token { return l.grant.Token() }
 
 // Until returns the instant, on the Client's clock, when the lock's
 // validity ends unless it is extended: the local deadline for work done
-// under it. It is the zero Time once the lock is lost or unlocked.
-func (h *Lock) Until() time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.lost != nil || h.unlocked {
+// under it. It is the zero Time once the lock is lost or unlocked, and for
+// the zero Lock.
+func (l *Lock) Until() time.Time {
+	if l.unlocked.Load() {
 		return time.Time{}
 	}
-	return h.lock.ValidUntil()
+	st := l.load()
+	if st == nil {
+		return l.grant.ValidUntil()
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lost != nil || st.unlocked {
+		return time.Time{}
+	}
+	g := st.lease.Grant()
+	return g.ValidUntil()
 }
 
 // Fence returns the lock's fencing token: strictly greater than the fence
@@ -76,108 +150,175 @@ func (h *Lock) Until() time.Time {
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
 // has seen. It returns ErrNoFencing on a Client without Config.Fencing.
-func (h *Lock) Fence() (uint64, error) {
-	if !h.c.retry.Config().Fencing {
+func (l *Lock) Fence() (uint64, error) {
+	if l.c == nil || !l.c.spec.Config().Fencing {
 		return 0, ErrNoFencing
 	}
-	return h.fence, nil
+	return l.grant.Fence(), nil
 }
 
 // Context returns a context that is cancelled the moment the lock is lost
 // or unlocked: when an extension proves others hold it, when it cannot be
-// extended in time, when its validity runs out unextended, when the
-// lease's bound is reached, or at Unlock. context.Cause then says which:
-// a *LostError (matching ErrLost, and through its cause ErrTaken,
-// ErrQuorumUnreachable, ErrNotHeld or ErrExtensionLimit), or ErrUnlocked.
-// It carries the values of the ctx the lock was taken with, not its
-// cancellation. Do the work the lock protects under it.
-func (h *Lock) Context() context.Context { return h.ctx }
-
-// Extend resets the lock's keys to the TTL, with a quorum and validity
-// counted from this round, as core's Locker.Extend does. An extension that
-// proves the lock lost cancels the Context and returns a *LostError; one
-// that proves nothing (ErrQuorumUnreachable, ErrCancelled) leaves the lock
-// as it was, valid until Until. It returns ErrUnlocked after Unlock, the
-// *LostError after a loss, and ErrExtensionLimit at Config.MaxExtensions;
-// nothing is sent then.
-func (h *Lock) Extend(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("context is nil (use context.Background())")
+// extended in time, when its validity is about to run out unextended,
+// when the lease's bound is reached, or at Unlock. A loss is declared a
+// round's bound (the node timeout; once per node when sequential) before
+// Until, so that no extension is still in flight when the validity ends.
+// context.Cause then says which: a *LostError (matching ErrLost, and
+// through its cause ErrTaken, ErrQuorumUnreachable, ErrNotHeld or
+// ErrExtensionLimit), or ErrUnlocked. It carries the values of the ctx the
+// lock was taken with, not its cancellation. Do the work the lock protects
+// under it. The first call starts the goroutine that watches the lock.
+func (l *Lock) Context() context.Context {
+	if l.c == nil {
+		return closedContext
 	}
-	h.extending.Lock()
-	defer h.extending.Unlock()
-	return h.extend(ctx)
+	st := l.state()
+	l.watch(st)
+	return st.ctx
 }
 
-// extend runs one extension; h.extending is held.
-func (h *Lock) extend(ctx context.Context) error {
-	h.mu.Lock()
-	lock, lost, unlocked := h.lock, h.lost, h.unlocked
-	h.mu.Unlock()
+// closedContext is the Context of the zero Lock.
+var closedContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrUnlocked)
+	return ctx
+}()
+
+// Extend resets the lock's keys to the TTL, with a quorum and validity
+// counted from this round, through core's Lease. An extension that proves
+// the lock lost cancels the Context and returns a *LostError; one that
+// proves nothing (ErrQuorumUnreachable, ErrCancelled) leaves the lock as
+// it was, valid until Until. It returns ErrUnlocked after Unlock, the
+// *LostError after a loss, ErrExtensionLimit at Config.MaxExtensions, and
+// ErrNotHeld when too little validity is left for a round to end before
+// the loss would be declared; nothing is sent then.
+func (l *Lock) Extend(ctx context.Context) error {
 	switch {
-	case unlocked:
+	case ctx == nil:
+		return errNilContext
+	case l.c == nil:
 		return ErrUnlocked
-	case lost != nil:
-		return lost
+	case l.unlocked.Load():
+		return ErrUnlocked
 	}
-	ext, err := h.c.retry.Extend(ctx, lock)
-	if err == nil {
-		h.mu.Lock()
-		h.lock = ext
-		h.mu.Unlock()
-		return nil
-	}
-	if ext.Lost() || !ext.ValidAt(h.c.clock.Now()) {
-		return h.lose(err)
+	st := l.state()
+	st.extending.Lock()
+	defer st.extending.Unlock()
+	err := l.c.extend(ctx, st, ctx.Done())
+	st.mu.Lock()
+	poke := st.poke
+	st.mu.Unlock()
+	if poke != nil {
+		select {
+		case poke <- struct{}{}: // the watcher reads the moved lease
+		default:
+		}
 	}
 	return err
 }
 
-// lose records the loss of the lock with cause and cancels its Context,
-// unless it was lost or unlocked already; it returns the *LostError.
-func (h *Lock) lose(cause error) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// extend runs one extension of st's lease, which the caller asked for
+// (cancel: ctx's Done) or the watcher's Wake started (cancel: the stop
+// channel). st.extending is held.
+func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct{}) error {
+	st.mu.Lock()
 	switch {
-	case h.lost != nil:
-		return h.lost
-	case h.unlocked:
+	case st.unlocked:
+		st.mu.Unlock()
 		return ErrUnlocked
+	case st.lost != nil:
+		st.mu.Unlock()
+		return st.lost
 	}
-	h.lost = &LostError{Key: h.key, Cause: cause}
-	h.cancel(h.lost)
-	return h.lost
+	if st.lease.Phase() != core.PhaseRound {
+		if err := st.lease.Extend(c.clock.Now()); err != nil {
+			lost := c.settle(st)
+			st.mu.Unlock()
+			if lost != nil {
+				return lost
+			}
+			return err
+		}
+	}
+	st.mu.Unlock()
+	r := st.lease.Round() // only the holder of st.extending drives it
+	if c.run(ctx, r, cancel) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		var cause error
+		if ctx.Err() != nil {
+			cause = ctx.Err()
+		}
+		return st.lease.Cancel(cause)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	err := st.lease.RoundDone(c.clock.Now())
+	if lost := c.settle(st); lost != nil {
+		return lost
+	}
+	return err
+}
+
+// settle records a loss the lease has declared, cancelling the Context;
+// it returns the *LostError, or nil while the lease goes on. st.mu is
+// held.
+func (c *Client) settle(st *lockState) error {
+	switch {
+	case st.lost != nil:
+		return st.lost
+	case st.lease.Phase() != core.PhaseDone:
+		return nil
+	}
+	g := st.lease.Grant()
+	st.lost = &LostError{Key: g.Key(), Cause: st.lease.Err()}
+	if !st.unlocked {
+		st.cancel(st.lost)
+	}
+	return st.lost
 }
 
 // Unlock stops the lease and the watcher, waits until neither can send
 // anything more, cancels the Context with ErrUnlocked, and releases the
-// lock's keys on every node, as core's Locker.Release does (detached from
-// ctx's cancellation, bounded by the node timeout). No extension is sent
-// after Unlock returns, and no goroutine or timer of the Lock is left.
+// lock's keys on every node, detached from ctx's cancellation and bounded
+// by the node timeout, returning only once every node has answered or
+// timed out. No extension is sent after Unlock returns, and no goroutine
+// or timer of the Lock is left.
 //
 // It returns nil once a quorum deleted the keys; the *LostError if the lock
-// had been lost (its keys are released all the same); Release's errors
+// had been lost (its keys are released all the same); ErrNotHeld,
+// ErrTaken or ErrQuorumUnreachable as core's Spec.Released says
 // otherwise; ErrUnlocked, sending nothing, if it was unlocked before.
-func (h *Lock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return invalid("context is nil (use context.Background())")
-	}
-	h.stop()
-	<-h.exited
-	h.extending.Lock()
-	defer h.extending.Unlock()
-	h.mu.Lock()
-	if h.unlocked {
-		h.mu.Unlock()
+func (l *Lock) Unlock(ctx context.Context) error {
+	switch {
+	case ctx == nil:
+		return errNilContext
+	case l.c == nil:
+		return ErrUnlocked
+	case !l.unlocked.CompareAndSwap(false, true):
 		return ErrUnlocked
 	}
-	h.unlocked = true
-	lock, lost := h.lock, h.lost
-	h.cancel(ErrUnlocked)
-	h.mu.Unlock()
-	err := h.c.retry.Release(ctx, lock)
-	if h.c.room != nil {
-		h.c.room.released(h.key) // this Client's next waiter tries at once
+	var lost error
+	if st := l.load(); st != nil {
+		st.mu.Lock()
+		stop, exited := st.stop, st.exited
+		st.mu.Unlock()
+		if stop != nil {
+			close(stop)
+			<-exited
+		}
+		st.extending.Lock()
+		defer st.extending.Unlock()
+		st.mu.Lock()
+		st.unlocked = true
+		lost = st.lost
+		st.cancel(ErrUnlocked)
+		st.mu.Unlock()
+	}
+	c := l.c
+	err := c.release(ctx, l.grant)
+	if c.room != nil {
+		c.room.released(l.grant.Key()) // this Client's next waiter tries at once
 	}
 	if lost != nil {
 		return lost
@@ -185,93 +326,48 @@ func (h *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// watch is the Lock's goroutine: it sleeps on the Client's clock until the
-// next extension is due (with a Lease), the lease's bound, or the end of
-// the validity, whichever comes first, and acts then. stop ends it.
-func (h *Lock) watch(stop context.Context) {
-	defer close(h.exited)
-	clock, lease := h.c.clock, h.c.lease
-	var retryAt time.Time // after an extension that proved nothing
+// release runs g's release round to its end.
+func (c *Client) release(ctx context.Context, g core.Grant) error {
+	r, err := c.spec.Release(g, c.clock.Now())
+	if err != nil {
+		return err
+	}
+	c.run(ctx, &r, nil)
+	return c.spec.Released(g, &r)
+}
+
+// watch is a Lock's goroutine: it sleeps on the Client's clock until the
+// lease's WakeAt, wakes it, and drives the extension rounds it starts,
+// until the lease declares the lock lost or Unlock stops it.
+func (c *Client) watch(st *lockState) {
+	defer close(st.exited)
 	for {
-		lock, done := h.snapshot()
-		if done {
+		st.mu.Lock()
+		if c.settle(st) != nil {
+			st.mu.Unlock()
 			return
 		}
-		wake := lock.ValidUntil()
-		if lease != nil {
-			wake = earliest(wake, h.extendAt(lock, retryAt))
-			if !h.hold.IsZero() {
-				wake = earliest(wake, h.hold)
-			}
-		}
-		if d := wake.Sub(clock.Now()); d > 0 && !clock.Sleep(d, stop.Done()) {
+		at := st.lease.WakeAt()
+		st.mu.Unlock()
+		switch c.sleep(max(at.Sub(c.clock.Now()), 0), st.poke, st.stop) {
+		case cancelled:
 			return
-		}
-		now := clock.Now()
-		if lock, done = h.snapshot(); done || stop.Err() != nil {
-			return
-		}
-		switch {
-		case !lock.ValidAt(now):
-			h.lose(errExpired)
-			return
-		case lease == nil:
+		case poked:
 			continue
-		case !h.hold.IsZero() && !now.Before(h.hold):
-			h.lose(&kindError{"redlock: the lease reached its MaxHold of " + lease.MaxHold.String(), ErrExtensionLimit})
-			return
-		case now.Before(h.extendAt(lock, retryAt)):
-			continue // woken early, or an Extend moved the lock
 		}
-		h.extending.Lock()
-		err := h.extend(stop)
-		h.extending.Unlock()
-		switch {
-		case err == nil:
-			retryAt = time.Time{}
-			continue
-		case stop.Err() != nil || errors.Is(err, ErrLost) || err == ErrUnlocked:
-			return
-		case errors.Is(err, ErrExtensionLimit):
-			h.lose(err)
+		st.extending.Lock()
+		st.mu.Lock()
+		if isClosed(st.stop) {
+			st.mu.Unlock()
+			st.extending.Unlock()
 			return
 		}
-		// The extension proved nothing: try again after a retry delay
-		// while the validity leaves room for a round; give up otherwise.
-		lock, _ = h.snapshot()
-		now = clock.Now()
-		left, round := lock.RemainingAt(now), h.c.roundBound()
-		if left <= round {
-			h.lose(err)
-			return
+		st.lease.Wake(c.clock.Now())
+		extend := st.lease.Phase() == core.PhaseRound
+		st.mu.Unlock()
+		if extend {
+			c.extend(st.values, st, st.stop)
 		}
-		cfg := h.c.retry.Config()
-		retryAt = now.Add(min(cfg.Retry.Delay(1, cfg.Jitter.Uint64()), left-round))
+		st.extending.Unlock()
 	}
-}
-
-// snapshot returns the current core.Lock, and whether the handle is done
-// (lost or unlocked).
-func (h *Lock) snapshot() (core.Lock, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lock, h.lost != nil || h.unlocked
-}
-
-// extendAt returns when the lease extends lock: once Fraction of its
-// validity has passed, and not before retryAt.
-func (h *Lock) extendAt(lock core.Lock, retryAt time.Time) time.Time {
-	v := lock.Validity()
-	at := lock.ValidUntil().Add(-v + time.Duration(float64(v)*h.c.lease.Fraction))
-	if retryAt.After(at) {
-		return retryAt
-	}
-	return at
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -18,7 +18,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-const ttl = 3 * time.Second // drift 32 ms: validity 2.968 s on a still clock
+const (
+	ttl      = 3 * time.Second           // drift 32 ms: validity 2.968 s on a still clock
+	validity = ttl - 32*time.Millisecond // on a still clock
+	bound    = 50 * time.Millisecond     // the fixture's node timeout: a multiplexed round's bound
+)
 
 // fixture is a client over memnodes on a step clock.
 type fixture struct {
@@ -31,25 +35,27 @@ func newFixture(t *testing.T, opts redlock.Options) fixture {
 	t.Helper()
 	clock := newStepClock()
 	nodes := memnode.New(3, clock)
-	opts.Clock = clock
+	opts.Clock = clock // the driver's own: NewClient accepts it
 	if opts.TTL == 0 {
 		opts.TTL = ttl
 	}
-	opts.NodeTimeout = 50 * time.Millisecond
+	opts.NodeTimeout = bound
 	c, err := redlock.NewClient(nodes, opts)
 	require.NoError(t, err)
 	return fixture{clock, nodes, c}
 }
 
+// tryLock takes key; the Lock lives where the pointer says, never copied.
 func (f fixture) tryLock(t *testing.T, key string) *redlock.Lock {
 	t.Helper()
 	l, err := f.client.TryLock(context.Background(), key)
 	require.NoError(t, err)
-	return l
+	return &l
 }
 
-// runUntilDone moves the clock to each sleeper's end until l's Context
-// ends, and returns how many times it moved it.
+// runUntilDone moves the clock to each timer's end until l's Context
+// ends, and returns how many times it moved it. The clock only moves
+// forward: an end already passed is that of a timer stopped since.
 func (f fixture) runUntilDone(t *testing.T, l *redlock.Lock) int {
 	t.Helper()
 	for steps := 0; ; steps++ {
@@ -58,7 +64,9 @@ func (f fixture) runUntilDone(t *testing.T, l *redlock.Lock) int {
 		case <-l.Context().Done():
 			return steps
 		case at := <-f.clock.asleep:
-			f.clock.set(at)
+			if at.After(f.clock.Now()) {
+				f.clock.set(at)
+			}
 		case <-time.After(10 * time.Second): // a hang, not a timing
 			t.Fatal("the watcher neither sleeps nor ends the context")
 		}
@@ -74,6 +82,16 @@ func (f fixture) calls() int {
 	return n
 }
 
+// notDone fails the test if ctx has ended.
+func notDone(t *testing.T, ctx context.Context, msg string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatalf("%s: %v", msg, context.Cause(ctx))
+	default:
+	}
+}
+
 func TestLockUnlock(t *testing.T) {
 	f := newFixture(t, redlock.Options{})
 	start := f.clock.Now()
@@ -81,8 +99,12 @@ func TestLockUnlock(t *testing.T) {
 	assert.Equal(t, "k", l.Key())
 	assert.NotEqual(t, core.Token{}, l.Token())
 	assert.Equal(t, 3, f.nodes.Holders("k", l.Token()))
-	assert.Equal(t, start.Add(ttl-32*time.Millisecond), l.Until(), "Until is the end of the validity on the client's clock")
-	assert.Equal(t, l.Until(), f.clock.next(t), "the watcher sleeps until the validity ends")
+	assert.Equal(t, start.Add(validity), l.Until(), "Until is the end of the validity on the client's clock")
+	assert.False(t, redlock.WatcherStarted(l), "a Lock without a Lease started its watcher before Context")
+	ctx := l.Context()
+	assert.True(t, redlock.WatcherStarted(l), "Context did not start the watcher")
+	assert.Same(t, ctx, l.Context(), "Context is one context")
+	assert.Equal(t, l.Until().Add(-bound), f.clock.next(t), "the watcher sleeps until a round's bound before the validity ends")
 
 	_, err := f.client.TryLock(context.Background(), "k")
 	assert.ErrorIs(t, err, redlock.ErrTaken)
@@ -90,8 +112,9 @@ func TestLockUnlock(t *testing.T) {
 	require.NoError(t, l.Unlock(context.Background()))
 	assert.Zero(t, f.nodes.Holders("k", l.Token()), "Unlock left keys")
 	assert.True(t, redlock.WatcherExited(l), "Unlock returned before the watcher ended")
-	<-l.Context().Done()
-	assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrUnlocked)
+	assert.Zero(t, f.clock.armed(), "Unlock left a timer armed")
+	<-ctx.Done()
+	assert.ErrorIs(t, context.Cause(ctx), redlock.ErrUnlocked)
 	assert.True(t, l.Until().IsZero())
 
 	sent := f.calls()
@@ -102,49 +125,147 @@ func TestLockUnlock(t *testing.T) {
 	assert.Equal(t, sent, f.calls(), "Unlock or Extend of an unlocked lock sent commands")
 }
 
-func TestContextEndsWithTheValidity(t *testing.T) {
+// TestLockWithoutContextStartsNothing: a Lock without a Lease costs no
+// goroutine, no timer and no state of its own until Context or Extend;
+// Extend makes state but starts no goroutine either.
+func TestLockWithoutContextStartsNothing(t *testing.T) {
 	f := newFixture(t, redlock.Options{})
 	l := f.tryLock(t, "k")
-	until := f.clock.next(t)
-	f.clock.set(until.Add(-time.Nanosecond))
-	select {
-	case <-l.Context().Done():
-		t.Fatal("context cancelled before the validity ended")
-	default:
-	}
-	f.clock.set(until)
-	<-l.Context().Done()
-	cause := context.Cause(l.Context())
-	assert.ErrorIs(t, cause, redlock.ErrLost)
-	assert.ErrorIs(t, cause, redlock.ErrNotHeld)
-	assert.NotErrorIs(t, cause, redlock.ErrTaken)
-	var lost *redlock.LostError
-	require.ErrorAs(t, cause, &lost)
-	assert.Equal(t, "k", lost.Key)
+	assert.False(t, redlock.HasState(l), "TryLock made the Lock's state")
+	assert.False(t, redlock.WatcherStarted(l))
+	assert.Zero(t, f.clock.armed(), "TryLock left a timer armed")
+	goleak.VerifyNone(t) // while the lock is held
+	require.NoError(t, l.Unlock(context.Background()))
+	assert.False(t, redlock.HasState(l), "Unlock made the Lock's state")
+	goleak.VerifyNone(t)
 
-	sent := f.calls()
-	assert.ErrorIs(t, l.Extend(context.Background()), redlock.ErrLost)
-	assert.Equal(t, sent, f.calls(), "Extend of a lost lock sent commands")
-	// Unlock still deletes what is left, and says the lock was lost.
-	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
+	l = f.tryLock(t, "k")
+	require.NoError(t, l.Extend(context.Background()))
+	assert.True(t, redlock.HasState(l))
+	assert.False(t, redlock.WatcherStarted(l), "Extend started a watcher")
+	assert.Zero(t, f.clock.armed(), "Extend left a timer armed")
+	goleak.VerifyNone(t)
+	require.NoError(t, l.Unlock(context.Background()))
 	assert.Zero(t, f.nodes.Holders("k", l.Token()))
+	assert.Len(t, f.clock.asleep, 0, "nothing slept on the clock")
+}
+
+// TestTryLockUnlockAllocations: the uncontended TryLock and Unlock of a
+// Lock without a Lease, over memnode, allocate nothing: the step values
+// live in the Lock value and on the stack, and memnode reuses its batches
+// and entries. (An atomic.Pointer in the Lock made it escape: its Load
+// is not go:noescape.)
+func TestTryLockUnlockAllocations(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
+			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Poll: poll})
+			require.NoError(t, err)
+			ctx := context.Background()
+			allocs := testing.AllocsPerRun(200, func() {
+				l, err := c.TryLock(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Zero(t, allocs, "allocations per TryLock+Unlock")
+		})
+	}
+}
+
+// TestContextEndsBeforeTheValidity: unextended, the lock is declared lost
+// a round's bound before Until (the node timeout; once per node when
+// sequential), so that no extension can still be in flight when the
+// validity ends; never at or after Until.
+func TestContextEndsBeforeTheValidity(t *testing.T) {
+	for _, tc := range []struct {
+		fanOut redlock.FanOut
+		bound  time.Duration
+	}{{redlock.Multiplexed, bound}, {redlock.Sequential, 3 * bound}} {
+		t.Run(tc.fanOut.String(), func(t *testing.T) {
+			f := newFixture(t, redlock.Options{Config: redlock.Config{FanOut: tc.fanOut}})
+			l := f.tryLock(t, "k")
+			until := l.Until()
+			ctx := l.Context()
+			loseAt := f.clock.next(t)
+			assert.Equal(t, until.Add(-tc.bound), loseAt, "the watcher does not wake a round's bound before Until")
+			f.clock.set(loseAt.Add(-time.Nanosecond))
+			notDone(t, ctx, "context cancelled before the loss was due")
+			assert.Equal(t, until, l.Until())
+			f.clock.set(loseAt)
+			<-ctx.Done()
+			assert.True(t, f.clock.Now().Before(until), "the loss was declared at or after Until")
+			assert.True(t, l.Until().IsZero(), "Until of a lost lock")
+			cause := context.Cause(ctx)
+			assert.ErrorIs(t, cause, redlock.ErrLost)
+			assert.ErrorIs(t, cause, redlock.ErrNotHeld)
+			assert.NotErrorIs(t, cause, redlock.ErrTaken)
+			var lost *redlock.LostError
+			require.ErrorAs(t, cause, &lost)
+			assert.Equal(t, "k", lost.Key)
+
+			sent := f.calls()
+			assert.ErrorIs(t, l.Extend(context.Background()), redlock.ErrLost)
+			assert.Equal(t, sent, f.calls(), "Extend of a lost lock sent commands")
+			// Unlock still deletes what is left, and says the lock was lost.
+			assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
+			assert.Zero(t, f.nodes.Holders("k", l.Token()))
+			assert.True(t, redlock.WatcherExited(l))
+		})
+	}
+}
+
+// TestExtendTooLateIsRefused: an extension whose round could still be in
+// flight when the loss is due is refused with ErrNotHeld, sending nothing
+// and leaving the lock as it was; one that just fits is sent; one asked
+// for once the loss is due declares it.
+func TestExtendTooLateIsRefused(t *testing.T) {
+	f := newFixture(t, redlock.Options{})
+	l := f.tryLock(t, "k")
+	until := l.Until()
+	lastFit := until.Add(-2 * bound) // a round started then ends by the loss
+	f.clock.set(lastFit.Add(time.Nanosecond))
+	sent := f.calls()
+	err := l.Extend(context.Background())
+	assert.ErrorIs(t, err, redlock.ErrNotHeld)
+	assert.NotErrorIs(t, err, redlock.ErrLost)
+	assert.Equal(t, sent, f.calls(), "a refused extension sent commands")
+	assert.Equal(t, until, l.Until(), "a refused extension moved Until")
+	notDone(t, l.Context(), "a refused extension ended the context")
+
+	f.clock.set(lastFit)
+	require.Equal(t, until.Add(-bound), f.clock.next(t), "the watcher sleeps until the loss is due") // Context started it
+	require.NoError(t, l.Extend(context.Background()), "an extension that ends by the loss")
+	until = l.Until()
+	assert.Equal(t, lastFit.Add(validity), until)
+	assert.Equal(t, until.Add(-bound), f.clock.next(t), "the watcher did not move to the new loss")
+
+	f.clock.set(until.Add(-bound)) // the watcher and the caller race to declare the loss
+	err = l.Extend(context.Background())
+	assert.ErrorIs(t, err, redlock.ErrLost)
+	assert.ErrorIs(t, err, redlock.ErrNotHeld)
+	<-l.Context().Done()
+	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
+	assert.True(t, redlock.WatcherExited(l))
 }
 
 func TestExtendMovesUntil(t *testing.T) {
 	f := newFixture(t, redlock.Options{})
 	l := f.tryLock(t, "k")
+	ctx := l.Context()
 	first := f.clock.next(t)
 	f.clock.set(first.Add(-time.Second))
 	require.NoError(t, l.Extend(context.Background()))
-	assert.Equal(t, f.clock.Now().Add(ttl-32*time.Millisecond), l.Until())
-	f.clock.set(first) // the watcher wakes at the old end, sees the new one, and sleeps again
-	assert.Equal(t, l.Until(), f.clock.next(t))
-	select {
-	case <-l.Context().Done():
-		t.Fatalf("an extended lock's context ended: %v", context.Cause(l.Context()))
-	default:
-	}
+	assert.Equal(t, f.clock.Now().Add(validity), l.Until())
+	// The extension wakes the watcher, which sleeps until the new loss.
+	assert.Equal(t, l.Until().Add(-bound), f.clock.next(t))
+	f.clock.set(first) // the old loss is no longer due
+	notDone(t, ctx, "an extended lock's context ended")
+	assert.Equal(t, 1, f.clock.armed(), "the watcher's old timer is still armed")
 	require.NoError(t, l.Unlock(context.Background()))
+	assert.Zero(t, f.clock.armed())
 }
 
 func TestLeaseExtendsUntilUnlock(t *testing.T) {
@@ -167,7 +288,6 @@ func TestLeaseExtendsUntilUnlock(t *testing.T) {
 		}
 	}()
 	defer func() { close(stopReading); <-read }()
-	validity := ttl - 32*time.Millisecond
 	due := f.clock.next(t)
 	for i := 0; i < 5; i++ {
 		assert.Equal(t, l.Until().Add(-validity+validity/3), due, "extension %d is not due at a third of the validity", i)
@@ -200,22 +320,35 @@ func TestLeaseLostToAnotherHolder(t *testing.T) {
 	assert.Equal(t, 2, f.nodes.Holders("k", other), "Unlock deleted another holder's keys")
 }
 
+// TestLeaseGivesUpWhenNodesAreUnreachable: extensions that prove nothing
+// are retried until none could end before the loss is due, which is then
+// declared a round's bound before the validity ends, with the last
+// extension's error. Down nodes refuse at once, on a clock that does not
+// move; hung ones time out, each round taking the node timeout.
 func TestLeaseGivesUpWhenNodesAreUnreachable(t *testing.T) {
-	f := newFixture(t, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})
-	l := f.tryLock(t, "k")
-	for i := 0; i < 3; i++ {
-		f.nodes.SetDown(i, true)
+	for _, tc := range []struct {
+		name string
+		set  func(*memnode.Cluster, int, bool)
+	}{{"down", (*memnode.Cluster).SetDown}, {"hung", (*memnode.Cluster).SetHung}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})
+			l := f.tryLock(t, "k")
+			t.Cleanup(func() { l.Unlock(context.Background()) }) // stops a watcher that spins, should the test fail
+			for i := 0; i < 3; i++ {
+				tc.set(f.nodes, i, true)
+			}
+			until := l.Until()
+			retries := f.runUntilDone(t, l)
+			cause := context.Cause(l.Context())
+			assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
+			assert.Equal(t, until.Add(-bound), f.clock.Now(), "the lease did not declare the loss a round's bound before the validity ends (%v)", until)
+			assert.Greater(t, retries, 2, "the lease did not retry the extension")
+			for i := 0; i < 3; i++ {
+				tc.set(f.nodes, i, false)
+			}
+			assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
+		})
 	}
-	until := l.Until()
-	retries := f.runUntilDone(t, l)
-	cause := context.Cause(l.Context())
-	assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
-	assert.True(t, f.clock.Now().Before(until), "the lease waited for the validity to run out (%v) instead of giving up when no round fits", until)
-	assert.Greater(t, retries, 2, "the lease did not retry the extension")
-	for i := 0; i < 3; i++ {
-		f.nodes.SetDown(i, false)
-	}
-	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrLost)
 }
 
 func TestLeaseBounds(t *testing.T) {
@@ -288,7 +421,7 @@ func TestBadOptions(t *testing.T) {
 		"fraction of one":      {Lease: &redlock.Lease{Fraction: 1}},
 		"NaN fraction":         {Lease: &redlock.Lease{Fraction: math.NaN()}},
 		"hold below the TTL":   {Config: redlock.Config{TTL: time.Second}, Lease: &redlock.Lease{Fraction: 0.5, MaxHold: time.Second - time.Millisecond}},
-		"hold below default":   {Lease: &redlock.Lease{Fraction: 0.5, MaxHold: core.DefaultTTL / 2}},
+		"hold below default":   {Lease: &redlock.Lease{Fraction: 0.5, MaxHold: defaultTTL / 2}},
 		"negative hold":        {Lease: &redlock.Lease{Fraction: 0.5, MaxHold: -1}},
 		"lease, no extensions": {Config: redlock.Config{MaxExtensions: -1}, Lease: &redlock.Lease{Fraction: 0.5}},
 		"core's own checks":    {Config: redlock.Config{TTL: -time.Second}},
@@ -299,7 +432,16 @@ func TestBadOptions(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		assert.Zero(t, nodes.Calls(i), "bad options sent commands")
 	}
-	c, err := redlock.NewClient(nodes, redlock.Options{Lease: &redlock.Lease{Fraction: 0.5, MaxHold: core.DefaultTTL}})
+	for name, d := range map[string]redlock.Driver{
+		"nil driver":           nil,
+		"typed nil driver":     (*memnode.Cluster)(nil),
+		"typed nil wrapper":    (*counting)(nil),
+		"nil driver, no clock": (*clockless)(nil),
+	} {
+		_, err := redlock.NewClient(d, redlock.Options{})
+		assert.ErrorIs(t, err, redlock.ErrInvalidConfig, name)
+	}
+	c, err := redlock.NewClient(nodes, redlock.Options{Lease: &redlock.Lease{Fraction: 0.5, MaxHold: defaultTTL}})
 	require.NoError(t, err, "MaxHold equal to the TTL")
 	_, err = c.TryLock(nil, "k") //nolint:staticcheck // a nil ctx is the bad input under test
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
@@ -328,7 +470,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 			go func() {
 				l, err := c.Lock(context.Background(), "k") // one try in Retry: Lock ignores the count
 				assert.NoError(t, err)
-				got <- l
+				got <- &l
 			}()
 			nodes.waitRefused(tc.refusals)
 			require.NoError(t, holder.Unlock(context.Background()))

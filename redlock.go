@@ -16,11 +16,12 @@
 // keys to expire) rather than sleeping random delays; Options.Poll turns
 // that off.
 //
-// The algorithm, its assumptions, fencing's argument and the step-wise API
+// The algorithm, its assumptions, fencing's argument and the step values
 // for embedders (no I/O, no goroutines, no allocations, WebAssembly and
-// TinyGo) are package core's; this package re-exports the names a Client's
-// user needs. New is core.New with production inputs: the system clock,
-// crypto/rand tokens and a seeded jitter generator.
+// TinyGo) are package core's: core decides when to attempt, clean up,
+// wait, extend and give up, and the Client is the one runner that does
+// the I/O, the sleeping and the goroutines. This package re-exports the
+// names a Client's user needs.
 package redlock
 
 import (
@@ -31,21 +32,6 @@ import (
 
 	"github.com/redlock-go/redlock/core"
 )
-
-// New returns core.New(d, cfg) with cfg's nil Clock, Tokens and Jitter set
-// to SystemClock, CryptoTokens() and NewJitter().
-func New(d core.Driver, cfg core.Config) (*core.Locker, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = core.SystemClock{}
-	}
-	if cfg.Tokens == nil {
-		cfg.Tokens = CryptoTokens()
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = NewJitter()
-	}
-	return core.New(d, cfg)
-}
 
 // CryptoTokens returns a TokenSource of 128-bit tokens from crypto/rand. It
 // reads 512 bytes at a time, so a token costs no allocation and, on

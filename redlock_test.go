@@ -41,23 +41,23 @@ func TestJitterSpreads(t *testing.T) {
 	}
 }
 
-func TestNewFillsProductionInputs(t *testing.T) {
-	l, err := redlock.New(memnode.New(3, core.SystemClock{}), core.Config{TTL: time.Second})
+func TestNewClientFillsProductionInputs(t *testing.T) {
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Config: redlock.Config{TTL: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := l.Config()
-	if cfg.Clock == nil || cfg.Tokens == nil || cfg.Jitter == nil {
+	cfg := c.Config()
+	if cfg.Tokens == nil || cfg.Jitter == nil {
 		t.Fatal("inputs not filled")
 	}
-	lock, err := l.Acquire(context.Background(), "k")
+	lock, err := c.TryLock(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := lock.Remaining(); r <= 0 || r > time.Second {
-		t.Fatalf("Remaining on the system clock = %v", r)
+	if r := time.Until(lock.Until()); r <= 0 || r > time.Second {
+		t.Fatalf("Until on the system clock is %v away", r)
 	}
-	if err := l.Release(context.Background(), lock); err != nil {
+	if err := lock.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,29 +2,26 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"sync"
-	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
 
 // A Client's Lock waits for release announcements (core.Announcer) rather
 // than sleep out random retry delays. The waiters of one key within a
-// Client queue up: only the first, the head, hears the key's announcements
-// and makes attempts; the others sleep until they become the head, so that
-// a release wakes one attempt per Client, not one per goroutine. When the
-// head takes the lock, the next waiter becomes the head and waits for its
-// release, which Unlock tells it of at once, without waiting for the
-// announcement's round trip; when the head gives up instead, the next
-// attempts at once, since it cannot know what its predecessor heard.
-// Across Clients, core spreads the attempts that follow a lost race.
+// Client queue up (core.Queue): only the first, the head, hears the key's
+// announcements and makes attempts; the others sleep until they become
+// the head, so that a release wakes one attempt per Client, not one per
+// goroutine. Across Clients, core spreads the attempts that follow a lost
+// race.
 
 // waitRoom holds a Client's queues of waiters, one per waited-for key.
+// What a queue's head has heard is core.Queue's decision; the room keeps
+// the waiters in order and wakes them.
 type waitRoom struct {
-	ann core.Announcer
-	mu  sync.Mutex // guards keys; held while calling Watch and Stop
-	all uint32     // every node's bit
+	ann  core.Announcer
+	spec core.Spec
+	mu   sync.Mutex // guards keys; held while calling Watch and Stop
 	// keys' queues. A queue's notify runs under the Announcer's own lock
 	// and takes only the queue's mutex, which is never held while calling
 	// the Announcer: the lock order is mu, then the Announcer's, then a
@@ -32,8 +29,8 @@ type waitRoom struct {
 	keys map[string]*keyQueue
 }
 
-func newWaitRoom(ann core.Announcer) *waitRoom {
-	return &waitRoom{ann: ann, all: 1<<ann.Nodes() - 1, keys: make(map[string]*keyQueue)}
+func newWaitRoom(ann core.Announcer, spec core.Spec) *waitRoom {
+	return &waitRoom{ann: ann, spec: spec, keys: make(map[string]*keyQueue)}
 }
 
 // keyQueue is the waiters of one key, head first.
@@ -41,32 +38,32 @@ type keyQueue struct {
 	watch core.Watch
 
 	mu      sync.Mutex
+	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
 }
 
 // waiter is one Lock call waiting for a key.
 type waiter struct {
-	q *keyQueue
-
-	unhook func() bool // stops the ctx hook (cancelled)
+	q      *keyQueue
+	unhook func() bool // stops the ctx hook
 
 	// Under q.mu.
-	heard uint32        // nodes announced since the last take
 	poked bool          // something happened since the last arm
 	ch    chan struct{} // closed by the next poke; nil: not armed
 }
 
 // notify records node's announcement for the head.
-func (q *keyQueue) notify(node int) { q.notifyAll(1 << node) }
-
-// notifyAll records announcements from nodes (a bit each) for the head.
-func (q *keyQueue) notifyAll(nodes uint32) {
+func (q *keyQueue) notify(node int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.q.Announce(node)
+	q.pokeHead()
+}
+
+// pokeHead wakes the head, if any; q.mu is held.
+func (q *keyQueue) pokeHead() {
 	if len(q.waiters) > 0 {
-		w := q.waiters[0]
-		w.heard |= nodes
-		w.poke()
+		q.waiters[0].poke()
 	}
 }
 
@@ -87,16 +84,17 @@ func (w *waiter) poke() {
 	}
 }
 
-// join queues a waiter for key: the head if the queue is new, in which
-// case the key's watch starts, and its subscriptions' first confirmations
-// wake the head to attempt again, as a release may have gone unheard.
-func (r *waitRoom) join(key string) *waiter {
+// join queues a waiter for key, woken when ctx ends: the head if the
+// queue is new, in which case the key's watch starts, and its
+// subscriptions' first confirmations wake the head to attempt again, as a
+// release may have gone unheard.
+func (r *waitRoom) join(key string, ctx context.Context) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.keys[key]
 	fresh := q == nil
 	if fresh {
-		q = &keyQueue{}
+		q = &keyQueue{q: r.spec.Queue()}
 		r.keys[key] = q
 	}
 	w := &waiter{q: q}
@@ -106,22 +104,22 @@ func (r *waitRoom) join(key string) *waiter {
 	if fresh {
 		q.watch = r.ann.Watch(key, q.notify)
 	}
+	w.unhook = context.AfterFunc(ctx, w.cancelled)
 	return w
 }
 
-// leave takes w out of its queue; locked says whether w took the lock. A
-// new head after a head that did not hears every node at once (it
-// attempts again); the key's watch stops with its last waiter.
+// leave takes w out of its queue; locked says whether w took the lock.
+// What the new head hears is core.Queue.Handover's; the key's watch stops
+// with its last waiter.
 func (r *waitRoom) leave(key string, w *waiter, locked bool) {
+	w.unhook()
 	q := w.q
 	q.mu.Lock()
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
-			if j == 0 && len(q.waiters) > 0 && !locked {
-				h := q.waiters[0]
-				h.heard = r.all
-				h.poke()
+			if j == 0 && len(q.waiters) > 0 && q.q.Handover(locked) {
+				q.pokeHead()
 			}
 			break
 		}
@@ -139,23 +137,29 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 }
 
 // released tells key's head, if the key has waiters, that this Client
-// released key: it hears every node at once.
+// released key (core.Queue.Released).
 func (r *waitRoom) released(key string) {
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
 	if q != nil {
-		q.notifyAll(r.all)
+		q.mu.Lock()
+		q.q.Released()
+		q.pokeHead()
+		q.mu.Unlock()
 	}
 }
 
-// take returns and clears what w heard, and whether it is the head.
+// take returns and clears what the head heard, if w is the head, and
+// whether it is.
 func (w *waiter) take() (heard uint32, head bool) {
 	q := w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	heard, w.heard = w.heard, 0
-	return heard, len(q.waiters) > 0 && q.waiters[0] == w
+	if len(q.waiters) == 0 || q.waiters[0] != w {
+		return 0, false
+	}
+	return q.q.Take(), true
 }
 
 // arm returns a channel closed at the next poke, closed already if one
@@ -172,62 +176,4 @@ func (w *waiter) arm() <-chan struct{} {
 		w.ch = ch
 	}
 	return ch
-}
-
-// idle is how long a waiter that is not the head sleeps, unless poked (it
-// becomes the head, or its ctx ends).
-const idle = 24 * time.Hour
-
-// acquireWaking is Locker.Acquire over l with the wait of PhaseWait
-// shortened by announcements: see waitRoom.
-func (c *Client) acquireWaking(ctx context.Context, l *core.Locker, key string) (core.Lock, error) {
-	clock := c.clock
-	a, err := l.StartAcquire(key, clock.Now())
-	if err != nil {
-		return core.Lock{}, err
-	}
-	// No SetDeadline: a wait may end early, so whether the next attempt
-	// fits is known only when the deadline comes (see GiveUp below).
-	var w *waiter // joined at the first wait: the uncontended path allocates nothing here
-	for {
-		switch a.Phase() {
-		case core.PhaseRound:
-			l.Advance(ctx, &a)
-		case core.PhaseWait:
-			if w == nil {
-				w = c.room.join(key)
-				w.unhook = context.AfterFunc(ctx, w.cancelled)
-			}
-			ch := w.arm()
-			heard, head := w.take()
-			now := clock.Now()
-			d := idle
-			if head {
-				a.SetListening(w.q.watch.Listening())
-				for i := 0; heard != 0; i, heard = i+1, heard>>1 {
-					if heard&1 != 0 {
-						a.Announce(i, now)
-					}
-				}
-				d = a.WakeAt().Sub(now)
-			}
-			if d > 0 && !clock.Sleep(d, ch) {
-				switch {
-				case errors.Is(ctx.Err(), context.DeadlineExceeded):
-					a.GiveUp() // the key was still held: the last attempt's error
-				case ctx.Err() != nil:
-					a.Cancel(clock.Now(), ctx.Err())
-				}
-				continue // poked: hear what came
-			}
-			a.Wake(clock.Now())
-		default:
-			lock, err := a.Result()
-			if w != nil {
-				w.unhook()
-				c.room.leave(key, w, err == nil)
-			}
-			return lock, err
-		}
-	}
 }

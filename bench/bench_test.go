@@ -117,7 +117,8 @@ func closeSubject() {
 // newSubject makes the subject of a benchmark over its dialled driver.
 type newSubject func(drv core.Driver, fan core.FanOut) (measure.Subject, error)
 
-// redlockSubject is core's Locker, the subject of the matrix.
+// redlockSubject is a redlock.Client's TryLock+Unlock of the bare handle
+// (no lease, no Context), the subject of the matrix.
 func redlockSubject(drv core.Driver, fan core.FanOut) (measure.Subject, error) {
 	return target.NewRedlock(drv, fan, ttl)
 }
@@ -141,7 +142,7 @@ func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec mea
 	return s
 }
 
-// run measures b.N pairs of core's Locker and reports the latency
+// run measures b.N TryLock+Unlock pairs of a Client and reports the latency
 // percentiles and goroutines per pair next to the framework's ns/op, B/op
 // and allocs/op.
 func run(b *testing.B, driver string, as []string, nodes int, fan core.FanOut, clients int, shared bool) {

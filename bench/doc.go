@@ -1,6 +1,8 @@
 // Package bench is the benchmark suite of the redlock library. Its go test
 // benchmarks measure acquire+release pairs through every driver against
-// real redis-server processes that the suite starts on loopback:
+// real redis-server processes that the suite starts on loopback. A pair is
+// a redlock.Client's TryLock and the returned handle's Unlock (the Client
+// is this library's one runner; core does no I/O):
 //
 //	go test -run '^$' -bench . ./bench
 //	go test -run '^$' -bench 'AcquireRelease/driver=redigo/nodes=5' -count 10 ./bench | tee new.txt
@@ -14,17 +16,25 @@
 // sampled. BenchmarkContended has every client on one key;
 // BenchmarkProxy puts each server behind a delaying proxy (1 ms each way by
 // default, REDLOCK_BENCH_PROXY_MS to change, 0 to skip). Driver "mem" is the
-// in-memory reference node, the zero-cost floor of the core.
+// in-memory reference node: the Client over it is the zero-cost floor of
+// core and the Client.
+//
+// BenchmarkHandle is the handle's own cost: TryLock+Unlock (op=trylock)
+// and Lock+Unlock (op=lock) of an uncontended key, without a lease, at N=5
+// multiplexed, one goroutine, straight over each driver, with allocs/op
+// and goroutines/op. TestHandleAllocatesNothing asserts 0 of each on mem,
+// redigo and radix and logs the other drivers' figures.
 //
 // BenchmarkVariants is the fencing and lease table: at N=5, one client,
-// each driver's pair through core's Locker (variant=plain), the Locker
-// with Config.Fencing (fenced), redlock.Client's TryLock+Unlock (handle)
-// and the same with Lease{Fraction: 1/3} (lease: no extension falls within
-// a pair, so it measures the lease's setup and teardown). It adds
+// each driver's TryLock+Unlock through the bare handle (variant=plain),
+// with Config.Fencing and the handle's Fence read (fenced), with the
+// handle's Context asked for, which starts its watcher goroutine
+// (handle), and with Lease{Fraction: 1/3} (lease: no extension falls
+// within a pair, so it measures the lease's setup and teardown). It adds
 // rounds/op, the driver's rounds (core.Driver.Begin calls) per pair,
 // counted exactly by a wrapper around the driver (target.RoundCounter).
 // TestVariantRounds asserts them, 2 per pair and 3 fenced, on every
-// driver; TestCorePairsAllocateNothing asserts 0 allocations for core's
+// driver; TestPlainAndFencedAllocateNothing asserts 0 allocations for the
 // plain and fenced pairs on mem.
 //
 // BenchmarkHandoff is the hot key: 2, 8 and 32 contenders on one key at

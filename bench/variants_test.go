@@ -13,10 +13,12 @@ import (
 
 // BenchmarkVariants is the fencing and lease table: one client at N=5,
 // every driver and fan-out, an acquire+release pair through each API
-// variant over the same driver: core's Locker (plain), the Locker with
-// Config.Fencing (fenced), redlock.Client's TryLock+Unlock (handle) and the
-// same with Lease{Fraction: 1/3} (lease; with the 10 s TTL no extension
-// falls within a pair, so it measures the lease's setup and teardown).
+// variant over the same driver, each a redlock.Client's TryLock, then the
+// handle's Unlock: the bare handle (plain), with Config.Fencing and its
+// Fence read (fenced), with its Context asked for, which starts its
+// watcher (handle), and with Lease{Fraction: 1/3} (lease; with the 10 s
+// TTL no extension falls within a pair, so it measures the lease's setup
+// and teardown).
 // Each reports rounds/op, the driver's rounds per pair counted exactly:
 // 2 (acquire, release), 3 fenced.
 //
@@ -45,8 +47,8 @@ var wantRounds = map[string]uint64{
 
 // TestVariantRounds counts, exactly, the rounds of pairs through every
 // variant on every driver against redis-server (mem in process), at N=5 in
-// both fan-outs: fencing adds exactly one round; the handle, with or
-// without a lease, adds none. The TTL is an hour, so that the lease's
+// both fan-outs: fencing adds exactly one round; the handle's Context
+// and watcher, with or without a lease, add none. The TTL is an hour, so that the lease's
 // first extension would fall 20 minutes after an acquisition: later than
 // the test binary's default timeout, so none can come into the count.
 func TestVariantRounds(t *testing.T) {
@@ -80,10 +82,12 @@ func TestVariantRounds(t *testing.T) {
 	}
 }
 
-// TestCorePairsAllocateNothing: core's plain and fenced acquire+release on
-// the in-memory nodes, through the benchmark's own subject (round counter
-// included), allocate nothing. The handle's figures are logged.
-func TestCorePairsAllocateNothing(t *testing.T) {
+// TestPlainAndFencedAllocateNothing: the plain and fenced pairs (the
+// bare handle's TryLock+Unlock, fenced or not) on the in-memory nodes,
+// through the benchmark's own subject (round counter included), allocate
+// nothing: the floor of core and the Client. The figures of the handle
+// with its Context, and of the lease, are logged.
+func TestPlainAndFencedAllocateNothing(t *testing.T) {
 	ctx := context.Background()
 	drv, closeFn, err := target.Dial("mem", addrs(t, "mem", false), target.DialOptions{})
 	if err != nil {
@@ -105,7 +109,7 @@ func TestCorePairsAllocateNothing(t *testing.T) {
 			switch v {
 			case target.VariantPlain, target.VariantFenced:
 				if allocs != 0 {
-					t.Errorf("core %s %s acquire+release on mem: %v allocs/op, want 0", f, v, allocs)
+					t.Errorf("%s %s TryLock+Unlock on mem: %v allocs/op, want 0", f, v, allocs)
 				}
 			default:
 				t.Logf("%s %s TryLock+Unlock on mem: %v allocs/op", f, v, allocs)

@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Phase is what an Acquisition waits for next. The zero Phase is that of
-// the zero Acquisition, which was never started: use Locker.StartAcquire.
+// Phase is what a step value (Acquisition, Lease) waits for next. The
+// zero Phase is that of a zero value, which was never started.
 type Phase uint8
 
 const (
@@ -14,28 +14,29 @@ const (
 	PhaseRound Phase = iota + 1
 	// PhaseWait: wait until WakeAt(), then call Wake.
 	PhaseWait
-	// PhaseDone: Result() holds the lock or the error.
+	// PhaseDone: the Acquisition's Result holds the grant or the error;
+	// the Lease's Err says why the grant was lost.
 	PhaseDone
 )
 
 // Acquisition is one acquisition with its retries, step by step: attempt
-// rounds, the cleanup round after each failed attempt, and the delays in
-// between. Locker.AcquireToken is a loop over it; callers with their own
-// event loop drive it directly. It allocates nothing on the way to a lock.
+// rounds, the cleanup round after each failed attempt, and the waits in
+// between. The root package's Client is the loop that drives it over a
+// Driver; the simulation drives the same value. It allocates nothing on
+// the way to a grant.
 //
 // Each attempt holds a token of its own: a failed attempt's cleanup that
 // times out may still reach its node later and must not delete the key of
 // a later, winning attempt.
 //
-// Every now an Acquisition takes, and WakeAt, are readings of the Locker's
-// Config.Clock. The zero Acquisition is in Phase 0 and does nothing; its
-// Result is an ErrInvalidConfig error.
+// Every now an Acquisition takes, and WakeAt, are readings of the caller's
+// clock. The zero Acquisition is in Phase 0 and does nothing; its Result
+// is an ErrInvalidConfig error.
 type Acquisition struct {
-	l        *Locker
+	spec     Spec
 	key      string
 	base     Token // the caller's token; zero: draw each from Config.Tokens
-	retry    Retrier
-	deadline time.Time // no retry may start at or after it; zero: none
+	retry    retrier
 	phase    Phase
 	cleaning bool      // round is the cleanup of a failed attempt
 	raising  bool      // round raises the fence counters (Config.Fencing)
@@ -43,11 +44,12 @@ type Acquisition struct {
 	fence    uint64    // the current attempt's fence, once its acquire round won
 	round    Round
 	wake     time.Time // the retry delay's end
-	lock     Lock
+	grant    Grant
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
 	held      uint32        // nodes that answered StatusHeld
+	ours      uint32        // nodes that answered StatusOK: the cleanup frees them
 	wakeCount int           // announcements from held nodes that warrant an attempt; 0: none do
 	announced uint32        // nodes that announced since the attempt started
 	expiry    time.Time     // when enough holders' keys expire; zero: unknown
@@ -59,34 +61,31 @@ type Acquisition struct {
 	cause     error         // set by Cancel
 }
 
-// StartAcquire begins an acquisition of key at now, each attempt with a
-// fresh token from Config.Tokens. See StartAcquireToken.
-func (l *Locker) StartAcquire(key string, now time.Time) (Acquisition, error) {
-	return l.StartAcquireToken(key, Token{}, now)
-}
-
-// StartAcquireToken begins an acquisition of key at now. Attempt 1 holds
-// tok; attempt k > 1 holds DeriveToken(tok, k). A zero tok draws every
-// attempt's token from Config.Tokens instead. Bad input is refused with an
-// ErrInvalidConfig error before anything is sent.
-func (l *Locker) StartAcquireToken(key string, tok Token, now time.Time) (Acquisition, error) {
-	if err := l.checkKey(key); err != nil {
+// Acquire begins an acquisition of key at now. Attempt 1 holds tok;
+// attempt k > 1 holds tok with its last four bytes XORed with k−1, so that
+// no two attempts share a token. A zero tok draws every attempt's token
+// from Config.Tokens instead. Bad input is refused with an
+// ErrInvalidConfig error before anything is sent: an empty key, one longer
+// than maxKeyLen (or, with Fencing, one that names a fence counter), and a
+// token whose first 8 bytes are zero.
+func (s Spec) Acquire(key string, tok Token, now time.Time) (Acquisition, error) {
+	if err := s.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
-	a := Acquisition{l: l, key: key, base: tok, retry: l.cfg.Retry.Start()}
+	a := Acquisition{spec: s, key: key, base: tok, retry: s.cfg.Retry.start()}
 	a.startAttempt(now)
 	return a, nil
 }
 
-// DeriveToken returns the token of attempt k of an acquisition that was
+// deriveToken returns the token of attempt k of an acquisition that was
 // given tok: tok itself for attempt 1 (and any k below 1), otherwise tok
 // with its last four bytes XORed with k−1, so that no two attempts of one
 // acquisition share a token. Callers who pass their own tokens must not
 // pass two that differ only in their last four bytes.
-func DeriveToken(tok Token, k int) Token {
+func deriveToken(tok Token, k int) Token {
 	if k <= 1 {
 		return tok
 	}
@@ -98,26 +97,21 @@ func DeriveToken(tok Token, k int) Token {
 	return tok
 }
 
-// SetDeadline makes the acquisition give up, with the last attempt's
-// error, rather than start a retry whose delay would reach t: the
-// caller's deadline would cut it short (bsm/redislock #74).
-func (a *Acquisition) SetDeadline(t time.Time) { a.deadline = t }
-
 func (a *Acquisition) startAttempt(now time.Time) {
-	k := a.retry.Attempt()
+	k := a.retry.attempt()
 	var tok Token
 	if a.base != (Token{}) {
-		tok = DeriveToken(a.base, k)
+		tok = deriveToken(a.base, k)
 	} else {
-		tok = a.l.cfg.Tokens.NewToken()
+		tok = a.spec.cfg.Tokens.NewToken()
 	}
 	op := OpAcquire
-	if a.l.cfg.Fencing {
+	if a.spec.cfg.Fencing {
 		op = OpAcquireFenced
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
 	a.announced, a.woke = 0, time.Time{}
-	a.round = a.l.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.l.cfg.TTL, Probe: k > 1}, now)
+	a.round = a.spec.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}, now)
 }
 
 // Phase returns what the acquisition waits for.
@@ -129,15 +123,9 @@ func (a *Acquisition) Phase() Phase { return a.phase }
 func (a *Acquisition) Round() *Round { return &a.round }
 
 // Cleaning reports whether Round is the cleanup of a failed attempt.
-func (a *Acquisition) Cleaning() bool { return a.cleaning }
+func (a *Acquisition) cleaningRound() bool { return a.cleaning }
 
-// Raising reports whether Round raises the attempt's fence counters.
-func (a *Acquisition) Raising() bool { return a.raising }
-
-// Attempts returns how many attempts have started.
-func (a *Acquisition) Attempts() int { return a.retry.Attempts() }
-
-// RoundDone moves on once Round().Done(), at now on the Locker's clock: a
+// RoundDone moves on once Round().Done(), at now on the caller's clock: a
 // won attempt with positive validity ends the acquisition with the lock; a
 // failed one starts its cleanup round; a finished cleanup waits for the
 // retry delay, or ends the acquisition when no try is left.
@@ -145,15 +133,14 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if a.phase != PhaseRound || !a.round.Done() {
 		return
 	}
-	l, r := a.l, &a.round
+	s, r := &a.spec, &a.round
 	if a.cleaning {
-		switch {
-		case a.cause != nil:
+		if a.cause != nil {
 			a.finish(a.cancelled())
 			return
 		}
-		delay, ok := a.retry.Next(l.cfg.Jitter.Uint64())
-		if !ok || (!a.deadline.IsZero() && !now.Add(delay).Before(a.deadline)) {
+		delay, ok := a.retry.next(s.cfg.Jitter.Uint64())
+		if !ok {
 			a.finish(a.err)
 			return
 		}
@@ -162,30 +149,34 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		return
 	}
 	elapsed := now.Sub(a.start)
-	validity := Validity(l.cfg.TTL, elapsed, l.drift)
-	if r.tally.Vote() == VoteWon && validity > 0 {
+	drift := s.drift
+	if mutations.validityWithoutDrift {
+		drift = 0
+	}
+	validity := Validity(s.cfg.TTL, elapsed, drift)
+	if r.tally.vote() == voteWon && validity > 0 {
 		fence := a.fence
-		if l.cfg.Fencing && !a.raising {
-			fence = r.Fence()
+		if s.cfg.Fencing && !a.raising {
+			fence = r.maxFence()
 			if !mutations.skipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
 		}
-		a.lock = Lock{key: a.key, token: r.cmd.Token, ttl: l.cfg.TTL, drift: l.drift, end: now, validity: validity, fence: fence}
+		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence}
 		a.phase = PhaseDone
 		return
 	}
-	if r.tally.Vote() == VoteWon {
+	if r.tally.vote() == voteWon {
 		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
-			Cause: &validityError{ttl: l.cfg.TTL, elapsed: elapsed, drift: l.drift}}
+			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: s.drift}}
 	} else {
-		a.err = l.failure(OpAcquire, a.key, &r.tally)
+		a.err = s.failure(OpAcquire, a.key, &r.tally)
 		if a.raising {
 			a.err.Cause = errRaise
 		}
 	}
-	a.err.Attempts = a.retry.Attempts()
+	a.err.Attempts = a.retry.attempts
 	a.learn(now)
 	a.startCleanup(now)
 }
@@ -218,7 +209,7 @@ func (a *Acquisition) learn(now time.Time) {
 			continue
 		}
 		a.held |= 1 << i
-		if d := t.HolderTTL(i); d > 0 { // insertion sort: at most MaxNodes
+		if d := t.holderTTL(i); d > 0 { // insertion sort: at most MaxNodes
 			j := known
 			for ; j > 0 && ttls[j-1] > d; j-- {
 				ttls[j] = ttls[j-1]
@@ -245,7 +236,7 @@ func (a *Acquisition) maybeWake(now time.Time) {
 		bits.OnesCount32(a.announced&a.held) < a.wakeCount {
 		return
 	}
-	a.woke = now.Add(uniform(a.spread, a.l.cfg.Jitter.Uint64()))
+	a.woke = now.Add(uniform(a.spread, a.spec.cfg.Jitter.Uint64()))
 }
 
 // Announce records that node announced a release of the key at now, or
@@ -277,11 +268,10 @@ func (a *Acquisition) relying() bool {
 	return a.wakeCount > 0 && bits.OnesCount32(a.listening&a.held) >= a.wakeCount
 }
 
-// HolderExpiry returns when, on the Locker's clock, enough of the other
-// holder's keys will have expired for an attempt to win, as learnt from
-// the remaining TTLs (Reply.TTL) of the last failed attempt; the zero Time
-// when unknown.
-func (a *Acquisition) HolderExpiry() time.Time { return a.expiry }
+// holderExpiry returns when enough of the other holder's keys will have
+// expired for an attempt to win, as learnt from the remaining TTLs
+// (Reply.TTL) of the last failed attempt; the zero Time when unknown.
+func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 
 // startRaise starts the round that raises the fence counter to fence on
 // every node where the key still holds the attempt's token. Only once a
@@ -291,7 +281,7 @@ func (a *Acquisition) HolderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
-	a.round = a.l.newRound(Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
+	a.round = a.spec.newRound(Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -311,7 +301,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		}
 	}
 	a.cleaning, a.raising = true, false
-	a.round = a.l.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
+	a.round = a.spec.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
 	a.round.noWait = noWait
 }
 
@@ -366,7 +356,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 		a.finish(a.cancelled())
 	case !a.cleaning:
 		a.err = a.cancelled()
-		a.err.Nodes = a.l.results(&a.round.tally)
+		a.err.Nodes = a.spec.results(&a.round.tally)
 		a.startCleanup(now)
 	}
 }
@@ -375,22 +365,22 @@ func (a *Acquisition) cancelled() *Error {
 	if a.err != nil && a.err.Kind == ErrCancelled {
 		return a.err
 	}
-	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.key, Attempts: a.retry.Attempts(), Cause: a.cause}
+	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.key, Attempts: a.retry.attempts, Cause: a.cause}
 }
 
 func (a *Acquisition) finish(err *Error) {
 	a.phase, a.err = PhaseDone, err
 }
 
-// Result returns the lock, or why the acquisition failed: ErrTaken,
+// Result returns the grant, or why the acquisition failed: ErrTaken,
 // ErrQuorumUnreachable or ErrNotHeld from the last attempt, or
 // ErrCancelled. It is meaningful in PhaseDone only.
-func (a *Acquisition) Result() (Lock, error) {
+func (a *Acquisition) Result() (Grant, error) {
 	if a.phase != PhaseDone {
-		return Lock{}, invalid("acquisition of " + QuoteKey(a.key) + " is not done")
+		return Grant{}, invalid("acquisition of " + QuoteKey(a.key) + " is not done")
 	}
-	if a.lock.key != "" {
-		return a.lock, nil
+	if a.grant.key != "" {
+		return a.grant, nil
 	}
-	return Lock{}, a.err
+	return Grant{}, a.err
 }

@@ -13,7 +13,7 @@ import (
 
 // sink keeps results reachable so that no compiler (TinyGo included)
 // optimises an allocation away.
-var sink core.Lock
+var sink core.Grant
 
 // mallocsPerRun counts heap allocations per call of f with
 // runtime.ReadMemStats, which works under gc and TinyGo alike
@@ -37,9 +37,11 @@ type allocCase struct {
 }
 
 // allocCases returns acquire+release (a fresh token each time) and
-// acquire+4×extend+release over memnode with the system clock, for N = 1,
-// 3, 5, 15 and MaxNodes in both fan-out modes. A failed operation panics:
-// an error path would allocate and hide nothing.
+// acquire+4×extend+release, step values driven over memnode with the
+// system clock by the tests' driver loop (drive_test.go), for N = 1, 3, 5,
+// 15 and MaxNodes in both fan-out modes. The Acquisition, Round and Lease
+// values live on the stack. A failed operation panics: an error path would
+// allocate and hide nothing.
 func allocCases(tb testing.TB) []allocCase {
 	var out []allocCase
 	ctx := context.Background()
@@ -49,16 +51,18 @@ func allocCases(tb testing.TB) []allocCase {
 			// memnode answers at once, but a loaded machine running WebAssembly
 			// can stall a loop between clock readings for hundreds of
 			// milliseconds: a generous TTL and node timeout keep such a stall
-			// from failing a round (and its error path from allocating).
-			l, err := core.New(c, core.Config{FanOut: mode, Clock: core.SystemClock{}, TTL: time.Minute,
-				NodeTimeout: 30 * time.Second, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry(),
+			// from failing a round (and its error path from allocating). The
+			// TTL leaves room for an extension round (up to MaxNodes node
+			// timeouts, sequential) a round bound before the validity ends.
+			l, err := newLocker(c, sysClock{}, core.Config{FanOut: mode, TTL: time.Hour,
+				NodeTimeout: 30 * time.Second, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(1, 0, 0),
 				MaxExtensions: 1 << 30})
 			if err != nil {
 				tb.Fatal(err)
 			}
 			cfg := l.Config()
 			cfg.Fencing = true
-			fenced, err := core.New(c, cfg)
+			fenced, err := newLocker(c, sysClock{}, cfg)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -90,11 +94,13 @@ func allocCases(tb testing.TB) []allocCase {
 					if err != nil {
 						panic(err)
 					}
+					ls := l.Lease(lock)
 					for i := 0; i < 4; i++ {
-						if lock, err = l.Extend(ctx, lock); err != nil {
+						if err := l.Extend(ctx, &ls); err != nil {
 							panic(err)
 						}
 					}
+					lock = ls.Grant()
 					if err := l.Release(ctx, lock); err != nil {
 						panic(err)
 					}

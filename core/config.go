@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // FanOut is how a round reaches its nodes.
 type FanOut uint8
@@ -23,22 +26,27 @@ func (f FanOut) String() string {
 	return "multiplexed"
 }
 
-// Defaults applied to zero Config fields.
+// defaultTTL is the TTL of a zero Config: long against a round trip and
+// the node timeout, short enough that a crashed holder frees the lock
+// soon. The other defaults are stated on Config's fields.
+const defaultTTL = 10 * time.Second
+
+// Defaults applied to the other zero Config fields.
 const (
-	DefaultTTL            = 10 * time.Second
-	DefaultDriftPPM       = 10_000 // 1% of the TTL, the distlock page's factor
-	DefaultDriftFixed     = 2 * time.Millisecond
-	DefaultNodeTimeoutDiv = 200 // node timeout = TTL/200: 50 ms for 10 s
-	DefaultMinNodeTimeout = 5 * time.Millisecond
-	DefaultMaxNodeTimeout = time.Second
-	DefaultMaxExtensions  = 10
+	defaultDriftPPM       = 10_000 // 1% of the TTL, the distlock page's factor
+	defaultDriftFixed     = 2 * time.Millisecond
+	defaultNodeTimeoutDiv = 200 // node timeout = TTL/200: 50 ms for 10 s
+	defaultMinNodeTimeout = 5 * time.Millisecond
+	defaultMaxNodeTimeout = time.Second
+	defaultMaxExtensions  = 10
 )
 
-// Config configures a Locker. Its zero value takes the documented defaults
-// for every field except Clock, Tokens and Jitter: package core never reads
-// a clock or makes randomness it was not given. The root package redlock
-// supplies production ones (time.Now, crypto/rand tokens, a seeded jitter
-// generator).
+// Config configures a Spec. Its zero value takes the documented defaults
+// for every field except Tokens and Jitter: package core makes no
+// randomness it was not given, and reads no clock at all (time is an
+// input of every step). The root package redlock supplies production
+// inputs (crypto/rand tokens, a seeded jitter generator, the system
+// clock).
 type Config struct {
 	// TTL is the keys' expiry, a whole number of milliseconds (Redis PX).
 	// Default 10 s: long against a round trip and the node timeout, short
@@ -70,8 +78,17 @@ type Config struct {
 	// "Fencing". It costs one more round per acquisition, and one counter
 	// key per locked key on every node (FenceKey). Off by default.
 	Fencing bool
-	// Clock, Tokens and Jitter are required inputs.
-	Clock  Clock
+	// LeaseFraction makes a Lease extend a grant on its own once this
+	// fraction of its validity has passed, in [0, 1): 1.0/3 extends a 10 s
+	// lock every 3.3 s, leaving two thirds of its validity for the
+	// extension and its retries. Zero: a Lease extends only when asked.
+	LeaseFraction float64
+	// MaxHold bounds how long a Lease keeps one grant, from its
+	// acquisition: at MaxHold the grant is lost with ErrExtensionLimit.
+	// Zero: none. It must be at least the TTL; set with MaxExtensions
+	// zero, it lifts the default of 10 extensions.
+	MaxHold time.Duration
+	// Tokens and Jitter are required inputs.
 	Tokens TokenSource
 	Jitter Rand
 }
@@ -79,25 +96,28 @@ type Config struct {
 // withDefaults returns c with zero fields replaced, or why c is invalid.
 func (c Config) withDefaults(nodes int) (Config, error) {
 	if c.TTL == 0 {
-		c.TTL = DefaultTTL
+		c.TTL = defaultTTL
 	}
 	if c.DriftPPM == 0 {
-		c.DriftPPM = DefaultDriftPPM
+		c.DriftPPM = defaultDriftPPM
 	}
 	if c.DriftFixed == 0 {
-		c.DriftFixed = DefaultDriftFixed
+		c.DriftFixed = defaultDriftFixed
 	}
 	if c.MinNodeTimeout == 0 {
-		c.MinNodeTimeout = DefaultMinNodeTimeout
+		c.MinNodeTimeout = defaultMinNodeTimeout
 	}
 	if c.MaxNodeTimeout == 0 {
-		c.MaxNodeTimeout = DefaultMaxNodeTimeout
+		c.MaxNodeTimeout = defaultMaxNodeTimeout
 	}
-	if c.Retry.IsZero() {
+	if c.Retry.isZero() {
 		c.Retry = DefaultRetry
 	}
 	if c.MaxExtensions == 0 {
-		c.MaxExtensions = DefaultMaxExtensions
+		c.MaxExtensions = defaultMaxExtensions
+		if c.MaxHold > 0 {
+			c.MaxExtensions = 1<<31 - 1 // MaxHold alone bounds the lease
+		}
 	}
 	switch {
 	case nodes < 1:
@@ -116,23 +136,29 @@ func (c Config) withDefaults(nodes int) (Config, error) {
 		return c, invalid("node timeout bounds [" + c.MinNodeTimeout.String() + ", " + c.MaxNodeTimeout.String() + "] are empty")
 	case c.NodeTimeout < 0:
 		return c, invalid("NodeTimeout " + c.NodeTimeout.String() + " is negative")
+	case !(c.LeaseFraction >= 0 && c.LeaseFraction < 1): // NaN too
+		return c, invalid("LeaseFraction " + strconv.FormatFloat(c.LeaseFraction, 'g', -1, 64) + " is not in [0, 1)")
+	case c.LeaseFraction > 0 && c.MaxExtensions < 0:
+		return c, invalid("LeaseFraction " + strconv.FormatFloat(c.LeaseFraction, 'g', -1, 64) + " with MaxExtensions " + itoa(c.MaxExtensions) + ": extension is forbidden")
+	case c.MaxHold < 0:
+		return c, invalid("MaxHold " + c.MaxHold.String() + " is negative")
+	case c.MaxHold > 0 && c.MaxHold < c.TTL:
+		return c, invalid("MaxHold " + c.MaxHold.String() + " is below the TTL " + c.TTL.String())
 	case c.FanOut > Sequential:
 		return c, invalid("unknown FanOut " + itoa(int(c.FanOut)))
-	case c.Clock == nil:
-		return c, invalid("Clock is nil (use redlock.New, or core.SystemClock{})")
 	case c.Tokens == nil:
-		return c, invalid("Tokens is nil (use redlock.New for crypto/rand tokens)")
+		return c, invalid("Tokens is nil (redlock.NewClient supplies crypto/rand tokens)")
 	case c.Jitter == nil:
-		return c, invalid("Jitter is nil (use redlock.New for a seeded generator)")
+		return c, invalid("Jitter is nil (redlock.NewClient supplies a seeded generator)")
 	}
 	if r := c.Retry.validate(); r != "" {
 		return c, invalid(r)
 	}
-	if d := Drift(c.TTL, c.DriftPPM, c.DriftFixed); d >= c.TTL {
+	if d := drift(c.TTL, c.DriftPPM, c.DriftFixed); d >= c.TTL {
 		return c, invalid("TTL " + c.TTL.String() + " is consumed entirely by the clock-drift allowance " + d.String())
 	}
 	if c.NodeTimeout == 0 {
-		c.NodeTimeout = min(max(c.TTL/DefaultNodeTimeoutDiv, c.MinNodeTimeout), c.MaxNodeTimeout)
+		c.NodeTimeout = min(max(c.TTL/defaultNodeTimeoutDiv, c.MinNodeTimeout), c.MaxNodeTimeout)
 	}
 	if c.NodeTimeout >= c.TTL {
 		return c, invalid("NodeTimeout " + c.NodeTimeout.String() + " is not below TTL " + c.TTL.String())

@@ -1,17 +1,27 @@
 // Package core is the Redlock algorithm over N independent Redis masters,
-// without the I/O: quorum, validity and clock-drift math, the retry state
-// machine, and the acquire, release and extend rounds, run against a tiny
-// Driver interface that does the talking. It imports the standard library
-// only (no fmt, no reflect), starts no goroutines, keeps no package-level
-// mutable state (but for switches only its own tests set), and allocates nothing on the success paths of Acquire,
-// Release and Extend for up to MaxNodes nodes, so it compiles and runs
-// under WebAssembly and TinyGo. Time (Clock), tokens (TokenSource) and
-// jitter (Rand) are inputs; the root package redlock supplies production
-// ones, and core/memnode supplies an in-memory Driver and a manual clock.
+// without the I/O: quorum, validity and clock-drift math, the retry
+// policy, and every decision of an acquisition, a release, a lease and a
+// wait, as step values in the style of etcd's RawNode. A Spec (the
+// validated configuration) starts them: an Acquisition (attempts, their
+// cleanups and the waits between them), a Round (one command to every
+// node), a Lease (when to extend a Grant and when to declare it lost) and
+// a Queue (which of one process's waiters attempts next). Each says what
+// to send and when to act next, takes the replies and the time (now) as
+// inputs, and never reads a clock, sleeps, starts a goroutine or does
+// I/O: the root package's Client is the one runner that does, over a
+// Driver, and the simulation (internal/sim) drives the same values.
+//
+// It imports the standard library only (no fmt, no reflect), keeps no
+// package-level mutable state (but for switches only its own tests set),
+// and allocates nothing on the success paths of an acquisition, a
+// release and an extension for up to MaxNodes nodes, so it compiles and
+// runs under WebAssembly and TinyGo. Tokens (TokenSource) and jitter
+// (Rand) are inputs; the root package supplies production ones, and
+// core/memnode supplies an in-memory Driver and a manual clock.
 //
 // # The algorithm
 //
-// To acquire key with TTL t, a Locker takes a fresh random token for each
+// To acquire key with TTL t, an Acquisition takes a fresh random token for each
 // attempt and, in that attempt:
 //
 //  1. reads the clock (start);
@@ -30,12 +40,13 @@
 // timed out may still reach its node later, and must not delete the key
 // that a later attempt set there.
 //
-// Release compare-and-deletes on every node, those that refused the key
-// included. Extend compare-and-sets the expiry on every node, never
+// A release compare-and-deletes on every node, those that refused the key
+// included. An extension compare-and-sets the expiry on every node, never
 // re-creating a key that expired or was lost, with quorum and validity
 // recomputed from the start of the extend round and the drift of the
 // lock's own TTL, at most Config.MaxExtensions times. An extension that
-// finds the key missing or taken on too many nodes marks the lock lost. Cleanup after a failed attempt and Release run
+// finds the key missing or taken on too many nodes ends the Lease: the
+// lock is lost. Cleanup after a failed attempt and a release run
 // detached from the caller's cancellation and are bounded by the node
 // timeout alone, so a cancelled caller leaves no minority of keys behind.
 //
@@ -63,7 +74,9 @@
 //     appendonly yes and appendfsync always. Otherwise it may forget a key
 //     and let a second client win a majority.
 //   - Work: the holder finishes its work, or extends, before the lock's
-//     validity runs out (Lock.RemainingAt). A process paused past that
+//     validity runs out (Grant.RemainingAt). A Lease declares the loss a
+//     round's bound (the round bound (the node timeout; N of them when sequential)) before that, and starts no
+//     extension that could still be in flight then. A process paused past that
 //     point (GC, SIGSTOP) no longer holds the lock and must not act as if
 //     it did: the token is random, not monotonic, so without Fencing the
 //     storage behind the lock cannot fence a stale holder.
@@ -76,11 +89,11 @@
 // the lock protects can, if every write carries a number that grows with
 // each holder and the storage refuses a number lower than one it has
 // seen. With Config.Fencing every acquisition returns such a number,
-// Lock.Fence, across N independent masters:
+// Grant.Fence, across N independent masters:
 //
 //  1. The acquire command sets the key and, in the same atomic step, where
-//     the SET lands, increments the key's fence counter (FenceKey) and
-//     returns it (OpAcquireFenced).
+//     the SET lands, increments the key's fence counter and
+//     returns it (OpAcquireFenced); the counter is FenceKeyPrefix + key.
 //  2. The attempt takes M, the largest counter among the nodes that
 //     granted it.
 //  3. Before the lock is handed out, one more round raises the counter to
@@ -117,26 +130,22 @@
 // *Error values that name the nodes involved and unwrap to each node's
 // error. Bad input is refused before anything is sent.
 //
-// # Without a Driver's I/O
-//
-// Acquisition and Round are the same algorithm step by step, in the style
-// of etcd's RawNode: a value that says which commands to send, takes the
-// replies, and says when it is decided, with the time passed in. The
-// blocking Locker methods are thin loops over them; an event loop
-// (JavaScript, TinyGo) or a simulation drives them directly.
-//
 // # Waiting for a release
 //
 // A failed attempt tells its Acquisition which nodes another holder held
 // and, from the second attempt on (Command.Probe), how long their keys
-// have left (Reply.TTL, HolderExpiry). A caller that hears release
-// announcements (an Announcer's Watch) passes them in with Announce and
-// says which nodes it hears with SetListening; WakeAt then comes forward
-// once enough held nodes announced, or waits for the holders' expiry
-// rather than a retry delay. Announcements are hints: what follows is an
-// ordinary attempt, so a lost one costs time and a forged one a round,
-// never exclusion. Locker.Acquire, which hears none, still wakes at the
-// holders' expiry when it comes before the retry delay.
+// have left (Reply.TTL). A caller that hears release announcements (an
+// Announcer's Watch) passes them in with Announce and says which nodes it
+// hears with SetListening; WakeAt then comes forward once enough held
+// nodes announced, or once a quorum of nodes is announced free (counting
+// those the failed attempt took), whether or not the attempt heard from
+// them, and then never later than the retry delay's end; while listening
+// it waits for the holders' expiry rather than a retry delay.
+// Announcements are hints: what follows is an ordinary attempt, so a lost
+// one costs time and a forged one a round, never exclusion. A caller that
+// hears none (polling) still wakes at the holders' expiry when it comes
+// before the retry delay. Within one process, a Queue makes one waiter of
+// a key attempt at a time.
 //
 // # Writing a driver
 //

@@ -50,9 +50,8 @@ func ExampleAcquisition() {
 		return core.StatusOK
 	}
 
-	locker, err := core.New(names{"a", "b", "c"}, core.Config{
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{
 		TTL:    time.Second,
-		Clock:  core.SystemClock{}, // not read: the caller passes the time
 		Tokens: &counterTokens{},
 		Jitter: fixedRand(0),
 		Retry:  core.RandomDelay(3, 150*time.Millisecond, 150*time.Millisecond),
@@ -60,14 +59,18 @@ func ExampleAcquisition() {
 	if err != nil {
 		panic(err)
 	}
-	acq, err := locker.StartAcquire("job", now)
+	acq, err := spec.Acquire("job", core.Token{}, now) // zero token: draw from Tokens
 	if err != nil {
 		panic(err)
 	}
+	attempts := 0
 	for acq.Phase() != core.PhaseDone {
 		switch acq.Phase() {
 		case core.PhaseRound:
 			r := acq.Round()
+			if r.Command().Op == core.OpAcquire {
+				attempts++
+			}
 			for !r.Done() {
 				node, cmd, _, ok := r.Next(now)
 				if !ok {
@@ -75,19 +78,31 @@ func ExampleAcquisition() {
 				}
 				r.Receive(core.Reply{Node: node, Status: exec(node, cmd)})
 			}
-			fmt.Printf("%v attempt %d: %v round %v\n", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-				acq.Attempts(), r.Command().Op, r.Tally().Vote())
-			acq.RoundDone(now)
+			op := r.Command().Op
+			acq.RoundDone(now) // the Round is the next one now
+			fmt.Printf("%v attempt %d: %v round, then %v\n", now.Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+				attempts, op, phase(acq.Phase()))
 		case core.PhaseWait:
 			now = acq.WakeAt() // a timer would fire here
 			acq.Wake(now)
 		}
 	}
 	lock, err := acq.Result()
-	fmt.Println(lock.Token() != core.Token{}, lock.Validity(), err)
+	fmt.Println(lock.Token() != core.Token{}, lock.ValidUntil().Sub(now), err)
 	// Output:
-	// 0s attempt 1: acquire round lost
-	// 0s attempt 1: release round lost
-	// 150ms attempt 2: acquire round won
+	// 0s attempt 1: acquire round, then cleanup
+	// 0s attempt 1: release round, then wait
+	// 150ms attempt 2: acquire round, then done
 	// true 988ms <nil>
+}
+
+// phase names what an acquisition does next, for the example's output.
+func phase(p core.Phase) string {
+	switch p {
+	case core.PhaseRound:
+		return "cleanup"
+	case core.PhaseWait:
+		return "wait"
+	}
+	return "done"
 }

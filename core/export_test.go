@@ -1,12 +1,14 @@
 package core
 
-// ExtendWithLockerDrift re-introduces the bug of an extension validity
-// computed with the extending Locker's drift, and returns the function
-// that fixes it again. Tests only: it is not safe for concurrent use with
-// running Lockers.
-func ExtendWithLockerDrift() (restore func()) {
-	mutations.extendWithLockerDrift = true
-	return func() { mutations.extendWithLockerDrift = false }
+import "time"
+
+// ExtendWithSpecDrift re-introduces the bug of an extension validity
+// computed with the drift of the extending Spec's TTL instead of the
+// grant's own, and returns the function that fixes it again. Tests only:
+// it is not safe for concurrent use with running step values.
+func ExtendWithSpecDrift() (restore func()) {
+	mutations.extendWithSpecDrift = true
+	return func() { mutations.extendWithSpecDrift = false }
 }
 
 // ExtendKeepsLostLock re-introduces the bug of a lock left valid by an
@@ -22,3 +24,56 @@ func SkipFenceRaise() (restore func()) {
 	mutations.skipFenceRaise = true
 	return func() { mutations.skipFenceRaise = false }
 }
+
+// HolderExpiry returns when, as a's last failed attempt learnt, enough of
+// the other holder's keys expire for an attempt to win; zero: unknown.
+func HolderExpiry(a *Acquisition) time.Time { return a.holderExpiry() }
+
+// LeaseLosesAtValidity re-introduces a lease that declares the loss at
+// the end of the validity, and returns the function that fixes it.
+func LeaseLosesAtValidity() (restore func()) {
+	mutations.leaseLosesAtValidity = true
+	return func() { mutations.leaseLosesAtValidity = false }
+}
+
+// ValidityWithoutDrift leaves the drift allowance out of validity, and
+// returns the function that puts it back.
+func ValidityWithoutDrift() (restore func()) {
+	mutations.validityWithoutDrift = true
+	return func() { mutations.validityWithoutDrift = false }
+}
+
+// NodeStatus returns node i's answer recorded in r; 0 means none yet.
+func NodeStatus(r *Round, i int) Status {
+	s, _ := r.tally.statusOf(i)
+	return s
+}
+
+// Attempts returns how many attempts a has started.
+func Attempts(a *Acquisition) int { return a.retry.attempts }
+
+// Extensions returns how many times g was extended.
+func Extensions(g Grant) int { return g.extensions }
+
+// Validity returns the validity won by g's last acquire or extend round.
+func GrantValidity(g Grant) time.Duration { return g.validity }
+
+// RoundBound returns the longest a round of s can take.
+func RoundBound(s Spec) time.Duration { return s.roundBound() }
+
+// DefaultTTL is the TTL of a zero Config.
+const DefaultTTL = defaultTTL
+
+// Cleaning reports whether a's round is the cleanup of a failed attempt.
+func Cleaning(a *Acquisition) bool { return a.cleaningRound() }
+
+// RemainingAt returns how long g stays valid after now.
+func RemainingAt(g Grant, now time.Time) time.Duration { return g.remainingAt(now) }
+
+// Drift is the drift allowance of a TTL.
+func Drift(ttl time.Duration, factorPPM int64, fixed time.Duration) time.Duration {
+	return drift(ttl, factorPPM, fixed)
+}
+
+// MaxKeyLen is the longest key a Spec accepts.
+const MaxKeyLen = maxKeyLen

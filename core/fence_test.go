@@ -11,13 +11,16 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 )
 
-// roundCounter counts the rounds (Begin calls) a Locker runs.
+// roundCounter counts the rounds (Begin calls) run over it.
 type roundCounter struct {
 	*memnode.Cluster
 	rounds int
 }
 
 func (r *roundCounter) Begin(ctx context.Context) core.Batch { r.rounds++; return r.Cluster.Begin(ctx) }
+
+// raising reports whether a's round raises the attempt's fence counters.
+func raising(a *core.Acquisition) bool { return a.Round().Command().Op == core.OpRaiseFence }
 
 func TestFencesGrowAcrossHolders(t *testing.T) {
 	forModes(t, func(t *testing.T, mode core.FanOut) {
@@ -33,7 +36,7 @@ func TestFencesGrowAcrossHolders(t *testing.T) {
 				t.Fatalf("holder %d got fence %d after %d", i, lock.Fence(), last)
 			}
 			last = lock.Fence()
-			ext, err := e.l.Extend(ctx, lock)
+			ext, err := e.l.extend(ctx, lock)
 			if err != nil || ext.Fence() != lock.Fence() {
 				t.Fatalf("extend: %v, fence %d, want %d", err, ext.Fence(), lock.Fence())
 			}
@@ -135,8 +138,8 @@ func TestFencingAddsOneRound(t *testing.T) {
 		for _, fencing := range []bool{false, true} {
 			clock := memnode.NewManualClock(epoch)
 			d := &roundCounter{Cluster: memnode.New(3, clock)}
-			l, err := core.New(d, core.Config{TTL: time.Second, FanOut: mode, Fencing: fencing,
-				Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+			l, err := newLocker(d, clock, core.Config{TTL: time.Second, FanOut: mode, Fencing: fencing,
+				Tokens: &seqTokens{}, Jitter: fixedRand(0)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +170,7 @@ func TestFailedRaiseFailsTheAttempt(t *testing.T) {
 	forModes(t, func(t *testing.T, mode core.FanOut) {
 		e := newEnv(t, 3, mode, core.Config{Fencing: true})
 		now := e.clock.Now()
-		a, err := e.l.StartAcquire("k", now)
+		a, err := e.l.spec.Acquire("k", core.Token{}, now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +193,7 @@ func TestFailedRaiseFailsTheAttempt(t *testing.T) {
 		if cmds := feed(core.StatusOK, 7); cmds[0].Op != core.OpAcquireFenced {
 			t.Fatalf("attempt sent %v", cmds[0].Op)
 		}
-		if !a.Raising() || a.Phase() != core.PhaseRound {
+		if !raising(&a) || a.Phase() != core.PhaseRound {
 			t.Fatalf("no raise round after a won attempt: phase %v", a.Phase())
 		}
 		want := uint64(7 + 2) // node 2's counter, the largest
@@ -201,7 +204,7 @@ func TestFailedRaiseFailsTheAttempt(t *testing.T) {
 			t.Fatalf("raise round sends %v fence %d, want %d", cmd.Op, cmd.Fence, want)
 		}
 		feed(core.StatusMissing, 0)
-		if !a.Cleaning() || a.Raising() {
+		if !core.Cleaning(&a) || raising(&a) {
 			t.Fatal("a failed raise did not start the cleanup")
 		}
 		if cmd := a.Round().Command(); cmd.Op != core.OpRelease {
@@ -220,18 +223,18 @@ func TestFailedRaiseFailsTheAttempt(t *testing.T) {
 func TestCancelBeforeTheRaiseCleansUp(t *testing.T) {
 	e := newEnv(t, 3, core.Multiplexed, core.Config{Fencing: true})
 	now := e.clock.Now()
-	a, _ := e.l.StartAcquire("k", now)
+	a, _ := e.l.spec.Acquire("k", core.Token{}, now)
 	r := a.Round()
 	for node := 0; node < 3; node++ {
 		r.Next(now)
 		r.Receive(core.Reply{Node: node, Status: core.StatusOK, Fence: 1})
 	}
 	a.RoundDone(now)
-	if !a.Raising() {
+	if !raising(&a) {
 		t.Fatal("no raise round")
 	}
 	a.Cancel(now, context.Canceled)
-	if a.Phase() != core.PhaseRound || !a.Cleaning() {
+	if a.Phase() != core.PhaseRound || !core.Cleaning(&a) {
 		t.Fatalf("cancel before the raise was sent skipped the cleanup: phase %v", a.Phase())
 	}
 }
@@ -239,7 +242,7 @@ func TestCancelBeforeTheRaiseCleansUp(t *testing.T) {
 func TestFencingRefusesCounterKeys(t *testing.T) {
 	e := newEnv(t, 3, core.Multiplexed, core.Config{Fencing: true})
 	ctx := context.Background()
-	for _, key := range []string{core.FenceKey("k"), strings.Repeat("x", core.MaxKeyLen-len(core.FenceKeyPrefix)+1)} {
+	for _, key := range []string{core.FenceKeyPrefix + "k", strings.Repeat("x", core.MaxKeyLen-len(core.FenceKeyPrefix)+1)} {
 		if _, err := e.l.Acquire(ctx, key); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Fatalf("key %.30q: err = %v, want ErrInvalidConfig", key, err)
 		}
@@ -248,7 +251,7 @@ func TestFencingRefusesCounterKeys(t *testing.T) {
 		t.Fatal("a refused key was sent")
 	}
 	plain := newEnv(t, 3, core.Multiplexed, core.Config{})
-	if _, err := plain.l.Acquire(ctx, core.FenceKey("k")); err != nil {
+	if _, err := plain.l.Acquire(ctx, core.FenceKeyPrefix+"k"); err != nil {
 		t.Fatalf("without fencing the prefix is an ordinary key: %v", err)
 	}
 }

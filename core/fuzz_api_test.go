@@ -10,8 +10,9 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 )
 
-// FuzzPublicAPI feeds arbitrary configurations, keys and tokens to New,
-// Acquire, AcquireToken, Extend, Release and the step-wise API: nothing
+// FuzzPublicAPI feeds arbitrary configurations, keys and tokens to
+// NewSpec, and drives the step values it starts (Acquisition, Lease,
+// release Round) over memnode, and by hand with stray replies: nothing
 // panics, and every error matches exactly one of the package's sentinels.
 func FuzzPublicAPI(f *testing.F) {
 	f.Add(3, int64(1000), int64(10_000), int64(2), int64(50), 3, uint8(0), "k", uint64(1), uint64(1), int64(5))
@@ -29,10 +30,11 @@ func FuzzPublicAPI(f *testing.F) {
 		cfg := core.Config{
 			TTL: time.Duration(ttlMS) * time.Millisecond, DriftPPM: driftPPM, DriftFixed: time.Duration(driftMS) * time.Millisecond,
 			NodeTimeout: time.Duration(timeoutMS) * time.Millisecond, FanOut: core.FanOut(fanOut),
-			Retry: core.RandomDelay(tries%8, time.Millisecond, 3*time.Millisecond),
-			Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(hi),
+			Retry:  core.RandomDelay(tries%8, time.Millisecond, 3*time.Millisecond),
+			Tokens: &seqTokens{}, Jitter: fixedRand(hi),
+			LeaseFraction: float64(lo%4) / 4, MaxHold: time.Duration(lo%3*uint64(ttlMS)) * time.Millisecond, // none, the TTL or twice
 		}
-		l, err := core.New(c, cfg)
+		l, err := newLocker(c, clock, cfg)
 		if err != nil {
 			requireKind(t, err, core.ErrInvalidConfig)
 			return
@@ -43,22 +45,28 @@ func FuzzPublicAPI(f *testing.F) {
 			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld)
 		}
 		clock.Advance(time.Duration(advanceMS) * time.Millisecond % (time.Hour))
-		if _, err := l.Extend(ctx, lock); err != nil {
+		ls := l.Lease(lock)
+		if err := l.Extend(ctx, &ls); err != nil {
 			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld, core.ErrExtensionLimit)
 		}
+		l.keep(ctx, &ls, clock.Now().Add(time.Duration(advanceMS)*time.Millisecond%time.Hour))
+		if err := ls.Err(); err != nil {
+			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld, core.ErrExtensionLimit)
+		}
+		lock = ls.Grant()
 		if err := l.Release(ctx, lock); err != nil {
 			requireKind(t, err, core.ErrInvalidConfig, core.ErrTaken, core.ErrQuorumUnreachable, core.ErrNotHeld)
 		}
-		_ = lock.RemainingAt(clock.Now())
+		_ = core.RemainingAt(lock, clock.Now())
 		// The step-wise API with replies from nodes that do not exist or
 		// repeat: ignored, never a panic.
-		a, err := l.StartAcquire(key, clock.Now())
+		a, err := l.spec.Acquire(key, core.Token{}, clock.Now())
 		if err != nil {
 			requireKind(t, err, core.ErrInvalidConfig)
 			return
 		}
 		r := a.Round()
-		for i := 0; i < 3*l.Nodes() && !r.Done(); i++ {
+		for i := 0; i < 3*c.Nodes() && !r.Done(); i++ {
 			if node, _, _, ok := r.Next(clock.Now()); ok {
 				r.Receive(core.Reply{Node: node, Status: core.Status(i%6 + int(lo%3))})
 			}

@@ -22,9 +22,9 @@ func FuzzValidity(f *testing.F) {
 		if ppmF < 0 {
 			ppmF = -ppmF
 		}
-		d := Drift(time.Duration(ttl), ppmF, time.Duration(fixed))
+		d := drift(time.Duration(ttl), ppmF, time.Duration(fixed))
 		if d < time.Duration(fixed) || d < 0 {
-			t.Fatalf("Drift(%d,%d,%d) = %d below fixed", ttl, ppmF, fixed, d)
+			t.Fatalf("drift(%d,%d,%d) = %d below fixed", ttl, ppmF, fixed, d)
 		}
 		v := Validity(time.Duration(ttl), time.Duration(elapsed), d)
 		if v < 0 {
@@ -52,33 +52,33 @@ func FuzzTally(f *testing.F) {
 	f.Add(uint8(32), []byte{5, 5, 5, 5, 1, 1})
 	f.Fuzz(func(t *testing.T, n uint8, answers []byte) {
 		nodes := int(n)%MaxNodes + 1
-		tl := NewTally(nodes)
+		tl := newTally(nodes)
 		q := Quorum(nodes)
-		var decided Vote
+		var decided vote
 		for i, a := range answers {
 			if i >= nodes {
 				break
 			}
-			tl.Record(i, Status(a%5+1), nil)
-			ok, held, missing, failed := tl.Counts()
-			if ok+held+missing+failed+tl.Pending() != nodes {
+			tl.record(i, Status(a%5+1), nil)
+			ok, held, missing, failed := tl.counts()
+			if ok+held+missing+failed+tl.pending() != nodes {
 				t.Fatalf("counts do not add up to %d", nodes)
 			}
-			v := tl.Vote()
+			v := tl.vote()
 			switch {
-			case ok >= q && v != VoteWon, ok+tl.Pending() < q && v != VoteLost:
-				t.Fatalf("vote %v with ok=%d pending=%d quorum=%d", v, ok, tl.Pending(), q)
-			case decided != VotePending && v != decided:
+			case ok >= q && v != voteWon, ok+tl.pending() < q && v != voteLost:
+				t.Fatalf("vote %v with ok=%d pending=%d quorum=%d", v, ok, tl.pending(), q)
+			case decided != votePending && v != decided:
 				t.Fatalf("decided vote changed from %v to %v", decided, v)
 			}
 			decided = v
-			if v == VoteLost {
+			if v == voteLost {
 				if c := tl.cause(); c != ErrTaken && c != ErrNotHeld && c != ErrQuorumUnreachable {
 					t.Fatalf("cause %v", c)
 				}
 			}
 		}
-		if len(answers) >= nodes && tl.Vote() == VotePending {
+		if len(answers) >= nodes && tl.vote() == votePending {
 			t.Fatal("a tally with every node recorded is still pending")
 		}
 	})
@@ -106,11 +106,11 @@ func FuzzRetry(f *testing.F) {
 		if p.validate() != "" {
 			t.Fatalf("valid policy rejected: %s", p.validate())
 		}
-		r := p.Start()
+		r := p.start()
 		delays := 0
 		for {
-			r.Attempt()
-			d, ok := r.Next(random)
+			r.attempt()
+			d, ok := r.next(random)
 			if !ok {
 				break
 			}

@@ -10,7 +10,10 @@ import (
 )
 
 // TestBadInputIsRefusedBeforeSending: every entry point refuses bad input
-// with ErrInvalidConfig, and no command reaches a node.
+// with ErrInvalidConfig, and no command reaches a node. (A nil context and
+// the zero token were refused by core's blocking wrappers, which are gone:
+// the zero token now draws tokens from Config.Tokens, and nil contexts are
+// the root Client's to refuse.)
 func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 	e := newEnv(t, 3, core.Multiplexed, core.Config{})
 	lock, err := e.l.Acquire(context.Background(), "k")
@@ -19,33 +22,40 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 	}
 	calls := e.c.Calls(0)
 	long := strings.Repeat("x", core.MaxKeyLen+1)
-	var nilCtx context.Context
 	for _, tc := range []struct {
 		name string
 		call func() error
 		want string
 	}{
-		{"acquire nil ctx", func() error { _, err := e.l.Acquire(nilCtx, "k"); return err }, "context is nil"},
-		{"acquire-token nil ctx", func() error {
-			_, err := e.l.AcquireToken(nilCtx, "k", core.TokenFromUint64s(1, 1))
-			return err
-		}, "context is nil"},
-		{"extend nil ctx", func() error { _, err := e.l.Extend(nilCtx, lock); return err }, "context is nil"},
-		{"release nil ctx", func() error { return e.l.Release(nilCtx, lock) }, "context is nil"},
-		{"empty key", func() error { _, err := e.l.Acquire(context.Background(), ""); return err }, "key is empty"},
-		{"key too long", func() error { _, err := e.l.Acquire(context.Background(), long); return err }, "longer than MaxKeyLen"},
+		{"empty key", func() error { _, err := e.l.spec.Acquire("", core.Token{}, e.clock.Now()); return err }, "key is empty"},
+		{"key too long", func() error { _, err := e.l.spec.Acquire(long, core.Token{}, e.clock.Now()); return err }, "longer than MaxKeyLen"},
 		{"guessable token", func() error {
-			_, err := e.l.AcquireToken(context.Background(), "k", core.TokenFromUint64s(0, 42))
+			_, err := e.l.spec.Acquire("k", core.TokenFromUint64s(0, 42), e.clock.Now())
 			return err
 		}, "first 8 bytes zero"},
-		{"zero token", func() error {
-			_, err := e.l.AcquireToken(context.Background(), "k", core.Token{})
+		{"release of the zero grant", func() error { _, err := e.l.spec.Release(core.Grant{}, e.clock.Now()); return err }, "zero Grant"},
+		{"lease of the zero grant", func() error { ls := e.l.spec.Lease(core.Grant{}); return ls.Err() }, "zero Grant"},
+		{"extend of the zero grant", func() error { ls := e.l.spec.Lease(core.Grant{}); return ls.Extend(e.clock.Now()) }, "zero Grant"},
+		{"extend in flight", func() error {
+			ls := e.l.spec.Lease(lock)
+			if err := ls.Extend(e.clock.Now()); err != nil {
+				return err
+			}
+			return ls.Extend(e.clock.Now()) // the round was never sent
+		}, "in flight"},
+		{"result before done", func() error {
+			a, err := e.l.spec.Acquire("k2", core.Token{}, e.clock.Now())
+			if err != nil {
+				return err
+			}
+			_, err = a.Result()
 			return err
-		}, "token is zero"},
+		}, "not done"},
 	} {
 		err := tc.call()
 		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrInvalidConfig containing %q", tc.name, err, tc.want)
+			continue
 		}
 		if len(err.Error()) > 300 {
 			t.Errorf("%s: error text of %d bytes", tc.name, len(err.Error()))

@@ -5,24 +5,31 @@ import (
 	"time"
 )
 
-// Clock is the Locker's only source of time. Validity is measured as the
-// difference of two Now readings, so Now must be monotonic: it never goes
-// back, and it advances at the rate of real time within the drift
-// allowance. time.Now's monotonic reading is (SystemClock). A Clock stepped
-// back during a round by less than the round took makes the round look
-// shorter and its validity too long: no check can see that, so a custom
-// Clock must not do it. What can be seen fails safe: a round that ends
-// before it started has no validity, and a lock read at a time before its
-// round ended has none left.
+// Clock is the one source of time of a Client and of its Driver's
+// deadlines. Package core never reads it: every step takes now as an
+// input. Validity is the difference of two Now readings, so Now must be
+// monotonic: it never goes back, and it advances at the rate of real time
+// within the drift allowance. time.Now's monotonic reading is
+// (SystemClock). A Clock stepped back during a round by less than the
+// round took makes the round look shorter and its validity too long: no
+// check can see that, so a custom Clock must not do it. What can be seen
+// fails safe: a round that ends before it started has no validity, and a
+// grant read at a time before its round ended has none left.
 type Clock interface {
 	Now() time.Time
-	// Sleep waits for d and reports true, or reports false as soon as cancel
-	// is closed. cancel may be nil.
-	Sleep(d time.Duration, cancel <-chan struct{}) bool
+	// AfterFunc calls f in its own goroutine once d has passed on this
+	// clock, as time.AfterFunc does.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a Clock's timer, as time.AfterFunc's *time.Timer.
+type Timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
 }
 
 // Rand is a source of 64 random bits. It must be safe for concurrent use.
-// Locker uses it for retry jitter only; it need not be cryptographic.
+// An Acquisition uses it for retry jitter only; it need not be cryptographic.
 type Rand interface{ Uint64() uint64 }
 
 // TokenSource makes lock tokens. It must be safe for concurrent use and
@@ -33,11 +40,11 @@ type TokenSource interface{ NewToken() Token }
 const TokenSize = 16
 
 // Token identifies one holder of one lock. The zero Token is never issued
-// by a good TokenSource and is refused by Locker.
+// by a good TokenSource and is refused by Spec.Acquire.
 type Token [TokenSize]byte
 
-// HexSize is the length of a Token's wire form.
-const HexSize = 2 * TokenSize
+// hexSize is the length of a Token's wire form.
+const hexSize = 2 * TokenSize
 
 // AppendHex appends the wire form of t, lower-case hex, to dst. Every driver
 // sends tokens in this form, so that locks taken through one driver can be
@@ -52,7 +59,7 @@ func (t Token) AppendHex(dst []byte) []byte {
 
 // String returns the wire form of t.
 func (t Token) String() string {
-	var buf [HexSize]byte
+	var buf [hexSize]byte
 	return string(t.AppendHex(buf[:0]))
 }
 
@@ -67,31 +74,14 @@ func TokenFromUint64s(hi, lo uint64) Token {
 	return t
 }
 
-// SystemClock is the real clock: time.Now and a timer. Its zero value is
-// ready to use.
+// SystemClock is the real clock: time.Now and time.AfterFunc. Its zero
+// value is ready to use.
 type SystemClock struct{}
 
 // Now returns time.Now(), which carries a monotonic reading.
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// Sleep waits for d on a timer, or until cancel is closed.
-func (SystemClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
-	if d <= 0 {
-		select {
-		case <-cancel:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-cancel:
-		return false
-	}
-}
+// AfterFunc is time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 func itoa(i int) string { return strconv.Itoa(i) }

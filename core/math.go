@@ -19,7 +19,7 @@ func Quorum(n int) int { return n/2 + 1 }
 // integers so that it neither loses precision nor overflows for any TTL.
 // factorPPM must be in [0, 1e6) and fixed non-negative; the result saturates
 // at the largest Duration.
-func Drift(ttl time.Duration, factorPPM int64, fixed time.Duration) time.Duration {
+func drift(ttl time.Duration, factorPPM int64, fixed time.Duration) time.Duration {
 	if ttl <= 0 {
 		return fixed
 	}
@@ -50,33 +50,33 @@ func Validity(ttl, elapsed, drift time.Duration) time.Duration {
 
 const maxDuration = 1<<63 - 1
 
-// Vote is a round's verdict so far.
-type Vote uint8
+// vote is a round's verdict so far.
+type vote uint8
 
 const (
-	// VotePending: a quorum can still be won or lost.
-	VotePending Vote = iota
-	// VoteWon: a quorum of nodes answered StatusOK.
-	VoteWon
-	// VoteLost: too few nodes are left to reach a quorum.
-	VoteLost
+	// votePending: a quorum can still be won or lost.
+	votePending vote = iota
+	// voteWon: a quorum of nodes answered StatusOK.
+	voteWon
+	// voteLost: too few nodes are left to reach a quorum.
+	voteLost
 )
 
 // String returns "pending", "won" or "lost".
-func (v Vote) String() string {
+func (v vote) String() string {
 	switch v {
-	case VoteWon:
+	case voteWon:
 		return "won"
-	case VoteLost:
+	case voteLost:
 		return "lost"
 	}
 	return "pending"
 }
 
-// Tally counts the answers of one round and decides it as early as the
-// answers allow. The zero Tally has no nodes; use NewTally. A Tally is a
+// tally counts the answers of one round and decides it as early as the
+// answers allow. The zero tally has no nodes; use NewTally. A tally is a
 // value of fixed size, meant to live on the stack.
-type Tally struct {
+type tally struct {
 	n, quorum int
 	ok, held  int
 	missing   int
@@ -86,21 +86,21 @@ type Tally struct {
 	ttl       [MaxNodes]uint32 // holders' remaining TTLs (Reply.TTL), ms: small for TinyGo's stack
 }
 
-// NewTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
+// newTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
 // clamped into that range.
-func NewTally(n int) Tally {
+func newTally(n int) tally {
 	if n < 1 {
 		n = 1
 	}
 	if n > MaxNodes {
 		n = MaxNodes
 	}
-	return Tally{n: n, quorum: Quorum(n)}
+	return tally{n: n, quorum: Quorum(n)}
 }
 
-// Record notes node's answer. It reports false, and changes nothing, for a
+// record notes node's answer. It reports false, and changes nothing, for a
 // node out of range, a node already recorded, or a zero Status.
-func (t *Tally) Record(node int, s Status, err error) bool {
+func (t *tally) record(node int, s Status, err error) bool {
 	if node < 0 || node >= t.n || t.status[node] != 0 || s == 0 || s > StatusTimeout {
 		return false
 	}
@@ -119,34 +119,34 @@ func (t *Tally) Record(node int, s Status, err error) bool {
 	return true
 }
 
-// Vote decides the round: won once a quorum said OK, lost once the nodes
+// vote decides the round: won once a quorum said OK, lost once the nodes
 // that have not said OK can no longer make a quorum.
-func (t *Tally) Vote() Vote {
+func (t *tally) vote() vote {
 	if t.ok >= t.quorum {
-		return VoteWon
+		return voteWon
 	}
-	if t.ok+t.Pending() < t.quorum {
-		return VoteLost
+	if t.ok+t.pending() < t.quorum {
+		return voteLost
 	}
-	return VotePending
+	return votePending
 }
 
 // Nodes returns n. Quorum returns n/2+1.
-func (t *Tally) Nodes() int  { return t.n }
-func (t *Tally) Quorum() int { return t.quorum }
+func (t *tally) nodes() int    { return t.n }
+func (t *tally) quorumOf() int { return t.quorum }
 
-// Pending returns how many nodes have not answered.
-func (t *Tally) Pending() int { return t.n - t.ok - t.held - t.missing - t.failed }
+// pending returns how many nodes have not answered.
+func (t *tally) pending() int { return t.n - t.ok - t.held - t.missing - t.failed }
 
 // Counts returns how many nodes answered OK, held (another token), missing
 // (no key), and failed (error or timeout).
-func (t *Tally) Counts() (ok, held, missing, failed int) {
+func (t *tally) counts() (ok, held, missing, failed int) {
 	return t.ok, t.held, t.missing, t.failed
 }
 
-// HolderTTL returns the remaining TTL of the other holder's key on node,
+// holderTTL returns the remaining TTL of the other holder's key on node,
 // as its StatusHeld reply reported it (Reply.TTL), or 0 when unknown.
-func (t *Tally) HolderTTL(node int) time.Duration {
+func (t *tally) holderTTL(node int) time.Duration {
 	if node < 0 || node >= t.n || t.status[node] != StatusHeld {
 		return 0
 	}
@@ -154,7 +154,7 @@ func (t *Tally) HolderTTL(node int) time.Duration {
 }
 
 // Status returns node's recorded answer and error; Status 0 means none yet.
-func (t *Tally) Status(node int) (Status, error) {
+func (t *tally) statusOf(node int) (Status, error) {
 	if node < 0 || node >= t.n {
 		return 0, nil
 	}
@@ -166,11 +166,11 @@ func (t *Tally) Status(node int) (Status, error) {
 // a quorum would have been won: then the quorum was unreachable. Otherwise
 // the answers alone denied the quorum: taken by others when the held keys
 // alone deny it, else expired / not held.
-func (t *Tally) cause() error {
-	if t.ok+t.failed+t.Pending() >= t.quorum {
+func (t *tally) cause() error {
+	if t.ok+t.failed+t.pending() >= t.quorum {
 		return ErrQuorumUnreachable
 	}
-	if t.missing == 0 || t.ok+t.failed+t.Pending()+t.missing < t.quorum {
+	if t.missing == 0 || t.ok+t.failed+t.pending()+t.missing < t.quorum {
 		return ErrTaken
 	}
 	return ErrNotHeld

@@ -34,8 +34,8 @@ func TestDrift(t *testing.T) {
 		{"huge ttl, ppm near 1", maxD, 999_999, 0, maxD - maxD/1_000_000},
 		{"saturates", maxD, 999_999, maxD, maxD},
 	} {
-		if got := Drift(tc.ttl, tc.ppm, tc.fixed); got != tc.want {
-			t.Errorf("%s: Drift(%d, %d, %d) = %d, want %d", tc.name, tc.ttl, tc.ppm, tc.fixed, got, tc.want)
+		if got := drift(tc.ttl, tc.ppm, tc.fixed); got != tc.want {
+			t.Errorf("%s: drift(%d, %d, %d) = %d, want %d", tc.name, tc.ttl, tc.ppm, tc.fixed, got, tc.want)
 		}
 	}
 }
@@ -77,30 +77,30 @@ func TestTally(t *testing.T) {
 		name  string
 		n     int
 		recs  []rec
-		votes []Vote // after each record
+		votes []vote // after each record
 		cause error  // of the final tally, if lost
 	}{
-		{"n=1 won", 1, []rec{{0, ok}}, []Vote{VoteWon}, nil},
-		{"n=1 held", 1, []rec{{0, held}}, []Vote{VoteLost}, ErrTaken},
-		{"n=3 early win", 3, []rec{{2, ok}, {0, ok}}, []Vote{VotePending, VoteWon}, nil},
-		{"n=3 early loss", 3, []rec{{0, held}, {1, held}}, []Vote{VotePending, VoteLost}, ErrTaken},
-		{"n=5 majority held", 5, []rec{{0, held}, {2, held}, {4, held}}, []Vote{VotePending, VotePending, VoteLost}, ErrTaken},
-		{"n=5 errors decide", 5, []rec{{0, fail}, {1, tout}, {2, held}}, []Vote{VotePending, VotePending, VoteLost}, ErrQuorumUnreachable},
+		{"n=1 won", 1, []rec{{0, ok}}, []vote{voteWon}, nil},
+		{"n=1 held", 1, []rec{{0, held}}, []vote{voteLost}, ErrTaken},
+		{"n=3 early win", 3, []rec{{2, ok}, {0, ok}}, []vote{votePending, voteWon}, nil},
+		{"n=3 early loss", 3, []rec{{0, held}, {1, held}}, []vote{votePending, voteLost}, ErrTaken},
+		{"n=5 majority held", 5, []rec{{0, held}, {2, held}, {4, held}}, []vote{votePending, votePending, voteLost}, ErrTaken},
+		{"n=5 errors decide", 5, []rec{{0, fail}, {1, tout}, {2, held}}, []vote{votePending, votePending, voteLost}, ErrQuorumUnreachable},
 		{"n=5 minority down wins", 5, []rec{{0, fail}, {1, ok}, {2, tout}, {3, ok}, {4, ok}},
-			[]Vote{VotePending, VotePending, VotePending, VotePending, VoteWon}, nil},
-		{"n=3 missing", 3, []rec{{0, miss}, {1, miss}}, []Vote{VotePending, VoteLost}, ErrNotHeld},
+			[]vote{votePending, votePending, votePending, votePending, voteWon}, nil},
+		{"n=3 missing", 3, []rec{{0, miss}, {1, miss}}, []vote{votePending, voteLost}, ErrNotHeld},
 		{"n=5 missing and held: held alone denies", 5, []rec{{0, held}, {1, held}, {2, held}, {3, miss}},
-			[]Vote{VotePending, VotePending, VoteLost, VoteLost}, ErrTaken},
-		{"n=5 missing and held mixed", 5, []rec{{0, held}, {1, miss}, {2, miss}}, []Vote{VotePending, VotePending, VoteLost}, ErrNotHeld},
-		{"n=4 even quorum is 3", 4, []rec{{0, ok}, {1, ok}, {2, held}, {3, ok}}, []Vote{VotePending, VotePending, VotePending, VoteWon}, nil},
-		{"n=4 split 2-2 loses", 4, []rec{{0, ok}, {1, ok}, {2, held}, {3, held}}, []Vote{VotePending, VotePending, VotePending, VoteLost}, ErrTaken},
-		{"duplicate ignored", 3, []rec{{0, ok}, {0, ok}}, []Vote{VotePending, VotePending}, nil},
-		{"out of range ignored", 3, []rec{{3, ok}, {-1, ok}}, []Vote{VotePending, VotePending}, nil},
+			[]vote{votePending, votePending, voteLost, voteLost}, ErrTaken},
+		{"n=5 missing and held mixed", 5, []rec{{0, held}, {1, miss}, {2, miss}}, []vote{votePending, votePending, voteLost}, ErrNotHeld},
+		{"n=4 even quorum is 3", 4, []rec{{0, ok}, {1, ok}, {2, held}, {3, ok}}, []vote{votePending, votePending, votePending, voteWon}, nil},
+		{"n=4 split 2-2 loses", 4, []rec{{0, ok}, {1, ok}, {2, held}, {3, held}}, []vote{votePending, votePending, votePending, voteLost}, ErrTaken},
+		{"duplicate ignored", 3, []rec{{0, ok}, {0, ok}}, []vote{votePending, votePending}, nil},
+		{"out of range ignored", 3, []rec{{3, ok}, {-1, ok}}, []vote{votePending, votePending}, nil},
 	} {
-		tl := NewTally(tc.n)
+		tl := newTally(tc.n)
 		for i, r := range tc.recs {
-			tl.Record(r.node, r.s, nil)
-			if got := tl.Vote(); got != tc.votes[i] {
+			tl.record(r.node, r.s, nil)
+			if got := tl.vote(); got != tc.votes[i] {
 				t.Errorf("%s: after record %d: vote %v, want %v", tc.name, i, got, tc.votes[i])
 			}
 		}
@@ -113,21 +113,21 @@ func TestTally(t *testing.T) {
 }
 
 func TestTallyRejects(t *testing.T) {
-	tl := NewTally(3)
-	if tl.Record(0, 0, nil) || tl.Record(0, StatusTimeout+1, nil) {
+	tl := newTally(3)
+	if tl.record(0, 0, nil) || tl.record(0, StatusTimeout+1, nil) {
 		t.Fatal("Record accepted an invalid status")
 	}
-	if !tl.Record(1, StatusOK, nil) || tl.Record(1, StatusHeld, nil) {
+	if !tl.record(1, StatusOK, nil) || tl.record(1, StatusHeld, nil) {
 		t.Fatal("Record must accept a node once")
 	}
-	if s, _ := tl.Status(1); s != StatusOK {
+	if s, _ := tl.statusOf(1); s != StatusOK {
 		t.Fatalf("Status(1) = %v", s)
 	}
-	if tl.Pending() != 2 {
-		t.Fatalf("Pending = %d", tl.Pending())
+	if tl.pending() != 2 {
+		t.Fatalf("Pending = %d", tl.pending())
 	}
-	if big := NewTally(MaxNodes + 10); big.Nodes() != MaxNodes {
-		t.Fatalf("NewTally clamps to MaxNodes, got %d", big.Nodes())
+	if big := newTally(MaxNodes + 10); big.nodes() != MaxNodes {
+		t.Fatalf("NewTally clamps to MaxNodes, got %d", big.nodes())
 	}
 }
 
@@ -154,30 +154,30 @@ func TestRetryPolicy(t *testing.T) {
 			t.Errorf("Exponential.Delay(%d, 0) = %v, want 0 (full jitter)", tc.k, got)
 		}
 	}
-	r := p.Start()
+	r := p.start()
 	var delays int
 	for {
-		r.Attempt()
-		if _, ok := r.Next(7); !ok {
+		r.attempt()
+		if _, ok := r.next(7); !ok {
 			break
 		}
 		delays++
 	}
-	if r.Attempts() != 3 || delays != 2 {
-		t.Errorf("3 tries gave %d attempts and %d delays", r.Attempts(), delays)
+	if r.attempts != 3 || delays != 2 {
+		t.Errorf("3 tries gave %d attempts and %d delays", r.attempts, delays)
 	}
 	for _, bad := range []RetryPolicy{RandomDelay(0, 0, 0), RandomDelay(1, 2, 1), RandomDelay(1, -1, 1), ExponentialBackoff(2, -1, 5)} {
 		if bad.validate() == "" {
 			t.Errorf("%+v validated", bad)
 		}
 	}
-	if NoRetry().Tries() != 1 || !(RetryPolicy{}).IsZero() {
-		t.Error("NoRetry / IsZero")
+	if !(RetryPolicy{}).isZero() || DefaultRetry.isZero() {
+		t.Error("isZero")
 	}
-	if w := e.WithTries(1 << 30); w.Tries() != 1<<30 || w.Delay(3, ^uint64(0)) != e.Delay(3, ^uint64(0)) {
+	if w := e.WithTries(1 << 30); w.tries != 1<<30 || w.Delay(3, ^uint64(0)) != e.Delay(3, ^uint64(0)) {
 		t.Errorf("WithTries changed the delays: %+v", w)
 	}
-	if w := (RetryPolicy{}).WithTries(7); w.Tries() != 7 || w.Delay(1, 0) != DefaultRetry.Delay(1, 0) {
+	if w := (RetryPolicy{}).WithTries(7); w.tries != 7 || w.Delay(1, 0) != DefaultRetry.Delay(1, 0) {
 		t.Errorf("the zero policy's WithTries is not DefaultRetry's delays: %+v", w)
 	}
 }
@@ -187,22 +187,55 @@ func TestTokenHex(t *testing.T) {
 	if got, want := tok.String(), "0123456789abcdeffedcba9876543210"; got != want {
 		t.Fatalf("String = %q, want %q", got, want)
 	}
-	if len(tok.String()) != HexSize {
-		t.Fatal("HexSize")
+	if len(tok.String()) != hexSize {
+		t.Fatal("hexSize")
 	}
 }
 
-func TestSystemClockSleep(t *testing.T) {
-	c := SystemClock{}
-	done := make(chan struct{})
-	close(done)
-	if c.Sleep(time.Hour, done) {
-		t.Fatal("Sleep ignored a closed cancel channel")
+func TestSystemClockAfterFunc(t *testing.T) {
+	var c Clock = SystemClock{}
+	fired := make(chan struct{})
+	c.AfterFunc(time.Microsecond, func() { close(fired) })
+	<-fired // the test times out if it never fires
+	never := c.AfterFunc(time.Hour, func() { t.Error("a stopped timer fired") })
+	if !never.Stop() {
+		t.Fatal("Stop of a pending timer reported it already fired")
 	}
-	if c.Sleep(0, done) {
-		t.Fatal("Sleep(0) ignored a closed cancel channel")
+	if never.Reset(time.Hour); !never.Stop() {
+		t.Fatal("Reset did not re-arm the timer")
 	}
-	if !c.Sleep(time.Microsecond, nil) {
-		t.Fatal("Sleep with nil cancel must complete")
+}
+
+// TestDeriveToken: attempt 1 (and below) holds the caller's token; attempt
+// k holds it with its last four bytes XORed with k−1, big-endian, so that
+// the tokens of one acquisition's attempts all differ and differ from it
+// only there.
+func TestDeriveToken(t *testing.T) {
+	base := TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
+	for _, tc := range []struct {
+		k    int
+		want Token
+	}{
+		{-1, base},
+		{0, base},
+		{1, base},
+		{2, TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543211)},
+		{257, TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543310)},
+		{1<<30 + 1, TokenFromUint64s(0x0123456789abcdef, 0xfedcba9836543210)},
+	} {
+		if got := deriveToken(base, tc.k); got != tc.want {
+			t.Errorf("deriveToken(base, %d) = %v, want %v", tc.k, got, tc.want)
+		}
+	}
+	seen := map[Token]int{}
+	for k := 1; k <= 1000; k++ {
+		tok := deriveToken(base, k)
+		if j, ok := seen[tok]; ok {
+			t.Fatalf("attempts %d and %d share token %v", j, k, tok)
+		}
+		if [12]byte(tok[:12]) != [12]byte(base[:12]) {
+			t.Fatalf("attempt %d changed more than the last four bytes: %v", k, tok)
+		}
+		seen[tok] = k
 	}
 }

@@ -4,9 +4,9 @@ package core
 // simulation's checkers find them. Only tests set them (export_test.go);
 // they are false in every program.
 var mutations struct {
-	// extendWithLockerDrift computes an extension's validity with the
-	// drift of the extending Locker's TTL instead of the lock's own.
-	extendWithLockerDrift bool
+	// extendWithSpecDrift computes an extension's validity with the
+	// drift of the extending Spec's TTL instead of the lock's own.
+	extendWithSpecDrift bool
 	// extendKeepsLostLock returns a lock unchanged, still valid, from an
 	// extension that proved it lost.
 	extendKeepsLostLock bool
@@ -14,4 +14,10 @@ var mutations struct {
 	// counter of its acquire round, without raising the counters of a
 	// majority to it first.
 	skipFenceRaise bool
+	// leaseLosesAtValidity declares a lease's loss at the end of the
+	// validity itself, with its last extension round ending there: the
+	// loss reaches the holder when the lock is no longer valid.
+	leaseLosesAtValidity bool
+	// validityWithoutDrift leaves the drift allowance out of validity.
+	validityWithoutDrift bool
 }

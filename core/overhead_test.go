@@ -31,13 +31,14 @@ func (b *okBatch) Receive(<-chan struct{}) (core.Reply, bool) {
 	return core.Reply{Node: b.pending[b.k], Status: core.StatusOK}, true
 }
 
-// BenchmarkCoreOnly is acquire+release through the core alone (single
-// goroutine: okDriver shares one batch).
+// BenchmarkCoreOnly is acquire+release through the core's step values
+// alone, driven by the tests' loop (single goroutine: okDriver shares one
+// batch).
 func BenchmarkCoreOnly(b *testing.B) {
 	ctx := context.Background()
 	for _, mode := range modes {
 		for _, n := range []int{1, 5} {
-			l, err := core.New(&okDriver{n: n}, core.Config{FanOut: mode, Clock: core.SystemClock{},
+			l, err := newLocker(&okDriver{n: n}, sysClock{}, core.Config{FanOut: mode,
 				Tokens: &seqTokens{}, Jitter: fixedRand(0)})
 			if err != nil {
 				b.Fatal(err)

@@ -134,10 +134,10 @@ func TestReleaseAwaitsEveryNode(t *testing.T) {
 	}
 }
 
-func newCountingLocker(t *testing.T, d core.Driver, mode core.FanOut, clock core.Clock) *core.Locker {
+func newCountingLocker(t *testing.T, d core.Driver, mode core.FanOut, clock *memnode.ManualClock) *locker {
 	t.Helper()
-	l, err := core.New(d, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode,
-		Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry()})
+	l, err := newLocker(d, clock, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode,
+		Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(1, 0, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// RetryPolicy says how often and how long apart a Locker retries a failed
-// acquisition. It is an immutable value; the per-acquisition state lives in
-// a Retrier. The zero RetryPolicy means "use the default", which is
-// DefaultRetry.
+// RetryPolicy says how often and how long apart an Acquisition retries
+// after a failed attempt. It is an immutable value; the per-acquisition
+// state lives in the Acquisition. The zero RetryPolicy means "use the
+// default", which is DefaultRetry.
 type RetryPolicy struct {
 	tries int
 	exp   bool
@@ -37,24 +37,18 @@ func ExponentialBackoff(tries int, base, cap time.Duration) RetryPolicy {
 	return RetryPolicy{tries: tries, exp: true, lo: base, hi: cap}
 }
 
-// NoRetry returns a policy of exactly one attempt.
-func NoRetry() RetryPolicy { return RetryPolicy{tries: 1} }
-
 // WithTries returns p with tries attempts in all and the same delays; the
 // zero policy stands for DefaultRetry.
 func (p RetryPolicy) WithTries(tries int) RetryPolicy {
-	if p.IsZero() {
+	if p.isZero() {
 		p = DefaultRetry
 	}
 	p.tries = tries
 	return p
 }
 
-// Tries returns the number of attempts in all, retries included.
-func (p RetryPolicy) Tries() int { return p.tries }
-
 // IsZero reports whether p is the zero policy, which means DefaultRetry.
-func (p RetryPolicy) IsZero() bool { return p == RetryPolicy{} }
+func (p RetryPolicy) isZero() bool { return p == RetryPolicy{} }
 
 // validate reports why p cannot be used, or "" if it can.
 func (p RetryPolicy) validate() string {
@@ -99,29 +93,26 @@ func uniform(span time.Duration, random uint64) time.Duration {
 	return time.Duration(hi)
 }
 
-// Start returns the state of a new acquisition under p, before its first
+// start returns the state of a new acquisition under p, before its first
 // attempt.
-func (p RetryPolicy) Start() Retrier { return Retrier{policy: p} }
+func (p RetryPolicy) start() retrier { return retrier{policy: p} }
 
-// Retrier is the retry state of one acquisition. Its zero value has no
-// tries left. Call Attempt before each attempt and Next after each failure.
-type Retrier struct {
+// retrier is the retry state of one acquisition. Its zero value has no
+// tries left. Call attempt before each attempt and next after each failure.
+type retrier struct {
 	policy   RetryPolicy
 	attempts int
 }
 
-// Attempt records that an attempt starts and returns its number, from 1.
-func (r *Retrier) Attempt() int {
+// attempt records that an attempt starts and returns its number, from 1.
+func (r *retrier) attempt() int {
 	r.attempts++
 	return r.attempts
 }
 
-// Attempts returns how many attempts have started.
-func (r *Retrier) Attempts() int { return r.attempts }
-
-// Next returns the delay before the next attempt, or ok == false when the
+// next returns the delay before the next attempt, or ok == false when the
 // policy's tries are used up.
-func (r *Retrier) Next(random uint64) (delay time.Duration, ok bool) {
+func (r *retrier) next(random uint64) (delay time.Duration, ok bool) {
 	if r.attempts >= r.policy.tries {
 		return 0, false
 	}

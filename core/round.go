@@ -2,10 +2,9 @@ package core
 
 import "time"
 
-// Round is one acquire, extend or release round over a Locker's nodes,
-// step by step, for callers that do their own I/O: an event loop, a
-// WebAssembly host, a simulation. The blocking Locker methods are loops
-// over it. A Round is a value of fixed size that allocates nothing; its
+// Round is one acquire, extend or release round over a Spec's nodes,
+// step by step, for callers that do their own I/O: the root package's
+// Client, an event loop, a WebAssembly host, a simulation. A Round is a value of fixed size that allocates nothing; its
 // zero value is done and sends nothing.
 //
 // Drive it as: while !Done(), send every command that Next returns (each
@@ -25,14 +24,13 @@ import "time"
 // behind the SET there), so that hung nodes cost each attempt one node
 // timeout, not two.
 //
-// Every time a Round takes (now, Start) is a reading of the Locker's
-// Config.Clock.
+// Every time a Round takes is a reading of the caller's clock.
 type Round struct {
 	cmd      Command
 	fanOut   FanOut
 	timeout  time.Duration
 	start    time.Time
-	tally    Tally
+	tally    tally
 	sent     int // commands handed out: to nodes 0..sent-1
 	received int
 	// noWait marks nodes whose reply a release need not await (bit i for
@@ -43,13 +41,8 @@ type Round struct {
 	fence   uint64 // the largest Reply.Fence of an OK reply
 }
 
-// newRound returns a round of cmd to every node, starting at start.
-func (l *Locker) newRound(cmd Command, start time.Time) Round {
-	return Round{cmd: cmd, fanOut: l.cfg.FanOut, timeout: l.cfg.NodeTimeout, start: start, tally: NewTally(l.n)}
-}
-
 // Next returns the next command to send, to node, bounded by deadline on
-// the Locker's clock, or ok == false when none is due until a reply comes
+// the caller's clock, or ok == false when none is due until a reply comes
 // in (or the round is done). now is the current reading of the Locker's
 // clock: a sequential round's deadline counts from it.
 func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, ok bool) {
@@ -76,7 +69,7 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 // from a node that was sent nothing, or a second reply from one node, is
 // ignored.
 func (r *Round) Receive(rep Reply) bool {
-	if rep.Node < 0 || rep.Node >= r.sent || !r.tally.Record(rep.Node, rep.Status, rep.Err) {
+	if rep.Node < 0 || rep.Node >= r.sent || !r.tally.record(rep.Node, rep.Status, rep.Err) {
 		return false
 	}
 	r.received++
@@ -102,28 +95,18 @@ func (r *Round) Done() bool {
 	if r.cmd.Op == OpRelease {
 		return r.sent == r.tally.n && r.waiting == 0
 	}
-	switch r.tally.Vote() {
-	case VoteLost:
+	switch r.tally.vote() {
+	case voteLost:
 		return true
-	case VoteWon:
+	case voteWon:
 		return r.fanOut == Multiplexed
 	}
 	return false
 }
 
-// InFlight returns how many commands were sent and not yet answered,
-// awaited or not.
-func (r *Round) InFlight() int { return r.sent - r.received }
-
 // Command returns the command the round sends to every node.
 func (r *Round) Command() Command { return r.cmd }
 
-// Start returns the clock reading the round started at.
-func (r *Round) Start() time.Time { return r.start }
-
-// Fence returns the largest fence counter among the OK replies so far: M,
-// for an OpAcquireFenced round. Zero for other rounds.
-func (r *Round) Fence() uint64 { return r.fence }
-
-// Tally returns the answers so far.
-func (r *Round) Tally() *Tally { return &r.tally }
+// maxFence returns the largest fence counter among the OK replies so far:
+// M, for an OpAcquireFenced round. Zero for other rounds.
+func (r *Round) maxFence() uint64 { return r.fence }

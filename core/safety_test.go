@@ -37,10 +37,10 @@ func TestValidityCountsFromTheRoundsEnd(t *testing.T) {
 				t.Fatalf("acquire took %v on the manual clock, want 151ms", got)
 			}
 			// 600 − 151 − (6 + 2) = 441 ms left when Acquire returns.
-			if got := lock.RemainingAt(e.clock.Now()); got != 441*ms {
+			if got := core.RemainingAt(lock, e.clock.Now()); got != 441*ms {
 				t.Errorf("remaining after acquire %v, want 441ms", got)
 			}
-			if got := lock.Validity(); got != 441*ms {
+			if got := core.GrantValidity(lock); got != 441*ms {
 				t.Errorf("validity %v, want 441ms", got)
 			}
 			if want := start.Add(600*ms - 8*ms); !lock.ValidUntil().Equal(want) {
@@ -48,21 +48,30 @@ func TestValidityCountsFromTheRoundsEnd(t *testing.T) {
 			}
 		})
 		t.Run("extend at once", func(t *testing.T) {
-			e := newEnv(t, 3, mode, core.Config{TTL: 400 * ms, NodeTimeout: 300 * ms})
+			// The acquisition takes 221 ms (222 sequential) of an 800 ms TTL,
+			// just under a round bound of 222 ms (225): 569 ms (568) are left,
+			// room for an extension round that ends a round bound before the
+			// validity does. Counting the elapsed time twice would leave
+			// 348 ms (346): too little, and the extension would be refused.
+			lat, timeout := 221*ms, 222*ms
+			if mode == core.Sequential {
+				lat, timeout = 74*ms, 75*ms
+			}
+			e := newEnv(t, 3, mode, core.Config{TTL: 800 * ms, NodeTimeout: timeout})
 			for i := range 3 {
-				e.c.SetLatency(i, 221*ms/time.Duration(map[core.FanOut]int{core.Multiplexed: 1, core.Sequential: 3}[mode]))
+				e.c.SetLatency(i, lat)
 			}
 			lock, err := e.l.Acquire(context.Background(), "k")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !lock.ValidAt(e.clock.Now()) {
-				t.Fatalf("lock born expired: validity %v", lock.Validity())
+			if core.RemainingAt(lock, e.clock.Now()) <= 0 {
+				t.Fatalf("lock born expired: validity %v", core.GrantValidity(lock))
 			}
 			for i := range 3 {
 				e.c.SetLatency(i, 0)
 			}
-			if _, err := e.l.Extend(context.Background(), lock); err != nil {
+			if _, err := e.l.extend(context.Background(), lock); err != nil {
 				t.Fatalf("extend right after acquire: %v", err)
 			}
 		})
@@ -107,13 +116,13 @@ func TestEveryAttemptHasItsOwnToken(t *testing.T) {
 				c.Set(i, "k", core.TokenFromUint64s(9, 9), 150*ms) // refuses two attempts
 			}
 			d := &tokenRecorder{Driver: c}
-			l, err := core.New(d, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode, Clock: clock,
+			l, err := newLocker(d, clock, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode,
 				Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(4, 100*ms, 100*ms)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			base := core.TokenFromUint64s(0xca11e7, 0xba5e)
-			var lock core.Lock
+			var lock core.Grant
 			if caller {
 				lock, err = l.AcquireToken(context.Background(), "k", base)
 			} else {
@@ -135,20 +144,28 @@ func TestEveryAttemptHasItsOwnToken(t *testing.T) {
 			if lock.Token() != d.toks[2] {
 				t.Errorf("lock holds %v, the winning attempt sent %v", lock.Token(), d.toks[2])
 			}
-			if caller && d.toks[0] != base {
-				t.Errorf("first attempt sent %v, not the caller's token", d.toks[0])
+			if caller {
+				// Attempt k holds the caller's token with its last four
+				// bytes XORed with k−1.
+				for k, tok := range d.toks {
+					want := base
+					want[15] ^= byte(k)
+					if tok != want {
+						t.Errorf("attempt %d sent %v, want %v", k+1, tok, want)
+					}
+				}
 			}
 		}
 	})
 }
 
-// Bug 3: an extension's validity takes the drift of the lock's TTL, not of
-// the TTL of the Locker that extends it.
+// Bug 3: an extension's validity takes the drift of the grant's TTL, not
+// of the TTL of the Spec whose Lease extends it.
 func TestExtendUsesTheLocksDrift(t *testing.T) {
 	forModes(t, func(t *testing.T, mode core.FanOut) {
 		e := newEnv(t, 3, mode, core.Config{TTL: 10 * time.Second})
-		short, err := core.New(e.c, core.Config{TTL: 100 * ms, FanOut: mode, Clock: e.clock,
-			Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry()})
+		short, err := newLocker(e.c, e.clock, core.Config{TTL: 100 * ms, FanOut: mode,
+			Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(1, 0, 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,13 +173,21 @@ func TestExtendUsesTheLocksDrift(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ext, err := short.Extend(context.Background(), lock)
+		ext, err := short.extend(context.Background(), lock)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// 10 s − 0 elapsed − (100 ms + 2 ms).
-		if got := ext.Validity(); got != 9898*ms {
+		if got := core.GrantValidity(ext); got != 9898*ms {
 			t.Fatalf("validity after extend %v, want 9.898s", got)
+		}
+		// The test sees the bug: with the extending Spec's drift
+		// (1 ms + 2 ms) the validity is too long.
+		restore := core.ExtendWithSpecDrift()
+		ext, err = short.extend(context.Background(), ext)
+		restore()
+		if err != nil || core.GrantValidity(ext) != 9997*ms {
+			t.Fatalf("with the bug: validity %v, err %v; want 9.997s", core.GrantValidity(ext), err)
 		}
 	})
 }
@@ -190,23 +215,27 @@ func TestFailedExtendReportsTheLockLost(t *testing.T) {
 				}
 				tc.fault(e.c, 0)
 				tc.fault(e.c, 1)
-				ext, err := e.l.Extend(context.Background(), lock)
+				ls := e.l.Lease(lock)
+				err = e.l.Extend(context.Background(), &ls)
 				if !errors.Is(err, tc.kind) {
 					t.Fatalf("err = %v, want %v", err, tc.kind)
 				}
-				now := e.clock.Now()
-				if got := ext.ValidAt(now); got == tc.lost {
-					t.Fatalf("after a failed extend (%v), ValidAt = %v; want %v", err, got, !tc.lost)
+				if lost := ls.Phase() == core.PhaseDone; lost != tc.lost {
+					t.Fatalf("after a failed extend (%v), lease phase %v; want lost %v", err, ls.Phase(), tc.lost)
+				}
+				if !ls.Grant().ValidUntil().Equal(lock.ValidUntil()) {
+					t.Fatalf("a failed extend changed the deadline")
 				}
 				if tc.lost {
-					if ext.RemainingAt(now) != 0 || ext.Lost() != true {
-						t.Fatalf("lost lock: remaining %v, Lost() %v", ext.RemainingAt(now), ext.Lost())
+					if !errors.Is(ls.Err(), tc.kind) {
+						t.Fatalf("lost lease's Err %v, want %v", ls.Err(), tc.kind)
 					}
-					if _, err := e.l.Extend(context.Background(), ext); !errors.Is(err, core.ErrNotHeld) {
-						t.Fatalf("extend of a lost lock: %v", err)
+					calls := e.c.Calls(2)
+					if err := e.l.Extend(context.Background(), &ls); !errors.Is(err, tc.kind) || e.c.Calls(2) != calls {
+						t.Fatalf("extend of a lost lock: %v, %d commands sent", err, e.c.Calls(2)-calls)
 					}
-				} else if ext.ValidUntil() != lock.ValidUntil() {
-					t.Fatalf("unreachable extend changed the deadline")
+				} else if ls.Err() != nil {
+					t.Fatalf("an extend that proved nothing ended the lease: %v", ls.Err())
 				}
 			})
 		}

@@ -9,8 +9,8 @@ import (
 
 // TestSimulationSeesExtendDriftBug: the deterministic simulation, which
 // drives this package's Acquisition and Round, finds mutual-exclusion
-// violations when an extension takes the extending Locker's drift instead
-// of the lock's (1 s locks extended through a 20 ms Locker, clocks up to 1%
+// violations when an extension takes the extending Spec's drift instead
+// of the lock's (1 s locks extended through a 20 ms Spec, clocks up to 1%
 // apart), and none with the fix.
 func TestSimulationSeesExtendDriftBug(t *testing.T) {
 	cfg := sim.ShortExtendLocker(5)
@@ -22,7 +22,7 @@ func TestSimulationSeesExtendDriftBug(t *testing.T) {
 	if fixed.Extensions == 0 {
 		t.Fatal("no extension in any schedule")
 	}
-	restore := core.ExtendWithLockerDrift()
+	restore := core.ExtendWithSpecDrift()
 	broken := sim.Campaign(cfg, 1, schedules)
 	restore()
 	if broken.Violations.Exclusion == 0 {
@@ -166,5 +166,49 @@ func TestSimulationForgedAnnouncements(t *testing.T) {
 				t.Fatalf("forgeries woke nothing: %d wakes with them, %d without", a.Wakes, c.Announce.Wakes)
 			}
 		})
+	}
+}
+
+// campaignDefault is cmd/redlock-sim's default count of schedules per
+// configuration: a re-introduced defect must show at it. The tests run
+// fewer, enough to see each one.
+const campaignDefault = 1000
+
+// TestSimulationSeesLateLeaseLoss: a lease that declares the loss at the
+// end of the validity, its last extension round ending there (the defect
+// of a Context cancelled after Until), is reported by the late-loss
+// checker in the lease configurations, and by none with the fix.
+func TestSimulationSeesLateLeaseLoss(t *testing.T) {
+	for _, cfg := range []sim.Config{sim.LeaseOutage(3, core.Multiplexed), sim.LeaseOutage(5, core.Sequential), sim.LeaseHung(5)} {
+		fixed := sim.Campaign(cfg, 1, 100)
+		if fixed.Violations.Total() != 0 {
+			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, fixed.Violations, fixed.First)
+		}
+		restore := core.LeaseLosesAtValidity()
+		broken := sim.Campaign(cfg, 1, 100)
+		restore()
+		if broken.Violations.LateLoss == 0 {
+			t.Fatalf("%s: the late loss went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
+		}
+		t.Logf("%s, with the defect: %+v; first: %s", cfg.Name, broken.Violations, broken.First)
+	}
+}
+
+// TestSimulationSeesDriftLeftOut: every configuration with clocks 1%
+// apart, on its own, reports mutual-exclusion violations once the drift
+// allowance is left out of validity, and none with it: nothing else (the
+// lease's margin, say) hides the drift.
+func TestSimulationSeesDriftLeftOut(t *testing.T) {
+	for _, n := range []int{3, 5, 7} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			for _, cfg := range []sim.Config{sim.AssumedWorstClocks(n, fo), sim.AssumedWorstClocksFenced(n, fo)} {
+				restore := core.ValidityWithoutDrift()
+				broken := sim.Campaign(cfg, 1, 60)
+				restore()
+				if broken.Violations.Exclusion == 0 {
+					t.Fatalf("%s: drift left out went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
+				}
+			}
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // wait, on env e's manual clock.
 func waitAfterFailure(t *testing.T, e env) *core.Acquisition {
 	t.Helper()
-	a, err := e.l.StartAcquire("k", e.clock.Now())
+	a, err := e.l.spec.Acquire("k", core.Token{}, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func waitAfterFailure(t *testing.T, e env) *core.Acquisition {
 func toWait(t *testing.T, e env, a *core.Acquisition) {
 	t.Helper()
 	for a.Phase() == core.PhaseRound {
-		e.l.Advance(context.Background(), a)
+		e.l.advance(context.Background(), a)
 	}
 }
 
@@ -40,8 +40,8 @@ func TestProbeTeachesTheHoldersExpiry(t *testing.T) {
 	e := newEnv(t, 5, core.Multiplexed, core.Config{TTL: time.Second, Retry: core.RandomDelay(5, 400*ms, 400*ms)})
 	holdAll(e, 3, 300*ms, 500*ms, 700*ms) // nodes 3 and 4 are free: one more must free up
 	a := waitAfterFailure(t, e)
-	if !a.HolderExpiry().IsZero() {
-		t.Fatalf("attempt 1 is a plain SET NX, yet the expiry is known: %v", a.HolderExpiry())
+	if !core.HolderExpiry(a).IsZero() {
+		t.Fatalf("attempt 1 is a plain SET NX, yet the expiry is known: %v", core.HolderExpiry(a))
 	}
 	if got, want := a.WakeAt(), epoch.Add(400*ms); !got.Equal(want) {
 		t.Fatalf("wake at %v, want the retry delay's end %v", got, want)
@@ -51,10 +51,10 @@ func TestProbeTeachesTheHoldersExpiry(t *testing.T) {
 	toWait(t, e, a)
 	// Attempt 2 saw 290, 490 and 690 ms left, and took nodes 3 and 4: the
 	// first key to expire frees the quorum.
-	if got, want := a.HolderExpiry(), epoch.Add(10*ms+290*ms+ms); !got.Equal(want) {
+	if got, want := core.HolderExpiry(a), epoch.Add(10*ms+290*ms+ms); !got.Equal(want) {
 		t.Fatalf("holder expiry %v, want %v", got, want)
 	}
-	if got, want := a.WakeAt(), a.HolderExpiry(); !got.Equal(want) {
+	if got, want := a.WakeAt(), core.HolderExpiry(a); !got.Equal(want) {
 		t.Fatalf("wake at %v, want the expiry %v (before the delay)", got, want)
 	}
 	e.clock.Advance(a.WakeAt().Sub(e.clock.Now()))
@@ -71,7 +71,7 @@ func TestListeningWaitsForTheExpiryNotTheDelay(t *testing.T) {
 	a := waitAfterFailure(t, e)
 	a.Wake(e.clock.Now())
 	toWait(t, e, a)
-	expiry := a.HolderExpiry()
+	expiry := core.HolderExpiry(a)
 	if got := a.WakeAt(); !got.Equal(epoch.Add(100 * ms)) {
 		t.Fatalf("not listening: wake at %v, want the delay", got)
 	}
@@ -83,7 +83,7 @@ func TestListeningWaitsForTheExpiryNotTheDelay(t *testing.T) {
 	// the other two only, announcements could never suffice.
 	var others uint32
 	for i := 0; i < 5; i++ {
-		if s, _ := a.Round().Tally().Status(i); s == 0 {
+		if core.NodeStatus(a.Round(), i) == 0 {
 			others |= 1 << i
 		}
 	}
@@ -118,7 +118,7 @@ func TestAnnouncementsFromEnoughHeldNodesWake(t *testing.T) {
 func TestAnnouncementsDuringTheAttemptCount(t *testing.T) {
 	e := newEnv(t, 3, core.Multiplexed, core.Config{Retry: core.RandomDelay(5, 100*ms, 100*ms)})
 	holdAll(e, 3, time.Second, time.Second, time.Second)
-	a, err := e.l.StartAcquire("k", e.clock.Now())
+	a, err := e.l.spec.Acquire("k", core.Token{}, e.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +145,8 @@ func TestAForgedAnnouncementCostsOneRound(t *testing.T) {
 	}
 	a.Wake(e.clock.Now())
 	toWait(t, e, a)
-	if a.Phase() != core.PhaseWait || a.Attempts() != 2 {
-		t.Fatalf("phase %v after %d attempts: want a second failed attempt", a.Phase(), a.Attempts())
+	if a.Phase() != core.PhaseWait || core.Attempts(a) != 2 {
+		t.Fatalf("phase %v after %d attempts: want a second failed attempt", a.Phase(), core.Attempts(a))
 	}
 	if h := e.c.Holders("k", other); h != 3 {
 		t.Fatalf("the holder keeps %d of 3 nodes", h)

@@ -8,13 +8,16 @@ package drivers
 import (
 	"crypto/tls"
 	"time"
+
+	"github.com/redlock-go/redlock/core"
 )
 
 // DefaultDialTimeout applies when Options.DialTimeout is 0.
 const DefaultDialTimeout = 2 * time.Second
 
 // Options configure a driver's Dial. The zero value connects over plain TCP,
-// without authentication, to database 0, with DefaultDialTimeout.
+// without authentication, to database 0, with DefaultDialTimeout, on the
+// system clock.
 type Options struct {
 	// Username and Password authenticate each connection: an ACL user and
 	// its password, or the default user's password alone when Username is
@@ -30,4 +33,9 @@ type Options struct {
 	// included; a dial made for a command is also bounded by the command's
 	// deadline. 0 means DefaultDialTimeout; it must not be negative.
 	DialTimeout time.Duration
+	// Clock is the clock of the commands' deadlines; give the same one to
+	// redlock.Options.Clock, or leave both nil. Nil means the system clock
+	// (core.SystemClock). The driver's Clock method returns it, and
+	// redlock.NewClient adopts it, or refuses another.
+	Clock core.Clock
 }

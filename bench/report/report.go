@@ -260,8 +260,9 @@ func variantTable(out *strings.Builder, recs []matrix.Record) {
 	out.WriteString(fmt.Sprintf("fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes))
 	// subject, variant and fan-out are text, left-aligned; N is a number
 	writeAligned(out, rows, notes, func(j int) bool { return j < 4 && j != 2 })
-	out.WriteString("plain: core Locker; fenced: with Config.Fencing; handle: redlock.Client TryLock+Unlock;\n" +
-		"lease: handle with Lease{Fraction: 1/3}, no extension within a pair (its setup and teardown only).\n" +
+	out.WriteString("plain: redlock.Client TryLock+Unlock of the bare handle; fenced: with Config.Fencing;\n" +
+		"handle: plain + the handle's Context (its watcher goroutine);\n" +
+		"lease: plain with Lease{Fraction: 1/3}, no extension within a pair (its setup and teardown only).\n" +
 		"rounds/op: driver rounds (Begin calls) per pair, counted exactly; p50/plain: p50 over the plain row's.\n")
 }
 
@@ -464,12 +465,13 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 func variantMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 	fmt.Fprintf(b, "\n## Scenario: fencing and lease\n\n")
 	fmt.Fprintf(b, "Acquire+release pairs at N=%d, one client, on the loopback servers: the same drivers through four APIs. ", recs[0].Nodes)
-	b.WriteString("**plain** is core's Locker (Acquire, then Release), the pair of the loopback table. " +
-		"**fenced** is that Locker with `Config.Fencing`: the acquire round also increments the key's fence counter on each node where the SET lands, " +
+	b.WriteString("Every row is `redlock.Client`'s `TryLock`, then the handle's `Unlock`. " +
+		"**plain** is the bare handle, without a lease and without asking for its Context, so no goroutine starts: the pair of the loopback table. " +
+		"**fenced** is that pair with `Config.Fencing`, reading the handle's `Fence`: the acquire round also increments the key's fence counter on each node where the SET lands, " +
 		"and one more round raises the counter to the largest value on a majority before the lock is returned. " +
-		"**handle** is `redlock.Client`'s `TryLock`, then `Lock.Unlock`, without a lease: core's pair plus the handle, " +
+		"**handle** is the plain pair that also asks for the handle's `Context`: the handle's state, " +
 		"its Context and its watcher goroutine (one goroutine per lock, stopped by Unlock). " +
-		"**lease** is the handle with `Lease{Fraction: 1.0/3}`, still `TryLock`+`Unlock`: ")
+		"**lease** is the plain pair with `Lease{Fraction: 1.0/3}`, whose watcher starts with the lock: ")
 	if e.TTLMs > 0 {
 		fmt.Fprintf(b, "with the TTL of %d ms the first extension would fall about %.3g s after the acquisition, ", e.TTLMs, float64(e.TTLMs)/3000)
 	} else {

@@ -44,28 +44,31 @@ func NewHotKey(drv core.Driver, mode string, ttl time.Duration) (*HotKey, error)
 func (h *HotKey) Contender(key string) measure.Contender { return &hotContender{c: h.C, key: key} }
 
 type hotContender struct {
-	c   *redlock.Client
-	key string
-	l   *redlock.Lock
+	c    *redlock.Client
+	key  string
+	l    redlock.Lock // the handle Lock returned, while held
+	held bool
 }
 
 // Lock waits with Client.Lock: ctx bounds the wait only, the handle it
 // returns does not end with ctx.
 func (h *hotContender) Lock(ctx context.Context) error {
-	l, err := h.c.Lock(ctx, h.key)
-	if err != nil {
+	if h.held {
+		return errors.New("target: Lock while holding the lock")
+	}
+	var err error
+	if h.l, err = h.c.Lock(ctx, h.key); err != nil {
 		return err
 	}
-	h.l = l
+	h.held = true
 	return nil
 }
 
 // Unlock unlocks the handle Lock returned.
 func (h *hotContender) Unlock(ctx context.Context) error {
-	l := h.l
-	if l == nil {
+	if !h.held {
 		return errors.New("target: Unlock without a lock")
 	}
-	h.l = nil
-	return l.Unlock(ctx)
+	h.held = false
+	return h.l.Unlock(ctx)
 }

@@ -1,6 +1,6 @@
 // Package target turns this library into benchmark subjects: it dials a
 // core.Driver by name (mem, redigo, rueidis, radix, goredis) against a list of
-// servers, and wraps a redlock Locker over it as a measure.Subject.
+// servers, and wraps a redlock.Client over it as a measure.Subject.
 package target
 
 import (
@@ -82,39 +82,77 @@ func ParseFanOut(s string) (core.FanOut, error) {
 	return 0, fmt.Errorf("target: unknown fan-out %q (sequential, multiplexed)", s)
 }
 
-// Redlock is a Locker under test. Its Config has no retries, so a held
-// lock costs one round.
+// Redlock is this library under test: a redlock.Client whose workers
+// take the lock with TryLock and unlock the handle. Its Config has no
+// retries (TryLock makes one attempt in any case), so a held lock costs
+// one round.
 type Redlock struct {
-	L *core.Locker
+	C *redlock.Client
 }
 
-// NewRedlock returns a Locker over drv with production inputs
-// (redlock.New), the given TTL and fan-out, and a single try.
+// NewRedlock returns a Client over drv with production inputs
+// (redlock.NewClient: crypto/rand tokens, seeded jitter, the driver's
+// clock), the given TTL and fan-out, no lease, no fencing.
 func NewRedlock(drv core.Driver, fan core.FanOut, ttl time.Duration) (*Redlock, error) {
-	l, err := redlock.New(drv, core.Config{TTL: ttl, FanOut: fan, Retry: core.NoRetry()})
+	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: fan}})
 	if err != nil {
 		return nil, err
 	}
-	return &Redlock{L: l}, nil
+	return &Redlock{C: c}, nil
 }
 
 // Worker implements measure.Subject.
-func (r *Redlock) Worker(key string) measure.Worker { return &worker{l: r.L, key: key} }
+func (r *Redlock) Worker(key string) measure.Worker { return &worker{c: r.C, key: key} }
 
+// worker is one client of a Client: a pair is TryLock, then the handle's
+// Unlock. With fenced set it reads the handle's fence too; with watched,
+// its Context, which starts the handle's watcher goroutine.
 type worker struct {
-	l   *core.Locker
-	key string
+	c       *redlock.Client
+	key     string
+	fenced  bool
+	watched bool
 }
 
-// Pair acquires and releases the key once. ErrTaken is a lost contest,
-// not an error.
+// Pair takes the lock with TryLock and unlocks the handle. ErrTaken is a
+// lost contest, not an error.
 func (w *worker) Pair(ctx context.Context) (bool, error) {
-	lock, err := w.l.Acquire(ctx, w.key)
-	if err != nil {
-		if errors.Is(err, core.ErrTaken) {
-			return false, nil
-		}
-		return false, err
+	if w.watched {
+		return w.watchedPair(ctx)
 	}
-	return true, w.l.Release(ctx, lock)
+	// The handle stays in this frame: nothing here lets it escape, so
+	// that a pair allocates only what the Client does.
+	l, err := w.c.TryLock(ctx, w.key)
+	if err != nil {
+		return false, lost(err)
+	}
+	if w.fenced {
+		if f, err := l.Fence(); err != nil || f == 0 {
+			l.Unlock(ctx)
+			return true, fmt.Errorf("target: fence %d on a fenced Client: %v", f, err)
+		}
+	}
+	return true, l.Unlock(ctx)
+}
+
+// watchedPair is Pair that asks for the handle's Context, which starts
+// its watcher, before Unlock.
+func (w *worker) watchedPair(ctx context.Context) (bool, error) {
+	l, err := w.c.TryLock(ctx, w.key)
+	if err != nil {
+		return false, lost(err)
+	}
+	if lctx := l.Context(); lctx.Err() != nil {
+		l.Unlock(ctx)
+		return true, fmt.Errorf("target: the lock's Context ended at once: %w", context.Cause(lctx))
+	}
+	return true, l.Unlock(ctx)
+}
+
+// lost maps ErrTaken, a lost contest, to nil: it is not an error.
+func lost(err error) error {
+	if errors.Is(err, core.ErrTaken) {
+		return nil
+	}
+	return err
 }

@@ -31,7 +31,7 @@ func TestMemSubjectRuns(t *testing.T) {
 func TestContendedLosesAreNotErrors(t *testing.T) {
 	drv, _, _ := Dial("mem", []string{"a"}, DialOptions{})
 	s, _ := NewRedlock(drv, core.Sequential, 10*time.Second)
-	held, err := s.L.Acquire(context.Background(), "k")
+	held, err := s.C.TryLock(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,12 @@ func TestContendedLosesAreNotErrors(t *testing.T) {
 	if ok || err != nil {
 		t.Fatalf("Pair on a held key = %v, %v; want false, nil", ok, err)
 	}
-	s.L.Release(context.Background(), held)
+	if err := held.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Worker("k").Pair(context.Background()); !ok || err != nil {
+		t.Fatalf("Pair on a released key = %v, %v; want true, nil", ok, err)
+	}
 }
 
 func TestUnknownDriverAndFanOut(t *testing.T) {
@@ -82,14 +87,16 @@ func TestHandleLosesContestWithoutError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock, err := l.L.Acquire(context.Background(), "k")
+	lock, err := l.C.TryLock(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.Worker("k").Pair(context.Background()); ok || err != nil {
 		t.Fatalf("Pair on a held key = %v, %v; want false, nil", ok, err)
 	}
-	l.L.Release(context.Background(), lock)
+	if err := lock.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRoundCounterAnnounces: over a driver that announces releases (mem),
@@ -138,5 +145,53 @@ func TestHotKeyOnMem(t *testing.T) {
 	}
 	if _, err := NewHotKey(nil, "spin", time.Second); err == nil {
 		t.Error("unknown wait mode accepted")
+	}
+}
+
+// TestVariantsGoroutines: on the in-memory nodes, the bare handle (plain,
+// fenced) starts no goroutine per pair; asking for its Context (handle) or
+// a lease starts exactly one, its watcher.
+func TestVariantsGoroutines(t *testing.T) {
+	drv, _, _ := Dial("mem", []string{"a", "b", "c", "d", "e"}, DialOptions{})
+	want := map[string]float64{VariantPlain: 0, VariantFenced: 0, VariantHandle: 1, VariantLease: 1}
+	for _, v := range Variants {
+		s, err := NewVariant(v, drv, core.Multiplexed, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := measure.Run(context.Background(), s, measure.Spec{KeyPrefix: "g:" + v + ":", Ops: 200, Warmup: time.Millisecond})
+		if r.Ops != 200 || r.Acquired != 200 || r.Errors != 0 || r.GoroutinesPerOp != want[v] {
+			t.Errorf("%s: %d ops, %d acquired, %d errors (%s), %v goroutines/op; want 200, 200, 0, exactly %v",
+				v, r.Ops, r.Acquired, r.Errors, r.FirstError, r.GoroutinesPerOp, want[v])
+		}
+	}
+}
+
+// TestFencedVariantReadsGrowingFences: the fenced variant's Client fences
+// every lock, and the fences of one key grow pair after pair.
+func TestFencedVariantReadsGrowingFences(t *testing.T) {
+	drv, _, _ := Dial("mem", []string{"a", "b", "c"}, DialOptions{})
+	v, err := NewVariant(VariantFenced, drv, core.Multiplexed, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var last uint64
+	for i := 0; i < 5; i++ {
+		if ok, err := v.Worker("f").Pair(ctx); !ok || err != nil {
+			t.Fatalf("pair %d: %v, %v", i, ok, err)
+		}
+		l, err := v.Client().TryLock(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := l.Fence()
+		if err != nil || f <= last {
+			t.Fatalf("lock %d: fence %d, %v; want more than %d", i, f, err, last)
+		}
+		last = f
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

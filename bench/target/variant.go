@@ -2,7 +2,6 @@ package target
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -13,21 +12,27 @@ import (
 )
 
 // The API variants of an acquire+release pair that the fencing and lease
-// table compares over one driver.
+// table compares over one driver. Every one is a redlock.Client's TryLock,
+// then the handle's Unlock; they differ in the Client's options and in
+// what the pair asks of the handle.
 const (
-	// VariantPlain is core's Locker: Acquire, then Release.
+	// VariantPlain is the bare handle: TryLock, then Unlock, without a
+	// lease or fencing, and without asking for the handle's Context, so
+	// that no goroutine starts: the pair of the loopback matrix.
 	VariantPlain = "plain"
-	// VariantFenced is core's Locker with Config.Fencing: the acquire
-	// round also increments the key's fence counter, and one more round
-	// raises the counters on a majority before Acquire returns.
+	// VariantFenced is VariantPlain with Config.Fencing, reading the
+	// handle's Fence: the acquire round also increments the key's fence
+	// counter, and one more round raises the counters on a majority
+	// before TryLock returns.
 	VariantFenced = "fenced"
-	// VariantHandle is redlock.Client's TryLock, then Lock.Unlock, without
-	// a lease: core's pair plus the handle, its Context and its watcher
-	// goroutine.
+	// VariantHandle is VariantPlain that also asks for the handle's
+	// Context before Unlock: the handle's state, its Context and its
+	// watcher goroutine, which Unlock stops.
 	VariantHandle = "handle"
-	// VariantLease is VariantHandle with Lease{Fraction: 1.0/3}. A pair
-	// ends long before a third of the validity has passed, so no extension
-	// runs: it measures what the lease costs to set up and tear down.
+	// VariantLease is VariantPlain with Lease{Fraction: 1.0/3}: the
+	// watcher starts with the lock. A pair ends long before a third of
+	// the validity has passed, so no extension runs: it measures what the
+	// lease costs to set up and tear down.
 	VariantLease = "lease"
 )
 
@@ -79,61 +84,55 @@ func (c *RoundCounter) driver() core.Driver {
 	return c
 }
 
+// Clock returns the wrapped driver's clock, so that a Client over the
+// counter reads the driver's clock as over the driver itself; nil (the
+// system clock) when the driver does not say.
+func (c *RoundCounter) Clock() core.Clock {
+	if cd, ok := c.Driver.(interface{ Clock() core.Clock }); ok {
+		return cd.Clock()
+	}
+	return nil
+}
+
 // Variant is a measure.Subject that runs pairs of one API variant over a
 // driver wrapped in a RoundCounter; its Rounds are the driver's.
 type Variant struct {
 	Name string
 	*RoundCounter
-	worker func(key string) measure.Worker
+	c      *redlock.Client
+	fenced bool
+	watch  bool
 }
 
 // Worker implements measure.Subject.
-func (v *Variant) Worker(key string) measure.Worker { return v.worker(key) }
+func (v *Variant) Worker(key string) measure.Worker {
+	return &worker{c: v.c, key: key, fenced: v.fenced, watched: v.watch}
+}
+
+// Client returns the variant's Client.
+func (v *Variant) Client() *redlock.Client { return v.c }
 
 // NewVariant returns the subject of variant name over drv, which it wraps
 // in a RoundCounter, with the given fan-out and TTL and a single try.
 func NewVariant(name string, drv core.Driver, fan core.FanOut, ttl time.Duration) (*Variant, error) {
 	counter := CountRounds(drv)
 	v := &Variant{Name: name, RoundCounter: counter}
-	cfg := core.Config{TTL: ttl, FanOut: fan, Retry: core.NoRetry()}
+	opts := redlock.Options{Config: core.Config{TTL: ttl, FanOut: fan}}
 	switch name {
-	case VariantPlain, VariantFenced:
-		cfg.Fencing = name == VariantFenced
-		l, err := redlock.New(counter.driver(), cfg)
-		if err != nil {
-			return nil, err
-		}
-		v.worker = func(key string) measure.Worker { return &worker{l: l, key: key} }
-	case VariantHandle, VariantLease:
-		opts := redlock.Options{Config: cfg}
-		if name == VariantLease {
-			opts.Lease = &redlock.Lease{Fraction: LeaseFraction}
-		}
-		c, err := redlock.NewClient(counter.driver(), opts)
-		if err != nil {
-			return nil, err
-		}
-		v.worker = func(key string) measure.Worker { return &handleWorker{c: c, key: key} }
+	case VariantPlain:
+	case VariantFenced:
+		opts.Fencing, v.fenced = true, true
+	case VariantHandle:
+		v.watch = true
+	case VariantLease:
+		opts.Lease = &redlock.Lease{Fraction: LeaseFraction}
 	default:
 		return nil, fmt.Errorf("target: unknown variant %q (%v)", name, Variants)
 	}
-	return v, nil
-}
-
-type handleWorker struct {
-	c   *redlock.Client
-	key string
-}
-
-// Pair takes the lock with TryLock and unlocks the handle. ErrTaken is a
-// lost contest, not an error.
-func (w *handleWorker) Pair(ctx context.Context) (bool, error) {
-	h, err := w.c.TryLock(ctx, w.key)
+	c, err := redlock.NewClient(counter.driver(), opts)
 	if err != nil {
-		if errors.Is(err, core.ErrTaken) {
-			return false, nil
-		}
-		return false, err
+		return nil, err
 	}
-	return true, h.Unlock(ctx)
+	v.c = c
+	return v, nil
 }

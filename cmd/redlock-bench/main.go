@@ -18,10 +18,12 @@
 // --proxy-latency in each direction (1 ms: a round trip costs 2 ms).
 //
 // The fencing and lease table (--variants, on by default) measures each
-// driver's acquire+release pair at N=5 with one client through four APIs:
-// core's Locker (plain), the Locker with Config.Fencing (fenced),
-// redlock.Client's TryLock+Unlock (handle) and the same with a Lease
-// (lease), with the driver's rounds per pair counted exactly.
+// driver's acquire+release pair at N=5 with one client, each a
+// redlock.Client's TryLock and the handle's Unlock, four ways: the bare
+// handle (plain), with Config.Fencing (fenced), with the handle's Context,
+// which starts its watcher (handle), and with a Lease (lease), with the
+// driver's rounds per pair counted exactly. Every other cell of this
+// library, the in-memory driver's included, is the plain pair.
 //
 // The throughput curve (--curve) adds, at N=5 on distinct keys, the
 // client counts 2, 4, 8, 16 and 64 to the matrix's 1 and 32, for every

@@ -58,6 +58,7 @@ func configs() []sim.Config {
 		out = append(out, sim.FenceContended(n))
 	}
 	out = append(out, waiterConfigs()...)
+	out = append(out, leaseConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
 			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n))
@@ -80,7 +81,20 @@ func waiterConfigs() []sim.Config {
 	out = append(out, sim.WaitersFaulty(3, core.Sequential), sim.WaitersFaulty(5, core.Sequential),
 		sim.WaitersPersistent(5), sim.WaitersWorstClocks(5), sim.WaitersFenced(3), sim.WaitersFenced(5),
 		sim.WaitersForged(3), sim.WaitersForged(5),
-		sim.WaitersLiveness(3, core.Multiplexed), sim.WaitersLiveness(5, core.Sequential))
+		sim.WaitersLiveness(3, core.Multiplexed), sim.WaitersLiveness(5, core.Sequential),
+		sim.WaitersStale(3), sim.WaitersStale(5), sim.WaitersStaleFaulty(5))
+	return out
+}
+
+// leaseConfigs returns the configurations of leases (core.Lease) within
+// the assumptions: majority outages and straggling majorities while
+// locks are leased, MaxHold, and unlocks racing extensions.
+func leaseConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		out = append(out, sim.LeaseOutage(n, core.Multiplexed), sim.LeaseOutage(n, core.Sequential),
+			sim.LeaseHung(n), sim.LeaseMaxHold(n), sim.LeaseUnlockRace(n))
+	}
 	return out
 }
 

@@ -473,7 +473,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		default:
 		}
 	} else if wait := p.ready.Sub(b.c.clock.Now()); wait > 0 {
-		if !b.c.clock.Sleep(wait, cancel) {
+		if !sleep(b.c.clock, wait, cancel) {
 			return core.Reply{}, false
 		}
 	} else {
@@ -498,8 +498,31 @@ func (b *batch) Close() {
 	b.c.mu.Unlock()
 }
 
-// ManualClock is a Clock that moves only when told to, or when Sleep is
-// called: Sleep advances it by d at once. It is safe for concurrent use;
+// sleep waits d on clock, or until cancel is closed: with the clock's own
+// Sleep when it has one (ManualClock's advances at once), else on a timer.
+func sleep(clock core.Clock, d time.Duration, cancel <-chan struct{}) bool {
+	if s, ok := clock.(interface {
+		Sleep(time.Duration, <-chan struct{}) bool
+	}); ok {
+		return s.Sleep(d, cancel)
+	}
+	done := make(chan struct{})
+	t := clock.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return true
+	case <-cancel:
+		t.Stop()
+		return false
+	}
+}
+
+// Clock returns the clock the cluster reads: the deadlines of its
+// batches are readings of it.
+func (c *Cluster) Clock() core.Clock { return c.clock }
+
+// ManualClock is a Clock that moves only when told to, or when Sleep or
+// AfterFunc is called: they advance it by d at once. It is safe for concurrent use;
 // its zero value starts at the zero time.
 type ManualClock struct {
 	mu  sync.Mutex
@@ -537,3 +560,19 @@ func (m *ManualClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
 	}
 	return true
 }
+
+// AfterFunc advances the clock by d at once and calls f in a goroutine of
+// its own. The Timer it returns stops nothing: f is already on its way.
+func (m *ManualClock) AfterFunc(d time.Duration, f func()) core.Timer {
+	if d > 0 {
+		m.Advance(d)
+	}
+	go f()
+	return spentTimer{}
+}
+
+// spentTimer is a ManualClock's timer, which has always fired.
+type spentTimer struct{}
+
+func (spentTimer) Stop() bool               { return false }
+func (spentTimer) Reset(time.Duration) bool { return false }

@@ -11,8 +11,8 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// AllocsPerPair returns the mean allocations of one Acquire plus one
-// Release through the driver dial makes over n fresh redis-servers, in
+// AllocsPerPair returns the mean allocations of one Client.TryLock plus
+// one Lock.Unlock through the driver dial makes over n fresh redis-servers, in
 // mode, after a warm-up. It needs redis-server processes: an in-process
 // miniredis would count its own allocations. Under the race detector it
 // skips the test: sync.Pool then drops objects at random, so counts mean
@@ -22,7 +22,7 @@ func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	return allocsPerPair(t, dial, n, mode, false)
 }
 
-// AllocsPerFencedPair is AllocsPerPair with Config.Fencing: each Acquire
+// AllocsPerFencedPair is AllocsPerPair with Config.Fencing: each TryLock
 // is two rounds, the fenced acquire and the raise.
 func AllocsPerFencedPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	t.Helper()
@@ -39,20 +39,21 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 		t.Fatal(err)
 	}
 	defer d.Close()
-	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: mode, Fencing: fencing})
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
+		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	pair := func() {
-		lock, err := l.Acquire(ctx, "allocs")
+		lock, err := client.TryLock(ctx, "allocs")
 		if err != nil {
 			panic(fmt.Sprint("acquire: ", err))
 		}
-		if fencing && lock.Fence() == 0 {
-			panic("acquire: no fence")
+		if f, err := lock.Fence(); fencing && (err != nil || f == 0) {
+			panic(fmt.Sprint("acquire: no fence: ", err))
 		}
-		if err := l.Release(ctx, lock); err != nil {
+		if err := lock.Unlock(ctx); err != nil {
 			panic(fmt.Sprint("release: ", err))
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// BenchAcquireRelease measures one Acquire plus one Release against N = 1,
+// BenchAcquireRelease measures one TryLock plus one Unlock against N = 1,
 // 3, 5 local redis-servers from one goroutine, in both fan-outs; allocs/op
 // is per acquire+release pair. A driver's benchmark calls it with its
 // Dialer; bench/ holds the cross-library matrix.
@@ -23,18 +23,18 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 		d := openBench(b, dial, n)
 		for _, mode := range modes {
 			b.Run(fmt.Sprintf("N=%d/%v", n, mode), func(b *testing.B) {
-				l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, FanOut: mode})
+				client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, FanOut: mode}})
 				if err != nil {
 					b.Fatal(err)
 				}
 				ctx := context.Background()
 				b.ReportAllocs()
 				for b.Loop() {
-					lock, err := l.Acquire(ctx, "bench")
+					lock, err := client.TryLock(ctx, "bench")
 					if err != nil {
 						b.Fatal(err)
 					}
-					if err := l.Release(ctx, lock); err != nil {
+					if err := lock.Unlock(ctx); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -52,7 +52,8 @@ func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 	const n, clients = 5, 32
 	d := openBench(b, dial, n)
 	defer d.Close()
-	l, err := redlock.New(d, core.Config{TTL: 10 * time.Second, NodeTimeout: 50 * time.Millisecond})
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
+		NodeTimeout: 50 * time.Millisecond}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,12 +65,12 @@ func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 		ctx := context.Background()
 		key := "bench:" + strconv.FormatInt(next.Add(1), 10)
 		for pb.Next() {
-			lock, err := l.Acquire(ctx, key)
+			lock, err := client.TryLock(ctx, key)
 			if err != nil {
 				failed.Add(1)
 				continue
 			}
-			if err := l.Release(ctx, lock); err != nil {
+			if err := lock.Unlock(ctx); err != nil {
 				failed.Add(1)
 			}
 		}

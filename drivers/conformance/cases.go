@@ -73,18 +73,33 @@ const (
 	testTimeout = 10 * time.Second
 )
 
-// newLocker returns a Locker over c's driver in mode. Zero TTL, NodeTimeout
-// and Retry fields get the test defaults: 10 s, 500 ms, no retry.
-func newLocker(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *core.Locker {
+// newClient returns a Client over c's driver in mode, its zero TTL and
+// NodeTimeout set to the test defaults: 10 s, 500 ms.
+func newClient(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *redlock.Client {
 	t.Helper()
-	l, err := redlock.New(c.Driver(), lockerConfig(mode, cfg))
-	require.NoError(t, err)
-	return l
+	return clientOver(t, c.Driver(), mode, redlock.Options{Config: cfg})
 }
 
-// lockerConfig sets cfg's fan-out and fills its zero TTL, NodeTimeout and
-// Retry with the test defaults.
-func lockerConfig(mode core.FanOut, cfg core.Config) core.Config {
+// clientOver returns a Client over d in mode, with opts.Config completed
+// by clientConfig. Over a driver that does not announce releases (the
+// suite's wrappers, a test double) the Client polls, as it would anyway,
+// without saying so in the log.
+func clientOver(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {
+	t.Helper()
+	opts.Config = clientConfig(mode, opts.Config)
+	if _, ok := d.(core.Announcer); !ok {
+		opts.Poll = true
+	}
+	c, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	return c
+}
+
+// clientConfig sets cfg's fan-out and fills its zero TTL and NodeTimeout
+// with the test defaults. Retry is left as given: TryLock makes one
+// attempt whatever it says, and Lock tries until its ctx ends, paced by
+// its delays.
+func clientConfig(mode core.FanOut, cfg core.Config) core.Config {
 	cfg.FanOut = mode
 	if cfg.TTL == 0 {
 		cfg.TTL = defaultTTL
@@ -92,11 +107,37 @@ func lockerConfig(mode core.FanOut, cfg core.Config) core.Config {
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = defaultNodeTimeout
 	}
-	if cfg.Retry.IsZero() {
-		cfg.Retry = core.NoRetry()
-	}
 	return cfg
 }
+
+// fixedToken is a TokenSource that always returns the same token: a
+// case that must know the token an attempt holds gives it to its Client
+// as Config.Tokens (every attempt then holds it).
+type fixedToken core.Token
+
+func (f fixedToken) NewToken() core.Token { return core.Token(f) }
+
+// tryLock takes key through client in one attempt, failing t otherwise,
+// and returns the handle, kept where the case's helpers can point to it.
+func tryLock(t *testing.T, client *redlock.Client, ctx context.Context, key string) *redlock.Lock {
+	t.Helper()
+	l := new(redlock.Lock)
+	var err error
+	*l, err = client.TryLock(ctx, key)
+	require.NoError(t, err)
+	return l
+}
+
+// fenceOf returns l's fence, failing t without one.
+func fenceOf(t *testing.T, l *redlock.Lock) uint64 {
+	t.Helper()
+	f, err := l.Fence()
+	require.NoError(t, err)
+	return f
+}
+
+// valid reports whether l is valid at now: before its Until.
+func valid(l *redlock.Lock, now time.Time) bool { return now.Before(l.Until()) }
 
 // testContext returns a context that ends with the test or after
 // testTimeout.
@@ -109,11 +150,12 @@ func testContext(t *testing.T) context.Context {
 // testKey returns a key unique to the test.
 func testKey(t *testing.T, suffix string) string { return "conformance:" + t.Name() + suffix }
 
-// foreignToken is a token no Locker in the suite issues (crypto/rand ones
+// foreignToken is a token no Client in the suite issues (crypto/rand ones
 // would need 2^128 luck), standing for another client.
 var foreignToken = core.TokenFromUint64s(0xf0f0f0f0f0f0f0f0, 0x0f0f0f0f0f0f0f0f)
 
-// requireError checks that err matches kind and is a *core.Error.
+// requireError checks that err matches kind and is, or wraps (a
+// *redlock.LostError's cause), a *core.Error.
 func requireError(t *testing.T, err, kind error) *core.Error {
 	t.Helper()
 	require.ErrorIs(t, err, kind)
@@ -159,12 +201,11 @@ func requireHolds(t *testing.T, c cluster, key string, tok core.Token, minTTL ti
 // acquireSettled acquires key and waits until every node holds it: a
 // multiplexed round returns at its quorum, and a case that then changes
 // the keys behind the driver's back must not race the SETs in flight.
-func acquireSettled(t *testing.T, c cluster, l *core.Locker, ctx context.Context, key string) core.Lock {
+func acquireSettled(t *testing.T, c cluster, client *redlock.Client, ctx context.Context, key string) *redlock.Lock {
 	t.Helper()
-	lock, err := l.Acquire(ctx, key)
-	require.NoError(t, err)
-	requireHolds(t, c, key, lock.Token(), 0, all(c.N())...)
-	return lock
+	l := tryLock(t, client, ctx, key)
+	requireHolds(t, c, key, l.Token(), 0, all(c.N())...)
+	return l
 }
 
 // requireAbsent checks that key does not exist on each node, waiting up to
@@ -257,18 +298,19 @@ func testDriverShape(t *testing.T, c cluster, _ core.FanOut) {
 // testAcquireReleaseExtend: the basic semantics, checked on every node.
 func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{MaxExtensions: 2})
+	client := newClient(t, c, mode, core.Config{MaxExtensions: 2})
 
-	lock, err := l.Acquire(ctx, key)
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, key, lock.Key())
-	assert.Greater(t, lock.Validity(), time.Duration(0))
-	assert.LessOrEqual(t, lock.Validity(), defaultTTL)
+	until := lock.Until()
+	assert.True(t, valid(&lock, time.Now()), "the lock is valid once TryLock returns")
+	assert.LessOrEqual(t, time.Until(until), defaultTTL)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
 
 	// A second acquirer is refused by the holder's nodes, and its cleanup
 	// leaves the holder's keys alone.
-	_, err = l.Acquire(ctx, key)
+	_, err = client.TryLock(ctx, key)
 	e := requireError(t, err, core.ErrTaken)
 	held := e.Failed(core.StatusHeld)
 	assert.GreaterOrEqual(t, len(held), lossThreshold(n), "nodes reporting held: %v", err)
@@ -279,88 +321,94 @@ func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
 	for i := range n {
 		c.Set(i, key, lock.Token(), time.Second)
 	}
-	ext, err := l.Extend(ctx, lock)
-	require.NoError(t, err)
-	assert.Equal(t, 1, ext.Extensions())
-	assert.Greater(t, ext.Validity(), time.Duration(0))
-	assert.Equal(t, lock.Token(), ext.Token())
+	require.NoError(t, lock.Extend(ctx))
+	assert.True(t, lock.Until().After(until), "the validity counts from the extension round")
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
 
-	ext, err = l.Extend(ctx, ext)
-	require.NoError(t, err)
-	assert.Equal(t, 2, ext.Extensions())
-	_, err = l.Extend(ctx, ext)
-	requireError(t, err, core.ErrExtensionLimit)
+	require.NoError(t, lock.Extend(ctx))
+	requireError(t, lock.Extend(ctx), core.ErrExtensionLimit)
+	assert.True(t, valid(&lock, time.Now()), "the limit does not end the lock")
 
-	require.NoError(t, l.Release(ctx, ext))
+	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, all(n)...)
 }
 
 // testExpiry: a lock whose keys expired in Redis is gone: it cannot be
 // extended (nor re-created), its release says not held rather than taken,
-// and another client may take the key.
+// another client may take the key, and the stale holder's release then
+// leaves the new holder's keys alone. Three locks, on three keys, show
+// the three: a lock's first Extend or Unlock decides what the next says.
 func testExpiry(t *testing.T, c cluster, mode core.FanOut) {
-	ctx, n, key := testContext(t), c.N(), testKey(t, "")
+	ctx, n := testContext(t), c.N()
 	const ttl = 400 * time.Millisecond
 	cfg := core.Config{TTL: ttl, NodeTimeout: 150 * time.Millisecond}
-	l := newLocker(t, c, mode, cfg)
+	client := newClient(t, c, mode, cfg)
 
-	lock, err := l.Acquire(ctx, key)
-	require.NoError(t, err)
-	requireHolds(t, c, key, lock.Token(), 0, all(n)...)
+	keys := []string{testKey(t, "-extend"), testKey(t, "-release"), testKey(t, "")}
+	locks := make([]*redlock.Lock, len(keys))
+	for k, key := range keys {
+		locks[k] = tryLock(t, client, ctx, key)
+		requireHolds(t, c, key, locks[k].Token(), 0, all(n)...)
+	}
+	ext, rel, stale := locks[0], locks[1], locks[2]
 	eventually(t, 5*time.Second, func() bool {
 		for i := range n {
-			if _, _, ok := c.Get(i, key); ok {
-				return false
+			for _, key := range keys {
+				if _, _, ok := c.Get(i, key); ok {
+					return false
+				}
 			}
 		}
 		return true
 	}, "keys must expire on every node")
 	// Validity is counted from before the keys were set, so it ended first.
-	assert.Zero(t, lock.Remaining())
+	for _, l := range locks {
+		assert.False(t, valid(l, time.Now()), "%s is valid after its keys expired", l.Key())
+	}
 
-	_, err = l.Extend(ctx, lock)
+	err := ext.Extend(ctx)
 	requireError(t, err, core.ErrNotHeld)
-	requireAbsent(t, c, key, all(n)...)
+	assert.ErrorIs(t, err, redlock.ErrLost)
+	requireAbsent(t, c, keys[0], all(n)...)
 
-	err = l.Release(ctx, lock)
+	err = rel.Unlock(ctx)
 	e := requireError(t, err, core.ErrNotHeld)
 	assert.NotErrorIs(t, err, core.ErrTaken)
 	assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
 
-	other := newLocker(t, c, mode, cfg)
-	lock2, err := other.Acquire(ctx, key)
+	other := newClient(t, c, mode, cfg)
+	lock2, err := other.TryLock(ctx, keys[2])
 	require.NoError(t, err)
-	require.NotEqual(t, lock.Token(), lock2.Token())
+	require.NotEqual(t, stale.Token(), lock2.Token())
 
 	// The stale holder cannot release the new holder's lock.
-	err = l.Release(ctx, lock)
+	err = stale.Unlock(ctx)
 	requireError(t, err, core.ErrTaken)
-	requireHolds(t, c, key, lock2.Token(), 0, all(n)...)
-	require.NoError(t, other.Release(ctx, lock2))
+	requireHolds(t, c, keys[2], lock2.Token(), 0, all(n)...)
+	require.NoError(t, lock2.Unlock(ctx))
 }
 
-// testMissingKey: release and extend of a lock whose keys were deleted (or
-// expired in Redis while the lock was still valid locally) report not
-// held, reach the nodes, and never re-create a key.
+// testMissingKey: extend of a lock whose keys were deleted (or expired in
+// Redis while the lock was still valid locally) proves it lost, reaches
+// the nodes, and never re-creates a key; its Unlock still releases.
 func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	l := newLocker(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, core.Config{})
 
 	t.Run("deleted everywhere", func(t *testing.T) {
 		key := testKey(t, "")
-		lock := acquireSettled(t, c, l, ctx, key)
+		lock := acquireSettled(t, c, client, ctx, key)
 		for i := range n {
 			c.Del(i, key)
 		}
-		_, err := l.Extend(ctx, lock)
+		err := lock.Extend(ctx)
 		e := requireError(t, err, core.ErrNotHeld)
+		assert.ErrorIs(t, err, redlock.ErrLost)
 		assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
 		requireAbsent(t, c, key, all(n)...)
+		assert.True(t, lock.Until().IsZero(), "a lost lock has no validity")
 
-		err = l.Release(ctx, lock)
-		e = requireError(t, err, core.ErrNotHeld)
-		assert.GreaterOrEqual(t, len(e.Failed(core.StatusMissing)), lossThreshold(n), "%v", err)
+		assert.ErrorIs(t, lock.Unlock(ctx), redlock.ErrLost)
 		requireAbsent(t, c, key, all(n)...)
 	})
 
@@ -368,7 +416,7 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 		// The lock is valid locally for seconds more, so Extend must ask
 		// the nodes; their keys are gone.
 		key := testKey(t, "")
-		lock := acquireSettled(t, c, l, ctx, key)
+		lock := acquireSettled(t, c, client, ctx, key)
 		for i := range n {
 			c.Set(i, key, lock.Token(), 30*time.Millisecond)
 		}
@@ -380,43 +428,48 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 			}
 			return true
 		}, "keys must expire on every node")
-		require.Positive(t, lock.Remaining())
-		_, err := l.Extend(ctx, lock)
-		requireError(t, err, core.ErrNotHeld)
+		require.True(t, valid(lock, time.Now()))
+		requireError(t, lock.Extend(ctx), core.ErrNotHeld)
 		requireAbsent(t, c, key, all(n)...)
+		assert.ErrorIs(t, lock.Unlock(ctx), redlock.ErrLost)
 	})
 
 	t.Run("deleted on a minority", func(t *testing.T) {
 		key := testKey(t, "")
-		lock := acquireSettled(t, c, l, ctx, key)
+		lock := acquireSettled(t, c, client, ctx, key)
 		c.Del(0, key)
 		for i := 1; i < n; i++ {
 			c.Set(i, key, lock.Token(), time.Second)
 		}
-		ext, err := l.Extend(ctx, lock)
-		require.NoError(t, err)
+		require.NoError(t, lock.Extend(ctx))
 		requireAbsent(t, c, key, 0) // extend never re-creates a key
 		requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), 0)...)
-		require.NoError(t, l.Release(ctx, ext))
+		require.NoError(t, lock.Unlock(ctx))
 		requireAbsent(t, c, key, all(n)...)
 	})
 }
 
 // testForeignToken: keys held by another token on a majority are neither
-// deleted nor extended.
+// deleted nor extended. An extension proves the lock lost; a release of a
+// lock never extended says taken; both delete the lock's own keys on the
+// other nodes.
 func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
-	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{})
-	lock := acquireSettled(t, c, l, ctx, key)
+	ctx, n := testContext(t), c.N()
+	client := newClient(t, c, mode, core.Config{})
+	key, relKey := testKey(t, ""), testKey(t, "-release")
+	lock := acquireSettled(t, c, client, ctx, key)
+	rel := acquireSettled(t, c, client, ctx, relKey)
 
 	const foreignTTL = 5 * time.Second
 	foreign := []int{0, 1}
 	for _, i := range foreign {
 		c.Set(i, key, foreignToken, foreignTTL)
+		c.Set(i, relKey, foreignToken, foreignTTL)
 	}
 
-	_, err := l.Extend(ctx, lock)
+	err := lock.Extend(ctx)
 	e := requireError(t, err, core.ErrTaken)
+	assert.ErrorIs(t, err, redlock.ErrLost)
 	assert.ElementsMatch(t, foreign, e.Failed(core.StatusHeld), "%v", err)
 	assertNamed(t, c, err, foreign)
 	for _, i := range foreign {
@@ -425,14 +478,17 @@ func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
 		require.Equal(t, foreignToken.String(), got)
 		require.LessOrEqual(t, pttl, foreignTTL, "extend must not touch the foreign key's expiry on node %d", i)
 	}
+	assert.ErrorIs(t, lock.Unlock(ctx), redlock.ErrLost)
+	requireHolds(t, c, key, foreignToken, 0, foreign...)
+	requireAbsent(t, c, key, without(all(n), foreign...)...)
 
-	err = l.Release(ctx, lock)
+	err = rel.Unlock(ctx)
 	e = requireError(t, err, core.ErrTaken)
 	assert.ElementsMatch(t, foreign, e.Failed(core.StatusHeld), "%v", err)
-	requireHolds(t, c, key, foreignToken, 0, foreign...)
+	requireHolds(t, c, relKey, foreignToken, 0, foreign...)
 	// Release is sent to every node, and deletes the lock's own key on the
 	// rest even though the round failed.
-	requireAbsent(t, c, key, without(all(n), foreign...)...)
+	requireAbsent(t, c, relKey, without(all(n), foreign...)...)
 }
 
 // testStoppedNode: a hung (SIGSTOPped) minority costs a node timeout, not
@@ -444,17 +500,17 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 	// the node timeout.
 	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second)
 	defer cancel()
-	l := newLocker(t, c, mode, core.Config{TTL: 5 * time.Second, NodeTimeout: 250 * time.Millisecond})
+	client := newClient(t, c, mode, core.Config{TTL: 5 * time.Second, NodeTimeout: 250 * time.Millisecond})
 
 	// Stop node 1, so that a sequential round must get past it.
 	stopped := []int{1}
 	c.Stop(1)
 	key := testKey(t, "")
-	lock, err := l.Acquire(ctx, key)
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Positive(t, lock.Validity())
+	assert.True(t, valid(&lock, time.Now()))
 	requireHolds(t, c, key, lock.Token(), 0, without(all(n), stopped...)...)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, without(all(n), stopped...)...)
 
 	// Stop a majority: every stopped node must report a timeout.
@@ -462,7 +518,7 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 		c.Stop(i)
 		stopped = append(stopped, i)
 	}
-	_, err = l.Acquire(ctx, testKey(t, "-2"))
+	_, err = client.TryLock(ctx, testKey(t, "-2"))
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	assert.ElementsMatch(t, stopped, e.Failed(core.StatusTimeout), "%v", err)
 	assertNamed(t, c, err, stopped)
@@ -477,7 +533,7 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 // majority the error names the nodes; restarted nodes are used again.
 func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	l := newLocker(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, core.Config{})
 
 	// The largest minority, spread out so a sequential round meets live
 	// and dead nodes alternately.
@@ -487,16 +543,16 @@ func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
 		killed = append(killed, i)
 	}
 	key := testKey(t, "")
-	lock, err := l.Acquire(ctx, key)
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), killed...)...)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 
 	// One more makes a majority.
 	last := 1
 	c.Kill(last)
 	killed = append(killed, last)
-	_, err = l.Acquire(ctx, testKey(t, "-2"))
+	_, err = client.TryLock(ctx, testKey(t, "-2"))
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	assert.ElementsMatch(t, killed, e.Failed(core.StatusError), "%v", err)
 	assertNamed(t, c, err, killed)
@@ -507,22 +563,21 @@ func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
 	}
 	// The first commands may meet connections the kill broke; a few rounds
 	// later every node must take the key.
-	requireEveryNodeTakes(t, c, l, ctx, testKey(t, "-3"), "after restart, an acquire must set the key on every node")
+	requireEveryNodeTakes(t, c, client, ctx, testKey(t, "-3"), "after restart, an acquire must set the key on every node")
 }
 
-// requireEveryNodeTakes acquires key until an acquisition sets it on every
-// node of c, waiting up to settle for each round's stragglers to land, and
-// fails with msg if none does within 10 s: nodes back from a fault (a
-// restart, a healed partition) are used again once the driver has
-// reconnected.
-func requireEveryNodeTakes(t *testing.T, c cluster, l *core.Locker, ctx context.Context, key, msg string) {
+// requireEveryNodeTakes locks key until a lock sets it on every node of
+// c, waiting up to settle for each round's stragglers to land, and fails
+// with msg if none does within 10 s: nodes back from a fault (a restart, a
+// healed partition) are used again once the driver has reconnected.
+func requireEveryNodeTakes(t *testing.T, c cluster, client *redlock.Client, ctx context.Context, key, msg string) {
 	t.Helper()
 	eventually(t, 10*time.Second, func() bool {
-		lock, err := l.Acquire(ctx, key)
+		lock, err := client.TryLock(ctx, key)
 		if err != nil {
 			return false
 		}
-		defer l.Release(ctx, lock)
+		defer lock.Unlock(ctx)
 		for deadline := time.Now().Add(settle); ; time.Sleep(10 * time.Millisecond) {
 			holders := 0
 			for i := range c.N() {
@@ -544,8 +599,8 @@ func requireEveryNodeTakes(t *testing.T, c cluster, l *core.Locker, ctx context.
 // another client, and extend does not re-create its key.
 func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
+	client := newClient(t, c, mode, core.Config{})
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 
 	c.Restart(0)
@@ -553,8 +608,8 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 
 	// The other client is refused. Taken, or unreachable if the driver
 	// found its old connection to node 0 broken: either way not won.
-	other := newLocker(t, c, mode, core.Config{})
-	_, err = other.Acquire(ctx, key)
+	other := newClient(t, c, mode, core.Config{})
+	_, err = other.TryLock(ctx, key)
 	require.Error(t, err)
 	if !errors.Is(err, core.ErrTaken) {
 		e := requireError(t, err, core.ErrQuorumUnreachable)
@@ -567,15 +622,14 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 	for i := 1; i < n; i++ {
 		c.Set(i, key, lock.Token(), time.Second)
 	}
-	ext, err := l.Extend(ctx, lock)
-	require.NoError(t, err)
+	require.NoError(t, lock.Extend(ctx))
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), 0)...)
 	// Extend never re-creates the lock's key on node 0. (The refused
 	// acquirer's key may be there: in a multiplexed round its cleanup can
 	// overtake its SET on another connection, so that is not checked.)
 	requireNotHolding(t, c, key, lock.Token(), 0)
 
-	require.NoError(t, l.Release(ctx, ext))
+	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, all(n)...)
 }
 
@@ -584,9 +638,14 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 // release works with a cancelled context.
 func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
 	base, n, key := testContext(t), c.N(), testKey(t, "")
-	// Keep retrying, so that however late the cancel lands it lands during
-	// an attempt or a delay, never after the tries ran out.
-	l := newLocker(t, c, mode, core.Config{Retry: core.RandomDelay(1<<20, 10*time.Millisecond, 20*time.Millisecond)})
+	// Every attempt holds tok, so that the check below covers them all.
+	// Lock keeps trying, so that however late the cancel lands it lands
+	// during an attempt or a delay, never after the tries ran out.
+	tok := core.TokenFromUint64s(0x0123456789abcdef, uint64(time.Now().UnixNano()))
+	client := newClient(t, c, mode, core.Config{
+		Retry:  core.RandomDelay(1<<20, 10*time.Millisecond, 20*time.Millisecond),
+		Tokens: fixedToken(tok),
+	})
 
 	// A stopped majority holds the round open until the node timeout. Its
 	// nodes already hold the key for another client, so whatever of ours
@@ -600,8 +659,7 @@ func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, cancel := context.WithCancel(base)
 	timer := time.AfterFunc(20*time.Millisecond, cancel)
 	defer timer.Stop()
-	tok := core.TokenFromUint64s(0x0123456789abcdef, uint64(time.Now().UnixNano()))
-	_, err := l.AcquireToken(ctx, key, tok)
+	_, err := client.Lock(ctx, key)
 	requireError(t, err, core.ErrCancelled)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, base.Err(), "cancellation must not wait for the test deadline")
@@ -615,13 +673,14 @@ func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
 
 	// Release and extend with a context that is already cancelled.
 	key2 := testKey(t, "-2")
-	lock, err := l.Acquire(base, key2)
+	lock, err := client.TryLock(base, key2)
 	require.NoError(t, err)
 	done, cancelDone := context.WithCancel(base)
 	cancelDone()
-	_, err = l.Extend(done, lock)
+	err = lock.Extend(done)
 	requireError(t, err, core.ErrCancelled)
-	require.NoError(t, l.Release(done, lock), "release must outlive the caller's cancellation")
+	assert.NotErrorIs(t, err, redlock.ErrLost, "a cancelled extension proves nothing")
+	require.NoError(t, lock.Unlock(done), "release must outlive the caller's cancellation")
 	requireAbsent(t, c, key2, all(n)...)
 }
 
@@ -667,12 +726,12 @@ func testBatchCloseEarly(t *testing.T, c cluster, mode core.FanOut) {
 	}
 	c.Cont(n - 1)
 
-	l := newLocker(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, core.Config{})
 	key2 := testKey(t, "-2")
-	lock, err := l.Acquire(ctx, key2)
+	lock, err := client.TryLock(ctx, key2)
 	require.NoError(t, err)
 	requireHolds(t, c, key2, lock.Token(), defaultTTL/2, all(n)...)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 }
 
 // testMutualExclusion: many goroutines contend for one key; at most one
@@ -684,7 +743,7 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	if mode == core.Sequential {
 		workers = 8 // a sequential round costs N round trips
 	}
-	l := newLocker(t, c, mode, core.Config{
+	client := newClient(t, c, mode, core.Config{
 		TTL:   2 * time.Second,
 		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
 	})
@@ -701,7 +760,7 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	for range workers {
 		wg.Go(func() {
 			for range rounds {
-				lock, err := l.Acquire(ctx, key)
+				lock, err := client.Lock(ctx, key)
 				if err != nil {
 					errs <- err
 					return
@@ -713,7 +772,7 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 				time.Sleep(time.Millisecond)
 				counter.Store(v + 1)
 				holders.Add(-1)
-				if err := l.Release(context.Background(), lock); err != nil {
+				if err := lock.Unlock(context.Background()); err != nil {
 					errs <- err
 					return
 				}
@@ -730,13 +789,13 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	requireAbsent(t, c, key, all(c.N())...)
 }
 
-// testReleaseLeavesNothing: once Release returns nil, no node holds the
+// testReleaseLeavesNothing: once Unlock returns nil, no node holds the
 // key, checked at once, without waiting for commands in flight; and the
-// same after Release and the driver's Close, which would drop a delete
+// same after Unlock and the driver's Close, which would drop a delete
 // still in flight, as a process's exit would.
 func testReleaseLeavesNothing(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	l := newLocker(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, core.Config{})
 	scan := func(key, after string) {
 		t.Helper()
 		for i := range n {
@@ -748,19 +807,19 @@ func testReleaseLeavesNothing(t *testing.T, c cluster, mode core.FanOut) {
 	}
 	for round := range 20 {
 		key := testKey(t, ":"+strconv.Itoa(round))
-		lock, err := l.Acquire(ctx, key)
+		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx, lock))
-		scan(key, "Release")
+		require.NoError(t, lock.Unlock(ctx))
+		scan(key, "Unlock")
 	}
 	closer, ok := c.Driver().(interface{ Close() error })
 	if !ok {
 		return // memnode: nothing is ever in flight
 	}
 	key := testKey(t, ":close")
-	lock, err := l.Acquire(ctx, key)
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 	require.NoError(t, closer.Close())
-	scan(key, "Release and Close")
+	scan(key, "Unlock and Close")
 }

@@ -114,8 +114,8 @@ type cluster interface {
 	Set(i int, key string, tok core.Token, ttl time.Duration)
 	// Del deletes key on node i.
 	Del(i int, key string)
-	// Fence returns key's fence counter (core.FenceKey) on node i: 0 if it
-	// has none.
+	// Fence returns key's fence counter (core.FenceKeyPrefix + key) on
+	// node i: 0 if it has none.
 	Fence(i int, key string) uint64
 	// SetFence makes key's fence counter on node i v, as earlier holders
 	// would have left it. memnode can only raise a counter, by taking and

@@ -83,25 +83,27 @@ func (b *nodeZeroFirst) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	return b.Batch.Receive(cancel)
 }
 
+// Clock is the waiter's clock: the driver's deadlines are read on the
+// system clock, of which waitClock's readings are.
+func (s *staleWaiter) Clock() core.Clock { return waitClock{s} }
+
 // waitClock is the system clock of the waiter's Client: it closes
-// s.waiting when the waiter goes to sleep after every node's subscription
-// has been confirmed to it, with nothing pending that would wake it (its
-// cancel channel open): from then on only a release wakes it before its
-// learnt expiry. The nodes are read before the channel, so a confirmation
-// that came before the check has poked the channel already.
+// s.waiting when the waiter goes to sleep (a timer for its wait) after
+// every node's subscription has been confirmed to it: from then on only a
+// release wakes it before its learnt expiry. The nodes are read when the
+// timer is set, after every notify they record has returned; a
+// confirmation that came after the waiter last took what it heard has
+// poked it already, and costs at most one more attempt, refused, before
+// the release.
 type waitClock struct{ s *staleWaiter }
 
 func (c waitClock) Now() time.Time { return time.Now() }
 
-func (c waitClock) Sleep(d time.Duration, cancel <-chan struct{}) bool {
+func (c waitClock) AfterFunc(d time.Duration, f func()) core.Timer {
 	if c.s.heard.Load() == c.s.all && d > 0 {
-		select {
-		case <-cancel:
-		default:
-			c.s.once.Do(func() { close(c.s.waiting) })
-		}
+		c.s.once.Do(func() { close(c.s.waiting) })
 	}
-	return core.SystemClock{}.Sleep(d, cancel)
+	return time.AfterFunc(d, f)
 }
 
 // testWakeStaleMinority: node 0 holds the key with the token of a crashed
@@ -121,9 +123,9 @@ func testWakeStaleMinority(t *testing.T, c cluster, mode core.FanOut) {
 		holderTTL = 4 * time.Second // below staleTTL: B's learnt expiry is the stale key's
 	)
 	s := &staleWaiter{attemptWatch: watchAttempts(t, c), all: 1<<c.N() - 1, waiting: make(chan struct{})}
-	b := newHandleClient(t, s, mode, redlock.Options{Config: redlock.Config{Clock: waitClock{s},
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
-	a := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{TTL: holderTTL}})
+	b := clientOver(t, s, mode, redlock.Options{Clock: waitClock{s},
+		Config: redlock.Config{Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	a := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{TTL: holderTTL}})
 	key := testKey(t, "")
 	c.Set(0, key, foreignToken, staleTTL)
 	holder, err := a.TryLock(testContext(t), key)
@@ -175,7 +177,7 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 	for run := range 8 {
 		t.Run("run="+strconv.Itoa(run), func(t *testing.T) {
 			w := watchExtends(c.Driver())
-			client := newHandleClient(t, w, mode, redlock.Options{
+			client := clientOver(t, w, mode, redlock.Options{
 				Config: redlock.Config{TTL: 400 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
 					Retry: core.DefaultRetry, Jitter: fixedRand(math.MaxUint64)},
 				Lease: &redlock.Lease{Fraction: 1.0 / 3},
@@ -193,7 +195,7 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 				c.Stop(i)
 			}
 			require.Zero(t, w.extends(), "an extension was sent before the majority was stopped: the run cannot tell the Until in force")
-			cause := awaitDone(t, l)
+			cause := awaitDone(t, &l)
 			done := time.Now()
 			assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
 			assert.True(t, done.Before(until),

@@ -31,8 +31,8 @@ type Closer interface {
 type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
-// their replies, a stopped node under concurrent lockers, dialling with
-// nodes down, and Close. Run covers the Locker-level behaviour. Servers
+// their replies, a stopped node under concurrent Clients, dialling with
+// nodes down, and Close. Run covers the Client-level behaviour. Servers
 // are chosen as in Run.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := func(t *testing.T, addrs []string) Closer {
@@ -190,8 +190,8 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 	// Many concurrent lockers: every call returns, and the stopped node
 	// never answers OK.
 	for _, mode := range modes {
-		l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, FanOut: mode,
-			Retry: core.NoRetry()})
+		client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second,
+			NodeTimeout: 100 * time.Millisecond, FanOut: mode}})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var won atomic.Int32
@@ -201,7 +201,7 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 				defer wg.Done()
 				for k := 0; k < 5; k++ {
 					key := "stop-" + mode.String() + "-" + strconv.Itoa(g) + "-" + strconv.Itoa(k)
-					lock, err := l.Acquire(context.Background(), key)
+					lock, err := client.TryLock(context.Background(), key)
 					var e *core.Error
 					if errors.As(err, &e) {
 						for _, n := range e.Nodes {
@@ -212,7 +212,7 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 					}
 					if err == nil {
 						won.Add(1)
-						_ = l.Release(context.Background(), lock)
+						_ = lock.Unlock(context.Background())
 					}
 				}
 			}()
@@ -232,11 +232,11 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	down.Kill()
 	d := open(t, []string{srvs[0].Addr, down.Addr, srvs[1].Addr})
 
-	l, err := redlock.New(d, core.Config{TTL: 2 * time.Second})
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second}})
 	require.NoError(t, err)
-	lock, err := l.Acquire(context.Background(), "k")
+	lock, err := client.TryLock(context.Background(), "k")
 	require.NoError(t, err, "a majority is up")
-	require.NoError(t, l.Release(context.Background(), lock))
+	require.NoError(t, lock.Unlock(context.Background()))
 
 	r := SendOne(d, 1, acquireCmd("x"), time.Second)
 	assert.Equal(t, core.StatusError, r.Status)

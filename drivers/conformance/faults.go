@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -58,15 +60,20 @@ func (c *proxiedCluster) partition(m latproxy.Partition, nodes ...int) {
 // held (the network silently loses their packets, so commands hang).
 // Extend fails cleanly with ErrQuorumUnreachable, naming the partitioned
 // nodes by the address the driver dialled, after the node timeout rather
-// than hanging. The lock it returns is the lock it was given: not lost,
-// not extended, and still bounded by its old validity, which the caller
-// sees run out by polling RemainingAt. After the partition heals, release
+// than hanging. The lock is as it was: not lost, not extended, and still
+// bounded by its old validity; its Context ends, a round's bound before
+// that validity does, with the failed extension as the cause, and from
+// then on Extend sends nothing. After the partition heals, release
 // reaches every node and leaves nothing, and the driver works again.
 func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 	for _, n := range []int{3, 5} {
 		t.Run("N="+strconv.Itoa(n), func(t *testing.T) {
 			const (
-				ttl         = 1500 * time.Millisecond
+				// ttl leaves time, after the acquisition, for an
+				// extension: one must end a round's bound (up to
+				// N × nodeTimeout, sequential) before the loss, itself
+				// declared a round's bound before the validity ends.
+				ttl         = 3 * time.Second
 				nodeTimeout = 150 * time.Millisecond
 				// slack covers scheduling on a loaded machine under the
 				// race detector; a driver that ignored the node timeout
@@ -75,25 +82,28 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 			)
 			c := startProxied(t, f, n, 0)
 			ctx, key := testContext(t), testKey(t, "")
-			l := newLocker(t, c, mode, core.Config{TTL: ttl, NodeTimeout: nodeTimeout})
-			lock := acquireSettled(t, c, l, ctx, key)
+			h := &hookDriver{Driver: c.Driver()}
+			client := clientOver(t, h, mode, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: nodeTimeout}})
+			lock := acquireSettled(t, c, client, ctx, key)
+			until := lock.Until()
 
 			cut := all(n)[n-core.Quorum(n):] // a majority
 			live := without(all(n), cut...)
 			c.partition(latproxy.BlackHole, cut...)
 
 			// A sequential round waits out each hanging node in turn.
-			waits := 1
+			waits, bound := 1, nodeTimeout
 			if mode == core.Sequential {
-				waits = len(cut)
+				waits, bound = len(cut), time.Duration(n)*nodeTimeout
 			}
-			require.Greater(t, lock.Remaining(), time.Duration(waits)*nodeTimeout,
-				"the machine is too slow for this case: the lock would run out during the extend round")
+			require.Greater(t, time.Until(until), 2*bound,
+				"the machine is too slow for this case: too little validity is left for an extension")
 			start := time.Now()
-			got, err := l.Extend(ctx, lock)
+			err := lock.Extend(ctx)
 			elapsed := time.Since(start)
 
 			e := requireError(t, err, core.ErrQuorumUnreachable)
+			assert.NotErrorIs(t, err, redlock.ErrLost, "an extension that proved nothing does not lose the lock")
 			assert.ElementsMatch(t, cut, e.Failed(core.StatusTimeout), "the partitioned nodes time out: %v", err)
 			for _, r := range e.Nodes {
 				assert.Contains(t, cut, r.Node, "only partitioned nodes fail: %v", err)
@@ -104,26 +114,30 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 
 			// Nothing was proved: the lock is unchanged, bounded by the
 			// validity it had.
-			require.Equal(t, lock, got, "a failed extension that proved nothing returns the lock unchanged")
-			assert.False(t, got.Lost())
-			assert.Zero(t, got.Extensions())
-			assert.Equal(t, lock.ValidUntil(), got.ValidUntil())
+			assert.Equal(t, until, lock.Until(), "a failed extension that proved nothing leaves the validity as it was")
 			requireHolds(t, c, key, lock.Token(), 0, live...) // the live nodes extended
 
-			// The caller waits for RemainingAt to reach 0, polling the
-			// lock; from then on the lock is not valid, even though the
-			// live nodes' keys (extended above) outlive it.
-			eventually(t, ttl+5*time.Second, func() bool { return got.RemainingAt(time.Now()) == 0 },
-				"the lock's validity must run out")
-			now := time.Now()
-			assert.False(t, got.ValidAt(now), "ValidAt after ValidUntil")
-			assert.False(t, now.Before(got.ValidUntil()), "RemainingAt reached 0 before ValidUntil")
-			assert.False(t, got.ValidAt(got.ValidUntil()))
+			// The lock's Context ends before its validity does, with the
+			// failed extension as the cause; the live nodes' keys
+			// (extended above) outlive it.
+			ctxLock := lock.Context()
+			select {
+			case <-ctxLock.Done():
+			case <-time.After(ttl + 5*time.Second):
+				require.FailNow(t, "the lock's Context did not end")
+			}
+			ended := time.Now()
+			cause := context.Cause(ctxLock)
+			assert.ErrorIs(t, cause, redlock.ErrLost)
+			assert.ErrorIs(t, cause, core.ErrQuorumUnreachable, "the last extension's failure is why: %v", cause)
+			assert.False(t, ended.Before(until.Add(-bound)), "the loss was declared more than a round's bound before the validity's end")
+			assert.True(t, ended.Before(until), "the loss is declared before the validity ends")
+			assert.True(t, lock.Until().IsZero(), "a lost lock has no validity")
 
 			// Extending it now sends nothing: no hang, even partitioned.
-			_, err = l.Extend(ctx, got)
-			e = requireError(t, err, core.ErrNotHeld)
-			assert.Empty(t, e.Nodes, "nothing is sent for a lock whose validity is over")
+			h.takeRounds()
+			assert.ErrorIs(t, lock.Extend(ctx), redlock.ErrLost)
+			assert.Empty(t, h.takeRounds(), "nothing is sent for a lock that is lost")
 
 			// Heal once the partitioned nodes' keys have expired, so that
 			// what the black hole held (the failed round's extends) finds
@@ -138,18 +152,14 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 			}, "the partitioned nodes' keys must expire")
 			c.partition(latproxy.Healed, cut...)
 
-			// Release reaches every node: the keys are gone on the
-			// majority (ErrNotHeld), and no node fails or hangs.
-			err = l.Release(ctx, got)
-			e = requireError(t, err, core.ErrNotHeld)
-			assert.Empty(t, e.Failed(core.StatusError), "after the partition heals every node answers: %v", err)
-			assert.Empty(t, e.Failed(core.StatusTimeout), "after the partition heals every node answers: %v", err)
-			assert.Subset(t, e.Failed(core.StatusMissing), cut, "%v", err)
+			// Unlock says the lock was lost, and its release reaches
+			// every node all the same: no key is left.
+			assert.ErrorIs(t, lock.Unlock(ctx), redlock.ErrLost)
 			requireAbsent(t, c, key, all(n)...)
 
 			// And the driver works again on every node.
-			lock2 := acquireSettled(t, c, l, ctx, testKey(t, "-2"))
-			require.NoError(t, l.Release(ctx, lock2))
+			lock2 := acquireSettled(t, c, client, ctx, testKey(t, "-2"))
+			require.NoError(t, lock2.Unlock(ctx))
 			requireAbsent(t, c, lock2.Key(), all(n)...)
 		})
 	}
@@ -164,8 +174,9 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 		t.Run("N="+strconv.Itoa(n), func(t *testing.T) {
 			c := startProxied(t, f, n, 0)
 			ctx, key := testContext(t), testKey(t, "")
-			l := newLocker(t, c, mode, core.Config{})
-			lock := acquireSettled(t, c, l, ctx, key)
+			client := newClient(t, c, mode, core.Config{})
+			lock := acquireSettled(t, c, client, ctx, key)
+			until := lock.Until()
 
 			// Shorten every key, so that the extension shows where it
 			// landed.
@@ -180,11 +191,9 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 			live := without(all(n), cut...)
 			c.partition(latproxy.Drop, cut...)
 
-			ext, err := l.Extend(ctx, lock)
-			require.NoError(t, err, "a quorum is reachable")
-			assert.Equal(t, 1, ext.Extensions())
-			assert.Positive(t, ext.Validity())
-			assert.True(t, ext.ValidUntil().After(lock.ValidUntil()))
+			require.NoError(t, lock.Extend(ctx), "a quorum is reachable")
+			assert.True(t, valid(lock, time.Now()))
+			assert.True(t, lock.Until().After(until), "the validity counts from the extension")
 			requireHolds(t, c, key, lock.Token(), defaultTTL/2, live...)
 			for _, i := range cut {
 				if tok, pttl, ok := c.Get(i, key); ok {
@@ -193,7 +202,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 				}
 			}
 
-			require.NoError(t, l.Release(ctx, ext), "a quorum is reachable")
+			require.NoError(t, lock.Unlock(ctx), "a quorum is reachable")
 			requireAbsent(t, c, key, live...)
 
 			// Healed, the nodes are used again: the driver redials the
@@ -203,7 +212,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 			for _, i := range cut {
 				c.Del(i, key)
 			}
-			requireEveryNodeTakes(t, c, l, ctx, testKey(t, "-2"), "after the partition heals, an acquire must set the key on every node")
+			requireEveryNodeTakes(t, c, client, ctx, testKey(t, "-2"), "after the partition heals, an acquire must set the key on every node")
 		})
 	}
 }
@@ -225,23 +234,25 @@ func newOtherClient(t *testing.T, f Factory, c *realCluster) *otherClient {
 	return &otherClient{realCluster: c, drv: d}
 }
 
-// acquireWithoutNode2 has l acquire key on three nodes while node 2 is
+// acquireWithoutNode2 has client lock key on three nodes while node 2 is
 // unreachable (SIGSTOPped), so that the lock rests on nodes 0 and 1
 // alone, a bare majority. Node 2 then comes back empty: its process is
 // killed while still stopped, discarding the SET queued in its socket
 // (which SIGCONT would run, handing the lock node 2 as well, as a real
 // partition that lost the packet would not), and restarted. Node 2 thus
 // never saw the lock's key.
-func acquireWithoutNode2(t *testing.T, c *realCluster, l *core.Locker, key string) core.Lock {
+func acquireWithoutNode2(t *testing.T, c *realCluster, client *redlock.Client, key string) *redlock.Lock {
 	t.Helper()
 	c.Stop(2)
-	lock, err := l.Acquire(testContext(t), key)
+	l := new(redlock.Lock)
+	var err error
+	*l, err = client.TryLock(testContext(t), key)
 	require.NoError(t, err, "nodes 0 and 1 make a quorum")
 	c.Kill(2)
 	c.Restart(2)
-	requireHolds(t, c, key, lock.Token(), 0, 0, 1)
+	requireHolds(t, c, key, l.Token(), 0, 0, 1)
 	requireAbsent(t, c, key, 2)
-	return lock
+	return l
 }
 
 // testRestartDoubleGrant demonstrates the documented unsafety of a
@@ -256,24 +267,24 @@ func testRestartDoubleGrant(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
 	cfg := core.Config{NodeTimeout: 200 * time.Millisecond}
-	a := newLocker(t, c, mode, cfg)
+	a := newClient(t, c, mode, cfg)
 	lockA := acquireWithoutNode2(t, c, a, key)
 
 	c.Restart(1) // at once, and empty: A's key on node 1 is gone
 	requireAbsent(t, c, key, 1)
 
 	// B is a process that starts now.
-	b := newLocker(t, newOtherClient(t, f, c), mode, cfg)
-	lockB, err := b.Acquire(ctx, key)
+	b := newClient(t, newOtherClient(t, f, c), mode, cfg)
+	lockB, err := b.TryLock(ctx, key)
 	won := time.Now()
 	require.NoError(t, err, "B wins nodes 1 and 2: the documented unsafety of a restart without delay")
-	assert.True(t, lockA.ValidAt(won), "A's lock is still valid when B wins: the double grant the documentation warns of")
-	assert.True(t, lockB.ValidAt(won))
+	assert.True(t, valid(lockA, won), "A's lock is still valid when B wins: the double grant the documentation warns of")
+	assert.True(t, valid(&lockB, won))
 	requireHolds(t, c, key, lockA.Token(), 0, 0)
 	requireHolds(t, c, key, lockB.Token(), 0, 1, 2)
 
-	require.NoError(t, b.Release(ctx, lockB), "B holds nodes 1 and 2")
-	_ = a.Release(ctx, lockA) // node 0; A's connections to 1 and 2 broke with the restarts
+	require.NoError(t, lockB.Unlock(ctx), "B holds nodes 1 and 2")
+	_ = lockA.Unlock(ctx) // node 0; A's connections to 1 and 2 broke with the restarts
 	requireAbsent(t, c, key, 0, 1, 2)
 }
 
@@ -286,41 +297,42 @@ func testRestartDelayed(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
 	cfg := core.Config{TTL: time.Second, NodeTimeout: 200 * time.Millisecond}
-	a := newLocker(t, c, mode, cfg)
+	a := newClient(t, c, mode, cfg)
 	lockA := acquireWithoutNode2(t, c, a, key)
+	untilA := lockA.Until()
 
 	c.Kill(1) // crashes, and stays down
 
 	// While node 1 is down and A valid, B is refused: node 0 holds A's
 	// key for as long as A is valid, and B cannot make a quorum of node 2
 	// alone.
-	b0 := newLocker(t, newOtherClient(t, f, c), mode, cfg)
-	lockB0, err := b0.Acquire(ctx, key)
-	if lockA.ValidAt(time.Now()) {
+	b0 := newClient(t, newOtherClient(t, f, c), mode, cfg)
+	lockB0, err := b0.TryLock(ctx, key)
+	if time.Now().Before(untilA) {
 		require.Error(t, err, "B won while node 1 was down and A's lock valid")
 	} else {
 		t.Logf("A's lock ran out during B's first attempt (%v): the machine is slow; its refusal is not checked", err)
 		if err == nil {
-			_ = b0.Release(ctx, lockB0)
+			_ = lockB0.Unlock(ctx)
 		}
 	}
 
 	// Node 1 restarts only once A's lock is no longer valid: the caller
-	// knows this by polling A's lock.
-	eventually(t, cfg.TTL+5*time.Second, func() bool { return lockA.RemainingAt(time.Now()) == 0 },
+	// knows this by reading A's Until.
+	eventually(t, cfg.TTL+5*time.Second, func() bool { return !time.Now().Before(untilA) },
 		"A's validity must run out")
 	c.Restart(1)
 
-	b := newLocker(t, newOtherClient(t, f, c), mode, cfg)
+	b := newClient(t, newOtherClient(t, f, c), mode, cfg)
 	start := time.Now()
-	lockB, err := b.Acquire(ctx, key)
+	lockB, err := b.TryLock(ctx, key)
 	won := time.Now()
 	require.NoError(t, err, "nodes 1 and 2 are free")
-	assert.False(t, lockA.ValidAt(start), "B's round started while A's lock was valid")
-	assert.False(t, lockA.ValidAt(won), "B won while A's lock was valid")
-	assert.False(t, start.Before(lockA.ValidUntil()), "B's validity overlaps A's: A valid until %v, B's round started at %v",
-		lockA.ValidUntil(), start)
-	assert.True(t, lockB.ValidAt(won))
-	require.NoError(t, b.Release(ctx, lockB))
+	assert.False(t, valid(lockA, start), "B's round started while A's lock was valid")
+	assert.False(t, valid(lockA, won), "B won while A's lock was valid")
+	assert.False(t, start.Before(untilA), "B's validity overlaps A's: A valid until %v, B's round started at %v",
+		untilA, start)
+	assert.True(t, valid(&lockB, won))
+	require.NoError(t, lockB.Unlock(ctx))
 	requireNotHolding(t, c, key, lockB.Token(), all(3)...)
 }

@@ -20,11 +20,11 @@ import (
 // (big counters, the script cache, SIGSTOP, several processes) in
 // realCases.
 
-// fencedLocker is newLocker with Fencing.
-func fencedLocker(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *core.Locker {
+// fencedClient is newClient with Fencing.
+func fencedClient(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *redlock.Client {
 	t.Helper()
 	cfg.Fencing = true
-	return newLocker(t, c, mode, cfg)
+	return newClient(t, c, mode, cfg)
 }
 
 // raisedOn returns the nodes whose fence counter for key is at least
@@ -52,12 +52,24 @@ func requireRaised(t *testing.T, c cluster, key string, fence uint64) {
 // hookDriver wraps a driver: it records the command of every round it
 // begins, and calls before, if set, ahead of every Send, on the goroutine
 // that drives the round (rounds may run concurrently: before must be safe
-// for that).
+// for that). It reads the wrapped driver's clock.
 type hookDriver struct {
 	core.Driver
 	before func(node int, cmd core.Command)
 	mu     sync.Mutex
 	rounds []core.Op // each round's op, once it sent a command
+}
+
+func (d *hookDriver) Clock() core.Clock { return clockOf(d.Driver) }
+
+// clockOf returns the clock d says it reads (its Clock method), or nil,
+// which a Client takes for the system clock: what a wrapper's Clock
+// method returns, so that the Client reads the wrapped driver's clock.
+func clockOf(d core.Driver) core.Clock {
+	if cd, ok := d.(interface{ Clock() core.Clock }); ok {
+		return cd.Clock()
+	}
+	return nil
 }
 
 func (d *hookDriver) Begin(ctx context.Context) core.Batch {
@@ -94,54 +106,58 @@ func (b *hookBatch) Send(node int, cmd core.Command, deadline time.Time) {
 	b.Batch.Send(node, cmd, deadline)
 }
 
-// testFencesGrow: a plain Locker's locks have no fence and leave no
-// counter; a fenced Locker's first lock of a fresh key has fence 1, set on
+// testFencesGrow: a plain Client's locks have no fence and leave no
+// counter; a fenced Client's first lock of a fresh key has fence 1, set on
 // every node; a refused acquisition changes no counter; Extend keeps the
-// fence; holders one after another, through two Lockers, get strictly
-// increasing fences, each on a quorum's counters once Acquire returns.
+// fence; holders one after another, through two Clients, get strictly
+// increasing fences, each on a quorum's counters once TryLock returns.
 func testFencesGrow(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	plain := newLocker(t, c, mode, core.Config{})
-	lock, err := plain.Acquire(ctx, key)
+	plain := newClient(t, c, mode, core.Config{})
+	lock, err := plain.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Zero(t, lock.Fence(), "no fence without Config.Fencing")
-	require.NoError(t, plain.Release(ctx, lock))
+	_, err = lock.Fence()
+	assert.ErrorIs(t, err, redlock.ErrNoFencing, "no fence without Config.Fencing")
+	require.NoError(t, lock.Unlock(ctx))
 	for i := range n {
 		assert.Zero(t, c.Fence(i, key), "node %d: a plain acquisition leaves no counter", i)
 	}
 
-	a := fencedLocker(t, c, mode, core.Config{})
-	b := fencedLocker(t, c, mode, core.Config{})
-	lock = acquireSettled(t, c, a, ctx, key)
-	require.Equal(t, uint64(1), lock.Fence(), "every counter was 0")
+	a := fencedClient(t, c, mode, core.Config{})
+	b := fencedClient(t, c, mode, core.Config{})
+	first := acquireSettled(t, c, a, ctx, key)
+	require.Equal(t, uint64(1), fenceOf(t, first), "every counter was 0")
 	requireSettles(t, c, all(n), func(i int) string {
 		if f := c.Fence(i, key); f != 1 {
 			return "the counter is " + strconv.FormatUint(f, 10) + ", want 1"
 		}
 		return ""
 	})
-	_, err = b.Acquire(ctx, key)
+	_, err = b.TryLock(ctx, key)
 	requireError(t, err, core.ErrTaken)
 	for i := range n {
 		assert.Equal(t, uint64(1), c.Fence(i, key), "node %d: a refused acquisition changes no counter", i)
 	}
-	ext, err := a.Extend(ctx, lock)
-	require.NoError(t, err)
-	assert.Equal(t, lock.Fence(), ext.Fence(), "Extend keeps the fence")
-	require.NoError(t, a.Release(ctx, ext))
+	require.NoError(t, first.Extend(ctx))
+	assert.Equal(t, uint64(1), fenceOf(t, first), "Extend keeps the fence")
+	for i := range n {
+		assert.Equal(t, uint64(1), c.Fence(i, key), "node %d: an extension changes no counter", i)
+	}
+	require.NoError(t, first.Unlock(ctx))
 
-	prev := lock.Fence()
+	prev := uint64(1)
 	for round := range 6 {
-		l := a
+		cl := a
 		if round%2 == 1 {
-			l = b
+			cl = b
 		}
-		lock, err := l.Acquire(ctx, key)
+		lock, err := cl.TryLock(ctx, key)
 		require.NoError(t, err)
-		require.Greater(t, lock.Fence(), prev, "holder %d's fence", round)
-		requireRaised(t, c, key, lock.Fence())
-		prev = lock.Fence()
-		require.NoError(t, l.Release(ctx, lock))
+		f := fenceOf(t, &lock)
+		require.Greater(t, f, prev, "holder %d's fence", round)
+		requireRaised(t, c, key, f)
+		prev = f
+		require.NoError(t, lock.Unlock(ctx))
 	}
 	requireRaised(t, c, key, prev) // releases leave the counters
 }
@@ -221,7 +237,7 @@ func requireHeld(t *testing.T, r core.Reply, i int) {
 // testCountersDiffer: the counters of a key differ across nodes, as
 // earlier holders' raises and lost replies leave them; enough nodes are
 // high that every quorum meets one. The next fence is above the lowest of
-// those (it is the largest counter its quorum returned), and once Acquire
+// those (it is the largest counter its quorum returned), and once TryLock
 // returns a quorum's counters are at least that fence. Then the node with
 // the highest counter goes down: the next holder still gets a larger
 // fence, because the raise carried it to a majority.
@@ -242,13 +258,14 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 		top = max(top, v)
 		c.SetFence(i, key, v)
 	}
-	l := fencedLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
+	client := fencedClient(t, c, mode, core.Config{})
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Greater(t, lock.Fence(), low, "every quorum meets a node whose counter was at least %d", low)
-	assert.LessOrEqual(t, lock.Fence(), top+1)
-	requireRaised(t, c, key, lock.Fence())
-	require.NoError(t, l.Release(ctx, lock))
+	fence := fenceOf(t, &lock)
+	assert.Greater(t, fence, low, "every quorum meets a node whose counter was at least %d", low)
+	assert.LessOrEqual(t, fence, top+1)
+	requireRaised(t, c, key, fence)
+	require.NoError(t, lock.Unlock(ctx))
 
 	highest := 0
 	for i := range n {
@@ -257,10 +274,10 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 		}
 	}
 	c.Kill(highest)
-	lock2, err := l.Acquire(ctx, key)
+	lock2, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Greater(t, lock2.Fence(), lock.Fence(), "with node %d down, the raised nodes still decide", highest)
-	require.NoError(t, l.Release(ctx, lock2))
+	assert.Greater(t, fenceOf(t, &lock2), fence, "with node %d down, the raised nodes still decide", highest)
+	require.NoError(t, lock2.Unlock(ctx))
 }
 
 // testRaiseFails: the keys of a won fenced attempt are deleted on enough
@@ -286,11 +303,11 @@ func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 			victims = append(victims, node)
 		}
 	}
-	l, err := redlock.New(h, lockerConfig(mode, core.Config{Fencing: true}))
-	require.NoError(t, err)
-	lock, err := l.AcquireToken(ctx, key, tok)
+	client := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true, Tokens: fixedToken(tok)}})
+	lock, err := client.TryLock(ctx, key)
 	e := requireError(t, err, core.ErrNotHeld)
-	assert.Equal(t, core.Lock{}, lock)
+	assert.Empty(t, lock.Key(), "no lock is handed out")
+	assert.Zero(t, lock.Token(), "no lock is handed out")
 	assert.Equal(t, core.OpAcquire, e.Op)
 	assert.ErrorContains(t, err, "fence counters could not be raised")
 	assert.Subset(t, e.Failed(core.StatusMissing), victims, "%v", err)
@@ -302,10 +319,10 @@ func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 		left = max(left, c.Fence(i, key))
 	}
 	require.Positive(t, left, "the victims' counters were incremented")
-	lock, err = l.Acquire(ctx, key)
+	next, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Greater(t, lock.Fence(), left)
-	require.NoError(t, l.Release(ctx, lock))
+	assert.Greater(t, fenceOf(t, &next), left)
+	require.NoError(t, next.Unlock(ctx))
 }
 
 // testFencingRounds: fencing costs an acquisition exactly one more round,
@@ -313,32 +330,28 @@ func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 func testFencingRounds(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, key := testContext(t), testKey(t, "")
 	h := &hookDriver{Driver: c.Driver()}
-	plain, err := redlock.New(h, lockerConfig(mode, core.Config{}))
-	require.NoError(t, err)
-	fenced, err := redlock.New(h, lockerConfig(mode, core.Config{Fencing: true}))
-	require.NoError(t, err)
+	plain := clientOver(t, h, mode, redlock.Options{})
+	fenced := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true}})
 
-	lock, err := plain.Acquire(ctx, key)
+	lock, err := plain.TryLock(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, []core.Op{core.OpAcquire}, h.takeRounds(), "plain acquire")
-	lock, err = plain.Extend(ctx, lock)
-	require.NoError(t, err)
+	require.NoError(t, lock.Extend(ctx))
 	assert.Equal(t, []core.Op{core.OpExtend}, h.takeRounds(), "plain extend")
-	require.NoError(t, plain.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 	assert.Equal(t, []core.Op{core.OpRelease}, h.takeRounds(), "plain release")
 
-	lock, err = fenced.Acquire(ctx, key)
+	lock2, err := fenced.TryLock(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, []core.Op{core.OpAcquireFenced, core.OpRaiseFence}, h.takeRounds(), "fenced acquire")
-	lock, err = fenced.Extend(ctx, lock)
-	require.NoError(t, err)
+	require.NoError(t, lock2.Extend(ctx))
 	assert.Equal(t, []core.Op{core.OpExtend}, h.takeRounds(), "fenced extend")
-	require.NoError(t, fenced.Release(ctx, lock))
+	require.NoError(t, lock2.Unlock(ctx))
 	assert.Equal(t, []core.Op{core.OpRelease}, h.takeRounds(), "fenced release")
 }
 
 // testFencedMutualExclusion: many goroutines take one key through one
-// fenced Locker and, under the lock, write their fence twice to a fenced
+// fenced Client and, under the lock, write their fence twice to a fenced
 // store. No write is refused; the writes of one holder are adjacent (one
 // holder at a time) and the holders' fences, in the order the store saw
 // them, strictly increase.
@@ -348,7 +361,7 @@ func testFencedMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	if mode == core.Sequential {
 		workers = 8 // a sequential round costs N round trips, and fencing two rounds
 	}
-	l := fencedLocker(t, c, mode, core.Config{
+	client := fencedClient(t, c, mode, core.Config{
 		TTL:   5 * time.Second,
 		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
 	})
@@ -359,22 +372,26 @@ func testFencedMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	for w := range workers {
 		wg.Go(func() {
 			for r := range rounds {
-				lock, err := l.Acquire(ctx, key)
+				lock, err := client.Lock(ctx, key)
 				if err != nil {
 					t.Errorf("worker %d: acquire: %v", w, err)
 					return
 				}
 				who := strconv.Itoa(w) + "/" + strconv.Itoa(r)
+				fence, err := lock.Fence()
+				if err != nil {
+					t.Errorf("worker %d: fence: %v", w, err)
+				}
 				for range 2 {
-					if err := store.Write(lock.Fence(), who); err != nil {
-						t.Errorf("worker %d: write with fence %d: %v", w, lock.Fence(), err)
+					if err := store.Write(fence, who); err != nil {
+						t.Errorf("worker %d: write with fence %d: %v", w, fence, err)
 					}
 				}
-				if !lock.ValidAt(time.Now()) {
+				if !valid(&lock, time.Now()) {
 					// Not the driver's fault: the holder overran its validity.
 					t.Errorf("worker %d: the writes outlived the lock's validity", w)
 				}
-				if err := l.Release(context.Background(), lock); err != nil {
+				if err := lock.Unlock(context.Background()); err != nil {
 					t.Errorf("worker %d: release: %v", w, err)
 					return
 				}
@@ -413,12 +430,12 @@ func testPause(t *testing.T, c cluster, mode core.FanOut) {
 			if fencing {
 				store = fencedstore.New()
 			}
-			client1 := newLocker(t, c, mode, cfg)
+			client1 := newClient(t, c, mode, cfg)
 			cfg.Retry = core.RandomDelay(1<<20, 5*time.Millisecond, 10*time.Millisecond)
-			client2 := newLocker(t, c, mode, cfg)
+			client2 := newClient(t, c, mode, cfg)
 
 			type result struct {
-				lock core.Lock
+				lock *redlock.Lock
 				err  error
 			}
 			acquired := make(chan result, 1)
@@ -428,35 +445,38 @@ func testPause(t *testing.T, c cluster, mode core.FanOut) {
 			resume := func() { once.Do(func() { close(wake) }) }
 			defer resume()
 			go func() { // client 1
-				lock, err := client1.Acquire(ctx, key)
-				acquired <- result{lock, err}
+				lock, err := client1.TryLock(ctx, key)
+				acquired <- result{&lock, err}
 				if err != nil {
 					return
 				}
-				<-wake // paused
-				wrote <- store.Write(lock.Fence(), "client 1")
+				<-wake                   // paused
+				fence, _ := lock.Fence() // 0 without fencing
+				wrote <- store.Write(fence, "client 1")
 			}()
 			r1 := <-acquired
 			require.NoError(t, r1.err)
 
-			lock2, err := client2.Acquire(ctx, key)
+			lock2, err := client2.Lock(ctx, key)
 			require.NoError(t, err, "client 2 must get the lock once client 1's keys expire")
-			require.False(t, r1.lock.ValidAt(time.Now()), "client 1's validity ended before its keys expired")
-			require.NoError(t, store.Write(lock2.Fence(), "client 2"))
+			require.False(t, valid(r1.lock, time.Now()), "client 1's validity ended before its keys expired")
+			fence2, _ := lock2.Fence()
+			require.NoError(t, store.Write(fence2, "client 2"))
 
 			resume()
 			err = <-wrote
 			latest, _ := store.Latest()
 			if fencing {
-				assert.Greater(t, lock2.Fence(), r1.lock.Fence())
+				assert.Greater(t, fence2, fenceOf(t, r1.lock))
 				assert.ErrorIs(t, err, fencedstore.ErrStale, "the storage refuses the paused client's write")
 				assert.Equal(t, "client 2", latest)
 			} else {
-				assert.Zero(t, r1.lock.Fence())
+				_, ferr := r1.lock.Fence()
+				assert.ErrorIs(t, ferr, redlock.ErrNoFencing)
 				assert.NoError(t, err, "without fences the storage cannot tell")
 				assert.Equal(t, "client 1", latest, "the stale write landed over client 2's")
 			}
-			require.NoError(t, client2.Release(ctx, lock2))
+			require.NoError(t, lock2.Unlock(ctx))
 		})
 	}
 }

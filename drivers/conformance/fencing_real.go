@@ -22,7 +22,7 @@ import (
 func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	l := fencedLocker(t, c, mode, core.Config{})
+	client := fencedClient(t, c, mode, core.Config{})
 	for _, tc := range []struct {
 		presets [3]uint64
 		want    uint64
@@ -38,9 +38,9 @@ func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 		for i, v := range tc.presets {
 			c.SetFence(i, key, v)
 		}
-		lock, err := l.Acquire(ctx, key)
+		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err, "presets %v", tc.presets)
-		assert.Equal(t, tc.want, lock.Fence(), "presets %v", tc.presets)
+		assert.Equal(t, tc.want, fenceOf(t, &lock), "presets %v", tc.presets)
 		var exact []int
 		for i := range c.N() {
 			if c.Fence(i, key) == tc.want {
@@ -48,13 +48,13 @@ func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 			}
 		}
 		assert.GreaterOrEqual(t, len(exact), core.Quorum(c.N()), "presets %v: counters at the fence on %v", tc.presets, exact)
-		require.NoError(t, l.Release(ctx, lock))
+		require.NoError(t, lock.Unlock(ctx))
 	}
 
 	for i := range c.N() {
 		c.SetFence(i, key, 1<<63-1)
 	}
-	_, err := l.Acquire(ctx, key)
+	_, err := client.TryLock(ctx, key)
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	assert.GreaterOrEqual(t, len(e.Failed(core.StatusError)), lossThreshold(c.N()), "%v", err)
 	assert.ErrorContains(t, err, "overflow")
@@ -66,7 +66,7 @@ func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	l := fencedLocker(t, c, mode, core.Config{})
+	client := fencedClient(t, c, mode, core.Config{})
 	var prev uint64
 	for round := range 4 { // EVAL, EVALSHA, then after each flush
 		if round >= 2 {
@@ -74,12 +74,13 @@ func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 				c.scriptFlush(i)
 			}
 		}
-		lock, err := l.Acquire(ctx, key)
+		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err, "round %d", round)
-		assert.Greater(t, lock.Fence(), prev, "round %d", round)
-		requireRaised(t, c, key, lock.Fence())
-		prev = lock.Fence()
-		require.NoError(t, l.Release(ctx, lock))
+		fence := fenceOf(t, &lock)
+		assert.Greater(t, fence, prev, "round %d", round)
+		requireRaised(t, c, key, fence)
+		prev = fence
+		require.NoError(t, lock.Unlock(ctx))
 		requireAbsent(t, c, key, all(c.N())...)
 	}
 }
@@ -110,10 +111,9 @@ func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 	// get as long on the wire, from their queueing, for the test to
 	// continue the nodes under load.
 	const timeout = time.Second
-	l, err := redlock.New(h, lockerConfig(mode, core.Config{Fencing: true, NodeTimeout: timeout}))
-	require.NoError(t, err)
+	client := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true, NodeTimeout: timeout, Tokens: fixedToken(tok)}})
 	start := time.Now()
-	_, err = l.AcquireToken(ctx, key, tok)
+	_, err := client.TryLock(ctx, key)
 	elapsed := time.Since(start)
 	for _, i := range stopped {
 		c.Cont(i)
@@ -138,7 +138,7 @@ func testMultiProcessFenced(t *testing.T, f Factory, mode core.FanOut) {
 // Fence reads key's counter on node i: 0 if there is none.
 func (c *realCluster) Fence(i int, key string) uint64 {
 	c.t.Helper()
-	v, err := c.srv[i].Do("GET", core.FenceKey(key))
+	v, err := c.srv[i].Do("GET", core.FenceKeyPrefix+key)
 	require.NoError(c.t, err, "GET the counter of %q on node %d (%s)", key, i, c.srv[i].Addr)
 	if v == nil {
 		return 0
@@ -152,7 +152,7 @@ func (c *realCluster) Fence(i int, key string) uint64 {
 // SetFence writes key's counter on node i.
 func (c *realCluster) SetFence(i int, key string, v uint64) {
 	c.t.Helper()
-	_, err := c.srv[i].Do("SET", core.FenceKey(key), strconv.FormatUint(v, 10))
+	_, err := c.srv[i].Do("SET", core.FenceKeyPrefix+key, strconv.FormatUint(v, 10))
 	require.NoError(c.t, err, "SET the counter of %q on node %d (%s)", key, i, c.srv[i].Addr)
 }
 

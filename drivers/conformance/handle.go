@@ -23,9 +23,16 @@ var handleCases = []behaviouralCase{
 	{"handle-fence", []int{3}, testHandleFence},
 }
 
-// leaseTTL is short, so that a lease extends several times in a test; the
-// node timeout stays the suite's generous one, well below it.
-const leaseTTL = 1500 * time.Millisecond
+// leaseTTL is short, so that a lease extends several times in a test.
+// leaseNodeTimeout is short against it: a lease declares its lock lost a
+// round's bound (the node timeout, once per node when sequential) before
+// the validity ends, and starts no extension that could end after that,
+// so that with five sequential nodes the bound must leave room for an
+// extension and its retries.
+const (
+	leaseTTL         = 1500 * time.Millisecond
+	leaseNodeTimeout = 100 * time.Millisecond
+)
 
 // extendWatch wraps a Driver in a hookDriver that announces each extend
 // command it sends to node 0 on extCh, and counts them.
@@ -59,14 +66,6 @@ func (w *extendWatch) extends() int {
 	return w.sent
 }
 
-func newHandleClient(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {
-	t.Helper()
-	opts.Config = lockerConfig(mode, opts.Config)
-	c, err := redlock.NewClient(d, opts)
-	require.NoError(t, err)
-	return c
-}
-
 // awaitDone waits for the lock's Context to end and returns its cause.
 func awaitDone(t *testing.T, l *redlock.Lock) error {
 	t.Helper()
@@ -84,8 +83,9 @@ func awaitDone(t *testing.T, l *redlock.Lock) error {
 // follows.
 func testHandleLease(t *testing.T, c cluster, mode core.FanOut) {
 	w := watchExtends(c.Driver())
-	client := newHandleClient(t, w, mode, redlock.Options{Config: redlock.Config{TTL: leaseTTL},
-		Lease: &redlock.Lease{Fraction: 0.25}})
+	client := clientOver(t, w, mode, redlock.Options{
+		Config: redlock.Config{TTL: leaseTTL, NodeTimeout: leaseNodeTimeout},
+		Lease:  &redlock.Lease{Fraction: 0.25}})
 	key := testKey(t, "")
 	l, err := client.TryLock(testContext(t), key)
 	require.NoError(t, err)
@@ -122,8 +122,9 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 		{"missing", func(i int, key string) { c.Del(i, key) }, redlock.ErrNotHeld},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{TTL: leaseTTL},
-				Lease: &redlock.Lease{Fraction: 0.25}})
+			client := clientOver(t, c.Driver(), mode, redlock.Options{
+				Config: redlock.Config{TTL: leaseTTL, NodeTimeout: leaseNodeTimeout},
+				Lease:  &redlock.Lease{Fraction: 0.25}})
 			key := testKey(t, "")
 			l, err := client.TryLock(testContext(t), key)
 			require.NoError(t, err)
@@ -132,7 +133,7 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 			for _, i := range lost {
 				tc.steal(i, key)
 			}
-			cause := awaitDone(t, l)
+			cause := awaitDone(t, &l)
 			assert.ErrorIs(t, cause, redlock.ErrLost)
 			assert.ErrorIs(t, cause, tc.want)
 			var le *redlock.LostError
@@ -153,10 +154,9 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 // in the validity; then the Context ends with ErrQuorumUnreachable, before
 // the validity does. Unlock afterwards releases what it can.
 func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
-	const nodeTimeout = 100 * time.Millisecond
 	w := watchExtends(c.Driver())
-	client := newHandleClient(t, w, mode, redlock.Options{
-		Config: redlock.Config{TTL: leaseTTL, NodeTimeout: nodeTimeout},
+	client := clientOver(t, w, mode, redlock.Options{
+		Config: redlock.Config{TTL: leaseTTL, NodeTimeout: leaseNodeTimeout},
 		Lease:  &redlock.Lease{Fraction: 1.0 / 3}})
 	key := testKey(t, "")
 	l, err := client.TryLock(testContext(t), key)
@@ -166,7 +166,7 @@ func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 	for _, i := range hung {
 		c.Stop(i)
 	}
-	cause := awaitDone(t, l)
+	cause := awaitDone(t, &l)
 	assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
 	assert.ErrorIs(t, cause, redlock.ErrLost)
 	assert.True(t, time.Now().Before(until), "the lease waited for the validity to end instead of giving up when no round fitted")
@@ -181,7 +181,7 @@ func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 // testHandleFence: a fencing Client's handles carry growing fences; a
 // plain Client's refuse Fence with ErrNoFencing, sending nothing.
 func testHandleFence(t *testing.T, c cluster, mode core.FanOut) {
-	fenced := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{Fencing: true}})
+	fenced := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{Fencing: true}})
 	key := testKey(t, "")
 	var last uint64
 	for i := 0; i < 3; i++ {
@@ -193,7 +193,7 @@ func testHandleFence(t *testing.T, c cluster, mode core.FanOut) {
 		last = f
 		require.NoError(t, l.Unlock(testContext(t)))
 	}
-	plain := newHandleClient(t, c.Driver(), mode, redlock.Options{})
+	plain := clientOver(t, c.Driver(), mode, redlock.Options{})
 	l, err := plain.TryLock(testContext(t), key+":plain")
 	require.NoError(t, err)
 	_, err = l.Fence()

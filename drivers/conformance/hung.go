@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,9 +26,9 @@ var lifecycleCases = []realCase{
 	{"release-then-close", testReleaseThenClose},
 }
 
-// testReleaseThenClose: twenty times, a fresh driver acquires, releases and
+// testReleaseThenClose: twenty times, a fresh driver locks, unlocks and
 // is closed at once, as a short-lived program would; then no node holds
-// the key. A delete still in flight when Release returned would be lost.
+// the key. A delete still in flight when Unlock returned would be lost.
 func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 5, redistest.Options{}, nil)
 	ctx := testContext(t)
@@ -36,15 +37,15 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 		d := f(t, c.eps)
 		closer, ok := d.(interface{ Close() error })
 		require.True(t, ok, "the driver has no Close")
-		l, err := redlock.New(d, lockerConfig(mode, core.Config{}))
+		client, err := redlock.NewClient(d, redlock.Options{Config: clientConfig(mode, core.Config{})})
 		require.NoError(t, err)
-		lock, err := l.Acquire(ctx, key)
+		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx, lock))
+		require.NoError(t, lock.Unlock(ctx))
 		require.NoError(t, closer.Close())
 		for n := range c.N() {
 			if tok, pttl, ok := c.Get(n, key); ok {
-				require.FailNowf(t, "key left behind", "round %d: node %d (%s) holds %q with %s for %v after Release and Close",
+				require.FailNowf(t, "key left behind", "round %d: node %d (%s) holds %q with %s for %v after Unlock and Close",
 					i, n, c.Name(n), key, tok, pttl)
 			}
 		}
@@ -56,24 +57,24 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 // releases cleanly on the nodes left.
 func testKillMinorityWhileHeld(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
+	client := newClient(t, c, mode, core.Config{})
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
+	until := lock.Until()
 	var killed []int
 	for i := 0; len(killed) < n-core.Quorum(n); i += 2 {
 		c.Kill(i)
 		killed = append(killed, i)
 	}
-	require.True(t, lock.ValidAt(time.Now()), "killing a minority does not end the lock")
+	require.True(t, valid(&lock, time.Now()), "killing a minority does not end the lock")
 	for _, i := range without(all(n), killed...) {
 		c.Set(i, key, lock.Token(), time.Second) // so that the extension shows
 	}
-	ext, err := l.Extend(ctx, lock)
-	require.NoError(t, err, "extend on the quorum left")
-	assert.Equal(t, 1, ext.Extensions())
+	require.NoError(t, lock.Extend(ctx), "extend on the quorum left")
+	assert.True(t, lock.Until().After(until), "the validity counts from the extension")
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, without(all(n), killed...)...)
-	require.NoError(t, l.Release(ctx, ext))
+	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, without(all(n), killed...)...)
 }
 
@@ -84,6 +85,8 @@ type sendWatch struct {
 	core.Driver
 	sent chan int
 }
+
+func (d *sendWatch) Clock() core.Clock { return clockOf(d.Driver) }
 
 func (d *sendWatch) Begin(ctx context.Context) core.Batch {
 	return &watchedBatch{Batch: d.Driver.Begin(ctx), d: d}
@@ -117,15 +120,14 @@ func testCancelWithHungNodes(t *testing.T, f Factory, mode core.FanOut) {
 		c.Stop(i)
 	}
 	watch := &sendWatch{Driver: c.Driver(), sent: make(chan int, 4*c.N())}
-	l, err := redlock.New(watch, lockerConfig(mode, core.Config{NodeTimeout: time.Second}))
-	require.NoError(t, err)
-
 	tok := core.TokenFromUint64s(0xc0ffee, uint64(time.Now().UnixNano()))
+	client := clientOver(t, watch, mode, redlock.Options{Config: core.Config{NodeTimeout: time.Second, Tokens: fixedToken(tok)}})
+
 	ctx, cancel := context.WithCancel(base)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := l.AcquireToken(ctx, key, tok)
+		_, err := client.TryLock(ctx, key)
 		errc <- err
 	}()
 	sentTo := map[int]bool{}
@@ -138,7 +140,7 @@ func testCancelWithHungNodes(t *testing.T, f Factory, mode core.FanOut) {
 		}
 	}
 	cancel()
-	err = <-errc
+	err := <-errc
 	requireError(t, err, core.ErrCancelled)
 	for len(watch.sent) > 0 {
 		sentTo[<-watch.sent] = true
@@ -179,11 +181,12 @@ func waitForCommand(t *testing.T, c *realCluster, i int, cmd string) {
 }
 
 // testFailureBounds: a hung minority costs an acquisition at most one node
-// timeout; a majority that refuses connections or hangs makes it fail with
-// ErrQuorumUnreachable, naming those nodes, within tries × the node
-// timeouts each attempt may wait plus the retry delays. The bounds carry
-// generous slack for a loaded machine: they catch hangs and extra rounds,
-// not slowness.
+// timeout; a majority that refuses connections or hangs makes an attempt
+// fail with ErrQuorumUnreachable, naming those nodes, within the node
+// timeouts it may wait (its cleanup does not wait for them again); Lock,
+// trying again until its ctx's deadline, returns by that deadline plus
+// the attempt it interrupts. The bounds carry generous slack for a loaded
+// machine: they catch hangs and extra rounds, not slowness.
 func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 	const (
 		timeout = 200 * time.Millisecond
@@ -193,7 +196,7 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 	)
 	c := startReal(t, f, 5, redistest.Options{}, nil)
 	ctx := testContext(t)
-	l := newLocker(t, c, mode, core.Config{NodeTimeout: timeout, Retry: core.RandomDelay(tries, delay, delay)})
+	client := newClient(t, c, mode, core.Config{NodeTimeout: timeout, Retry: core.RandomDelay(1, delay, delay)})
 	within := func(what string, start time.Time, bound time.Duration) {
 		t.Helper()
 		elapsed := time.Since(start)
@@ -202,10 +205,10 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 
 	c.Stop(1)
 	start := time.Now()
-	lock, err := l.Acquire(ctx, testKey(t, "-minority"))
+	lock, err := client.TryLock(ctx, testKey(t, "-minority"))
 	require.NoError(t, err)
 	within("an acquisition past one hung node", start, timeout)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Unlock(ctx))
 
 	// Three of five hung: each attempt waits one node timeout when
 	// multiplexed, and one per hung node it reaches before the quorum is
@@ -218,12 +221,31 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 		perAttempt = 3 * timeout
 	}
 	start = time.Now()
-	_, err = l.Acquire(ctx, testKey(t, "-hung"))
-	within("an acquisition with a hung majority", start, tries*perAttempt+(tries-1)*delay)
+	_, err = client.TryLock(ctx, testKey(t, "-hung"))
+	within("an attempt with a hung majority", start, perAttempt)
 	e := requireError(t, err, core.ErrQuorumUnreachable)
-	assert.Equal(t, tries, e.Attempts)
+	assert.Equal(t, 1, e.Attempts)
 	assert.ElementsMatch(t, hung, e.Failed(core.StatusTimeout), "%v", err)
 	assertNamed(t, c, err, hung)
+
+	// Lock tries again until its deadline: time for tries attempts. The
+	// deadline ends a wait (the last attempt's error) or an attempt
+	// (ErrCancelled), whose cleanup may then wait for the hung nodes
+	// once.
+	deadline := tries*perAttempt + (tries-1)*delay
+	lctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	start = time.Now()
+	_, err = client.Lock(lctx, testKey(t, "-hung-lock"))
+	within("Lock with a hung majority", start, deadline+perAttempt)
+	if errors.Is(err, core.ErrCancelled) {
+		e = requireError(t, err, core.ErrCancelled)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	} else {
+		e = requireError(t, err, core.ErrQuorumUnreachable)
+		assert.ElementsMatch(t, hung, e.Failed(core.StatusTimeout), "%v", err)
+	}
+	assert.GreaterOrEqual(t, e.Attempts, 2, "Lock tried again: %v", err)
 	for _, i := range hung {
 		c.Cont(i)
 	}
@@ -233,8 +255,8 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 		c.Kill(i)
 	}
 	start = time.Now()
-	_, err = l.Acquire(ctx, testKey(t, "-killed"))
-	within("an acquisition with a majority down", start, (tries-1)*delay)
+	_, err = client.TryLock(ctx, testKey(t, "-killed"))
+	within("an attempt with a majority down", start, 0)
 	if err == nil { // explain, rather than only fail: it should be impossible
 		var seen []string
 		for _, i := range hung {
@@ -244,7 +266,7 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 			strings.Join(seen, "; "))
 	}
 	e = requireError(t, err, core.ErrQuorumUnreachable)
-	assert.Equal(t, tries, e.Attempts)
+	assert.Equal(t, 1, e.Attempts)
 	failed := e.Failed(core.StatusError)
 	assert.NotEmpty(t, failed, "%v", err)
 	assert.Subset(t, hung, failed, "only the killed nodes fail: %v", err)

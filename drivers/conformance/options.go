@@ -60,7 +60,9 @@ func (dial DialFunc) Defaults() Dialer {
 }
 
 // RunDial runs every suite a driver's Dial must pass: DialValidation, Run
-// (each cluster's credentials and TLS passed in Options) and RunDriver.
+// (each cluster's credentials and TLS passed in Options), RunDriver, and
+// the case of Options.Clock (the driver's Clock method, and
+// redlock.NewClient adopting or refusing a clock).
 func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("dial-validation", func(t *testing.T) {
 		DialValidation(t, func(addrs []string, opts drivers.Options) error {
@@ -85,6 +87,7 @@ func RunDial(t *testing.T, dial DialFunc) {
 		})
 	})
 	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
+	t.Run("clock", func(t *testing.T) { testDialClock(t, dial) })
 }
 
 // NewValidation checks that a driver's New refuses, with

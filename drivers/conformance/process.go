@@ -51,9 +51,10 @@ type childSpec struct {
 	// (testMultiProcessFenced), or empty. When it is set the children lock
 	// with Fencing, and each critical section writes its fence there.
 	Store string
-	// Wake makes the children lock through a redlock.Client's Lock, woken
-	// by release announcements, with hour-long retry delays
-	// (testMultiProcessWake): polling would time them out.
+	// Wake makes the children's Lock wait for release announcements, with
+	// hour-long retry delays (testMultiProcessWake): polling would time
+	// them out. Otherwise Lock polls (Options.Poll), every few
+	// milliseconds.
 	Wake bool
 }
 
@@ -86,7 +87,7 @@ func testMultiProcess(t *testing.T, f Factory, mode core.FanOut) {
 }
 
 // testMultiProcessWake is testMultiProcess with every child's goroutines
-// waiting through one redlock.Client's Lock, woken by announcements.
+// waiting in their Client's Lock until woken by announcements.
 func testMultiProcessWake(t *testing.T, f Factory, mode core.FanOut) {
 	if os.Getenv(childEnv) == "" {
 		requireAnnouncer(t, startReal(t, f, 1, redistest.Options{}, nil).Driver())
@@ -259,17 +260,12 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
 	}
 	drv := f(t, eps)
-	var take taker
 	if s.Wake {
 		cfg.Retry = core.RandomDelay(1, time.Hour, time.Hour)
-		c, err := redlock.NewClient(drv, redlock.Options{Config: cfg})
-		require.NoError(t, err)
-		take = clientTaker(c, s.Key)
-	} else {
-		l, err := redlock.New(drv, cfg)
-		require.NoError(t, err)
-		take = lockerTaker(l, s.Key)
 	}
+	c, err := redlock.NewClient(drv, redlock.Options{Config: cfg, Poll: !s.Wake})
+	require.NoError(t, err)
+	take := clientTaker(c, s.Key)
 	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
 	defer cancel()
 
@@ -294,7 +290,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 
 	// Start barrier: every child has its driver and connections, so that
 	// the processes contend from the first round.
-	_, err := conns[0].Do("RPUSH", s.Ready, s.Child)
+	_, err = conns[0].Do("RPUSH", s.Ready, s.Child)
 	require.NoError(t, err)
 	eventually(t, time.Minute, func() bool {
 		n, err := redis.Int(conns[0].Do("LLEN", s.Ready))
@@ -371,19 +367,14 @@ type held struct {
 	release func() error
 }
 
-func lockerTaker(l *core.Locker, key string) taker {
-	return func(ctx context.Context) (held, error) {
-		lock, err := l.Acquire(ctx, key)
-		return held{lock.Fence(), lock.ValidUntil(), func() error { return l.Release(context.Background(), lock) }}, err
-	}
-}
-
+// clientTaker takes key with c's Lock; the fence is 0 without fencing.
 func clientTaker(c *redlock.Client, key string) taker {
 	return func(ctx context.Context) (held, error) {
 		lock, err := c.Lock(ctx, key)
 		if err != nil {
 			return held{}, err
 		}
-		return held{0, lock.Until(), func() error { return lock.Unlock(context.Background()) }}, nil
+		fence, _ := lock.Fence()
+		return held{fence, lock.Until(), func() error { return lock.Unlock(context.Background()) }}, nil
 	}
 }

@@ -39,13 +39,12 @@ var realCases = []realCase{
 func requireWorks(t *testing.T, c cluster, mode core.FanOut) {
 	t.Helper()
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
+	client := newClient(t, c, mode, core.Config{})
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
-	lock, err = l.Extend(ctx, lock)
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx, lock))
+	require.NoError(t, lock.Extend(ctx))
+	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, all(n)...)
 }
 
@@ -55,8 +54,8 @@ func requireWorks(t *testing.T, c cluster, mode core.FanOut) {
 func requireUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 	t.Helper()
 	ctx := testContext(t)
-	l := newLocker(t, c, mode, core.Config{})
-	_, err := l.Acquire(ctx, testKey(t, ""))
+	client := newClient(t, c, mode, core.Config{})
+	_, err := client.TryLock(ctx, testKey(t, ""))
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	failed := len(e.Failed(core.StatusError)) + len(e.Failed(core.StatusTimeout))
 	assert.GreaterOrEqual(t, failed, lossThreshold(c.N()), "%v", err)
@@ -68,13 +67,12 @@ func requireUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 func testScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	l := newLocker(t, c, mode, core.Config{})
-	lock, err := l.Acquire(ctx, key)
+	client := newClient(t, c, mode, core.Config{})
+	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	// Warm the driver's script path first, so that the flush below
 	// invalidates what it believes is loaded.
-	lock, err = l.Extend(ctx, lock)
-	require.NoError(t, err)
+	require.NoError(t, lock.Extend(ctx))
 
 	flush := func() {
 		for i := range n {
@@ -85,12 +83,11 @@ func testScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	for i := range n {
 		c.Set(i, key, lock.Token(), time.Second)
 	}
-	lock, err = l.Extend(ctx, lock)
-	require.NoError(t, err, "extend after SCRIPT FLUSH")
+	require.NoError(t, lock.Extend(ctx), "extend after SCRIPT FLUSH")
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
 
 	flush()
-	require.NoError(t, l.Release(ctx, lock), "release after SCRIPT FLUSH")
+	require.NoError(t, lock.Unlock(ctx), "release after SCRIPT FLUSH")
 	requireAbsent(t, c, key, all(n)...)
 }
 

@@ -278,7 +278,7 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	s := wire.ScriptFor(cmd.Op)
 	args := []any{1, cmd.Key, tok}
 	if wire.Keys(cmd.Op) == 2 {
-		args = []any{2, cmd.Key, core.FenceKey(cmd.Key), tok}
+		args = []any{2, cmd.Key, core.FenceKeyPrefix + cmd.Key, tok}
 	}
 	switch cmd.Op {
 	case core.OpExtend, core.OpAcquireFenced:

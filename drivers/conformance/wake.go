@@ -95,7 +95,7 @@ func (w *attemptWatch) count() int {
 }
 
 func wakeClient(t *testing.T, w *attemptWatch, mode core.FanOut) *redlock.Client {
-	return newHandleClient(t, w, mode, redlock.Options{Config: redlock.Config{
+	return clientOver(t, w, mode, redlock.Options{Config: redlock.Config{
 		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
 }
 
@@ -111,7 +111,7 @@ func lockAsync(t *testing.T, c *redlock.Client, key string) <-chan lockResult {
 	go func() {
 		defer cancel()
 		l, err := c.Lock(ctx, key)
-		got <- lockResult{l, err}
+		got <- lockResult{&l, err}
 	}()
 	return got
 }
@@ -186,8 +186,7 @@ func waiting(t *testing.T, c cluster, mode core.FanOut) (w *attemptWatch, holder
 	w = watchAttempts(t, c)
 	client := wakeClient(t, w, mode)
 	key := testKey(t, "")
-	holder, err := client.TryLock(testContext(t), key)
-	require.NoError(t, err)
+	holder = tryLock(t, client, testContext(t), key)
 	w.attempts(t, 1)
 	got = lockAsync(t, client, key)
 	w.attempts(t, 2)
@@ -253,7 +252,7 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
 	defer slog.SetDefault(prev)
 
-	client := newHandleClient(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
+	client := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
 		Retry: redlock.RandomDelay(1, time.Millisecond, 5*time.Millisecond)}})
 	key := testKey(t, "")
 	for i := range 3 {

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/goredis"
 )
 
@@ -19,21 +18,21 @@ func Example() {
 		Password: "secret", // optional: AUTH; add Username for an ACL user, TLS for TLS
 	})
 	if err != nil {
-		log.Fatal(err) // a malformed or repeated address: errors.Is(err, core.ErrInvalidConfig)
+		log.Fatal(err) // a malformed or repeated address: errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close()
+	defer drv.Close() // after every lock is unlocked
 
-	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	lock, err := locker.Acquire(ctx, "invoice:42")
+	lock, err := client.TryLock(ctx, "invoice:42")
 	if err != nil {
-		log.Fatal(err) // core.ErrTaken, core.ErrQuorumUnreachable, ...
+		log.Fatal(err) // redlock.ErrTaken, redlock.ErrQuorumUnreachable, ...
 	}
-	// Work while lock.Remaining() > 0; locker.Extend(ctx, lock) for more time.
-	if err := locker.Release(ctx, lock); err != nil {
+	// Work while time.Now().Before(lock.Until()); lock.Extend(ctx) for more time.
+	if err := lock.Unlock(ctx); err != nil {
 		log.Print(err)
 	}
 }
@@ -53,9 +52,10 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer drv.Close() // leaves the clients open
-	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
+	// New's driver reads the system clock: leave Options.Clock nil.
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_ = locker
+	_ = client
 }

@@ -8,8 +8,8 @@
 // owns the rest: deadlines, scripts, replies, and the order that keeps a
 // release behind the SET it undoes.
 //
-// Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS and
-// DialTimeout. A node that is down does not fail Dial: its commands fail
+// Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS,
+// DialTimeout and Clock. A node that is down does not fail Dial: its commands fail
 // (core.StatusError, naming the node) until it answers, and go-redis logs
 // each failed dial (redis.SetLogger silences it). When a pipeline fails
 // (the server restarted, a reply missed its deadline) the driver closes the
@@ -91,7 +91,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		c := redis.NewClient(&o)
 		return subscribe(ctx, c, c.Close)
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -105,6 +105,8 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 // name twice (the same server would vote twice) is an error matching
 // core.ErrInvalidConfig. Close does not close the clients. Release
 // notifications take one PubSub of each client (Client.Subscribe).
+// The driver reads its deadlines on the system clock: give a Client over
+// it no other (leave redlock.Options.Clock nil).
 func New(clients []*redis.Client, names []string) (*Driver, error) {
 	cfg, err := newConfig(clients, names)
 	if err != nil {
@@ -130,6 +132,11 @@ func newConfig(clients []*redis.Client, names []string) (engine.Config, error) {
 
 // Nodes returns N.
 func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// Clock returns the clock the driver reads its commands' deadlines on:
+// Options.Clock, or the system clock (core.SystemClock), always New's.
+// redlock.NewClient asks for it, to read the same one.
+func (d *Driver) Clock() core.Clock { return d.e.Clock() }
 
 // NodeName returns node i's address, or the name given to New.
 func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }

@@ -41,11 +41,13 @@ func TestNewOverUserClients(t *testing.T) {
 	d, err := goredis.New(clients, nil)
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: the clients' addresses")
-	l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
+	assert.Equal(t, core.Clock(core.SystemClock{}), d.Clock(), "New's driver reads the system clock")
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
-	lock, err := l.Acquire(context.Background(), "user-clients")
+	lock, err := client.TryLock(context.Background(), "user-clients")
 	require.NoError(t, err)
-	require.NoError(t, l.Release(context.Background(), lock))
+	require.NoError(t, lock.Extend(context.Background()))
+	require.NoError(t, lock.Unlock(context.Background()))
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "Close is idempotent")
 	for i, c := range clients {
@@ -53,13 +55,14 @@ func TestNewOverUserClients(t *testing.T) {
 	}
 }
 
-// Many concurrent lockers share one connection per node, in RESP2.
+// Many concurrent lockers share one connection per node, in RESP2. TryLock
+// never waits, so no subscription connection is dialled.
 func TestOneConnectionPerNode(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d, err := goredis.Dial([]string{srv.Addr}, goredis.Options{})
 	require.NoError(t, err)
 	defer d.Close()
-	l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second})
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range 16 {
@@ -67,9 +70,9 @@ func TestOneConnectionPerNode(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for k := range 20 {
-				lock, err := l.Acquire(context.Background(), "one-conn-"+strconv.Itoa(g)+"-"+strconv.Itoa(k))
+				lock, err := client.TryLock(context.Background(), "one-conn-"+strconv.Itoa(g)+"-"+strconv.Itoa(k))
 				if assert.NoError(t, err) {
-					assert.NoError(t, l.Release(context.Background(), lock))
+					assert.NoError(t, lock.Unlock(context.Background()))
 				}
 			}
 		}()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/radix"
 )
 
@@ -20,19 +19,17 @@ func Example() {
 	}
 	defer drv.Close()
 
-	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	lock, err := locker.Acquire(ctx, "invoice:42")
+	lock, err := client.TryLock(ctx, "invoice:42") // one attempt
 	if err != nil {
 		fmt.Println("not locked:", err) // ErrTaken, ErrQuorumUnreachable, ...
 		return
 	}
-	fmt.Println("locked for", lock.Remaining())
-	// ... work that must finish before lock.ValidUntil() ...
-	if err := locker.Release(ctx, lock); err != nil {
-		fmt.Println("release:", err)
-	}
+	defer lock.Unlock(ctx)
+	fmt.Println("locked until", lock.Until())
+	// ... work that must finish before lock.Until(); lock.Extend(ctx) for more time ...
 }

@@ -7,13 +7,13 @@
 // order their rounds issued them: each pipeline is one radix Action whose
 // single EncodeDecode writes every command and reads every reply, so a
 // pipeline costs one write and one round trip. The driver engine shared by
-// every driver of this module owns the rest: deadlines on the Locker's
+// every driver of this module owns the rest: deadlines on the Client's
 // clock, scripts, replies, and the order rule that keeps a release behind
 // the SET it undoes (see core.Batch).
 //
 // Dial honours every field of Options: Username and Password (AUTH), DB
-// (SELECT), TLS, and DialTimeout, which bounds the connect, the TLS
-// handshake and AUTH together. A node that is down does not fail Dial: its
+// (SELECT), TLS, DialTimeout, which bounds the connect, the TLS handshake
+// and AUTH together, and Clock. A node that is down does not fail Dial: its
 // commands fail (core.StatusError, naming the node) until it answers.
 //
 // When a pipeline fails (the server restarted, a reply missed its
@@ -106,7 +106,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		}
 		return sub{c}, nil
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
 }
 
 // New returns a Driver over existing clients (pools, typically), one per
@@ -114,6 +114,8 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 // client's Addr. A nil client, the same client twice or the same name
 // twice (the same server would vote twice) is an error matching
 // core.ErrInvalidConfig. Close does not close the clients.
+// The driver reads its deadlines on the system clock: give a Client over
+// it no other (leave redlock.Options.Clock nil).
 func New(clients []radixv4.Client, names []string) (*Driver, error) {
 	cfg, err := newConfig(clients, names)
 	if err != nil {
@@ -134,6 +136,11 @@ func newConfig(clients []radixv4.Client, names []string) (engine.Config, error) 
 
 // Nodes returns N.
 func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// Clock returns the clock the driver reads its commands' deadlines on:
+// Options.Clock, or the system clock (core.SystemClock), always New's.
+// redlock.NewClient asks for it, to read the same one.
+func (d *Driver) Clock() core.Clock { return d.e.Clock() }
 
 // NodeName returns node i's address, or the name given to New.
 func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }

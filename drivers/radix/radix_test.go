@@ -83,14 +83,17 @@ func TestNewOverUserPools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, d.Nodes())
 	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: each client's Addr")
+	assert.Equal(t, core.Clock(core.SystemClock{}), d.Clock(), "New's driver reads the system clock")
 	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
-		l, err := redlock.New(d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, FanOut: mode})
+		// A sequential round's bound is N node timeouts, and Extend needs
+		// two of them left: 1.5 s each of the 5 s TTL.
+		client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second,
+			NodeTimeout: 500 * time.Millisecond, FanOut: mode}})
 		require.NoError(t, err)
-		lock, err := l.Acquire(ctx, "user-pools")
+		lock, err := client.TryLock(ctx, "user-pools")
 		require.NoError(t, err)
-		_, err = l.Extend(ctx, lock)
-		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx, lock))
+		require.NoError(t, lock.Extend(ctx))
+		require.NoError(t, lock.Unlock(ctx))
 	}
 	require.NoError(t, d.Close())
 	require.NoError(t, d.Close(), "Close is idempotent")

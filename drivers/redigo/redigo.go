@@ -6,12 +6,12 @@
 // each. A node's commands, from every round, go out on that connection as
 // pipelines (redigo's Send, Flush and Receive), one pipeline at a time, in
 // the order their rounds issued them. The driver engine shared by every
-// driver of this module owns the rest: deadlines on the Locker's clock,
+// driver of this module owns the rest: deadlines on the Client's clock,
 // scripts, replies, and the order rule that keeps a release behind the SET
 // it undoes (see core.Batch).
 //
 // Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS,
-// and DialTimeout. A node that is down does not fail Dial: its commands
+// DialTimeout and Clock. A node that is down does not fail Dial: its commands
 // fail (core.StatusError, naming the node) until it answers. When a
 // connection fails (the server restarted, a reply missed its deadline) the
 // driver closes it and dials again for the node's next pipeline; until a
@@ -85,7 +85,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...) // no read timeout: it idles
 		return subscription(c, err)
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
 }
 
 // New returns a Driver over existing pools, one per master in node order.
@@ -98,6 +98,8 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 // error matching core.ErrInvalidConfig. Close does not close the pools.
 // Release notifications take one more connection per node, dialled with
 // the pool's DialContext (or Dial) and kept outside the pool.
+// The driver reads its deadlines on the system clock: give a Client over
+// it no other (leave redlock.Options.Clock nil).
 func New(pools []*redis.Pool, names []string) (*Driver, error) {
 	cfg, err := newConfig(pools, names)
 	if err != nil {
@@ -133,6 +135,11 @@ func newConfig(pools []*redis.Pool, names []string) (engine.Config, error) {
 
 // Nodes returns N.
 func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// Clock returns the clock the driver reads its commands' deadlines on:
+// Options.Clock, or the system clock (core.SystemClock), always New's.
+// redlock.NewClient asks for it, to read the same one.
+func (d *Driver) Clock() core.Clock { return d.e.Clock() }
 
 // NodeName returns node i's address, or the name given to New.
 func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }

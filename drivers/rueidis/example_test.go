@@ -6,12 +6,11 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
 )
 
-// Three independent Redis masters on this machine. It needs the servers,
-// so it is compiled but not run.
+// Three independent Redis masters on this machine, with fencing. It needs
+// the servers, so it is compiled but not run.
 func Example() {
 	drv, err := rueidis.Dial([]string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"},
 		rueidis.Options{Password: "secret", DialTimeout: time.Second})
@@ -20,19 +19,18 @@ func Example() {
 	}
 	defer drv.Close()
 
-	locker, err := redlock.New(drv, core.Config{TTL: 10 * time.Second})
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	lock, err := locker.Acquire(ctx, "invoice:42")
+	lock, err := client.TryLock(ctx, "invoice:42")
 	if err != nil {
 		fmt.Println("not locked:", err) // ErrTaken, ErrQuorumUnreachable, ...
 		return
 	}
-	fmt.Println("locked for", lock.Remaining())
-	// ... work that must finish before lock.ValidUntil() ...
-	if err := locker.Release(ctx, lock); err != nil {
-		fmt.Println("release:", err)
-	}
+	defer lock.Unlock(ctx)
+	fence, _ := lock.Fence()
+	fmt.Println("locked until", lock.Until(), "with fence", fence)
+	// ... writes that carry the fence, for storage that refuses a lower one ...
 }

@@ -7,12 +7,12 @@
 // instead. A node's commands, from every round, go out on its client as
 // pipelines (DoMulti, or Do for a lone command), one pipeline at a time,
 // in the order their rounds issued them. The driver engine shared by every
-// driver of this module owns the rest: deadlines on the Locker's clock,
+// driver of this module owns the rest: deadlines on the Client's clock,
 // scripts, replies, and the order rule that keeps a release behind the SET
 // it undoes (see core.Batch).
 //
 // Dial honours Options: Username and Password (HELLO or AUTH), DB
-// (SELECT), TLS, and DialTimeout. A node that is down does not fail Dial:
+// (SELECT), TLS, DialTimeout and Clock. A node that is down does not fail Dial:
 // its commands fail (core.StatusError, naming the node) until it answers;
 // so do refused credentials, quoting the server's error. When a
 // connection fails (the server restarted, a reply missed its deadline) the
@@ -126,7 +126,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		}
 		return subscribe(c, c.Close)
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -137,6 +137,8 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 // matching core.ErrInvalidConfig. Close does not close the clients.
 // Release notifications take one dedicated connection of each client
 // (Dedicate), closed rather than given back when they end.
+// The driver reads its deadlines on the system clock: give a Client over
+// it no other (leave redlock.Options.Clock nil).
 func New(clients []rd.Client, names []string) (*Driver, error) {
 	cfg, err := newConfig(clients, names)
 	if err != nil {
@@ -166,6 +168,11 @@ func newConfig(clients []rd.Client, names []string) (engine.Config, error) {
 
 // Nodes returns N.
 func (d *Driver) Nodes() int { return d.e.Nodes() }
+
+// Clock returns the clock the driver reads its commands' deadlines on:
+// Options.Clock, or the system clock (core.SystemClock), always New's.
+// redlock.NewClient asks for it, to read the same one.
+func (d *Driver) Clock() core.Clock { return d.e.Clock() }
 
 // NodeName returns node i's address, or the name given to New.
 func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }

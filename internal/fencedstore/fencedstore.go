@@ -1,6 +1,6 @@
 // Package fencedstore is the smallest storage service that fences the
 // holders of a lock, as Kleppmann's "How to do distributed locking"
-// describes: every write carries the writer's fence (core.Lock.Fence,
+// describes: every write carries the writer's fence (core.Grant.Fence,
 // with core.Config.Fencing), and the store refuses a write whose fence is
 // lower than the highest it has accepted. A holder paused past its lock's
 // validity (GC, SIGSTOP, a slow network) that writes after a later holder

@@ -4,7 +4,7 @@
 // interleave clients command by command. Each test runs a named schedule
 // against real redis-server processes (internal/redistest), asserts that
 // the variant violates safety or liveness under it, then runs the same
-// schedule against Redlock (core.Locker, redigo driver, three servers) and
+// schedule against Redlock (redlock.Client, redigo driver, three servers) and
 // asserts that it does not, or fails with the documented error.
 //
 // Schedules are driven step by step from the test. Expiry is awaited as an
@@ -13,7 +13,7 @@
 //
 //	variant schedule                          flaw shown                       Redlock instead
 //	V1.0    crash-between-setnx-and-expire    key left with no expiry          one SET NX PX per node: C2 wins
-//	V1.0    loser-releases-in-finally         loser's DEL frees C1's lock      zero Lock refused; C3: ErrTaken
+//	V1.0    loser-releases-in-finally         loser's DEL frees C1's lock      zero Lock: ErrUnlocked; C3: ErrTaken
 //	V1.1    getset-loser-rewrites-expiry      loser's GETSET moves C1's        loser writes nothing: ErrTaken;
 //	                                          expiry; C3 takes over            expiry is the servers' PX timer
 //	V2.0    paused-holder-deletes-successor   stale DEL frees C2's lock        Extend: ErrNotHeld;

@@ -112,25 +112,35 @@ func newDriver(t *testing.T, servers ...*redistest.Server) *redigo.Driver {
 	return drv
 }
 
-// newLocker is one Redlock client over servers, in that node order.
-func newLocker(t *testing.T, ttl time.Duration, servers ...*redistest.Server) *core.Locker {
-	t.Helper()
-	return lockerOn(t, newDriver(t, servers...), ttl)
-}
-
-// lockerOn is a Locker over drv with sequential rounds, so that every node
-// has answered when Acquire returns and the servers' state can be checked
-// at once, and one try, so that a refusal is reported rather than retried.
-func lockerOn(t *testing.T, drv core.Driver, ttl time.Duration) *core.Locker {
-	t.Helper()
-	l, err := redlock.New(drv, core.Config{
+// config is the Config of every Redlock client here: sequential rounds,
+// so that every node has answered when an attempt returns and the servers'
+// state can be checked at once. The tests take locks with TryLock, one
+// attempt, so that a refusal is reported rather than retried.
+func config(ttl time.Duration) core.Config {
+	return core.Config{
 		TTL:         ttl,
 		NodeTimeout: min(ttl/4, time.Second), // generous on a loaded machine
 		FanOut:      core.Sequential,
-		Retry:       core.NoRetry(),
-	})
+	}
+}
+
+// newClient is one Redlock client over servers, in that node order.
+func newClient(t *testing.T, ttl time.Duration, servers ...*redistest.Server) *redlock.Client {
+	t.Helper()
+	return clientOn(t, newDriver(t, servers...), ttl)
+}
+
+// clientOn is a Client over drv with config(ttl).
+func clientOn(t *testing.T, drv core.Driver, ttl time.Duration) *redlock.Client {
+	t.Helper()
+	c, err := redlock.NewClient(drv, redlock.Options{Config: config(ttl)})
 	require.NoError(t, err)
-	return l
+	return c
+}
+
+// remaining is what is left of l's validity now: zero once it has ended.
+func remaining(l *redlock.Lock) time.Duration {
+	return max(time.Until(l.Until()), 0)
 }
 
 // holders returns the indices of the servers where key holds token.

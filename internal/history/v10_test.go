@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -59,13 +60,16 @@ func TestV10CrashBetweenSetnxAndExpire(t *testing.T) {
 		ss := redistest.StartN(t, 3, redistest.Options{})
 		s := newSchedule(t, name)
 		drv1 := newDriver(t, ss...)
-		c1 := lockerOn(t, drv1, ttl)
-		c2 := newLocker(t, 10*time.Second, ss...)
+		cfg1 := config(ttl)
+		cfg1.Tokens, cfg1.Jitter = redlock.CryptoTokens(), redlock.NewJitter()
+		c1, err := core.NewSpec(drv1, cfg1)
+		require.NoError(t, err)
+		c2 := newClient(t, 10*time.Second, ss...)
 
 		// C1's acquire round, driven by hand so that it can stop after
 		// one node: the nearest thing to V1.0's gap.
 		s.step("C1: SET %s <token> NX PX %d on node 0 only", key, ttl.Milliseconds())
-		a, err := c1.StartAcquire(key, time.Now())
+		a, err := c1.Acquire(key, core.Token{}, time.Now())
 		require.NoError(t, err)
 		node, cmd, deadline, ok := a.Round().Next(time.Now())
 		require.True(t, ok)
@@ -84,14 +88,14 @@ func TestV10CrashBetweenSetnxAndExpire(t *testing.T) {
 		assert.Equal(t, int64(-2), pttl(t, ss[1], key))
 		assert.Equal(t, int64(-2), pttl(t, ss[2], key))
 
-		s.step("C2: Acquire while the orphan is still there")
-		l2, err := c2.Acquire(ctx, key)
+		s.step("C2: TryLock while the orphan is still there")
+		l2, err := c2.TryLock(ctx, key)
 		require.NoError(t, err, "C2 wins nodes 1 and 2, a majority")
 		assert.Equal(t, []int{1, 2}, holders(t, key, l2.Token(), ss...))
 
 		s.step("the orphan expires on node 0 by itself")
 		waitExpired(t, key, ss[0])
-		require.NoError(t, c2.Release(ctx, l2))
+		require.NoError(t, l2.Unlock(ctx))
 	})
 }
 
@@ -100,8 +104,9 @@ func TestV10CrashBetweenSetnxAndExpire(t *testing.T) {
 //
 // V1.0's release is a bare DEL, so C2 deletes C1's lock and C3 acquires
 // while C1 holds: two holders. Redlock gives a loser nothing to release
-// (the zero Lock is refused before anything is sent), and the cleanup of
-// its failed attempt compare-and-deletes on its own token only.
+// (the zero Lock's Unlock returns ErrUnlocked before anything is sent),
+// and the cleanup of its failed attempt compare-and-deletes on its own
+// token only.
 func TestV10LoserReleasesInFinally(t *testing.T) {
 	const (
 		name = "loser-releases-in-finally"
@@ -138,27 +143,27 @@ func TestV10LoserReleasesInFinally(t *testing.T) {
 	t.Run("redlock", func(t *testing.T) {
 		ss := redistest.StartN(t, 3, redistest.Options{})
 		s := newSchedule(t, name)
-		c1 := newLocker(t, ttl, ss...)
-		c2 := newLocker(t, ttl, ss...)
-		c3 := newLocker(t, ttl, ss...)
+		c1 := newClient(t, ttl, ss...)
+		c2 := newClient(t, ttl, ss...)
+		c3 := newClient(t, ttl, ss...)
 
-		s.step("C1: Acquire")
-		l1, err := c1.Acquire(ctx, key)
+		s.step("C1: TryLock")
+		l1, err := c1.TryLock(ctx, key)
 		require.NoError(t, err)
 
-		s.step("C2: Acquire")
-		l2, err := c2.Acquire(ctx, key)
+		s.step("C2: TryLock")
+		l2, err := c2.TryLock(ctx, key)
 		require.ErrorIs(t, err, core.ErrTaken)
 
-		s.step("C2: Release in finally")
-		assert.ErrorIs(t, c2.Release(ctx, l2), core.ErrInvalidConfig,
-			"a failed Acquire returns the zero Lock, which Release refuses before sending anything")
+		s.step("C2: Unlock in finally")
+		assert.ErrorIs(t, l2.Unlock(ctx), redlock.ErrUnlocked,
+			"a failed TryLock returns the zero Lock, whose Unlock sends nothing")
 		assert.Equal(t, all(3), holders(t, key, l1.Token(), ss...), "C1's key is on every node")
 
-		s.step("C3: Acquire while C1 holds")
-		_, err = c3.Acquire(ctx, key)
+		s.step("C3: TryLock while C1 holds")
+		_, err = c3.TryLock(ctx, key)
 		assert.ErrorIs(t, err, core.ErrTaken)
-		assert.Positive(t, l1.RemainingAt(time.Now()), "C1 is the only holder")
-		require.NoError(t, c1.Release(ctx, l1))
+		assert.Positive(t, remaining(&l1), "C1 is the only holder")
+		require.NoError(t, l1.Unlock(ctx))
 	})
 }

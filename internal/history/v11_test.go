@@ -83,35 +83,35 @@ func TestV11GetsetLoserRewritesExpiry(t *testing.T) {
 	t.Run("redlock", func(t *testing.T) {
 		ss := redistest.StartN(t, 3, redistest.Options{})
 		s := newSchedule(t, name)
-		c0 := newLocker(t, 500*time.Millisecond, ss...)
-		c1 := newLocker(t, ttl, ss...)
+		c0 := newClient(t, 500*time.Millisecond, ss...)
+		c1 := newClient(t, ttl, ss...)
 		// C2 sets a much shorter TTL than C1: had its attempt written
 		// anything, C1's keys would show it.
 		const ttl2 = time.Second
-		c2 := newLocker(t, ttl2, ss...)
-		c3 := newLocker(t, ttl, ss...)
+		c2 := newClient(t, ttl2, ss...)
+		c3 := newClient(t, ttl, ss...)
 
 		s.step("C0 took the lock and crashed; its keys expire")
-		_, err := c0.Acquire(ctx, key)
+		_, err := c0.TryLock(ctx, key)
 		require.NoError(t, err)
 		waitExpired(t, key, ss...)
 
-		s.step("C1: Acquire")
-		l1, err := c1.Acquire(ctx, key)
+		s.step("C1: TryLock")
+		l1, err := c1.TryLock(ctx, key)
 		require.NoError(t, err)
 
-		s.step("C2: Acquire")
-		_, err = c2.Acquire(ctx, key)
+		s.step("C2: TryLock")
+		_, err = c2.TryLock(ctx, key)
 		require.ErrorIs(t, err, core.ErrTaken)
 		assert.Equal(t, all(3), holders(t, key, l1.Token(), ss...), "C1's token is untouched on every node")
 		for i, srv := range ss {
 			assert.Greater(t, pttl(t, srv, key), ttl2.Milliseconds(), "node %d: C1's expiry is untouched", i)
 		}
 
-		s.step("C3: Acquire while C1 holds")
-		_, err = c3.Acquire(ctx, key)
+		s.step("C3: TryLock while C1 holds")
+		_, err = c3.TryLock(ctx, key)
 		assert.ErrorIs(t, err, core.ErrTaken)
-		assert.Positive(t, l1.RemainingAt(time.Now()), "C1 is the only holder")
-		require.NoError(t, c1.Release(ctx, l1))
+		assert.Positive(t, remaining(&l1), "C1 is the only holder")
+		require.NoError(t, l1.Unlock(ctx))
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -22,7 +23,8 @@ const pausedTTL = 500 * time.Millisecond
 // V2.0 cannot tell C1 that it lost the lock, and its release, a bare DEL,
 // deletes C2's: C3 then holds it together with C2. Redlock tells C1 (its
 // validity is over, Extend refuses) and refuses its release (ErrTaken:
-// another token holds the keys), so C2 stays the only holder.
+// another token holds the keys; Unlock reports the loss instead once
+// Extend has found it), so C2 stays the only holder.
 func TestV20PausedHolderDeletesSuccessor(t *testing.T) {
 	const (
 		name = "paused-holder-deletes-successor"
@@ -62,37 +64,54 @@ func TestV20PausedHolderDeletesSuccessor(t *testing.T) {
 }
 
 // redlockPausedHolder runs schedule name (paused holder, expiry, successor,
-// stale release, third client) against Redlock over three servers.
+// stale release, third client) against Redlock over three servers, twice:
+// C1 resuming checks its lock (Until, Extend) before it releases, or
+// releases at once. A Lock that knows it is lost says so at Unlock (the
+// *LostError) and still sends its release; one that does not know gets the
+// release's own refusal, ErrTaken. Either way C2 stays the only holder.
 func redlockPausedHolder(t *testing.T, name, key string) {
+	t.Run("checks", func(t *testing.T) { redlockPausedHolderRun(t, name, key, true) })
+	t.Run("does-not-check", func(t *testing.T) { redlockPausedHolderRun(t, name, key, false) })
+}
+
+func redlockPausedHolderRun(t *testing.T, name, key string, checks bool) {
 	ss := redistest.StartN(t, 3, redistest.Options{})
 	s := newSchedule(t, name)
-	c1 := newLocker(t, pausedTTL, ss...)
-	c2 := newLocker(t, 10*time.Second, ss...)
-	c3 := newLocker(t, 10*time.Second, ss...)
+	c1 := newClient(t, pausedTTL, ss...)
+	c2 := newClient(t, 10*time.Second, ss...)
+	c3 := newClient(t, 10*time.Second, ss...)
 
-	s.step("C1: Acquire")
-	l1, err := c1.Acquire(ctx, key)
+	s.step("C1: TryLock")
+	l1, err := c1.TryLock(ctx, key)
 	require.NoError(t, err)
 
 	s.step("C1 pauses; its keys expire")
 	waitExpired(t, key, ss...)
-	assert.Zero(t, l1.RemainingAt(time.Now()),
+	assert.Zero(t, remaining(&l1),
 		"C1's validity ended before the servers' expiry: on resuming, C1 can see it no longer holds")
-	_, err = c1.Extend(ctx, l1)
-	assert.ErrorIs(t, err, core.ErrNotHeld, "nor can C1 extend")
+	if checks {
+		assert.ErrorIs(t, l1.Extend(ctx), core.ErrNotHeld, "nor can C1 extend")
+	}
 
-	s.step("C2: Acquire")
-	l2, err := c2.Acquire(ctx, key)
+	s.step("C2: TryLock")
+	l2, err := c2.TryLock(ctx, key)
 	require.NoError(t, err)
 	assert.NotEqual(t, l1.Token(), l2.Token(), "tokens are random, never derived from a clock")
 
-	s.step("C1 resumes: Release")
-	assert.ErrorIs(t, c1.Release(ctx, l1), core.ErrTaken, "C1's release is refused: another token holds the keys")
+	s.step("C1 resumes: Unlock")
+	err = l1.Unlock(ctx)
+	if checks {
+		var lost *redlock.LostError
+		require.ErrorAs(t, err, &lost, "C1's Extend found the lock lost: Unlock says so")
+		assert.ErrorIs(t, err, core.ErrNotHeld)
+	} else {
+		assert.ErrorIs(t, err, core.ErrTaken, "C1's release is refused: another token holds the keys")
+	}
 	assert.Equal(t, all(3), holders(t, key, l2.Token(), ss...), "C2's key is on every node")
 
-	s.step("C3: Acquire while C2 holds")
-	_, err = c3.Acquire(ctx, key)
+	s.step("C3: TryLock while C2 holds")
+	_, err = c3.TryLock(ctx, key)
 	assert.ErrorIs(t, err, core.ErrTaken)
-	assert.Positive(t, l2.RemainingAt(time.Now()), "C2 is the only holder")
-	require.NoError(t, c2.Release(ctx, l2))
+	assert.Positive(t, remaining(&l2), "C2 is the only holder")
+	require.NoError(t, l2.Unlock(ctx))
 }

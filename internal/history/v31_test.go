@@ -90,13 +90,13 @@ func TestV31AsyncFailover(t *testing.T) {
 		replica := redistest.Start(t, redistest.Options{}) // node 0's
 		s := newSchedule(t, name)
 		link := replicate(t, ss[0], replica)
-		c1 := newLocker(t, ttl, ss...)
+		c1 := newClient(t, ttl, ss...)
 
 		s.step("node 0's replication stream is cut")
 		link.Cut()
 
-		s.step("C1: Acquire")
-		l1, err := c1.Acquire(ctx, key)
+		s.step("C1: TryLock")
+		l1, err := c1.TryLock(ctx, key)
 		require.NoError(t, err)
 		waitFor(t, "node 0 to send C1's write to its replica", func() bool { return link.Holds(key) })
 
@@ -105,15 +105,15 @@ func TestV31AsyncFailover(t *testing.T) {
 		after := []*redistest.Server{replica, ss[1], ss[2]}
 		assert.Empty(t, get(t, replica, key), "the new node 0 never received C1's write")
 
-		s.step("C2: Acquire over the new node 0 and nodes 1, 2")
-		c2 := newLocker(t, ttl, after...)
-		_, err = c2.Acquire(ctx, key)
+		s.step("C2: TryLock over the new node 0 and nodes 1, 2")
+		c2 := newClient(t, ttl, after...)
+		_, err = c2.TryLock(ctx, key)
 		require.ErrorIs(t, err, core.ErrTaken)
 		var e *core.Error
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, []int{1, 2}, e.Failed(core.StatusHeld), "C1's majority survives on nodes 1 and 2")
 		assert.Empty(t, get(t, replica, key), "C2's cleanup removed the minority key it won")
 		assert.Equal(t, []int{1, 2}, holders(t, key, l1.Token(), after...))
-		assert.Positive(t, l1.RemainingAt(time.Now()), "C1 is the only holder")
+		assert.Positive(t, remaining(&l1), "C1 is the only holder")
 	})
 }

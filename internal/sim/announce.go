@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -167,7 +168,9 @@ func (c *client) announcement(n int) {
 
 func (c *client) announce(n int) {
 	c.heard = true
+	c.annSince |= 1 << n
 	c.acq.Announce(n, c.now())
+	c.checkWait()
 }
 
 // setListening tells the acquisition which nodes' subscriptions are
@@ -206,12 +209,33 @@ func (c *client) scheduleWake() {
 	c.w.schedule(event{at: max(realAt(c.wakeAt, c.ppm), c.w.now), kind: evWake, c: c.id, gen: c.wakeGen})
 }
 
-// announcedWake reports whether WakeAt is the wake an announcement
-// brought forward: a wait ends at the retry delay's end, at the holders'
-// expiry, or at an announced wake, and only announcements make the last.
+// announcedWake reports whether an announcement brought the wake
+// forward: the wait ends before the retry delay's end after
+// announcements were fed. (A wait may also end early at the holders'
+// expiry; a listening waiter that heard something counts it as
+// announced: a statistic, not a check.)
 func (c *client) announcedWake() bool {
-	at := c.acq.WakeAt()
-	return !at.Equal(c.retryEnd) && !at.Equal(c.acq.HolderExpiry())
+	return c.heard && c.acq.WakeAt().Before(c.retryEnd)
+}
+
+// checkWait is the waiters' liveness check: once the nodes announced
+// free since the attempt started, with those the failed attempt took
+// (its cleanup frees them), make a quorum, the wait must end no later
+// than the retry delay's end, as polling would have. Announcements are
+// what the client fed, forged ones included: the check is of the
+// decision, given its inputs.
+func (c *client) checkWait() {
+	if c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+		return
+	}
+	free := c.annSince | c.ours
+	if bits.OnesCount32(free) < core.Quorum(c.w.cfg.Nodes) {
+		return
+	}
+	if at := c.acq.WakeAt(); at.After(c.retryEnd) {
+		c.w.violation(&c.w.res.Violations.LongWait, "client %d: nodes %b announced free, a quorum, yet its wait ends at %v, after the retry delay's end %v",
+			c.id, free, at, c.retryEnd)
+	}
 }
 
 // wake ends the wait and starts the next attempt.
@@ -221,7 +245,8 @@ func (c *client) wake() {
 	if c.attemptAnnounced {
 		c.w.res.Announce.Wakes++
 	}
-	c.heard = false
+	c.heard, c.annSince = false, 0
+	c.attempts++
 	c.w.res.Attempts++
 	c.acq.Wake(c.now())
 	c.drive(c.acq.Round())

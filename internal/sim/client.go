@@ -21,26 +21,28 @@ const (
 type client struct {
 	w         *world
 	id        int
-	ppm       int64 // clock-rate error
-	locker    *core.Locker
-	extLocker *core.Locker // extends through it; the main Locker if unset
+	ppm       int64     // clock-rate error
+	spec      core.Spec // acquires and releases through it
+	leaseSpec core.Spec // leases through it: Config.LeaseFraction set, maybe another TTL
+	watchSpec core.Spec // watches (no extension of its own) through it
 	tokens    simTokens
 
 	crashed, paused bool
+	resumedAt       int64 // real time of the last resume
 	deferred        []event
 
 	state   clientState
 	acq     core.Acquisition
-	own     core.Round  // the extend or release round
+	own     core.Round  // the release round
 	round   *core.Round // the round being driven
 	roundID uint64
 	got     [core.MaxNodes]bool    // a reply or timeout was fed for node
 	replies [core.MaxNodes]message // the replies fed, for the hygiene check
 
-	acqID      int // global id of the current acquisition
-	lock       core.Lock
-	workEnd    time.Time // local
-	extendOnce bool      // this lock's extension was decided
+	acqID      int        // global id of the current acquisition
+	lease      core.Lease // the held lock's lease: core decides when to extend and when it is lost
+	leasing    bool       // this lock's lease extends (the schedule drew Faults.Extend)
+	workEnd    time.Time  // local
 	using      bool
 	useStart   int64
 	lastSetEnd int64 // real end of the last round that set or extended the keys
@@ -52,6 +54,9 @@ type client struct {
 	retryEnd         time.Time // local: the retry delay's end
 	attemptAnnounced bool      // an announcement started the current attempt
 	heard            bool      // announcements fed since the attempt started
+	annSince         uint32    // nodes announced since the attempt started
+	attempts         int       // attempts of the acquisition under way
+	ours             uint32    // nodes the last failed attempt took: its cleanup frees them
 	listener         bool      // watches the key from its first wait
 	watching         bool
 	listening        uint32                // the nodes the acquisition was told it hears
@@ -70,15 +75,6 @@ type use struct {
 }
 
 func (c *client) now() time.Time { return localAt(c.w.now, c.ppm) }
-
-// clientClock is a client's clock as the core reads it. The simulation
-// drives the core step by step, so nothing ever asks it to sleep.
-type clientClock struct{ c *client }
-
-func (k clientClock) Now() time.Time { return k.c.now() }
-func (clientClock) Sleep(time.Duration, <-chan struct{}) bool {
-	panic("sim: the core is driven step by step and never sleeps")
-}
 
 // simTokens draws tokens from the schedule's generator. With
 // SharedAttemptToken it repeats one token until the next acquisition.
@@ -108,7 +104,7 @@ func (j jitter) Uint64() uint64 {
 	return v
 }
 
-// names is the Driver a simulated client hands core.New: it names the
+// names is the Driver a simulated client hands core.NewSpec: it names the
 // nodes; the simulation does the I/O.
 type names int
 
@@ -120,19 +116,22 @@ func newClient(w *world, id int, ppm int64) *client {
 	c := &client{w: w, id: id, ppm: ppm}
 	c.tokens.c = c
 	cfg := w.cfg
-	mk := func(ttl time.Duration) *core.Locker {
-		l, err := core.New(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Fencing: cfg.Fencing, Clock: clientClock{c}, Tokens: &c.tokens, Jitter: jitter{c}})
+	mk := func(ttl time.Duration, fraction float64) core.Spec {
+		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Tokens: &c.tokens, Jitter: jitter{c},
+			LeaseFraction: fraction, MaxHold: cfg.Lease.MaxHold, MaxExtensions: cfg.Lease.MaxExtensions})
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
-		return l
+		return s
 	}
-	c.locker = mk(cfg.TTL)
-	c.extLocker = c.locker
+	c.spec = mk(cfg.TTL, 0)
+	c.watchSpec = c.spec
+	ext := cfg.TTL
 	if cfg.Faults.ExtendTTL > 0 {
-		c.extLocker = mk(cfg.Faults.ExtendTTL)
+		ext = cfg.Faults.ExtendTTL
 	}
+	c.leaseSpec = mk(ext, cfg.Lease.fraction())
 	return c
 }
 
@@ -181,12 +180,12 @@ func (c *client) start() {
 	c.w.acqs++
 	c.acqID = c.w.acqs
 	c.tokens.cur = core.Token{}
-	a, err := c.locker.StartAcquire(key, c.now())
+	a, err := c.spec.Acquire(key, core.Token{}, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
 	c.state, c.acq = acquiring, a
-	c.attemptAnnounced, c.heard = false, false
+	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 1
 	c.w.res.Attempts++
 	c.drive(c.acq.Round())
 }
@@ -236,14 +235,16 @@ func (c *client) roundDone() {
 	c.round = nil
 	switch c.state {
 	case acquiring:
-		if c.acq.Cleaning() {
+		if c.acq.Round().Command().Op == core.OpRelease { // a cleanup
 			c.checkHygiene(r)
+		} else {
+			c.ours = c.okNodes()
 		}
 		c.draws = 0
 		c.acq.RoundDone(c.now())
 		switch c.acq.Phase() {
 		case core.PhaseRound:
-			if c.acq.Raising() {
+			if c.acq.Round().Command().Op == core.OpRaiseFence {
 				w.res.Raises++
 			}
 			c.drive(c.acq.Round())
@@ -259,36 +260,45 @@ func (c *client) roundDone() {
 			c.acquired(lock)
 		}
 	case extending:
-		lock, err := c.extLocker.Extended(c.lock, r, c.now())
-		c.lock = lock
+		err := c.lease.RoundDone(c.now())
 		c.state = holding
 		if err == nil {
 			w.res.Extensions++
 			c.lastSetEnd = w.now
-			if !c.using {
-				c.use()
-			}
-		} else if provedLost(r) {
-			if lock.ValidAt(c.now()) {
-				w.violation(&w.res.Violations.LostValid, "client %d: extend proved the lock lost (%v) but it is still valid", c.id, err)
-			}
-			c.release()
-			return
+		} else if c.provedLost() && c.lease.Phase() != core.PhaseDone {
+			w.violation(&w.res.Violations.LostValid, "client %d: extend proved the lock lost (%v) but its lease goes on", c.id, err)
 		}
-		c.setTimer()
+		c.leaseStep()
 	case releasing:
 		c.checkHygiene(r)
 		c.idle()
 	}
 }
 
-// provedLost reports whether an extend round's answers alone prove that
-// too few nodes hold the lock: the nodes that answered missing or held by
-// another token leave less than a quorum, whatever the rest would say.
-func provedLost(r *core.Round) bool {
-	t := r.Tally()
-	_, held, missing, _ := t.Counts()
-	return t.Nodes()-held-missing < t.Quorum()
+// okNodes returns the nodes that answered StatusOK to the round just
+// done, bit i for node i.
+func (c *client) okNodes() uint32 {
+	var b uint32
+	for n := range c.w.cfg.Nodes {
+		if c.got[n] && c.replies[n].status == core.StatusOK {
+			b |= 1 << n
+		}
+	}
+	return b
+}
+
+// provedLost reports whether the answers to the extend round just done
+// alone prove that too few nodes hold the lock: the nodes that answered
+// missing or held by another token leave less than a quorum, whatever
+// the rest would say.
+func (c *client) provedLost() bool {
+	gone := 0
+	for n := range c.w.cfg.Nodes {
+		if s := c.replies[n].status; c.got[n] && (s == core.StatusMissing || s == core.StatusHeld) {
+			gone++
+		}
+	}
+	return c.w.cfg.Nodes-gone < core.Quorum(c.w.cfg.Nodes)
 }
 
 // checkHygiene: after a release round, no node that answered still holds
@@ -311,17 +321,14 @@ func (c *client) checkHygiene(r *core.Round) {
 // during the attempt already warrant one.
 func (c *client) startWait() {
 	retry := c.w.cfg.Retry
-	if retry.IsZero() {
+	if retry == (core.RetryPolicy{}) {
 		retry = core.DefaultRetry
 	}
-	c.retryEnd = c.now().Add(retry.Delay(c.acq.Attempts(), c.firstDraw))
+	c.retryEnd = c.now().Add(retry.Delay(c.attempts, c.firstDraw))
 	if !c.watching {
 		c.watch() // the first wait: as redlock's Lock, which joins then
 	}
-	if !c.heard && c.announcedWake() {
-		panic("sim: a wait without announcements ends at " + c.acq.WakeAt().String() +
-			", neither the retry delay's end " + c.retryEnd.String() + " nor the holders' expiry")
-	}
+	c.checkWait() // announcements heard during the attempt count
 	if !c.acq.WakeAt().After(c.now()) {
 		c.wake()
 		return
@@ -334,13 +341,19 @@ func (c *client) idle() {
 	c.w.schedule(event{at: c.w.now + c.w.between(c.w.cfg.Think[0], c.w.cfg.Think[1]), kind: evStart, c: c.id})
 }
 
-func (c *client) acquired(lock core.Lock) {
+func (c *client) acquired(g core.Grant) {
 	w := c.w
 	w.res.Acquisitions++
 	if c.attemptAnnounced {
 		w.res.Announce.Won++
 	}
-	c.lock, c.state, c.extendOnce = lock, holding, false
+	c.state = holding
+	c.leasing = w.chance(w.cfg.Faults.Extend)
+	if c.leasing {
+		c.lease = c.leaseSpec.Lease(g)
+	} else {
+		c.lease = c.watchSpec.Lease(g)
+	}
 	c.lastSetEnd = w.now
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
 	w.noteAcquired(c)
@@ -351,15 +364,20 @@ func (c *client) acquired(lock core.Lock) {
 	c.use()
 }
 
-// use starts using the lock, if it is still valid (or validity is
-// ignored), and sets the timer for what comes next.
+// use starts using the lock unless its lease has declared it lost (or,
+// with UsePastValidity, whatever the lease says), and sets the timer for
+// what comes next. The lease's decision is the Lock's Context: a holder
+// uses the lock while its Context is not done.
 func (c *client) use() {
-	if c.w.cfg.Faults.UsePastValidity || c.lock.ValidAt(c.now()) {
-		c.using, c.useStart = true, c.w.now
-		c.setTimer()
-		return
+	if c.w.cfg.Faults.UsePastValidity || c.lease.Phase() != core.PhaseDone {
+		c.lease.Wake(c.now()) // a pause may have carried it past its wake
+		if c.w.cfg.Faults.UsePastValidity || c.lease.Phase() != core.PhaseDone {
+			c.using, c.useStart = true, c.w.now
+			c.leaseStep()
+			return
+		}
 	}
-	c.release()
+	c.lost()
 }
 
 func (c *client) stopUsing() {
@@ -370,27 +388,53 @@ func (c *client) stopUsing() {
 }
 
 // setTimer schedules the next moment the holder must act: its work done,
-// its validity over, or the time to extend.
+// or the lease's WakeAt (an extension, or the loss).
 func (c *client) setTimer() {
 	c.timerGen++
 	at := realAt(c.workEnd, c.ppm)
-	if !c.w.cfg.Faults.UsePastValidity {
-		until := c.lock.ValidUntil()
-		at = min(at, realAt(until, c.ppm))
-		if c.wantsExtend() {
-			at = min(at, realAt(until.Add(-c.lock.Validity()/3), c.ppm))
-		}
+	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() == core.PhaseWait {
+		at = min(at, realAt(c.lease.WakeAt(), c.ppm))
 	}
 	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
 }
 
-// wantsExtend reports whether the holder will extend this lock: work
-// outlasts its validity, and the schedule drew it.
-func (c *client) wantsExtend() bool {
-	if c.extendOnce || c.state != holding || !c.workEnd.After(c.lock.ValidUntil()) {
-		return false
+// leaseStep acts on the lease's phase: an extension round to drive, a
+// loss to act on, or a wait until the next timer.
+func (c *client) leaseStep() {
+	switch c.lease.Phase() {
+	case core.PhaseRound:
+		if c.state == holding {
+			c.state = extending
+			c.setTimer() // the work may end while the round runs
+			c.drive(c.lease.Round())
+		}
+	case core.PhaseDone:
+		c.lost()
+	default:
+		c.setTimer()
 	}
-	return true
+}
+
+// lost acts on the lease's loss, as a Lock's Context cancelled does: the
+// holder stops using the lock at once and releases it. The loss must come
+// strictly before the end of validity: a Context cancelled at or after
+// Until tells its holder too late.
+func (c *client) lost() {
+	c.w.res.Faults.LeaseLosses++
+	// A process paused across LoseAt declares the loss when it resumes,
+	// after Until: no process can act while paused, and it uses nothing
+	// after (resume re-checks). Only a loss the running process declared
+	// late is the lease's fault.
+	late := realAt(c.lease.LoseAt(), c.ppm) >= c.resumedAt
+	if now, until := c.now(), c.lease.Grant().ValidUntil(); late && !now.Before(until) && !c.w.cfg.Faults.UsePastValidity {
+		c.w.violation(&c.w.res.Violations.LateLoss, "client %d: lease declared the loss (%v) at %v, not before the end of validity %v",
+			c.id, c.lease.Err(), now, until)
+	}
+	if c.state == holding {
+		c.release()
+		return
+	}
+	c.stopUsing()
 }
 
 func (c *client) timer() {
@@ -398,42 +442,36 @@ func (c *client) timer() {
 		return
 	}
 	now := c.now()
-	f := &c.w.cfg.Faults
 	switch {
 	case !now.Before(c.workEnd):
-		c.stopUsing()
-		if c.state == holding {
-			c.release()
-		}
-	case !f.UsePastValidity && !c.lock.ValidAt(now):
-		c.stopUsing() // validity over: the lock is lost
-		if c.state == holding {
-			c.release()
-		}
-	case c.state == holding && c.wantsExtend() && c.lock.RemainingAt(now) <= c.lock.Validity()/3:
-		c.extendOnce = true
-		if !c.w.chance(f.Extend) {
-			c.setTimer()
-			return
-		}
-		r, err := c.extLocker.StartExtend(c.lock, now)
-		if err != nil {
-			c.setTimer()
-			return
-		}
-		c.state, c.own = extending, r
-		c.setTimer() // validity may end while the round runs
-		c.drive(&c.own)
+		c.unlock()
+	case c.w.cfg.Faults.UsePastValidity:
+		c.setTimer()
+	case c.state == holding:
+		c.lease.Wake(now)
+		c.leaseStep()
 	default:
 		c.setTimer()
 	}
+}
+
+// unlock ends the work: as redlock's Unlock, an extension in flight is
+// abandoned (core.Lease.Cancel) and the release round starts at once;
+// the extension's commands may still reach the nodes, behind it or not.
+func (c *client) unlock() {
+	if c.state == extending {
+		c.lease.Cancel(nil)
+		c.w.res.Faults.UnlockRaces++
+	}
+	c.state = holding
+	c.release()
 }
 
 func (c *client) release() {
 	c.stopUsing()
 	c.timerGen++
 	c.w.noteRelease(c)
-	r, err := c.locker.StartRelease(c.lock, c.now())
+	r, err := c.spec.Release(c.lease.Grant(), c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
@@ -454,7 +492,7 @@ func (c *client) pause(d time.Duration) {
 // resume replays the events that came during the pause, then, if the
 // client holds the lock, re-checks its validity before using it again.
 func (c *client) resume() {
-	c.paused = false
+	c.paused, c.resumedAt = false, c.w.now
 	for _, e := range c.deferred {
 		e.at = c.w.now
 		c.w.schedule(e)

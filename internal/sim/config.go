@@ -29,11 +29,33 @@ type Config struct {
 	// fences, and the fence checker runs.
 	Fencing bool
 	Faults  Faults
+	// Lease configures the holders' leases (core.Lease), which decide
+	// when a lock is extended and when it is lost.
+	Lease LeaseConfig
 	// Announce configures release announcements (core.Announcer) and
 	// their faults. Nodes always announce their releases, as the release
 	// script PUBLISHes after its compare-and-delete; the zero value has no
 	// client listen, so every waiter polls.
 	Announce Announcements
+}
+
+// LeaseConfig is the core.Config of the holders' leases. A holder whose
+// schedule draws Faults.Extend leases its lock, through a Spec with
+// LeaseFraction (and the TTL Faults.ExtendTTL, when set); the others
+// watch it only (LeaseFraction 0), as a redlock.Lock's Context does.
+type LeaseConfig struct {
+	// Fraction is core.Config.LeaseFraction; zero means 1/3.
+	Fraction float64
+	// MaxHold and MaxExtensions go to core.Config.
+	MaxHold       time.Duration
+	MaxExtensions int
+}
+
+func (l LeaseConfig) fraction() float64 {
+	if l.Fraction == 0 {
+		return 1.0 / 3
+	}
+	return l.Fraction
 }
 
 // Announcements says which clients listen to release announcements and
@@ -104,12 +126,27 @@ type Faults struct {
 	// HolderCrash crashes one client while it holds the lock, and checks
 	// that another acquires soon after the keys expire (liveness).
 	HolderCrash bool
-	// ExtendEvery is the probability that a holder with work left extends
-	// when a third of its validity remains; ExtendTTL, when set, extends
-	// through a second Locker with that TTL, as a program with several
-	// Lockers on one driver may.
+	// Extend is the probability that a holder leases its lock (see
+	// LeaseConfig): core.Lease then extends it until the work is done, the
+	// lease's bounds are reached, or it declares the lock lost. ExtendTTL,
+	// when set, leases through a second Spec with that TTL, as a program
+	// with several Clients on one driver may.
 	Extend    float64
 	ExtendTTL time.Duration
+	// Outages is how many majority outages a schedule draws: at a random
+	// time a majority of the nodes crash together, each restarting after
+	// a delay in RestartDelay (or OutageFor, when set), so that every
+	// extension times out while they are down: leases must declare their
+	// locks lost before their validity ends.
+	Outages   int
+	OutageFor [2]time.Duration
+	// StaleKeys is how many stale keys a schedule draws: at a random time
+	// a minority of the nodes gets the key set with a token no client
+	// holds (a crashed client's, or a release that failed there), with a
+	// TTL in StaleTTL, if the key is free there. Waiters must not wait
+	// for them to expire once a quorum is announced free.
+	StaleKeys int
+	StaleTTL  [2]time.Duration
 
 	// Broken assumptions and re-introduced bugs, for the checkers' own
 	// tests.
@@ -167,6 +204,9 @@ type FaultCounts struct {
 	NodeCrashes, EmptyRestarts  int
 	ClientPauses, ClientCrashes int
 	CountersLost                int // fence counters lost with a crash
+	Outages, StaleKeys          int // majority outages, stale keys set
+	UnlockRaces                 int // unlocks with an extension in flight
+	LeaseLosses                 int // locks a lease declared lost
 }
 
 // AnnounceCounts counts release announcements.
@@ -221,11 +261,18 @@ func (h Handoffs) MeanOther() time.Duration {
 // completed before them.
 type Violations struct {
 	Exclusion, Liveness, Hygiene, LostValid, Fence int
+	// LateLoss counts leases that declared a lock lost at or after the
+	// end of its validity: a Context cancelled too late.
+	LateLoss int
+	// LongWait counts waiters whose wait, once a quorum of nodes was
+	// announced free, still ended after the retry delay's end: the
+	// announced wake was slower than polling.
+	LongWait int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait
 }
 
 func (r *Result) add(o Result) {
@@ -260,12 +307,18 @@ func (r *Result) add(o Result) {
 	f.ClientPauses += g.ClientPauses
 	f.ClientCrashes += g.ClientCrashes
 	f.CountersLost += g.CountersLost
+	f.Outages += g.Outages
+	f.StaleKeys += g.StaleKeys
+	f.UnlockRaces += g.UnlockRaces
+	f.LeaseLosses += g.LeaseLosses
 	v, u := &r.Violations, o.Violations
 	v.Exclusion += u.Exclusion
 	v.Liveness += u.Liveness
 	v.Hygiene += u.Hygiene
 	v.LostValid += u.LostValid
 	v.Fence += u.Fence
+	v.LateLoss += u.LateLoss
+	v.LongWait += u.LongWait
 	if r.First == "" {
 		r.First = o.First
 	}

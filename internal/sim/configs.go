@@ -10,6 +10,10 @@ import (
 const (
 	ms = time.Millisecond
 	us = time.Microsecond
+	// assumedTries and waitersTries are the tries of Assumed's and
+	// Waiters' retry policies.
+	assumedTries = 3
+	waitersTries = 100
 )
 
 // Assumed returns a configuration within every assumption of the
@@ -28,7 +32,7 @@ func Assumed(n int, fo core.FanOut) Config {
 		FanOut:      fo,
 		TTL:         ttl,
 		NodeTimeout: 10 * ms,
-		Retry:       core.RandomDelay(3, 2*ms, 20*ms),
+		Retry:       core.RandomDelay(assumedTries, 2*ms, 20*ms),
 		Length:      time.Second,
 		Latency:     [2]time.Duration{50 * us, 3 * ms},
 		Work:        [2]time.Duration{0, 2 * ttl},
@@ -63,11 +67,34 @@ func AssumedPersistent(n int, fo core.FanOut) Config {
 
 // AssumedWorstClocks is Assumed with every client clock 0.5% slow and
 // every node clock 0.5% fast: 1% apart, the most the drift factor allows.
+// Its times are Assumed's scaled up (a 3 s TTL, N times that when
+// sequential) but for the network's and the node timeout: the lease's
+// margin before the end of validity (a round's bound) is then a third of
+// the clocks' 1% apart at most, so that the drift allowance, and nothing
+// else, keeps these schedules safe: without it they fail.
 func AssumedWorstClocks(n int, fo core.FanOut) Config {
-	c := Assumed(n, fo)
+	k := time.Duration(15)
+	if fo == core.Sequential {
+		k *= time.Duration(n)
+	}
+	c := scaled(Assumed(n, fo), k, assumedTries)
 	c.Name = "clocks 1% apart N=" + strconv.Itoa(n) + " " + fo.String()
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL} // used to the end of validity
 	c.Faults.WorstClocks = true
+	return c
+}
+
+// scaled returns c with its lock, schedule and fault times k times
+// longer, its network and node timeout as they are; its retry policy
+// (random delays) keeps its tries.
+func scaled(c Config, k time.Duration, tries int) Config {
+	f := &c.Faults
+	c.TTL, c.Length = k*c.TTL, k*c.Length
+	c.Work = [2]time.Duration{k * c.Work[0], k * c.Work[1]}
+	c.Think = [2]time.Duration{k * c.Think[0], k * c.Think[1]}
+	c.Retry = core.RandomDelay(tries, k*c.Retry.Delay(1, 0), k*c.Retry.Delay(1, ^uint64(0)))
+	f.LateBy, f.MaxPause, f.ExtendTTL = k*f.LateBy, k*f.MaxPause, k*f.ExtendTTL
+	f.RestartDelay = [2]time.Duration{k * f.RestartDelay[0], k * f.RestartDelay[1]}
 	return c
 }
 
@@ -97,7 +124,7 @@ func InstantRestart(n int) Config {
 
 // FastNodeClocks lets clocks drift apart by up to 6%, beyond the 1% factor.
 func FastNodeClocks(n int) Config {
-	c := Assumed(n, core.Multiplexed)
+	c := scaled(Assumed(n, core.Multiplexed), 10, assumedTries)
 	c.Name = "broken: clock rates 6% apart N=" + strconv.Itoa(n)
 	c.Clients = 6
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL} // used to the end of validity
@@ -127,20 +154,23 @@ func SharedToken(n int) Config {
 	return c
 }
 
-// ShortExtendLocker extends 1 s locks through a Locker with a 20 ms TTL,
-// with clocks 1% apart: it passes with the lock's own drift (12 ms), and
-// breaks when an extension takes the extending Locker's (2.2 ms), the
+// ShortExtendLocker leases 4 s locks through a Spec with a 20 ms TTL,
+// with clocks 1% apart: it passes with the lock's own drift (42 ms), and
+// breaks when an extension takes the extending Spec's (2.2 ms), the
 // core's bug before extension kept the lock's drift.
 func ShortExtendLocker(n int) Config {
-	ttl := time.Second
+	ttl := 4 * time.Second // clocks 1% apart: 40 ms, far above the lease's 5 ms margin
 	c := Assumed(n, core.Multiplexed)
-	c.Name = "extend through a 20 ms Locker, clocks 1% apart N=" + strconv.Itoa(n)
-	c.TTL, c.Length = ttl, 3*time.Second
+	c.Name = "extend through a 20 ms Spec, clocks 1% apart N=" + strconv.Itoa(n)
+	c.TTL, c.Length = ttl, 3*ttl
 	c.Clients = 5
 	c.Work = [2]time.Duration{2 * ttl, 3 * ttl}
 	c.Retry = core.RandomDelay(100, ms, 3*ms)
 	c.NodeTimeout = 5 * ms
 	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000, WorstClocks: true, Extend: 1, ExtendTTL: 20 * ms}
+	// One extension, as late as the lease allows, then the lock is used
+	// to the loss: the extended validity is what keeps it safe.
+	c.Lease = LeaseConfig{Fraction: 0.997, MaxExtensions: 1}
 	return c
 }
 
@@ -234,7 +264,7 @@ func Waiters(n int) Config {
 	c.Latency = [2]time.Duration{50 * us, ms}
 	c.Work = [2]time.Duration{0, 40 * ms}
 	c.Think = [2]time.Duration{0, 20 * ms}
-	c.Retry = core.DefaultRetry.WithTries(100)
+	c.Retry = core.DefaultRetry.WithTries(waitersTries)
 	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000}
 	return c
 }
@@ -287,7 +317,7 @@ func WaitersPersistent(n int) Config {
 // holders' TTLs read on fast node clocks and waited out on slow client
 // clocks.
 func WaitersWorstClocks(n int) Config {
-	c := WaitersFaulty(n, core.Multiplexed)
+	c := scaled(WaitersFaulty(n, core.Multiplexed), 15, waitersTries) // see AssumedWorstClocks
 	c.Name = "waiters, announced, all faults, clocks 1% apart N=" + strconv.Itoa(n)
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
 	c.Faults.WorstClocks = true
@@ -320,5 +350,84 @@ func WaitersLiveness(n int, fo core.FanOut) Config {
 	c := Liveness(n, fo)
 	c.Name = "waiters, holder crash, liveness N=" + strconv.Itoa(n) + " " + fo.String()
 	c.Announce = Announcements{Listen: 2. / 3, SubDrops: 3, UnknownTTL: 0.1}
+	return c
+}
+
+// WaitersStale is WaitersAnnounced with stale keys: at random times a
+// minority of the nodes gets the key with a token no client holds, for
+// 1-2 s (five to ten TTLs), as a crashed client or a release that failed
+// there leaves it. A waiter's failed attempt may then learn of the stale
+// node and miss the holder's other nodes, whose replies came after the
+// round was decided; once the holder releases, the announced nodes make
+// a quorum and the waiter must wake then, not when the stale key expires.
+func WaitersStale(n int) Config {
+	c := WaitersAnnounced(n)
+	c.Name = "waiters, stale keys on a minority N=" + strconv.Itoa(n)
+	c.Latency = [2]time.Duration{50 * us, 3 * ms} // replies straggle behind the decision
+	c.Faults.StaleKeys = 12
+	c.Faults.StaleTTL = [2]time.Duration{time.Second, 2 * time.Second}
+	return c
+}
+
+// WaitersStaleFaulty is WaitersStale with announcements lost, late,
+// duplicated and forged, and subscriptions that drop.
+func WaitersStaleFaulty(n int) Config {
+	c := WaitersStale(n)
+	c.Name = "waiters, stale keys, announcement faults N=" + strconv.Itoa(n)
+	c.Announce = announceFaults(c.TTL)
+	return c
+}
+
+// LeaseOutage has every holder lease its lock (LeaseFraction 1/3) for
+// work of one to three TTLs while a majority of the nodes crashes
+// together, twice a schedule, for one to two TTLs: the extensions time
+// out, and each lease must declare its lock lost strictly before the end
+// of its validity, with no extension round still in flight then. Message
+// loss and clock-rate errors (±0.5%) are on.
+func LeaseOutage(n int, fo core.FanOut) Config {
+	c := Assumed(n, fo)
+	c.Name = "lease, majority outage N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Work = [2]time.Duration{c.TTL, 3 * c.TTL}
+	c.Lease = LeaseConfig{MaxExtensions: 100}
+	c.Faults = Faults{Loss: 0.02, ClientPPM: 5000, NodePPM: 5000, Extend: 1, Outages: 2,
+		OutageFor: [2]time.Duration{c.TTL, 2 * c.TTL}, RestartDelay: [2]time.Duration{c.TTL * 11 / 10, 2 * c.TTL}}
+	return c
+}
+
+// LeaseHung is LeaseOutage with nodes that do not crash but straggle: a
+// quarter of the messages are late by up to a TTL, so extensions time out
+// while their commands still reach the nodes after the loss is declared.
+func LeaseHung(n int) Config {
+	c := LeaseOutage(n, core.Multiplexed)
+	c.Name = "lease, late majority N=" + strconv.Itoa(n)
+	c.Faults.Outages = 0
+	c.Faults.Late, c.Faults.LateBy = 0.25, c.TTL
+	return c
+}
+
+// LeaseMaxHold has leases bounded by MaxHold (two TTLs) for work of up to
+// four TTLs, with every fault of Assumed: a lease declares its lock lost
+// at MaxHold, and a later holder may take it then.
+func LeaseMaxHold(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "lease, MaxHold N=" + strconv.Itoa(n)
+	c.Work = [2]time.Duration{c.TTL, 4 * c.TTL}
+	c.Lease = LeaseConfig{MaxHold: 2 * c.TTL}
+	c.Faults.Extend, c.Faults.ExtendTTL = 1, 0
+	return c
+}
+
+// LeaseUnlockRace ends the holders' work while their extensions are in
+// flight: leases extend early (LeaseFraction 1/10) on a slow network
+// (trips up to 8 ms against a 10 ms node timeout), and work ends at a
+// random time, so that many unlocks abandon an extension round whose
+// commands still reach the nodes, before or after the release.
+func LeaseUnlockRace(n int) Config {
+	c := Assumed(n, core.Multiplexed)
+	c.Name = "lease, unlock racing an extension N=" + strconv.Itoa(n)
+	c.Latency = [2]time.Duration{ms, 8 * ms}
+	c.Work = [2]time.Duration{0, c.TTL}
+	c.Lease = LeaseConfig{Fraction: 0.1, MaxExtensions: 100}
+	c.Faults.Extend, c.Faults.ExtendTTL = 1, 0
 	return c
 }

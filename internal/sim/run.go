@@ -55,6 +55,12 @@ func Run(cfg Config, seed uint64) Result {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evPause, c: w.rng.IntN(cfg.Clients),
 			dur: w.between(0, f.MaxPause)})
 	}
+	for range f.Outages {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evOutage})
+	}
+	for range f.StaleKeys {
+		w.schedule(event{at: w.rng.Int64N(length), kind: evStale})
+	}
 	for range a.Forged {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evForge, c: w.rng.IntN(cfg.Clients), n: w.rng.IntN(cfg.Nodes)})
 	}
@@ -101,27 +107,13 @@ func (w *world) dispatch(e event) {
 		e.kind = evAnnounce
 		w.clients[e.c].handle(e)
 	case evNodeCrash:
-		n := &w.nodes[e.n]
-		if !n.up {
-			return
-		}
-		w.res.Faults.NodeCrashes++
-		n.up = false
-		if !w.cfg.Faults.Persistent {
-			n.has = false // the data set is gone with the process
-			w.res.Faults.EmptyRestarts++
-		}
-		if w.cfg.Faults.LoseCounters {
-			n.fence = 0 // the counter was not persisted either
-			w.res.Faults.CountersLost++
-		}
-		for c := range n.subs {
-			w.dropSub(e.n, c) // the subscribers' connections reset
-		}
-		d := w.cfg.Faults.RestartDelay
-		w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: e.n})
+		w.crashNode(e.n, w.cfg.Faults.RestartDelay)
 	case evNodeRestart:
 		w.nodes[e.n].up = true
+	case evOutage:
+		w.outage()
+	case evStale:
+		w.staleKey()
 	case evClientCrash:
 		if e.c < 0 {
 			w.crashHolder()
@@ -130,6 +122,62 @@ func (w *world) dispatch(e event) {
 		w.clients[e.c].handle(e)
 	default:
 		w.clients[e.c].handle(e)
+	}
+}
+
+// crashNode crashes node i, if it is up, and restarts it after a delay
+// drawn in d.
+func (w *world) crashNode(i int, d [2]time.Duration) {
+	n := &w.nodes[i]
+	if !n.up {
+		return
+	}
+	w.res.Faults.NodeCrashes++
+	n.up = false
+	if !w.cfg.Faults.Persistent {
+		n.has = false // the data set is gone with the process
+		w.res.Faults.EmptyRestarts++
+	}
+	if w.cfg.Faults.LoseCounters {
+		n.fence = 0 // the counter was not persisted either
+		w.res.Faults.CountersLost++
+	}
+	for c := range n.subs {
+		w.dropSub(i, c) // the subscribers' connections reset
+	}
+	w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: i})
+}
+
+// outage crashes a majority of the nodes at once (Faults.Outages).
+func (w *world) outage() {
+	w.res.Faults.Outages++
+	d := w.cfg.Faults.OutageFor
+	if d[1] == 0 {
+		d = w.cfg.Faults.RestartDelay
+	}
+	for _, i := range w.rng.Perm(w.cfg.Nodes)[:core.Quorum(w.cfg.Nodes)] {
+		w.crashNode(i, d)
+	}
+}
+
+// staleKey sets the key, with a token no client holds, on a minority of
+// the nodes where it is free (Faults.StaleKeys): what a crashed client or
+// a release that failed on those nodes leaves behind.
+func (w *world) staleKey() {
+	f := &w.cfg.Faults
+	tok := core.TokenFromUint64s(w.rng.Uint64()|1<<63, w.rng.Uint64())
+	ttl := time.Duration(w.between(f.StaleTTL[0], f.StaleTTL[1]))
+	k := 1 + w.rng.IntN(max(core.Quorum(w.cfg.Nodes)-1, 1))
+	set := false
+	for _, i := range w.rng.Perm(w.cfg.Nodes)[:k] {
+		n := &w.nodes[i]
+		if n.up && !n.alive(w.now) {
+			n.has, n.tok, n.exp, n.setAt, n.setLate = true, tok, n.clock(w.now)+int64(ttl), w.now, false
+			set = true
+		}
+	}
+	if set {
+		w.res.Faults.StaleKeys++
 	}
 }
 
@@ -154,7 +202,7 @@ func (w *world) crashHolder() {
 			if cfg.Fencing {
 				rounds++ // the winning attempt's raise round
 			}
-			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(cfg.Retry.Tries(), ^uint64(0)))) + rounds*round
+			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(1, ^uint64(0)))) + rounds*round
 			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: expire + slack}
 			c.handle(event{kind: evClientCrash, c: c.id})
 			if cfg.Faults.DownAfterCrash {
@@ -225,7 +273,7 @@ type grant struct {
 // with clocks too far apart a slow attempt may complete after another
 // although its SETs came first (TestFenceOrderRestsOnClocks).
 func (w *world) checkFence(c *client) {
-	g := grant{at: w.now, fence: c.lock.Fence(), client: c.id, acq: c.acqID}
+	g := grant{at: w.now, fence: c.lease.Grant().Fence(), client: c.id, acq: c.acqID}
 	if g.fence > 0 {
 		w.res.Fenced++
 	}

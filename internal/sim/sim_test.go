@@ -232,3 +232,37 @@ func TestFenceOrderRestsOnClocks(t *testing.T) {
 	}
 	t.Logf("%+v; first: %s", r.Violations, r.First)
 }
+
+// TestLeasesWithinAssumptions: leases facing majority outages, late
+// majorities, MaxHold and unlocks that race their extensions, and
+// waiters facing stale keys on a minority, leave every checker silent;
+// the faults they are about show in the counts.
+func TestLeasesWithinAssumptions(t *testing.T) {
+	var configs []Config
+	for _, n := range []int{3, 5} {
+		configs = append(configs, LeaseOutage(n, core.Multiplexed), LeaseOutage(n, core.Sequential), LeaseHung(n),
+			LeaseMaxHold(n), LeaseUnlockRace(n), WaitersStale(n))
+	}
+	configs = append(configs, WaitersStaleFaulty(5))
+	for _, cfg := range configs {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			f := r.Faults
+			switch {
+			case r.Acquisitions < schedulesPerConfig:
+				t.Fatalf("only %d acquisitions in %d schedules", r.Acquisitions, r.Schedules)
+			case cfg.Faults.Outages > 0 && (f.Outages == 0 || f.LeaseLosses == 0):
+				t.Fatalf("outages not injected or no lease lost: %+v", f)
+			case cfg.Faults.StaleKeys > 0 && (f.StaleKeys == 0 || r.Handoff.N == 0):
+				t.Fatalf("stale keys not set or no handoff: %+v, %d handoffs", f, r.Handoff.N)
+			case cfg.Lease.Fraction == 0.1 && f.UnlockRaces == 0:
+				t.Fatalf("no unlock raced an extension: %+v", f)
+			case cfg.Faults.Extend > 0 && r.Extensions == 0:
+				t.Fatal("no extension")
+			}
+		})
+	}
+}

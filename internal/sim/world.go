@@ -1,7 +1,10 @@
-// Package sim is a deterministic simulation of Redlock that drives the real
-// core (core.Acquisition and core.Round, the code the blocking Locker runs)
-// against simulated Redis nodes, a simulated network and simulated
-// clients, in virtual time, single-threaded, reproducible from a seed.
+// Package sim is a deterministic simulation of Redlock that drives the
+// real step values (core.Acquisition, core.Round, core.Lease: the values
+// the root package's Client runs, with the same decisions) against
+// simulated Redis nodes, a simulated network and simulated clients, in
+// virtual time, single-threaded, reproducible from a seed. It has no rule
+// of its own for when to attempt, wait, extend or give a lock up: those
+// are the step values' decisions.
 //
 // A schedule is one run: N nodes, several clients contending for one key,
 // and faults drawn from the seed: message latency and loss, timed-out
@@ -18,7 +21,13 @@
 //   - release hygiene: no key of a released or cleaned-up token survives
 //     on a node that answered the release, unless a timed-out command set
 //     it late;
-//   - no lock is reported valid after a round proved a majority lost;
+//   - no lease goes on after an extension round proved a majority lost;
+//   - a lease declares its lock lost strictly before the end of its
+//     validity (a Lock's Context is cancelled before Until), unless the
+//     process was paused across the moment it was due;
+//   - a waiter whose announced-free nodes (with those its failed attempt
+//     took) make a quorum never waits past the end of its retry delay:
+//     listening is never slower than polling;
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
@@ -43,9 +52,14 @@
 // Result.Announce measure what they are for: the time from a release to
 // the next acquisition, and the acquisitions an announcement woke.
 //
-// Clients use a lock only while core.Lock.ValidAt says so on their own
-// clock, re-checked after every pause: the "work within validity"
-// assumption. Config can break each of the algorithm's assumptions, so that
+// Holders lease their locks (core.Lease, Config.Lease; Faults.Extend
+// draws which) or only watch them (LeaseFraction 0, as a Lock's Context
+// does), and use a lock only until the lease declares it lost, re-checked
+// after every pause: the "work within validity" assumption. Work that
+// ends while an extension is in flight abandons it (Lease.Cancel) and
+// releases at once, as Unlock does. Faults.Outages take a majority of the
+// nodes down together while locks are leased; Faults.StaleKeys leave
+// foreign keys on a minority while waiters wait. Config can break each of the algorithm's assumptions, so that
 // tests can show the checkers find what then goes wrong.
 package sim
 
@@ -121,6 +135,8 @@ const (
 	evAnnounce                         // an announcement from node n reaches client c
 	evSubDrop                          // client c's subscription on node n drops (fault)
 	evForge                            // a forged announcement from node n reaches client c
+	evOutage                           // a majority of the nodes crash together
+	evStale                            // a stale key appears on a minority of the nodes
 )
 
 // message is one command and, once applied, its reply.

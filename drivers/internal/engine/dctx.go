@@ -57,10 +57,13 @@ func (c *dctx) finish() bool {
 	return c.err == nil
 }
 
+// Deadline returns the deadline as a reading of the system clock (see
+// wall): the client libraries set socket deadlines and read timeouts from
+// it. Done and Err keep to the engine's Clock.
 func (c *dctx) Deadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.deadline, true
+	return wall(c.clock, c.deadline), true
 }
 
 func (c *dctx) Done() <-chan struct{} {

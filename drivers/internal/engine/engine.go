@@ -131,8 +131,8 @@ type Config struct {
 	// A dial made for a pipeline is bounded by the pipeline's deadline.
 	// 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// Clock is the clock of the Locker's deadlines; nil means the system
-	// clock (time.Now), which is what a Locker on core.SystemClock uses.
+	// Clock is the clock of the deadlines given to Send: the Client's
+	// (redlock.Options.Clock). Nil means the system clock.
 	Clock Clock
 	// Subscribe opens a node's subscription connection, over which Watch
 	// hears releases; nil: the client cannot subscribe, and Watch never
@@ -198,6 +198,10 @@ func New(cfg Config) *Engine {
 
 // Nodes returns N.
 func (e *Engine) Nodes() int { return len(e.names) }
+
+// Clock returns the clock the engine reads its deadlines on: Config.Clock,
+// or the system clock.
+func (e *Engine) Clock() Clock { return e.clock }
 
 // NodeName returns node i's name.
 func (e *Engine) NodeName(i int) string { return e.names[i] }

@@ -80,11 +80,14 @@ func (c *manualClock) Advance(d time.Duration) {
 
 // exchange is one Exchange call on a fakeConn, held until the test answers.
 type exchange struct {
-	conn     *fakeConn
-	cmds     [][]string
-	deadline time.Time
-	ctx      context.Context
-	answer   chan answer
+	conn *fakeConn
+	cmds [][]string
+	// budget is the time left until the context's deadline, which is a
+	// reading of the system clock (a client sets its socket deadlines from
+	// it), when the exchange began.
+	budget time.Duration
+	ctx    context.Context
+	answer chan answer
 }
 
 type answer struct {
@@ -166,7 +169,7 @@ func (c *fakeConn) Exchange(ctx context.Context, cmds [][]string, replies []Repl
 		return nil
 	}
 	dl, _ := ctx.Deadline()
-	x := &exchange{conn: c, deadline: dl, ctx: ctx, answer: make(chan answer, 1)}
+	x := &exchange{conn: c, budget: time.Until(dl), ctx: ctx, answer: make(chan answer, 1)}
 	for _, cmd := range cmds {
 		x.cmds = append(x.cmds, slices.Clone(cmd))
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,23 +29,22 @@ func (f fixedRand) Uint64() uint64 { return uint64(f) }
 
 var modes = []core.FanOut{core.Multiplexed, core.Sequential}
 
-// env is a cluster of n memnodes on a manual clock and a Locker over it.
+// env is a cluster of n memnodes on a manual clock and a locker over it.
 type env struct {
 	c     *memnode.Cluster
 	clock *memnode.ManualClock
-	l     *core.Locker
+	l     *locker
 }
 
 func newEnv(t *testing.T, n int, mode core.FanOut, cfg core.Config) env {
 	t.Helper()
-	clock, ok := cfg.Clock.(*memnode.ManualClock)
-	if !ok {
-		clock = memnode.NewManualClock(epoch)
-	}
+	return newEnvOn(t, memnode.NewManualClock(epoch), n, mode, cfg)
+}
+
+// newEnvOn is newEnv on a clock of the caller's.
+func newEnvOn(t *testing.T, clock *memnode.ManualClock, n int, mode core.FanOut, cfg core.Config) env {
+	t.Helper()
 	c := memnode.New(n, clock)
-	if cfg.Clock == nil {
-		cfg.Clock = clock
-	}
 	cfg.Tokens, cfg.Jitter, cfg.FanOut = &seqTokens{}, fixedRand(1<<62), mode
 	if cfg.TTL == 0 {
 		cfg.TTL = time.Second
@@ -52,12 +52,12 @@ func newEnv(t *testing.T, n int, mode core.FanOut, cfg core.Config) env {
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = 50 * ms
 	}
-	if cfg.Retry.IsZero() {
-		cfg.Retry = core.NoRetry()
+	if cfg.Retry == (core.RetryPolicy{}) {
+		cfg.Retry = core.RandomDelay(1, 0, 0)
 	}
-	l, err := core.New(c, cfg)
+	l, err := newLocker(c, clock, cfg)
 	if err != nil {
-		t.Fatalf("core.New: %v", err)
+		t.Fatalf("core.NewSpec: %v", err)
 	}
 	return env{c, clock, l}
 }
@@ -90,12 +90,15 @@ func TestAcquireReleaseExtend(t *testing.T) {
 				t.Errorf("n=%d: %d nodes hold the key, want all", n, got)
 			}
 			// TTL 1s, drift 10ms+2ms, no time elapsed on the manual clock.
-			if lock.Validity() != 988*ms || lock.RemainingAt(e.clock.Now()) != 988*ms {
-				t.Errorf("n=%d: validity %v", n, lock.Validity())
+			if core.GrantValidity(lock) != 988*ms || core.RemainingAt(lock, e.clock.Now()) != 988*ms {
+				t.Errorf("n=%d: validity %v", n, core.GrantValidity(lock))
 			}
-			e.clock.Advance(500 * ms)
-			ext, err := e.l.Extend(ctx, lock)
-			if err != nil || ext.Extensions() != 1 || ext.RemainingAt(e.clock.Now()) != 988*ms {
+			// Late enough to matter, early enough for a round to end before
+			// the lease would declare the lock lost (sequential N=5: 250 ms
+			// before its validity ends).
+			e.clock.Advance(400 * ms)
+			ext, err := e.l.extend(ctx, lock)
+			if err != nil || core.Extensions(ext) != 1 || core.RemainingAt(ext, e.clock.Now()) != 988*ms {
 				t.Fatalf("n=%d: extend: %v, %+v", n, err, ext)
 			}
 			if _, ttl, _ := e.c.Get(0, "k"); ttl != time.Second {
@@ -140,8 +143,8 @@ func TestSlowNodesExhaustValidity(t *testing.T) {
 		e.c.SetLatency(0, 96*ms) // now quorum at 97ms still; make two faster
 		e.c.SetLatency(1, 96*ms)
 		lock, err := e.l.Acquire(context.Background(), "k")
-		if err != nil || lock.Validity() != 1*ms {
-			t.Fatalf("validity 1ms expected: %v %v", lock.Validity(), err)
+		if err != nil || core.GrantValidity(lock) != 1*ms {
+			t.Fatalf("validity 1ms expected: %v %v", core.GrantValidity(lock), err)
 		}
 	})
 }
@@ -241,8 +244,8 @@ func TestCancelMidAcquireReleasesPartialKeys(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			c.SetLatency(i, time.Duration(i+1)*ms) // replies arrive one by one
 		}
-		l, err := core.New(c, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode,
-			Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(5, ms, 2*ms)})
+		l, err := newLocker(c, clock, core.Config{TTL: time.Second, NodeTimeout: 50 * ms, FanOut: mode,
+			Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(5, ms, 2*ms)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +292,7 @@ func TestExtendAfterExpiry(t *testing.T) {
 		// Local validity over: refused before anything is sent.
 		e.clock.Advance(200 * ms)
 		calls := e.c.Calls(0)
-		if _, err := e.l.Extend(ctx, lock); !errors.Is(err, core.ErrNotHeld) || errors.Is(err, core.ErrTaken) {
+		if _, err := e.l.extend(ctx, lock); !errors.Is(err, core.ErrNotHeld) || errors.Is(err, core.ErrTaken) {
 			t.Fatalf("extend after expiry: %v", err)
 		}
 		if e.c.Calls(0) != calls {
@@ -304,7 +307,7 @@ func TestExtendAfterExpiry(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			e.c.Restart(i)
 		}
-		if _, err := e.l.Extend(ctx, lock); !errors.Is(err, core.ErrNotHeld) {
+		if _, err := e.l.extend(ctx, lock); !errors.Is(err, core.ErrNotHeld) {
 			t.Fatalf("extend of lost keys: %v", err)
 		}
 		for i := 0; i < 3; i++ {
@@ -377,8 +380,8 @@ func TestValidityCountsFromTheSuccessfulAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if lock.Validity() != 988*ms {
-			t.Fatalf("validity %v, want the full 988ms of the winning attempt", lock.Validity())
+		if core.GrantValidity(lock) != 988*ms {
+			t.Fatalf("validity %v, want the full 988ms of the winning attempt", core.GrantValidity(lock))
 		}
 		if want := epoch.Add(701 * ms).Add(988 * ms); !lock.ValidUntil().Equal(want) {
 			t.Fatalf("valid until %v, want %v", lock.ValidUntil(), want)
@@ -401,11 +404,11 @@ func TestSlowNodeShortensValidity(t *testing.T) {
 		if mode == core.Sequential {
 			want -= 40 * ms
 		}
-		if lock.Validity() != want {
-			t.Fatalf("validity %v, want %v", lock.Validity(), want)
+		if core.GrantValidity(lock) != want {
+			t.Fatalf("validity %v, want %v", core.GrantValidity(lock), want)
 		}
-		e.clock.Advance(lock.Validity())
-		if lock.ValidAt(e.clock.Now()) {
+		e.clock.Advance(core.GrantValidity(lock))
+		if core.RemainingAt(lock, e.clock.Now()) > 0 {
 			t.Fatal("lock still valid after its validity")
 		}
 	})
@@ -436,7 +439,7 @@ func TestDeadlineShorterThanRetryDelayReportsWhy(t *testing.T) {
 	// real now and put the deadline a real minute away.
 	now := time.Now()
 	clock := memnode.NewManualClock(now)
-	e := newEnv(t, 3, core.Multiplexed, core.Config{Clock: clock, Retry: core.RandomDelay(10, 100*ms, 100*ms)})
+	e := newEnvOn(t, clock, 3, core.Multiplexed, core.Config{Retry: core.RandomDelay(10, 100*ms, 100*ms)})
 	for i := 0; i < 3; i++ {
 		e.c.Set(i, "k", core.TokenFromUint64s(1, 1), time.Hour)
 	}
@@ -458,7 +461,7 @@ func TestCancelDuringRetryDelay(t *testing.T) {
 	e.c.Set(1, "k", core.TokenFromUint64s(1, 1), time.Hour)
 	ctx, cancel := context.WithCancel(context.Background())
 	clock := &cancellingClock{ManualClock: e.clock, cancel: cancel, k: 1}
-	l, err := core.New(e.c, core.Config{Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+	l, err := newLocker(e.c, clock, core.Config{Tokens: &seqTokens{}, Jitter: fixedRand(0),
 		Retry: core.RandomDelay(10, 100*ms, 100*ms), NodeTimeout: 50 * ms})
 	if err != nil {
 		t.Fatal(err)
@@ -478,16 +481,16 @@ func TestExtensionLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if lock, err = e.l.Extend(ctx, lock); err != nil {
+		if lock, err = e.l.extend(ctx, lock); err != nil {
 			t.Fatalf("extension %d: %v", i+1, err)
 		}
 	}
-	if _, err := e.l.Extend(ctx, lock); !errors.Is(err, core.ErrExtensionLimit) {
+	if _, err := e.l.extend(ctx, lock); !errors.Is(err, core.ErrExtensionLimit) {
 		t.Fatalf("third extension: %v", err)
 	}
 	forbid := newEnv(t, 3, core.Multiplexed, core.Config{MaxExtensions: -1})
 	lock, _ = forbid.l.Acquire(ctx, "k")
-	if _, err := forbid.l.Extend(ctx, lock); !errors.Is(err, core.ErrExtensionLimit) {
+	if _, err := forbid.l.extend(ctx, lock); !errors.Is(err, core.ErrExtensionLimit) {
 		t.Fatalf("negative MaxExtensions must forbid extension: %v", err)
 	}
 }
@@ -514,17 +517,17 @@ func TestClockRunningBackwardsFailsSafe(t *testing.T) {
 		if mode == core.Sequential {
 			k = 5
 		}
-		l, err := core.New(c, core.Config{FanOut: mode, Clock: &backwardsClock{mc, k},
-			Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.NoRetry()})
+		l, err := newLocker(c, &backwardsClock{mc, k}, core.Config{FanOut: mode,
+			Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: core.RandomDelay(1, 0, 0)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.Acquire(context.Background(), "k"); !errors.Is(err, core.ErrNotHeld) {
 			t.Fatalf("acquire across a backwards clock jump: %v", err)
 		}
-		lock := core.Lock{}
-		if lock.RemainingAt(epoch) != 0 {
-			t.Fatal("zero Lock has time remaining")
+		lock := core.Grant{}
+		if core.RemainingAt(lock, epoch) != 0 {
+			t.Fatal("zero Grant has time remaining")
 		}
 	})
 }
@@ -535,14 +538,14 @@ func TestRemainingAtBeforeStartIsZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := lock.RemainingAt(epoch.Add(-ms)); got != 0 {
+	if got := core.RemainingAt(lock, epoch.Add(-ms)); got != 0 {
 		t.Fatalf("RemainingAt before the round = %v, want 0", got)
 	}
 }
 
 func TestInvalidConfig(t *testing.T) {
 	clock := memnode.NewManualClock(epoch)
-	good := core.Config{Clock: clock, Tokens: &seqTokens{}, Jitter: fixedRand(0)}
+	good := core.Config{Tokens: &seqTokens{}, Jitter: fixedRand(0)}
 	c3 := memnode.New(3, clock)
 	for _, tc := range []struct {
 		name string
@@ -563,26 +566,32 @@ func TestInvalidConfig(t *testing.T) {
 		{"empty timeout bounds", c3, func(c *core.Config) { c.MinNodeTimeout = 2 * time.Second }, "bounds"},
 		{"bad retry", c3, func(c *core.Config) { c.Retry = core.RandomDelay(2, 5*ms, ms) }, "range is empty"},
 		{"zero tries", c3, func(c *core.Config) { c.Retry = core.RandomDelay(0, ms, ms) }, "at least 1 try"},
-		{"no clock", c3, func(c *core.Config) { c.Clock = nil }, "Clock is nil"},
 		{"no tokens", c3, func(c *core.Config) { c.Tokens = nil }, "Tokens is nil"},
 		{"no jitter", c3, func(c *core.Config) { c.Jitter = nil }, "Jitter is nil"},
 		{"bad fanout", c3, func(c *core.Config) { c.FanOut = 9 }, "FanOut"},
+		{"lease fraction 1", c3, func(c *core.Config) { c.LeaseFraction = 1 }, "LeaseFraction"},
+		{"negative lease fraction", c3, func(c *core.Config) { c.LeaseFraction = -0.5 }, "LeaseFraction"},
+		{"NaN lease fraction", c3, func(c *core.Config) { c.LeaseFraction = math.NaN() }, "LeaseFraction"},
+		{"lease with extension forbidden", c3, func(c *core.Config) { c.LeaseFraction = 0.5; c.MaxExtensions = -1 }, "extension is forbidden"},
+		{"negative max hold", c3, func(c *core.Config) { c.MaxHold = -time.Second }, "MaxHold"},
+		{"max hold below ttl", c3, func(c *core.Config) { c.TTL = time.Second; c.MaxHold = 999 * ms }, "below the TTL"},
 	} {
 		cfg := good
 		if tc.mut != nil {
 			tc.mut(&cfg)
 		}
-		_, err := core.New(tc.d, cfg)
+		_, err := core.NewSpec(tc.d, cfg)
 		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want ErrInvalidConfig containing %q", tc.name, err, tc.want)
 		}
 	}
-	l, err := core.New(c3, good)
+	l, err := newLocker(c3, clock, good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := l.Config()
-	if got.TTL != core.DefaultTTL || got.NodeTimeout != 50*ms || got.Retry != core.DefaultRetry || l.Quorum() != 2 {
+	if got.TTL != core.DefaultTTL || got.NodeTimeout != 50*ms || got.Retry != core.DefaultRetry ||
+		got.MaxExtensions != 10 || got.LeaseFraction != 0 || got.MaxHold != 0 || core.RoundBound(l.spec) != 50*ms {
 		t.Fatalf("defaults not applied: %+v", got)
 	}
 	calls := c3.Calls(0)
@@ -590,14 +599,11 @@ func TestInvalidConfig(t *testing.T) {
 	if _, err := l.Acquire(ctx, ""); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Errorf("empty key: %v", err)
 	}
-	if _, err := l.AcquireToken(ctx, "k", core.Token{}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Errorf("zero token: %v", err)
+	if err := l.Release(ctx, core.Grant{}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("zero grant release: %v", err)
 	}
-	if err := l.Release(ctx, core.Lock{}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Errorf("zero lock release: %v", err)
-	}
-	if _, err := l.Extend(ctx, core.Lock{}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Errorf("zero lock extend: %v", err)
+	if _, err := l.extend(ctx, core.Grant{}); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("zero grant extend: %v", err)
 	}
 	if c3.Calls(0) != calls {
 		t.Error("bad input reached a node")

@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/target"
+	"github.com/redlock-go/redlock/core"
+)
+
+// The handle's own cost: one goroutine takes and unlocks a lock through a
+// redlock.Client at N=5, multiplexed, without a lease, straight over the
+// driver (no round counter, no measurement loop around it), so that
+// allocs/op is the Client's, core's and the driver's per pair and
+// nothing else's.
+
+// handleOps are the two ways of taking an uncontended lock.
+var handleOps = []string{"trylock", "lock"}
+
+// handleClient dials driver at N=5 and returns a Client over it, without
+// a lease, and the driver's close function.
+func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) {
+	tb.Helper()
+	drv, closeFn, err := target.Dial(driver, addrs(tb, driver, false)[:maxNodes], target.DialOptions{PoolSize: poolSize})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed}})
+	if err != nil {
+		closeFn()
+		tb.Fatal(err)
+	}
+	return c, closeFn
+}
+
+// handlePair takes key with op (TryLock or Lock) and unlocks the handle.
+// The handle stays in this frame.
+func handlePair(ctx context.Context, c *redlock.Client, op, key string) error {
+	var l redlock.Lock
+	var err error
+	if op == "lock" {
+		l, err = c.Lock(ctx, key)
+	} else {
+		l, err = c.TryLock(ctx, key)
+	}
+	if err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
+// BenchmarkHandle measures TryLock+Unlock and Lock+Unlock of an
+// uncontended key on every driver, at N=5 multiplexed, one goroutine,
+// with allocs/op and goroutines/op: the redesign's goal is 0 and 0
+// without a lease (TestHandleAllocatesNothing asserts it where it holds).
+//
+//	go test -run '^$' -bench 'Handle/' -benchmem ./bench
+func BenchmarkHandle(b *testing.B) {
+	ctx := context.Background()
+	for _, d := range target.Drivers() {
+		for _, op := range handleOps {
+			b.Run(fmt.Sprintf("driver=%s/nodes=%d/fanout=%s/op=%s", d, maxNodes, core.Multiplexed, op), func(b *testing.B) {
+				c, closeFn := handleClient(b, d)
+				defer closeFn()
+				key := "bench:" + b.Name()
+				for i := 0; i < 100; i++ { // connections dialled, scripts loaded
+					if err := handlePair(ctx, c, op, key); err != nil {
+						b.Fatal(err)
+					}
+				}
+				g0 := measure.ReadCounters().Goroutines
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := handlePair(ctx, c, op, key); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(measure.ReadCounters().Goroutines-g0)/float64(b.N), "goroutines/op")
+			})
+		}
+	}
+}
+
+// handleZeroDrivers are the drivers whose uncontended pair, without a
+// lease, must allocate nothing: the in-memory nodes (core and the Client
+// alone) and the two whose connections are written and read in place.
+var handleZeroDrivers = []string{"mem", "redigo", "radix"}
+
+// maxStray bounds the goroutines per pair that TestHandleAllocatesNothing
+// lets pass as the driver's own: the count is the process's, and a
+// driver's background goroutine (a redial, a subscription) may start
+// during the 201 pairs. One per pair is what it catches.
+const maxStray = 0.05
+
+// TestHandleAllocatesNothing: TryLock+Unlock and Lock+Unlock of an
+// uncontended key without a lease, at N=5 multiplexed, allocate nothing
+// and start no goroutine on mem, redigo and radix. The other drivers'
+// figures are logged.
+func TestHandleAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range target.Drivers() {
+		t.Run("driver="+d, func(t *testing.T) {
+			c, closeFn := handleClient(t, d)
+			defer closeFn()
+			zero := false
+			for _, z := range handleZeroDrivers {
+				zero = zero || z == d
+			}
+			for _, op := range handleOps {
+				key := "test:allocs:" + d + ":" + op
+				for i := 0; i < 50; i++ {
+					if err := handlePair(ctx, c, op, key); err != nil {
+						t.Fatal(err)
+					}
+				}
+				g0 := measure.ReadCounters().Goroutines
+				allocs := testing.AllocsPerRun(200, func() {
+					if err := handlePair(ctx, c, op, key); err != nil {
+						panic(fmt.Sprintf("%s: %v", op, err))
+					}
+				})
+				gor := float64(measure.ReadCounters().Goroutines-g0) / 201 // AllocsPerRun's warm-up run too
+				switch {
+				case zero && (allocs != 0 || gor >= maxStray):
+					t.Errorf("%s+Unlock: %v allocs/op, %.3g goroutines/op; want 0 and 0", op, allocs, gor)
+				default:
+					t.Logf("%s+Unlock: %v allocs/op, %.3g goroutines/op", op, allocs, gor)
+				}
+			}
+		})
+	}
+}

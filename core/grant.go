@@ -1,0 +1,51 @@
+package core
+
+import "time"
+
+// Grant is what an acquisition grants: the key, the token that holds it,
+// its fence, and how long it stays valid. It is a small value; the zero
+// Grant holds nothing. A Lease keeps the Grant it extends: read it there.
+type Grant struct {
+	key        string
+	token      Token
+	ttl        time.Duration
+	drift      time.Duration // the drift allowance of ttl, fixed at acquisition
+	end        time.Time     // clock reading at the end of the round that set validity
+	validity   time.Duration // ttl − elapsed − drift of that round, from end
+	extensions int
+	fence      uint64
+}
+
+// Key returns the locked key. Token returns the holder's token.
+func (g Grant) Key() string  { return g.key }
+func (g Grant) Token() Token { return g.token }
+
+// Fence returns the grant's fence under Config.Fencing, and 0 otherwise.
+// Fences of one key only grow: see the package documentation's
+// "Fencing". Extensions keep the fence.
+func (g Grant) Fence() uint64 { return g.fence }
+
+// ValidUntil returns the instant, on the caller's clock, after which the
+// grant must be taken as lost: the start of the round that set validity
+// plus TTL minus drift. It is the zero Time for the zero Grant.
+func (g Grant) ValidUntil() time.Time {
+	if g.validity <= 0 {
+		return time.Time{}
+	}
+	return g.end.Add(g.validity)
+}
+
+// RemainingAt returns how long the grant stays valid after now, never
+// negative. A now before the end of the round that set validity means the
+// clock ran backwards: the remaining time is then unknown and RemainingAt
+// returns 0.
+func (g Grant) remainingAt(now time.Time) time.Duration {
+	if g.validity <= 0 {
+		return 0
+	}
+	elapsed := now.Sub(g.end)
+	if elapsed < 0 || elapsed >= g.validity {
+		return 0
+	}
+	return g.validity - elapsed
+}

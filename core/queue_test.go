@@ -1,0 +1,127 @@
+package core_test
+
+import (
+	"testing"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// TestQueue: what the head of a process's waiters has heard. Each step
+// acts on the queue and then Takes, unless it keeps; want is what Take
+// returned, and attempt, for a Handover, whether the successor attempts
+// at once.
+func TestQueue(t *testing.T) {
+	type step struct {
+		act     string // "announce", "released", "handover-locked", "handover-gave-up", "" (Take only)
+		node    int
+		attempt bool
+		want    uint32
+		keep    bool // no Take after the act
+	}
+	for _, tc := range []struct {
+		name  string
+		n     int // 0: the zero Queue
+		steps []step
+	}{
+		{"nothing heard", 3, []step{{"", 0, false, 0, false}}},
+		{"an announcement reaches the head once", 3, []step{
+			{"announce", 1, false, 0b010, false},
+			{"", 0, false, 0, false},
+		}},
+		{"announcements accumulate until taken", 3, []step{
+			{"announce", 0, false, 0b001, false},
+			{"announce", 2, false, 0b100, false},
+		}},
+		{"a duplicate is one announcement", 5, []step{
+			{"announce", 4, false, 0b10000, false},
+			{"announce", 4, false, 0b10000, false},
+		}},
+		{"nodes out of range are ignored", 3, []step{
+			{"announce", 3, false, 0, false},
+			{"announce", -1, false, 0, false},
+			{"announce", core.MaxNodes, false, 0, false},
+			{"announce", 1 << 20, false, 0, false},
+		}},
+		{"our own release is heard from every node", 3, []step{
+			{"released", 0, false, 0b111, false},
+			{"", 0, false, 0, false},
+		}},
+		{"every node of MaxNodes", core.MaxNodes, []step{
+			{"announce", core.MaxNodes - 1, false, 1 << (core.MaxNodes - 1), false},
+			{"released", 0, false, 1<<core.MaxNodes - 1, false},
+		}},
+		{"a head that locked hands over a clean slate", 3, []step{
+			{"announce", 0, false, 0b001, false},
+			{"announce", 1, false, 0b010, false},
+			{"handover-locked", 0, false, 0, false},
+		}},
+		{"a head that locked forgets what it heard and did not take", 3, []step{
+			{"released", 0, false, 0, true},
+			{"announce", 2, false, 0, true},
+			{"handover-locked", 0, false, 0, false},
+		}},
+		{"a head that gave up passes on more than it heard", 3, []step{
+			{"announce", 2, false, 0, true},
+			{"handover-gave-up", 0, true, 0b111, false},
+		}},
+		{"a head that gave up hands over every node", 3, []step{
+			{"handover-gave-up", 0, true, 0b111, false},
+			{"", 0, false, 0, false},
+		}},
+		{"a head that gave up after hearing a node", 5, []step{
+			{"announce", 3, false, 0b01000, false},
+			{"handover-gave-up", 0, true, 0b11111, false},
+		}},
+		{"the zero Queue hears nothing", 0, []step{
+			{"announce", 0, false, 0, false},
+			{"released", 0, false, 0, false},
+			{"handover-gave-up", 0, true, 0, false},
+			{"handover-locked", 0, false, 0, false},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q core.Queue
+			if tc.n > 0 {
+				q = newEnv(t, tc.n, core.Multiplexed, core.Config{}).l.spec.Queue()
+			}
+			for i, s := range tc.steps {
+				attempt := false
+				switch s.act {
+				case "announce":
+					q.Announce(s.node)
+				case "released":
+					q.Released()
+				case "handover-locked":
+					attempt = q.Handover(true)
+				case "handover-gave-up":
+					attempt = q.Handover(false)
+				}
+				if attempt != s.attempt {
+					t.Fatalf("step %d (%s): attempt %v, want %v", i, s.act, attempt, s.attempt)
+				}
+				if s.keep {
+					continue
+				}
+				if got := q.Take(); got != s.want {
+					t.Fatalf("step %d (%s %d): took %#b, want %#b", i, s.act, s.node, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+// TestQueueAllocatesNothing: a Queue is a small value; none of its steps
+// touch the heap.
+func TestQueueAllocatesNothing(t *testing.T) {
+	q := newEnv(t, 5, core.Multiplexed, core.Config{}).l.spec.Queue()
+	var sum uint32
+	if got := mallocsPerRun(100, func() {
+		q.Announce(2)
+		q.Released()
+		q.Handover(false)
+		q.Handover(true)
+		sum += q.Take()
+	}); got != 0 {
+		t.Fatalf("%d allocations per run, want 0", got)
+	}
+}

@@ -1,0 +1,144 @@
+package core
+
+import "time"
+
+// Spec is a validated, immutable Redlock configuration over N nodes: the
+// Config with its defaults filled in, the quorum and the drift allowance.
+// It is a small value; the step values it starts (Acquisition, Round,
+// Lease) copy what they need of it and point back to nothing. It does no
+// I/O: the caller drives the step values over a Driver, as the root
+// package's Client does.
+type Spec struct {
+	names  namer // the Driver, for node names in errors only
+	cfg    Config
+	n      int
+	quorum int
+	drift  time.Duration
+}
+
+// namer is what a Spec needs of a Driver.
+type namer interface{ NodeName(i int) string }
+
+// NewSpec checks cfg against the driver and returns the Spec in force, or an
+// error that matches ErrInvalidConfig: a nil driver, a node given twice or
+// without a name, and every Config rule.
+func NewSpec(d Driver, cfg Config) (Spec, error) {
+	if d == nil {
+		return Spec{}, invalid("driver is nil")
+	}
+	n := d.Nodes()
+	c, err := cfg.withDefaults(n)
+	if err != nil {
+		return Spec{}, err
+	}
+	if err := checkNodeNames(d, n); err != nil {
+		return Spec{}, err
+	}
+	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
+}
+
+// checkNodeNames rejects a nil node (an empty name) and the same node given
+// twice: either would let fewer real masters than N make a "quorum".
+func checkNodeNames(d Driver, n int) error {
+	var names [MaxNodes]string
+	for i := 0; i < n; i++ {
+		names[i] = d.NodeName(i)
+		if names[i] == "" {
+			return invalid("node " + itoa(i) + " is nil (empty name)")
+		}
+		for j := 0; j < i; j++ {
+			if names[j] == names[i] {
+				return invalid("nodes " + itoa(j) + " and " + itoa(i) + " are the same node " + names[i])
+			}
+		}
+	}
+	return nil
+}
+
+// Config returns the configuration in force, defaults filled in.
+func (s Spec) Config() Config { return s.cfg }
+
+// roundBound returns the longest a round can take: the node timeout, once
+// per node when sequential. A Lease starts no extension that could still
+// be in flight at the end of the validity, and so declares a lock lost a
+// round bound before it.
+func (s Spec) roundBound() time.Duration {
+	if s.cfg.FanOut == Sequential {
+		return s.cfg.NodeTimeout * time.Duration(s.n)
+	}
+	return s.cfg.NodeTimeout
+}
+
+// newRound returns a round of cmd to every node, starting at start.
+func (s *Spec) newRound(cmd Command, start time.Time) Round {
+	return Round{cmd: cmd, fanOut: s.cfg.FanOut, timeout: s.cfg.NodeTimeout, start: start, tally: newTally(s.n)}
+}
+
+// Release returns the round that releases g, starting at now: a
+// compare-and-delete of g's token on every node, those that refused it at
+// acquisition included. Drive it to its end: it is done only once every
+// node has answered or timed out, so that no delete is still in flight
+// when it returns. The zero Grant is refused with ErrInvalidConfig.
+func (s Spec) Release(g Grant, now time.Time) (Round, error) {
+	if g.key == "" {
+		return Round{}, invalid("release of the zero Grant")
+	}
+	return s.newRound(Command{Op: OpRelease, Key: g.key, Token: g.token}, now), nil
+}
+
+// Released returns the result of g's release round r, once r.Done(): nil
+// once a quorum deleted the key; ErrNotHeld when the key had expired or
+// was lost on too many nodes, ErrTaken when other tokens hold it,
+// ErrQuorumUnreachable when errors decided. In every case no key with g's
+// token remains on a node that answered.
+func (s Spec) Released(g Grant, r *Round) error {
+	if r.tally.vote() == voteWon {
+		return nil
+	}
+	return s.failure(OpRelease, g.key, &r.tally)
+}
+
+// extended returns g after its extend round r, done and ended at now:
+// the grant extended, with validity counted from the round's start and
+// the drift of g's own TTL; or g unchanged and the error, with lost set
+// when the answers prove that too few nodes hold g (missing keys,
+// ErrNotHeld; other tokens, ErrTaken).
+func (s *Spec) extended(g Grant, r *Round, now time.Time) (_ Grant, lost bool, _ *Error) {
+	elapsed := now.Sub(r.start)
+	drift := g.drift
+	if mutations.extendWithSpecDrift {
+		drift = s.drift
+	}
+	if mutations.validityWithoutDrift {
+		drift = 0
+	}
+	validity := Validity(g.ttl, elapsed, drift)
+	switch {
+	case r.tally.vote() != voteWon:
+		e := s.failure(OpExtend, g.key, &r.tally)
+		return g, (e.Kind == ErrNotHeld || e.Kind == ErrTaken) && !mutations.extendKeepsLostLock, e
+	case validity <= 0:
+		return g, false, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: g.key, Attempts: 1,
+			Cause: &validityError{ttl: g.ttl, elapsed: elapsed, drift: drift}}
+	}
+	g.end, g.validity = now, validity
+	g.extensions++
+	return g, false, nil
+}
+
+// failure builds the error of a round that was not won.
+func (s *Spec) failure(op Op, key string, t *tally) *Error {
+	return &Error{Op: op, Kind: t.cause(), Key: key, Attempts: 1, Nodes: s.results(t)}
+}
+
+// results lists the nodes that did not answer OK.
+func (s *Spec) results(t *tally) []NodeResult {
+	var out []NodeResult
+	for i := 0; i < t.nodes(); i++ {
+		st, err := t.statusOf(i)
+		if st != StatusOK {
+			out = append(out, NodeResult{Node: i, Name: s.names.NodeName(i), Status: st, Err: err})
+		}
+	}
+	return out
+}
