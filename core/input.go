@@ -20,7 +20,7 @@ func checkKey(key string) error {
 	case key == "":
 		return invalid("key is empty")
 	case len(key) > maxKeyLen:
-		return invalid("key " + QuoteKey(key) + " is longer than maxKeyLen (" + strconv.Itoa(maxKeyLen) + " bytes)")
+		return invalid("key " + QuoteKey(key) + " is longer than the limit (" + strconv.Itoa(maxKeyLen) + " bytes)")
 	}
 	return nil
 }
@@ -36,7 +36,7 @@ func (s *Spec) checkKey(key string) error {
 	case len(key) >= len(FenceKeyPrefix) && key[:len(FenceKeyPrefix)] == FenceKeyPrefix:
 		return invalid("key " + QuoteKey(key) + " starts with FenceKeyPrefix: with Fencing it names a fence counter")
 	case len(FenceKeyPrefix)+len(key) > maxKeyLen:
-		return invalid("key " + QuoteKey(key) + " is too long for its fence counter's name (maxKeyLen " + strconv.Itoa(maxKeyLen) + " bytes, prefix included)")
+		return invalid("key " + QuoteKey(key) + " is too long for its fence counter's name (limit " + strconv.Itoa(maxKeyLen) + " bytes, prefix included)")
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 		want string
 	}{
 		{"empty key", func() error { _, err := e.l.spec.Acquire("", core.Token{}, e.clock.Now()); return err }, "key is empty"},
-		{"key too long", func() error { _, err := e.l.spec.Acquire(long, core.Token{}, e.clock.Now()); return err }, "longer than MaxKeyLen"},
+		{"key too long", func() error { _, err := e.l.spec.Acquire(long, core.Token{}, e.clock.Now()); return err }, "longer than the limit (4096 bytes)"},
 		{"guessable token", func() error {
 			_, err := e.l.spec.Acquire("k", core.TokenFromUint64s(0, 42), e.clock.Now())
 			return err

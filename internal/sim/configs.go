@@ -21,10 +21,17 @@ const (
 // allow: latency, loss, timed-out commands applied late, a node crash with
 // a restart delayed past the TTL, clock-rate errors of up to ±0.5% on every
 // client and node (so at most 1% apart, the default drift factor), client
-// pauses (before the first use too), and extensions, some through a
-// Locker with another TTL. Its schedules must show no violation.
+// pauses (before the first use too), and leases, some through a Spec
+// with another TTL. Its schedules must show no violation. Sequential
+// configurations over more than three nodes have a longer TTL (100 ms a
+// node), so that a lease still fits its extensions.
 func Assumed(n int, fo core.FanOut) Config {
 	ttl := 200 * ms
+	if fo == core.Sequential && n > 3 {
+		// A sequential round's bound is n node timeouts: a lease fits an
+		// extension only if a third of the validity leaves two bounds.
+		ttl = 100 * ms * time.Duration(n)
+	}
 	return Config{
 		Name:        "assumed N=" + strconv.Itoa(n) + " " + fo.String(),
 		Nodes:       n,
@@ -33,7 +40,7 @@ func Assumed(n int, fo core.FanOut) Config {
 		TTL:         ttl,
 		NodeTimeout: 10 * ms,
 		Retry:       core.RandomDelay(assumedTries, 2*ms, 20*ms),
-		Length:      time.Second,
+		Length:      5 * ttl,
 		Latency:     [2]time.Duration{50 * us, 3 * ms},
 		Work:        [2]time.Duration{0, 2 * ttl},
 		Think:       [2]time.Duration{0, 20 * ms},
