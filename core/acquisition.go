@@ -66,7 +66,7 @@ type Acquisition struct {
 // no two attempts share a token. A zero tok draws every attempt's token
 // from Config.Tokens instead. Bad input is refused with an
 // ErrInvalidConfig error before anything is sent: an empty key, one longer
-// than maxKeyLen (or, with Fencing, one that names a fence counter), and a
+// than 4 KiB (or, with Fencing, one that names a fence counter), and a
 // token whose first 8 bytes are zero.
 func (s Spec) Acquire(key string, tok Token, now time.Time) (Acquisition, error) {
 	if err := s.checkKey(key); err != nil {
@@ -189,7 +189,12 @@ func (a *Acquisition) RoundDone(now time.Time) {
 // round that failed teaches nothing about other holders.
 func (a *Acquisition) learn(now time.Time) {
 	t := &a.round.tally
-	a.held, a.wakeCount, a.expiry = 0, 0, time.Time{}
+	a.held, a.ours, a.wakeCount, a.expiry = 0, 0, 0, time.Time{}
+	for i := 0; i < t.n; i++ {
+		if t.status[i] == StatusOK {
+			a.ours |= 1 << i
+		}
+	}
 	if a.woken {
 		a.spread = 2 * now.Sub(a.start) // a woken attempt lost a race: spread the next
 	} else {
@@ -231,12 +236,26 @@ func (a *Acquisition) learn(now time.Time) {
 // client heard the same release), the wake is spread over twice that
 // attempt's duration so that competing clients do not split the vote
 // again.
+//
+// A quorum of nodes announced free (with those the failed attempt took,
+// which its cleanup frees) wakes it too, whether or not the attempt heard
+// from them: a multiplexed attempt is decided before every node answers,
+// and a stale key on a node that did answer must not make the waiter
+// wait for it to expire. The wake then never comes later than the retry
+// delay's end, so that listening is never slower than polling.
 func (a *Acquisition) maybeWake(now time.Time) {
-	if a.phase != PhaseWait || a.wakeCount == 0 || !a.woke.IsZero() ||
-		bits.OnesCount32(a.announced&a.held) < a.wakeCount {
+	if a.phase != PhaseWait || !a.woke.IsZero() {
+		return
+	}
+	heldFreed := a.wakeCount > 0 && bits.OnesCount32(a.announced&a.held) >= a.wakeCount
+	quorumFree := bits.OnesCount32(a.announced|a.ours) >= a.spec.quorum && !mutations.wakeOnHeldOnly
+	if !heldFreed && !quorumFree {
 		return
 	}
 	a.woke = now.Add(uniform(a.spread, a.spec.cfg.Jitter.Uint64()))
+	if a.woke.After(a.wake) {
+		a.woke = a.wake
+	}
 }
 
 // Announce records that node announced a release of the key at now, or

@@ -77,3 +77,11 @@ func Drift(ttl time.Duration, factorPPM int64, fixed time.Duration) time.Duratio
 
 // MaxKeyLen is the longest key a Spec accepts.
 const MaxKeyLen = maxKeyLen
+
+// WakeOnHeldOnly re-introduces a wait that counts only announcements
+// from nodes the failed attempt found held, and returns the function
+// that fixes it.
+func WakeOnHeldOnly() (restore func()) {
+	mutations.wakeOnHeldOnly = true
+	return func() { mutations.wakeOnHeldOnly = false }
+}

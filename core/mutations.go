@@ -20,4 +20,7 @@ var mutations struct {
 	leaseLosesAtValidity bool
 	// validityWithoutDrift leaves the drift allowance out of validity.
 	validityWithoutDrift bool
+	// wakeOnHeldOnly wakes a waiter only on announcements from nodes its
+	// failed attempt found held, as before a quorum announced free counted.
+	wakeOnHeldOnly bool
 }

@@ -212,3 +212,24 @@ func TestSimulationSeesDriftLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulationSeesWaitBehindStaleKey: a wait that counts only the
+// announcements of nodes the failed attempt found held (the defect of a
+// waiter stalled by a stale key on a minority) is reported by the
+// waiters' liveness checker, with stale keys and without, and by none
+// with the fix.
+func TestSimulationSeesWaitBehindStaleKey(t *testing.T) {
+	for _, cfg := range []sim.Config{sim.WaitersStale(3), sim.WaitersStale(5), sim.WaitersAnnounced(5)} {
+		fixed := sim.Campaign(cfg, 1, 100)
+		if fixed.Violations.Total() != 0 {
+			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, fixed.Violations, fixed.First)
+		}
+		restore := core.WakeOnHeldOnly()
+		broken := sim.Campaign(cfg, 1, 100)
+		restore()
+		if broken.Violations.LongWait == 0 {
+			t.Fatalf("%s: the stalled wait went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
+		}
+		t.Logf("%s, with the defect: %+v; first: %s", cfg.Name, broken.Violations, broken.First)
+	}
+}
