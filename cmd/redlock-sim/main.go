@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -110,14 +111,15 @@ func broken(cfg sim.Config) bool {
 // came out as it must.
 func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool {
 	start := time.Now()
-	fmt.Fprintf(out, "redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs\n\n",
-		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0))
-	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s\n",
+	fmt.Fprintf(out, "redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
+		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision())
+	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
-		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash",
-		"excl", "live", "hyg", "lostv", "fence")
+		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss",
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW")
 	ok := true
 	var total sim.Result
+	var within, withinCfgs int
 	var firsts []string
 	var waited []result
 	for _, cfg := range cfgs {
@@ -126,6 +128,10 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 			waited = append(waited, result{cfg, r})
 		}
 		total.Schedules += r.Schedules
+		if !broken(cfg) {
+			within += r.Schedules
+			withinCfgs++
+		}
 		f, v := r.Faults, r.Violations
 		verdict := ""
 		switch {
@@ -134,10 +140,11 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d%s\n",
+		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, verdict)
+			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses,
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -145,14 +152,18 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	if len(waited) > 0 {
 		announcements(out, waited)
 	}
-	fmt.Fprintf(out, "\n%d schedules in %v.\n", total.Schedules, time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
+		total.Schedules, time.Since(start).Round(time.Second), within, withinCfgs)
 	fmt.Fprintln(out, `Columns: acquisitions, extensions, acquisitions that returned a fence
 (Fencing) and fence raise rounds run; faults injected (messages lost,
 commands applied late, node crashes, restarts without data, fence counters
-lost in a crash, client pauses, client crashes) and violations found
-(mutual exclusion, liveness after a holder crash, release hygiene, a lock
-reported valid after a round proved it lost, a fence not above that of
-every acquisition completed before it).`)
+lost in a crash, client pauses, client crashes, majority outages, stale
+keys set on a minority, unlocks that abandoned an extension in flight,
+locks a lease declared lost) and violations found (mutual exclusion,
+liveness after a holder crash, release hygiene, a lease going on after a
+round proved the lock lost, a fence not above that of every acquisition
+completed before it, a loss declared at or after the end of validity, a
+waiter whose quorum was announced free waiting past its retry delay).`)
 	if len(firsts) > 0 {
 		fmt.Fprintln(out, "\nFirst violation per configuration:")
 		for _, s := range firsts {
@@ -160,6 +171,30 @@ every acquisition completed before it).`)
 		}
 	}
 	return ok
+}
+
+// revision returns the commit the binary was built from, with "+dirty"
+// for uncommitted changes, as the go command stamps it.
+func revision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "commit unknown"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "commit unknown"
+	}
+	return "commit " + rev + dirty
 }
 
 type result struct {
