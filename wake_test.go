@@ -140,3 +140,43 @@ func BenchmarkLockUnlock(b *testing.B) {
 		})
 	}
 }
+
+// TestWaiterBehindAHolderThatNeverUnlocks: two goroutines of one Client
+// wait for a key; the first takes it when it is released and never
+// unlocks (a leaked lock). The second, now the queue's head, must still
+// try again on its own wait (the retry delay, then the holder's expiry
+// that its attempt learns) and take the lock once the leaked keys
+// expire, not sleep as a waiter behind the head until its ctx ends.
+func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
+	mem := memnode.New(3, core.SystemClock{})
+	nodes := newCounting(mem)
+	opts := redlock.Options{Config: redlock.Config{TTL: 300 * time.Millisecond}}
+	holder, err := redlock.NewClient(mem, opts)
+	require.NoError(t, err)
+	c, err := redlock.NewClient(nodes, opts)
+	require.NoError(t, err)
+	first, err := holder.TryLock(context.Background(), "k")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	type result struct {
+		l   *redlock.Lock
+		err error
+	}
+	got := make(chan result, 2)
+	for range 2 {
+		go func() {
+			l, err := c.Lock(ctx, "k")
+			got <- result{&l, err}
+		}()
+	}
+	nodes.waitRefused(2) // both made their first attempt and wait
+	require.NoError(t, first.Unlock(context.Background()))
+	leaked := <-got // the head, woken by the release: it never unlocks
+	require.NoError(t, leaked.err)
+	second := <-got
+	require.NoError(t, second.err, "the second waiter did not take the lock once the leaked keys expired")
+	assert.NoError(t, second.l.Unlock(context.Background()))
+	_ = leaked.l.Unlock(context.Background()) // its keys expired: ErrNotHeld or ErrTaken
+}
