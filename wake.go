@@ -109,8 +109,8 @@ func (r *waitRoom) join(key string, ctx context.Context) *waiter {
 }
 
 // leave takes w out of its queue; locked says whether w took the lock.
-// What the new head hears is core.Queue.Handover's; the key's watch stops
-// with its last waiter.
+// What the new head hears is core.Queue.Handover's, and the new head is
+// woken either way; the key's watch stops with its last waiter.
 func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	w.unhook()
 	q := w.q
@@ -118,7 +118,8 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
-			if j == 0 && len(q.waiters) > 0 && q.q.Handover(locked) {
+			if j == 0 {
+				q.q.Handover(locked) // the successor, if any, looks at its own wait again
 				q.pokeHead()
 			}
 			break

@@ -10,8 +10,9 @@ package core
 //   - a release by this process is heard from every node at once, without
 //     the announcement's round trip (Released);
 //   - a head that leaves having taken the lock hands its successor a
-//     clean slate, to wait for that lock's release; one that gave up hands
-//     it every node, since it cannot pass on what it heard (Handover).
+//     clean slate, to wait for that lock's release or expiry; one that gave
+//     up hands it every node, since it cannot pass on what it heard
+//     (Handover).
 //
 // Its zero value hears nothing; Spec.Queue returns one for the Spec's
 // nodes. It is a small value that allocates nothing.
@@ -35,15 +36,18 @@ func (q *Queue) Announce(node int) {
 func (q *Queue) Released() { q.heard = q.all }
 
 // Handover records that the head left the queue, having taken the lock
-// (locked) or not, and reports whether its successor, if any, attempts
-// at once: it does after a head that gave up.
-func (q *Queue) Handover(locked bool) (attempt bool) {
+// (locked) or not. The caller wakes the successor, if any, either way: it
+// attempts at once after a head that gave up (it hears every node), and
+// after one that took the lock it waits on its own WakeAt (the retry
+// delay, or the holder's expiry), announcements bringing it forward, so
+// that a holder that never unlocks cannot keep it waiting past that. The
+// queue left empty keeps nothing for a later head.
+func (q *Queue) Handover(locked bool) {
 	if locked {
 		q.heard = 0
-		return false
+		return
 	}
 	q.heard = q.all
-	return true
 }
 
 // Take returns what the head has heard since it last took, bit i for node
