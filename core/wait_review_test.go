@@ -1,0 +1,72 @@
+package core_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// answerAll feeds every node's command of r the same status, all at now.
+func answerAll(r *core.Round, now time.Time, s core.Status) {
+	for !r.Done() {
+		node, _, _, ok := r.Next(now)
+		if !ok {
+			break
+		}
+		r.Receive(core.Reply{Node: node, Status: s})
+	}
+}
+
+// TestAWonTooLateAttemptWaitsItsDelay: an attempt that won every node but
+// too late for any validity took a quorum itself; with nothing announced,
+// that alone must not wake the waiter before its retry delay (it is not
+// a quorum announced free: no release was heard).
+func TestAWonTooLateAttemptWaitsItsDelay(t *testing.T) {
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
+		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second) // the round took longer than the TTL
+	answerAll(a.Round(), now, core.StatusOK)
+	a.RoundDone(now)
+	answerAll(a.Round(), now, core.StatusOK) // the cleanup
+	a.RoundDone(now)
+	if a.Phase() != core.PhaseWait {
+		t.Fatalf("phase %v, want a wait", a.Phase())
+	}
+	if got, want := a.WakeAt(), now.Add(100*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("wakes %v after the cleanup, want the retry delay (100ms)", got.Sub(now))
+	}
+}
+
+// TestAnnouncementsFromNoNodeAreIgnored: an announcement naming a node the
+// Spec does not have counts for nothing.
+func TestAnnouncementsFromNoNodeAreIgnored(t *testing.T) {
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
+		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerAll(a.Round(), now, core.StatusHeld)
+	a.RoundDone(now)
+	answerAll(a.Round(), now, core.StatusMissing)
+	a.RoundDone(now)
+	for _, n := range []int{3, 4, 5, 31, -1, 32} {
+		a.Announce(n, now)
+	}
+	if got, want := a.WakeAt(), now.Add(100*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("wakes %v after the cleanup, want the retry delay (100ms)", got.Sub(now))
+	}
+}
