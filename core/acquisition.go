@@ -169,7 +169,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	if r.tally.vote() == voteWon {
 		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
-			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: s.drift}}
+			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift}}
 	} else {
 		a.err = s.failure(OpAcquire, a.key, &r.tally)
 		if a.raising {
@@ -241,14 +241,17 @@ func (a *Acquisition) learn(now time.Time) {
 // which its cleanup frees) wakes it too, whether or not the attempt heard
 // from them: a multiplexed attempt is decided before every node answers,
 // and a stale key on a node that did answer must not make the waiter
-// wait for it to expire. The wake then never comes later than the retry
-// delay's end, so that listening is never slower than polling.
+// wait for it to expire. At least one node other than the attempt's own
+// must have announced: those alone are no release. The wake then never
+// comes later than the retry delay's end, so that listening is never
+// slower than polling.
 func (a *Acquisition) maybeWake(now time.Time) {
 	if a.phase != PhaseWait || !a.woke.IsZero() {
 		return
 	}
 	heldFreed := a.wakeCount > 0 && bits.OnesCount32(a.announced&a.held) >= a.wakeCount
-	quorumFree := bits.OnesCount32(a.announced|a.ours) >= a.spec.quorum && !mutations.wakeOnHeldOnly
+	quorumFree := bits.OnesCount32(a.announced|a.ours) >= a.spec.quorum && a.announced&^a.ours != 0 &&
+		!mutations.wakeOnHeldOnly
 	if !heldFreed && !quorumFree {
 		return
 	}
@@ -266,7 +269,7 @@ func (a *Acquisition) maybeWake(now time.Time) {
 // a hint: the next attempt is an ordinary round. Announcements during an
 // attempt count for the wait after it; others are ignored.
 func (a *Acquisition) Announce(node int, now time.Time) {
-	if node < 0 || node >= MaxNodes || a.phase == PhaseDone || a.phase == 0 {
+	if node < 0 || node >= a.spec.n || a.phase == PhaseDone || a.phase == 0 {
 		return
 	}
 	a.announced |= 1 << node
