@@ -221,15 +221,16 @@ func (c *client) announcedWake() bool {
 // checkWait is the waiters' liveness check: once the nodes announced
 // free since the attempt started, with those the failed attempt took
 // (its cleanup frees them), make a quorum, the wait must end no later
-// than the retry delay's end, as polling would have. Announcements are
-// what the client fed, forged ones included: the check is of the
-// decision, given its inputs.
+// than the retry delay's end, as polling would have (once at least one
+// node other than the attempt's own announced). Announcements are what
+// the client fed, forged ones included: the check is of the decision,
+// given its inputs.
 func (c *client) checkWait() {
 	if c.state != acquiring || c.acq.Phase() != core.PhaseWait {
 		return
 	}
 	free := c.annSince | c.ours
-	if bits.OnesCount32(free) < core.Quorum(c.w.cfg.Nodes) {
+	if bits.OnesCount32(free) < core.Quorum(c.w.cfg.Nodes) || c.annSince&^c.ours == 0 {
 		return
 	}
 	if at := c.acq.WakeAt(); at.After(c.retryEnd) {

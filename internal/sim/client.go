@@ -28,6 +28,8 @@ type client struct {
 	tokens    simTokens
 
 	crashed, paused bool
+	pausedAt        int64 // real time of the last pause's start
+	grantAt         int64 // real time the current grant arrived (acquired or extended)
 	resumedAt       int64 // real time of the last resume
 	deferred        []event
 
@@ -264,7 +266,7 @@ func (c *client) roundDone() {
 		c.state = holding
 		if err == nil {
 			w.res.Extensions++
-			c.lastSetEnd = w.now
+			c.lastSetEnd, c.grantAt = w.now, w.now
 		} else if c.provedLost() && c.lease.Phase() != core.PhaseDone {
 			w.violation(&w.res.Violations.LostValid, "client %d: extend proved the lock lost (%v) but its lease goes on", c.id, err)
 		}
@@ -354,7 +356,7 @@ func (c *client) acquired(g core.Grant) {
 	} else {
 		c.lease = c.watchSpec.Lease(g)
 	}
-	c.lastSetEnd = w.now
+	c.lastSetEnd, c.grantAt = w.now, w.now
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
 	w.noteAcquired(c)
 	if w.chance(w.cfg.Faults.PauseAfterAcquire) {
@@ -384,6 +386,12 @@ func (c *client) stopUsing() {
 	if c.using {
 		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now})
 		c.using = false
+		// A running process that used the lock to the end of its validity
+		// was told of the loss too late, or never: its lease's fault.
+		if until := c.lease.Grant().ValidUntil(); !c.w.cfg.Faults.UsePastValidity && !c.now().Before(until) {
+			c.w.violation(&c.w.res.Violations.LateLoss, "client %d: used the lock until %v, not before the end of its validity %v",
+				c.id, c.now(), until)
+		}
 	}
 }
 
@@ -421,11 +429,15 @@ func (c *client) leaseStep() {
 // Until tells its holder too late.
 func (c *client) lost() {
 	c.w.res.Faults.LeaseLosses++
-	// A process paused across LoseAt declares the loss when it resumes,
-	// after Until: no process can act while paused, and it uses nothing
-	// after (resume re-checks). Only a loss the running process declared
-	// late is the lease's fault.
-	late := realAt(c.lease.LoseAt(), c.ppm) >= c.resumedAt
+	// A process paused across LoseAt (its last pause began before and
+	// ended after) declares the loss when it resumes, after Until: no
+	// process can act while paused, and it uses nothing after (resume
+	// re-checks). A loss due while the process ran and declared late is
+	// the lease's fault.
+	// The loss is due at LoseAt, or when the grant arrived if LoseAt was
+	// past already (a grant with less validity than a round's bound).
+	due := max(realAt(c.lease.LoseAt(), c.ppm), c.grantAt)
+	late := due < c.pausedAt || due >= c.resumedAt // due while it ran
 	if now, until := c.now(), c.lease.Grant().ValidUntil(); late && !now.Before(until) && !c.w.cfg.Faults.UsePastValidity {
 		c.w.violation(&c.w.res.Violations.LateLoss, "client %d: lease declared the loss (%v) at %v, not before the end of validity %v",
 			c.id, c.lease.Err(), now, until)
@@ -485,6 +497,9 @@ func (c *client) pause(d time.Duration) {
 	}
 	c.w.res.Faults.ClientPauses++
 	c.paused = true
+	if c.w.now != c.resumedAt || c.resumedAt == 0 {
+		c.pausedAt = c.w.now // a pause deferred by the last one continues it
+	}
 	c.stopUsing() // a paused process uses nothing
 	c.w.schedule(event{at: c.w.now + int64(d), kind: evResume, c: c.id})
 }
