@@ -266,10 +266,14 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 	if w != nil {
 		poke = w.arm()
 		var heard uint32
-		heard, head = w.take()
+		var fresh bool
+		heard, fresh, head = w.take()
 		if head {
-			a.SetListening(w.q.watch.Listening())
 			now := c.clock.Now()
+			if fresh {
+				a.WaitAgain(now) // the head before took the lock: wait for its release
+			}
+			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
 				if heard&1 != 0 {
 					a.Announce(i, now)

@@ -138,29 +138,30 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 }
 
 // released tells key's head, if the key has waiters, that this Client
-// released key (core.Queue.Released).
+// released key (core.Queue.Handover(false)).
 func (r *waitRoom) released(key string) {
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
 	if q != nil {
 		q.mu.Lock()
-		q.q.Released()
+		q.q.Handover(false) // released: the head hears every node
 		q.pokeHead()
 		q.mu.Unlock()
 	}
 }
 
-// take returns and clears what the head heard, if w is the head, and
-// whether it is.
-func (w *waiter) take() (heard uint32, head bool) {
+// take returns and clears what the head heard and whether it must wait
+// afresh (core.Queue.Take), if w is the head, and whether it is.
+func (w *waiter) take() (heard uint32, fresh, head bool) {
 	q := w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 || q.waiters[0] != w {
-		return 0, false
+		return 0, false, false
 	}
-	return q.q.Take(), true
+	heard, fresh = q.q.Take()
+	return heard, fresh, true
 }
 
 // arm returns a channel closed at the next poke, closed already if one

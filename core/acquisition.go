@@ -351,6 +351,21 @@ func (a *Acquisition) Wake(now time.Time) {
 	}
 }
 
+// WaitAgain starts the wait afresh at now, in PhaseWait: a retry delay
+// from now, and nothing of what the last attempt learnt, which another
+// holder has since made stale (within a process, a waiter behind the
+// head that just took the lock: see Queue). Announcements then wake it
+// once a quorum of nodes is announced free.
+func (a *Acquisition) WaitAgain(now time.Time) {
+	if a.phase != PhaseWait {
+		return
+	}
+	delay := a.retry.policy.Delay(max(a.retry.attempts, 1), a.spec.cfg.Jitter.Uint64())
+	a.wake = now.Add(delay)
+	a.held, a.ours, a.wakeCount, a.announced = 0, 0, 0, 0
+	a.expiry, a.woke, a.spread = time.Time{}, time.Time{}, 0
+}
+
 // GiveUp ends the acquisition in PhaseWait with the last attempt's error,
 // as a deadline does that leaves no time for the next attempt: for a
 // caller whose waits may end early (Announce), and so cannot tell in

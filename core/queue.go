@@ -8,7 +8,7 @@ package core
 //
 //   - announcements of releases reach the head (Announce);
 //   - a release by this process is heard from every node at once, without
-//     the announcement's round trip (Released);
+//     the announcement's round trip (Handover(false));
 //   - a head that leaves having taken the lock hands its successor a
 //     clean slate, to wait for that lock's release or expiry; one that gave
 //     up hands it every node, since it cannot pass on what it heard
@@ -19,6 +19,7 @@ package core
 type Queue struct {
 	all   uint32 // every node's bit
 	heard uint32 // heard by the head and not yet taken
+	fresh bool   // the head must wait afresh: its predecessor took the lock
 }
 
 // Queue returns an empty Queue over the Spec's nodes.
@@ -31,29 +32,28 @@ func (q *Queue) Announce(node int) {
 	}
 }
 
-// Released records that this process released the key: the head hears
-// every node.
-func (q *Queue) Released() { q.heard = q.all }
-
-// Handover records that the head left the queue, having taken the lock
-// (locked) or not. The caller wakes the successor, if any, either way: it
-// attempts at once after a head that gave up (it hears every node), and
-// after one that took the lock it waits on its own WakeAt (the retry
-// delay, or the holder's expiry), announcements bringing it forward, so
-// that a holder that never unlocks cannot keep it waiting past that. The
-// queue left empty keeps nothing for a later head.
+// Handover records that the head left the queue having taken the lock
+// (locked), or that the lock was released: by this process, or by a head
+// that gave up. The caller wakes the head either way. After a release the
+// head hears every node and attempts at once. After a head that took the
+// lock, the new head waits afresh (Take's fresh; Acquisition.WaitAgain):
+// for that lock's release to be announced, or a retry delay from now,
+// when its next attempt learns the new holder's expiry; so a holder that
+// never unlocks keeps it no longer than that, and a handoff costs it no
+// attempt while the new holder works.
 func (q *Queue) Handover(locked bool) {
 	if locked {
-		q.heard = 0
+		q.heard, q.fresh = 0, true
 		return
 	}
-	q.heard = q.all
+	q.heard, q.fresh = q.all, false
 }
 
 // Take returns what the head has heard since it last took, bit i for node
-// i, and clears it: feed each node to the head's Acquisition.Announce.
-func (q *Queue) Take() uint32 {
-	h := q.heard
-	q.heard = 0
-	return h
+// i, and whether it must wait afresh (Acquisition.WaitAgain), and clears
+// both: feed each node heard to the head's Acquisition.Announce.
+func (q *Queue) Take() (heard uint32, fresh bool) {
+	heard, fresh = q.heard, q.fresh
+	q.heard, q.fresh = 0, false
+	return heard, fresh
 }

@@ -90,7 +90,7 @@ func TestQueue(t *testing.T) {
 				case "announce":
 					q.Announce(s.node)
 				case "released":
-					q.Released()
+					q.Handover(false) // a release by this process
 				case "handover-locked":
 					q.Handover(true)
 				case "handover-gave-up":
@@ -99,8 +99,12 @@ func TestQueue(t *testing.T) {
 				if s.keep {
 					continue
 				}
-				if got := q.Take(); got != s.want {
+				got, fresh := q.Take()
+				if got != s.want {
 					t.Fatalf("step %d (%s %d): took %#b, want %#b", i, s.act, s.node, got, s.want)
+				}
+				if want := s.act == "handover-locked"; fresh != want {
+					t.Fatalf("step %d (%s): fresh %v, want %v (only after a head that took the lock)", i, s.act, fresh, want)
 				}
 			}
 		})
@@ -114,10 +118,10 @@ func TestQueueAllocatesNothing(t *testing.T) {
 	var sum uint32
 	if got := mallocsPerRun(100, func() {
 		q.Announce(2)
-		q.Released()
 		q.Handover(false)
 		q.Handover(true)
-		sum += q.Take()
+		heard, _ := q.Take()
+		sum += heard
 	}); got != 0 {
 		t.Fatalf("%d allocations per run, want 0", got)
 	}

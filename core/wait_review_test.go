@@ -70,3 +70,49 @@ func TestAnnouncementsFromNoNodeAreIgnored(t *testing.T) {
 		t.Fatalf("wakes %v after the cleanup, want the retry delay (100ms)", got.Sub(now))
 	}
 }
+
+// TestWaitAgainStartsAFreshWait: a waiter told to wait afresh (the head
+// before it took the lock) waits a retry delay from now, forgets the old
+// holder's expiry and its own attempt's nodes, and wakes early only once
+// a quorum of nodes is announced free.
+func TestWaitAgainStartsAFreshWait(t *testing.T) {
+	spec, err := core.NewSpec(names{"a", "b", "c", "d", "e"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
+		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerAll(a.Round(), now, core.StatusHeld)
+	a.RoundDone(now)
+	answerAll(a.Round(), now, core.StatusMissing)
+	a.RoundDone(now)
+	later := now.Add(time.Second) // its old wait ended long ago
+	if !a.WakeAt().Before(later) {
+		t.Fatalf("the old wait ends at %v", a.WakeAt())
+	}
+	a.WaitAgain(later)
+	if got, want := a.WakeAt(), later.Add(100*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("fresh wait ends %v after now, want the retry delay", got.Sub(later))
+	}
+	a.Announce(0, later)
+	a.Announce(1, later)
+	if !a.WakeAt().After(later) {
+		t.Fatal("woken by two announcements of five nodes")
+	}
+	a.Announce(2, later)
+	if got := a.WakeAt(); got.After(later) {
+		t.Fatalf("a quorum announced free, yet the wait ends %v later", got.Sub(later))
+	}
+	a.Wake(later)
+	if a.Phase() != core.PhaseRound {
+		t.Fatalf("phase %v after Wake", a.Phase())
+	}
+	a.WaitAgain(later) // not waiting: nothing happens
+	if a.Phase() != core.PhaseRound {
+		t.Fatal("WaitAgain moved an acquisition that was not waiting")
+	}
+}
