@@ -172,7 +172,7 @@ func ShortExtendLocker(n int) Config {
 	c.TTL, c.Length = ttl, 3*ttl
 	c.Clients = 5
 	c.Work = [2]time.Duration{2 * ttl, 3 * ttl}
-	c.Retry = core.RandomDelay(100, ms, 3*ms)
+	c.Retry = core.RandomDelay(100, 20*ms, 60*ms) // a hundredth of the TTL: waiters poll through holds of seconds
 	c.NodeTimeout = 5 * ms
 	c.Faults = Faults{ClientPPM: 5000, NodePPM: 5000, WorstClocks: true, Extend: 1, ExtendTTL: 20 * ms}
 	// One extension, as late as the lease allows, then the lock is used
