@@ -100,7 +100,8 @@ const maxStray = 0.05
 // TestHandleAllocatesNothing: TryLock+Unlock and Lock+Unlock of an
 // uncontended key without a lease, at N=5 multiplexed, allocate nothing
 // and start no goroutine on mem, redigo and radix. The other drivers'
-// figures are logged.
+// figures are logged. Under the race detector only the goroutines are
+// asserted (.ci/run runs this test without it too).
 func TestHandleAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range target.Drivers() {
@@ -126,7 +127,7 @@ func TestHandleAllocatesNothing(t *testing.T) {
 				})
 				gor := float64(measure.ReadCounters().Goroutines-g0) / 201 // AllocsPerRun's warm-up run too
 				switch {
-				case zero && (allocs != 0 || gor >= maxStray):
+				case zero && ((allocs != 0 && !raceEnabled) || gor >= maxStray):
 					t.Errorf("%s+Unlock: %v allocs/op, %.3g goroutines/op; want 0 and 0", op, allocs, gor)
 				default:
 					t.Logf("%s+Unlock: %v allocs/op, %.3g goroutines/op", op, allocs, gor)
