@@ -23,16 +23,7 @@ func answerAll(r *core.Round, now time.Time, s core.Status) {
 // that alone must not wake the waiter before its retry delay (it is not
 // a quorum announced free: no release was heard).
 func TestAWonTooLateAttemptWaitsItsDelay(t *testing.T) {
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
-		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a, err := spec.Acquire("k", core.Token{}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, now := waiting(t, 3)
 	now = now.Add(2 * time.Second) // the round took longer than the TTL
 	answerAll(a.Round(), now, core.StatusOK)
 	a.RoundDone(now)
@@ -49,16 +40,7 @@ func TestAWonTooLateAttemptWaitsItsDelay(t *testing.T) {
 // TestAnnouncementsFromNoNodeAreIgnored: an announcement naming a node the
 // Spec does not have counts for nothing.
 func TestAnnouncementsFromNoNodeAreIgnored(t *testing.T) {
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
-		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a, err := spec.Acquire("k", core.Token{}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, now := waiting(t, 3)
 	answerAll(a.Round(), now, core.StatusHeld)
 	a.RoundDone(now)
 	answerAll(a.Round(), now, core.StatusMissing)
@@ -76,16 +58,7 @@ func TestAnnouncementsFromNoNodeAreIgnored(t *testing.T) {
 // holder's expiry and its own attempt's nodes, and wakes early only once
 // a quorum of nodes is announced free.
 func TestWaitAgainStartsAFreshWait(t *testing.T) {
-	spec, err := core.NewSpec(names{"a", "b", "c", "d", "e"}, core.Config{TTL: time.Second, Tokens: &counterTokens{},
-		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	a, err := spec.Acquire("k", core.Token{}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, now := waiting(t, 5)
 	answerAll(a.Round(), now, core.StatusHeld)
 	a.RoundDone(now)
 	answerAll(a.Round(), now, core.StatusMissing)
@@ -115,4 +88,22 @@ func TestWaitAgainStartsAFreshWait(t *testing.T) {
 	if a.Phase() != core.PhaseRound {
 		t.Fatal("WaitAgain moved an acquisition that was not waiting")
 	}
+}
+
+// waiting returns an acquisition of "k" over n nodes, just started at
+// now: 1 s TTL, retry delays of exactly 100 ms.
+func waiting(t *testing.T, n int) (core.Acquisition, time.Time) {
+	t.Helper()
+	all := names{"a", "b", "c", "d", "e"}
+	spec, err := core.NewSpec(all[:n], core.Config{TTL: time.Second, Tokens: &counterTokens{},
+		Jitter: fixedRand(0), Retry: core.RandomDelay(3, 100*time.Millisecond, 100*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, err := spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, now
 }
