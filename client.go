@@ -303,8 +303,8 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 // detached from ctx's cancellation, bounded by the node timeout only.
 func (c *Client) advance(ctx context.Context, a *core.Acquisition) {
 	if a.Round().Command().Op == core.OpRelease { // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), nil)
-	} else if ctx.Err() != nil || c.run(ctx, a.Round(), ctx.Done()) {
+		c.run(ctx, a.Round(), nil, time.Time{})
+	} else if ctx.Err() != nil || c.run(ctx, a.Round(), ctx.Done(), time.Time{}) {
 		a.Cancel(c.clock.Now(), ctx.Err())
 		return
 	}
@@ -312,14 +312,18 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition) {
 }
 
 // run drives r over one driver batch until it is done. It returns true if
-// cancel closed first; cancel may be nil.
-func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}) (cancelled bool) {
+// cancel closed first (cancel may be nil), or if the clock reads until or
+// later between two replies (until may be zero: no such bound).
+func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time) (cancelled bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.spec.Config().FanOut == core.Sequential
 	var now time.Time
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
+			return true
+		}
+		if !until.IsZero() && !c.clock.Now().Before(until) {
 			return true
 		}
 		if sequential {

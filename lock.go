@@ -240,11 +240,21 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 			return err
 		}
 	}
+	loseAt := st.lease.LoseAt()
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if c.run(ctx, r, cancel) {
+	// The round is abandoned at LoseAt, which it reaches only when the
+	// process was paused or the driver missed a deadline: the lease then
+	// declares the loss at once rather than when the round ends.
+	if c.run(ctx, r, cancel, loseAt) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
+		if !c.clock.Now().Before(loseAt) {
+			st.lease.Wake(c.clock.Now())
+			if lost := c.settle(st); lost != nil {
+				return lost
+			}
+		}
 		var cause error
 		if ctx.Err() != nil {
 			cause = ctx.Err()
@@ -332,7 +342,7 @@ func (c *Client) release(ctx context.Context, g core.Grant) error {
 	if err != nil {
 		return err
 	}
-	c.run(ctx, &r, nil)
+	c.run(ctx, &r, nil, time.Time{})
 	return c.spec.Released(g, &r)
 }
 

@@ -92,10 +92,15 @@ func (l *Lease) extendAt() (time.Time, bool) {
 	return at, !at.Add(l.spec.roundBound()).After(l.LoseAt())
 }
 
-// WakeAt returns when, in PhaseWait, Wake must next be called: the next
-// extension, the MaxHold bound or LoseAt, whichever comes first.
+// WakeAt returns when Wake must next be called: in PhaseWait, the next
+// extension, the MaxHold bound or LoseAt, whichever comes first; in
+// PhaseRound, LoseAt, which a round can reach only when its process was
+// paused or its driver missed a deadline.
 func (l *Lease) WakeAt() time.Time {
 	at := l.LoseAt()
+	if l.phase == PhaseRound {
+		return at
+	}
 	if !l.hold.IsZero() && l.hold.Before(at) {
 		at = l.hold
 	}
@@ -107,8 +112,14 @@ func (l *Lease) WakeAt() time.Time {
 
 // Wake acts at now, in PhaseWait: it declares the grant lost at LoseAt or
 // at MaxHold, starts an extension round once one is due (PhaseRound), and
-// otherwise does nothing (a wake before WakeAt is harmless).
+// otherwise does nothing (a wake before WakeAt is harmless). In
+// PhaseRound it declares the grant lost once LoseAt has passed, the
+// round abandoned.
 func (l *Lease) Wake(now time.Time) {
+	if l.phase == PhaseRound && !now.Before(l.LoseAt()) {
+		l.expire() // the round in flight is abandoned: its replies come too late
+		return
+	}
 	if l.phase != PhaseWait {
 		return
 	}

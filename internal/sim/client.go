@@ -400,8 +400,8 @@ func (c *client) stopUsing() {
 func (c *client) setTimer() {
 	c.timerGen++
 	at := realAt(c.workEnd, c.ppm)
-	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() == core.PhaseWait {
-		at = min(at, realAt(c.lease.WakeAt(), c.ppm))
+	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() != core.PhaseDone {
+		at = min(at, realAt(c.lease.WakeAt(), c.ppm)) // in a round: LoseAt
 	}
 	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
 }
@@ -461,6 +461,13 @@ func (c *client) timer() {
 		c.setTimer()
 	case c.state == holding:
 		c.lease.Wake(now)
+		c.leaseStep()
+	case !now.Before(c.lease.LoseAt()):
+		// An extension still in flight at LoseAt (the process was paused):
+		// the lease abandons it and declares the loss, as the Client's
+		// runner does between two replies.
+		c.lease.Wake(now)
+		c.state = holding
 		c.leaseStep()
 	default:
 		c.setTimer()
