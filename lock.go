@@ -240,26 +240,17 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 			return err
 		}
 	}
-	loseAt := st.lease.LoseAt()
+	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	// The round is abandoned at LoseAt, which it reaches only when the
-	// process was paused or the driver missed a deadline: the lease then
-	// declares the loss at once rather than when the round ends.
-	if c.run(ctx, r, cancel, loseAt) {
+	if c.run(ctx, r, cancel, until) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		if !c.clock.Now().Before(loseAt) {
-			st.lease.Wake(c.clock.Now())
-			if lost := c.settle(st); lost != nil {
-				return lost
-			}
+		st.lease.Wake(c.clock.Now()) // past LoseAt, the lease abandons the round and declares the loss
+		if lost := c.settle(st); lost != nil {
+			return lost
 		}
-		var cause error
-		if ctx.Err() != nil {
-			cause = ctx.Err()
-		}
-		return st.lease.Cancel(cause)
+		return st.lease.Cancel(ctx.Err())
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -179,16 +179,25 @@ const campaignDefault = 1000
 // of a Context cancelled after Until), is reported by the late-loss
 // checker in the lease configurations, and by none with the fix.
 func TestSimulationSeesLateLeaseLoss(t *testing.T) {
-	for _, cfg := range []sim.Config{sim.LeaseOutage(3, core.Multiplexed), sim.LeaseOutage(5, core.Sequential), sim.LeaseHung(5)} {
+	seesDefect(t, []sim.Config{sim.LeaseOutage(3, core.Multiplexed), sim.LeaseOutage(5, core.Sequential), sim.LeaseHung(5)},
+		core.LeaseLosesAtValidity, "late loss", func(v sim.Violations) int { return v.LateLoss })
+}
+
+// seesDefect runs 100 schedules of each configuration with the fix, which
+// must find nothing, and with the defect that mutate re-introduces, in
+// which count (of the checker that must see it) must be positive.
+func seesDefect(t *testing.T, cfgs []sim.Config, mutate func() func(), what string, count func(sim.Violations) int) {
+	t.Helper()
+	for _, cfg := range cfgs {
 		fixed := sim.Campaign(cfg, 1, 100)
 		if fixed.Violations.Total() != 0 {
 			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, fixed.Violations, fixed.First)
 		}
-		restore := core.LeaseLosesAtValidity()
+		restore := mutate()
 		broken := sim.Campaign(cfg, 1, 100)
 		restore()
-		if broken.Violations.LateLoss == 0 {
-			t.Fatalf("%s: the late loss went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
+		if count(broken.Violations) == 0 {
+			t.Fatalf("%s: the %s went unseen in %d schedules: %+v", cfg.Name, what, broken.Schedules, broken.Violations)
 		}
 		t.Logf("%s, with the defect: %+v; first: %s", cfg.Name, broken.Violations, broken.First)
 	}
@@ -219,17 +228,6 @@ func TestSimulationSeesDriftLeftOut(t *testing.T) {
 // waiters' liveness checker, with stale keys and without, and by none
 // with the fix.
 func TestSimulationSeesWaitBehindStaleKey(t *testing.T) {
-	for _, cfg := range []sim.Config{sim.WaitersStale(3), sim.WaitersStale(5), sim.WaitersAnnounced(5)} {
-		fixed := sim.Campaign(cfg, 1, 100)
-		if fixed.Violations.Total() != 0 {
-			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, fixed.Violations, fixed.First)
-		}
-		restore := core.WakeOnHeldOnly()
-		broken := sim.Campaign(cfg, 1, 100)
-		restore()
-		if broken.Violations.LongWait == 0 {
-			t.Fatalf("%s: the stalled wait went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
-		}
-		t.Logf("%s, with the defect: %+v; first: %s", cfg.Name, broken.Violations, broken.First)
-	}
+	seesDefect(t, []sim.Config{sim.WaitersStale(3), sim.WaitersStale(5), sim.WaitersAnnounced(5)},
+		core.WakeOnHeldOnly, "stalled wait", func(v sim.Violations) int { return v.LongWait })
 }

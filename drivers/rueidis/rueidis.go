@@ -169,9 +169,7 @@ func newConfig(clients []rd.Client, names []string) (engine.Config, error) {
 // Nodes returns N.
 func (d *Driver) Nodes() int { return d.e.Nodes() }
 
-// Clock returns the clock the driver reads its commands' deadlines on:
-// Options.Clock, or the system clock (core.SystemClock), always New's.
-// redlock.NewClient asks for it, to read the same one.
+// Clock returns the clock of the commands' deadlines (Options.Clock; New's: the system clock).
 func (d *Driver) Clock() core.Clock { return d.e.Clock() }
 
 // NodeName returns node i's address, or the name given to New.
