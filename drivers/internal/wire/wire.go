@@ -74,6 +74,23 @@ const ReleasePrefix = "redlock:release:"
 // announced.
 func ReleaseChannel(key string) string { return ReleasePrefix + key }
 
+// TurnPrefix starts the name of the channel on which a release with a
+// waiter queue (core.Config.Fair) tells one waiter that the key was
+// handed to it: TurnChannel.
+const TurnPrefix = "redlock:turn:"
+
+// TurnChannel returns the channel on which the waiter id hears that key
+// was handed to it.
+func TurnChannel(id, key string) string { return TurnPrefix + id + ":" + key }
+
+// QueueKeys returns the names of key's waiter queue (a sorted set of
+// waiter ids by ticket) and of its entries' deadlines (a sorted set of
+// waiter ids by the server's time in ms), which the scripts take after
+// their other keys when the command is core.Command.Fair.
+func QueueKeys(key string) (queue, due string) {
+	return "redlock:queue:" + key, "redlock:queue-due:" + key
+}
+
 // ScriptFor returns the script of a command other than core.OpAcquire
 // without Probe (a plain SET NX).
 func ScriptFor(op core.Op) Script {
