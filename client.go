@@ -72,6 +72,7 @@ type Client struct {
 	clock Clock
 	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
+	fair  bool      // Config.Fair: the nodes queue the waiters
 }
 
 // clockedDriver is a Driver that says which clock its deadlines read.
@@ -114,13 +115,18 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0}
-	if !opts.Poll {
-		if ann, ok := d.(core.Announcer); ok {
-			c.room = newWaitRoom(ann, spec)
-		} else {
-			slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
-		}
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair}
+	ann, announces := d.(core.Announcer)
+	switch {
+	case cfg.Fair && (opts.Poll || !announces):
+		// A waiter would not hear that the key was handed to it, which
+		// then waits out the handoff at every turn.
+		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
+	case opts.Poll:
+	case announces:
+		c.room = newWaitRoom(ann, spec)
+	default:
+		slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
 	}
 	return c, nil
 }
@@ -234,7 +240,13 @@ func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant
 	if err != nil {
 		return core.Grant{}, err
 	}
-	var w *waiter // joined at the first wait: the uncontended path allocates nothing here
+	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
+	if c.fair && !once && c.room.waiting(key) { // Fair has a room
+		// Others of this Client wait for the key: wait behind them rather
+		// than attempt, served by the Client's place in the nodes' queue.
+		w = c.room.join(key, ctx)
+		a.WaitAgain(c.clock.Now())
+	}
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
@@ -273,6 +285,7 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
+			a.SetFollowed(w.followed())
 			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
 				if heard&1 != 0 {

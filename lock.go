@@ -318,7 +318,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	err := c.release(ctx, l.grant)
-	if c.room != nil {
+	if c.room != nil && !c.fair { // Fair: the nodes hand the key to the first waiter
 		c.room.released(l.grant.Key()) // this Client's next waiter tries at once
 	}
 	if lost != nil {

@@ -40,7 +40,7 @@ func CryptoTokens() core.TokenSource { return &cryptoTokens{} }
 
 type cryptoTokens struct {
 	mu  sync.Mutex
-	buf [32 * core.TokenSize]byte
+	buf [32 * len(core.Token{})]byte
 	off int
 }
 
@@ -53,7 +53,7 @@ func (c *cryptoTokens) NewToken() core.Token {
 	}
 	var t core.Token
 	copy(t[:], c.buf[c.off:])
-	c.off += core.TokenSize
+	c.off += len(core.Token{})
 	return t
 }
 

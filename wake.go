@@ -137,6 +137,20 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	}
 }
 
+// waiting reports whether key has waiters in the room.
+func (r *waitRoom) waiting(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys[key] != nil
+}
+
+// followed reports whether other waiters follow w.
+func (w *waiter) followed() bool {
+	w.q.mu.Lock()
+	defer w.q.mu.Unlock()
+	return len(w.q.waiters) > 1
+}
+
 // released tells key's head, if the key has waiters, that this Client
 // released key (core.Queue.Handover(false)).
 func (r *waitRoom) released(key string) {

@@ -58,6 +58,8 @@ type Acquisition struct {
 	woken     bool          // the current attempt was started by an announcement
 	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
 	err       *Error        // the last attempt's failure, or the result
+	ticket    int64         // with Config.Fair: the place in the nodes' queue, from the first cleanup
+	followed  bool          // with Config.Fair: waiters of the caller's process follow (SetFollowed)
 	cause     error         // set by Cancel
 }
 
@@ -111,8 +113,31 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
 	a.announced, a.woke = 0, time.Time{}
-	a.round = a.spec.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}, now)
+	cmd := Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
+	if a.spec.cfg.Fair {
+		// Every attempt may find the key handed to it, which a plain SET
+		// NX cannot take; the one that takes it queues the process again
+		// when others of it follow.
+		cmd.Probe, cmd.Fair, cmd.Life = true, true, a.spec.life
+		if a.followed {
+			cmd.Ticket = ticketAt(now)
+		}
+	}
+	a.round = a.spec.newRound(cmd, now)
 }
+
+// ticketAt is a Fair queue's ticket taken at now: its Unix time in ms, at
+// least 1, since 0 does not queue. Tickets from the clocks of different
+// hosts order their waiters as well as those clocks agree: a waiter whose
+// clock runs behind is served early, which costs others time and never
+// exclusion.
+func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
+
+// SetFollowed tells an acquisition with Config.Fair whether other waiters
+// of the caller's process follow it on the key: its attempt that takes the
+// key then keeps the process's place in the nodes' queue, at its back, so
+// that the next of them is served in turn without a failed attempt first.
+func (a *Acquisition) SetFollowed(followed bool) { a.followed = followed }
 
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }
@@ -323,7 +348,19 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		}
 	}
 	a.cleaning, a.raising = true, false
-	a.round = a.spec.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
+	cmd := Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}
+	if s := &a.spec; s.cfg.Fair {
+		// A failed attempt's cleanup queues its waiter, under the ticket of
+		// its first, so that it keeps its place; a cancelled one leaves.
+		cmd.Fair, cmd.Handoff, cmd.Life = true, s.handoff, s.life
+		if a.cause == nil {
+			if a.ticket == 0 {
+				a.ticket = ticketAt(now)
+			}
+			cmd.Ticket = a.ticket
+		}
+	}
+	a.round = a.spec.newRound(cmd, now)
 	a.round.noWait = noWait
 }
 
@@ -356,7 +393,16 @@ func (a *Acquisition) Wake(now time.Time) {
 // holder has since made stale (within a process, a waiter behind the
 // head that just took the lock: see Queue). Announcements then wake it
 // once a quorum of nodes is announced free.
+//
+// A new acquisition, before its first attempt is driven, waits so too
+// rather than attempt: a waiter that joins behind others of its process
+// waits its turn, and with Config.Fair its process's place in the nodes'
+// queue serves it without a failed attempt first.
 func (a *Acquisition) WaitAgain(now time.Time) {
+	if a.phase == PhaseRound && a.retry.attempts == 1 && !a.cleaning && !a.raising && a.round.sent == 0 && a.cause == nil {
+		a.retry.attempts = 0 // the attempt was never made
+		a.phase = PhaseWait
+	}
 	if a.phase != PhaseWait {
 		return
 	}

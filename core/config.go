@@ -78,6 +78,14 @@ type Config struct {
 	// "Fencing". It costs one more round per acquisition, and one counter
 	// key per locked key on every node (FenceKey). Off by default.
 	Fencing bool
+	// Fair queues the waiters of a key on the nodes, so that a release
+	// hands the key to one waiter, first come first served across
+	// processes, rather than wake them all to race for it: see the package
+	// documentation's "Fair handoff". Every client of a key must agree on
+	// it. It costs the uncontended path nothing but a script for a Lock's
+	// first attempt instead of a plain SET NX; TryLock never queues. Off by
+	// default.
+	Fair bool
 	// LeaseFraction makes a Lease extend a grant on its own once this
 	// fraction of its validity has passed, in [0, 1): 1.0/3 extends a 10 s
 	// lock every 3.3 s, leaving two thirds of its validity for the

@@ -64,6 +64,23 @@ type Command struct {
 	// attempt on, once the key is known to be contended. OpAcquireFenced
 	// always reports it.
 	Probe bool
+	// Fair makes the command take part in the key's waiter queue on the
+	// node (Config.Fair), as the driver's own waiter: the driver names it
+	// with an id of its own, the same for every command it sends, and
+	// hears its turn (Announcer). An acquire then takes a key handed to
+	// that waiter as a free one; a release that frees the key hands it to
+	// the first waiter, and announces it to that waiter alone.
+	Fair bool
+	// Ticket places the driver's waiter in the Fair queue, the lowest
+	// first: for an OpRelease, the cleanup of a failed attempt, the
+	// ticket it joins under, keeping its place if it has one; for an
+	// acquire, the one it joins again under once it takes the key, since
+	// more waiters of the process follow. Zero: it does not join.
+	Ticket int64
+	// Handoff is how long a Fair OpRelease keeps a key it hands to the
+	// first waiter for that waiter; Life how long a queue entry lasts
+	// unless a later Ticket renews it.
+	Handoff, Life time.Duration
 }
 
 // Status is a node's answer to one Command.

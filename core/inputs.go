@@ -36,15 +36,15 @@ type Rand interface{ Uint64() uint64 }
 // unpredictable: a guessed token lets another client release the lock.
 type TokenSource interface{ NewToken() Token }
 
-// TokenSize is the size of a Token in bytes: 128 bits.
-const TokenSize = 16
+// tokenSize is the size of a Token in bytes: 128 bits.
+const tokenSize = 16
 
 // Token identifies one holder of one lock. The zero Token is never issued
 // by a good TokenSource and is refused by Spec.Acquire.
-type Token [TokenSize]byte
+type Token [tokenSize]byte
 
 // hexSize is the length of a Token's wire form.
-const hexSize = 2 * TokenSize
+const hexSize = 2 * tokenSize
 
 // AppendHex appends the wire form of t, lower-case hex, to dst. Every driver
 // sends tokens in this form, so that locks taken through one driver can be

@@ -14,6 +14,9 @@ type Spec struct {
 	n      int
 	quorum int
 	drift  time.Duration
+	// With Config.Fair: how long a released key waits for the waiter it is
+	// handed to, and how long a queue entry lasts unrenewed.
+	handoff, life time.Duration
 }
 
 // namer is what a Spec needs of a Driver.
@@ -34,7 +37,24 @@ func NewSpec(d Driver, cfg Config) (Spec, error) {
 	if err := checkNodeNames(d, n); err != nil {
 		return Spec{}, err
 	}
-	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
+	s := Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}
+	if c.Fair {
+		s.handoff, s.life = s.fairTimes()
+	}
+	return s, nil
+}
+
+// fairTimes returns, for Config.Fair, how long a handed key waits for its
+// waiter: two round bounds, for the announcement to reach the waiter and
+// its attempt to take the key, and at least 10 ms; so a waiter that has
+// gone delays the next by no more. And how long a queue entry lasts: a
+// waiter renews its entry at each failed attempt's cleanup, and attempts
+// at the latest once the holder's key has expired, a TTL after the last
+// attempt learnt it; an entry outlives two TTLs and a handoff, so that a
+// live waiter never loses its place.
+func (s Spec) fairTimes() (handoff, life time.Duration) {
+	handoff = max(2*s.roundBound(), 10*time.Millisecond)
+	return handoff, 2*s.cfg.TTL + handoff
 }
 
 // checkNodeNames rejects a nil node (an empty name) and the same node given
@@ -83,7 +103,7 @@ func (s Spec) Release(g Grant, now time.Time) (Round, error) {
 	if g.key == "" {
 		return Round{}, invalid("release of the zero Grant")
 	}
-	return s.newRound(Command{Op: OpRelease, Key: g.key, Token: g.token}, now), nil
+	return s.newRound(Command{Op: OpRelease, Key: g.key, Token: g.token, Fair: s.cfg.Fair, Handoff: s.handoff, Life: s.life}, now), nil
 }
 
 // Released returns the result of g's release round r, once r.Done(): nil

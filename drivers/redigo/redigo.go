@@ -261,12 +261,13 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 // argument is copied into a buffer kept, already boxed as a []byte, for its
 // position and length: keys, tokens, TTLs and scripts take a few lengths
 // each. redigo copies the arguments into its write buffer in Send, so the
-// buffers are free again when Send returns. Six positions: the most any
-// command has after its name is the fenced scripts' six (script, 2, key,
-// fence counter, token, TTL or fence).
+// buffers are free again when Send returns. Twelve positions: the most any
+// command has after its name is the Fair fenced acquire's eleven (script,
+// 4, key, fence counter, queue, deadlines, token, TTL, waiter, ticket,
+// life).
 type boxes struct {
-	byLen [6]map[int]any
-	args  [6]any
+	byLen [12]map[int]any
+	args  [12]any
 }
 
 func (b *boxes) of(words []string) []any {

@@ -44,6 +44,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -160,6 +161,8 @@ type Engine struct {
 
 	log     *slog.Logger
 	watcher watcher
+	waiter  string      // this engine's id in the Fair waiter queues
+	fair    atomic.Bool // a Fair command was sent: watches hear turns
 }
 
 var _ core.Driver = (*Engine)(nil)
@@ -173,6 +176,7 @@ func New(cfg Config) *Engine {
 		dial:   cfg.Dial,
 		nodes:  make([]*node, len(cfg.Names)),
 		runIDs: make([]string, len(cfg.Names)),
+		waiter: newWaiterID(),
 	}
 	if e.clock == nil {
 		e.clock = SystemClock{}

@@ -369,14 +369,21 @@ func (n *node) encode(idx []int, eval bool) {
 			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1)
 		}
 		if !plain {
+			keys := wire.Keys(op)
+			if cmd.Fair {
+				keys += 2
+			}
+			args = append(args, keyCounts[keys], cmd.Key)
 			if wire.Keys(op) == 2 {
 				start = len(text)
 				text = append(text, core.FenceKeyPrefix...)
 				text = append(text, cmd.Key...)
-				args = append(args, "2", cmd.Key, view(text[start:]), tok)
-			} else {
-				args = append(args, "1", cmd.Key, tok)
+				args = append(args, view(text[start:]))
 			}
+			if cmd.Fair {
+				text, args = n.e.appendQueueKeys(text, args, cmd.Key)
+			}
+			args = append(args, tok)
 		}
 		switch op {
 		case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
@@ -387,6 +394,9 @@ func (n *node) encode(idx []int, eval bool) {
 			start = len(text)
 			text = strconv.AppendUint(text, cmd.Fence, 10)
 			args = append(args, view(text[start:]))
+		}
+		if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
+			text, args = n.e.appendFairArgs(text, args, cmd)
 		}
 		cmds = append(cmds, args[first:len(args):len(args)])
 	}

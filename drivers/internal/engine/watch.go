@@ -58,10 +58,33 @@ type subscriber struct {
 }
 
 // Watch relays the release announcements of key (core.Announcer): see
-// watcher. Without a Config.Subscribe, or after Close, it never listens.
+// watcher. Once the engine has sent a Fair command (core.Config.Fair), it
+// hears this engine's turn channel for the key too, on which a Fair
+// release tells the engine's waiter alone that the key was handed to it,
+// and it listens to a node once both subscriptions are confirmed there.
+// Without a Config.Subscribe, or after Close, it never listens.
 func (e *Engine) Watch(key string, notify func(node int)) core.Watch {
+	h := e.watch(wire.ReleaseChannel(key), notify)
+	if !e.fair.Load() {
+		return h
+	}
+	return watchPair{h, e.watch(wire.TurnChannel(e.waiter, key), notify)}
+}
+
+// watchPair is a Watch of a key's two channels.
+type watchPair struct{ release, turn *watchHandle }
+
+func (p watchPair) Listening() uint32 { return p.release.Listening() & p.turn.Listening() }
+
+func (p watchPair) Stop() {
+	p.release.Stop()
+	p.turn.Stop()
+}
+
+// watch relays the messages of channel, and its subscriptions' changes.
+func (e *Engine) watch(channel string, notify func(node int)) *watchHandle {
 	w := &e.watcher
-	h := &watchHandle{w: w, channel: wire.ReleaseChannel(key), notify: notify}
+	h := &watchHandle{w: w, channel: channel, notify: notify}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.dial == nil && !w.warned {

@@ -1,0 +1,102 @@
+package redlock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core/memnode"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// fairProcess is one process of a Fair test: its own driver, so its own
+// waiter id, and its own Client.
+func fairProcess(t *testing.T, addrs []string) *redlock.Client {
+	t.Helper()
+	d, err := redigo.Dial(addrs, drivers.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	c, err := redlock.NewClient(d, redlock.Options{Config: redlock.Config{Fair: true, NodeTimeout: time.Second}})
+	require.NoError(t, err) // a long NodeTimeout: these tests are about order, not timeouts
+	return c
+}
+
+// queued returns how many waiters key's queue holds on each server, with
+// the one it was handed to, if any: a waiter's attempt may reach a server
+// before the holder's SET, and its cleanup then hands itself the key.
+func queued(t *testing.T, srvs []*redistest.Server, key string) []int64 {
+	out := make([]int64, len(srvs))
+	for i, s := range srvs {
+		n, err := s.Do("ZCARD", "redlock:queue:"+key)
+		require.NoError(t, err)
+		out[i] = n.(int64)
+		if v, err := s.Do("GET", key); err == nil && v != nil && strings.HasPrefix(v.(string), "~") {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// TestFairServesWaitersInTurn: with Config.Fair, on redis-server, waiters
+// of three processes are served in the order they began to wait, not in
+// the order they happen to attempt after a release; a waiter's process
+// leaves the queue when served.
+func TestFairServesWaitersInTurn(t *testing.T) {
+	srvs := redistest.StartN(t, 3, redistest.Options{})
+	addrs := make([]string, len(srvs))
+	for i, s := range srvs {
+		addrs[i] = s.Addr
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	holder, first, second := fairProcess(t, addrs), fairProcess(t, addrs), fairProcess(t, addrs)
+
+	l, err := holder.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan string, 2)
+	lockThen := func(name string, c *redlock.Client) {
+		m, err := c.Lock(ctx, "k")
+		if !assert.NoError(t, err, name) {
+			got <- name
+			return
+		}
+		got <- name
+		assert.NoError(t, m.Unlock(ctx), name)
+	}
+	go lockThen("first", first)
+	all := func(n int64) func() bool {
+		return func() bool { q := queued(t, srvs, "k"); return q[0] == n && q[1] == n && q[2] == n }
+	}
+	require.Eventually(t, all(1), 10*time.Second, time.Millisecond, "the first queues on every server")
+	go lockThen("second", second)
+	require.Eventually(t, all(2), 10*time.Second, time.Millisecond, "then the second")
+
+	_, err = holder.TryLock(ctx, "k")
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, l.Unlock(ctx))
+	assert.Equal(t, "first", <-got)
+	assert.Equal(t, "second", <-got)
+	require.Eventually(t, func() bool {
+		for _, s := range srvs {
+			if n, err := s.Do("ZCARD", "redlock:queue:k"); err != nil || n.(int64) != 0 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "each left the queue when served")
+}
+
+// TestFairNeedsAnnouncements: a Fair waiter hears its turn announced;
+// without announcements (Poll, or a driver that cannot announce) the
+// Client is refused before anything is sent.
+func TestFairNeedsAnnouncements(t *testing.T) {
+	_, err := redlock.NewClient(memnode.New(3, nil), redlock.Options{Config: redlock.Config{Fair: true}, Poll: true})
+	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
+}
