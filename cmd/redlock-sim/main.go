@@ -60,9 +60,10 @@ func configs() []sim.Config {
 	}
 	out = append(out, waiterConfigs()...)
 	out = append(out, leaseConfigs()...)
+	out = append(out, queueConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
-			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n))
+			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n))
 	}
 	return out
 }
@@ -99,8 +100,22 @@ func leaseConfigs() []sim.Config {
 	return out
 }
 
-// waiters reports whether cfg is one of waiterConfigs.
-func waiters(cfg sim.Config) bool { return strings.HasPrefix(cfg.Name, "waiters") }
+// queueConfigs returns the configurations of the Fair waiter queue
+// within the assumptions: fault-free, with every fault and the queue's
+// own (entries lost, nodes ordering differently), and with persistent
+// nodes and stale keys.
+func queueConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		out = append(out, sim.Queue(n), sim.QueueFaulty(n, core.Multiplexed))
+	}
+	return append(out, sim.QueueFaulty(5, core.Sequential), sim.QueuePersistent(5))
+}
+
+// waiters reports whether cfg is one of waiterConfigs or queueConfigs.
+func waiters(cfg sim.Config) bool {
+	return strings.HasPrefix(cfg.Name, "waiters") || strings.HasPrefix(cfg.Name, "queue")
+}
 
 // broken reports whether cfg breaks an assumption on purpose.
 func broken(cfg sim.Config) bool {
@@ -113,10 +128,10 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	start := time.Now()
 	fmt.Fprintf(out, "redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision())
-	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s\n",
+	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
 		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss",
-		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW")
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip")
 	ok := true
 	var total sim.Result
 	var within, withinCfgs int
@@ -140,11 +155,11 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d%s\n",
+		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
 			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, verdict)
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -163,7 +178,8 @@ locks a lease declared lost) and violations found (mutual exclusion,
 liveness after a holder crash, release hygiene, a lease going on after a
 round proved the lock lost, a fence not above that of every acquisition
 completed before it, a loss declared at or after the end of validity, a
-waiter whose quorum was announced free waiting past its retry delay).`)
+waiter whose quorum was announced free waiting past its retry delay, a
+Fair waiter overtaken more than Config.MaxOvertaken times in one wait).`)
 	if len(firsts) > 0 {
 		fmt.Fprintln(out, "\nFirst violation per configuration:")
 		for _, s := range firsts {
@@ -225,6 +241,7 @@ func announcements(out io.Writer, rs []result) {
 			a.Won, pct, ms(h.MeanAnnounced()), ms(h.MeanOther()),
 			a.Published, a.Fed, a.Missed, a.Dropped, a.Late, a.Duplicated, a.Forged, a.SubDrops, a.UnknownTTL)
 	}
+	queues(out, rs)
 	fmt.Fprintln(out, `Columns: acquisitions and attempts (rounds that tried to set the key);
 handoffs (releases while another client waited, each until the next
 acquisition) and their mean real time; acquisitions won by an attempt an
@@ -243,4 +260,21 @@ duplicated, forged; subscriptions dropped; held replies without a TTL).`)
 				ms(a), ms(polled), float64(polled)/float64(a), strings.TrimPrefix(x.cfg.Name, "waiters, announced "))
 		}
 	}
+}
+
+// queues prints what the Fair queues did in the queue configurations.
+func queues(out io.Writer, rs []result) {
+	fmt.Fprintf(out, "\nFair queues:\n%-58s %8s %9s %8s %8s %8s %8s\n",
+		"configuration", "acquired", "handoffs", "lost", "skewed", "overtake", "max")
+	for _, x := range rs {
+		if !x.cfg.Fair {
+			continue
+		}
+		q := x.r.Queue
+		fmt.Fprintf(out, "%-58s %8d %9d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Handoffs, q.Lost, q.Skewed, q.Overtakes, q.MaxOvertaken)
+	}
+	fmt.Fprintln(out, `Columns: acquisitions; keys handed to a waiter; queue entries lost and
+tickets moved (QueueLoss, QueueSkew); acquisitions won while a waiter with
+an earlier ticket waited (once per such waiter), and the most times one
+waiter was overtaken in one wait.`)
 }

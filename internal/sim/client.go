@@ -68,6 +68,11 @@ type client struct {
 	// retry delay's, in the cleanup's RoundDone.
 	firstDraw uint64
 	draws     int
+
+	// With Config.Fair (fair.go): the ticket of this acquisition's first
+	// cleanup, and how often others overtook it since.
+	ticket    int64
+	overtaken int
 }
 
 // use is one stretch of real time during which a client used a lock.
@@ -120,7 +125,7 @@ func newClient(w *world, id int, ppm int64) *client {
 	cfg := w.cfg
 	mk := func(ttl time.Duration, fraction float64) core.Spec {
 		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Fencing: cfg.Fencing, Tokens: &c.tokens, Jitter: jitter{c},
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: cfg.Fair, Tokens: &c.tokens, Jitter: jitter{c},
 			LeaseFraction: fraction, MaxHold: cfg.Lease.MaxHold, MaxExtensions: cfg.Lease.MaxExtensions})
 		if err != nil {
 			panic("sim: " + err.Error())
@@ -187,6 +192,7 @@ func (c *client) start() {
 		panic("sim: " + err.Error())
 	}
 	c.state, c.acq = acquiring, a
+	c.ticket, c.overtaken = 0, 0
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 1
 	c.w.res.Attempts++
 	c.drive(c.acq.Round())
@@ -209,6 +215,7 @@ func (c *client) pump() {
 		if !ok {
 			break
 		}
+		c.noteTicket(cmd)
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm)}
 		c.w.send(c.id, m)
 		c.w.schedule(event{at: m.deadline, kind: evTimeout, c: c.id, n: node, msg: m})
@@ -350,6 +357,7 @@ func (c *client) acquired(g core.Grant) {
 		w.res.Announce.Won++
 	}
 	c.state = holding
+	w.checkOvertakes(c)
 	c.leasing = w.chance(w.cfg.Faults.Extend)
 	if c.leasing {
 		c.lease = c.leaseSpec.Lease(g)

@@ -28,7 +28,15 @@ type Config struct {
 	// Fencing goes to every client's core.Config: acquisitions return
 	// fences, and the fence checker runs.
 	Fencing bool
-	Faults  Faults
+	// Fair goes to every client's core.Config: the nodes queue the
+	// waiters and hand each release to the first (see fair.go), and the
+	// checker of skipped waiters runs.
+	Fair bool
+	// MaxOvertaken bounds how often one waiter of a Fair queue may be
+	// overtaken in one wait (fair.go); zero means 8. Queue faults that
+	// lose or reorder entries overtake a waiter a few times more.
+	MaxOvertaken int
+	Faults       Faults
 	// Lease configures the holders' leases (core.Lease), which decide
 	// when a lock is extended and when it is lost.
 	Lease LeaseConfig
@@ -173,6 +181,19 @@ type Faults struct {
 	// counter (StatusOK where the key holds the token) but leave it: the
 	// fence is handed out without the raise step.
 	SkipRaise bool
+
+	// With Config.Fair. QueueLoss is the probability that a node does not
+	// record one queue entry (a join, or a waiter's return to the back),
+	// as a node restarted between two of a waiter's cleanups would not.
+	// QueueSkew is the probability that a node records a joining waiter
+	// with its ticket moved by up to SkewBy either way, so that nodes
+	// order the waiters differently.
+	QueueLoss float64
+	QueueSkew float64
+	SkewBy    time.Duration
+	// SkipHead (broken): a release hands the key to the second waiter
+	// whenever two or more wait.
+	SkipHead bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -192,7 +213,9 @@ type Result struct {
 	// Handoff measures, for every release after which another client was
 	// waiting, the real time from the release's start (the holder gives
 	// the lock up) to the next acquisition.
-	Handoff    Handoffs
+	Handoff Handoffs
+	// Queue counts what the Fair queues did.
+	Queue      QueueCounts
 	Violations Violations
 	// First describes the first violation found, with its schedule's seed.
 	First string
@@ -207,6 +230,17 @@ type FaultCounts struct {
 	Outages, StaleKeys          int // majority outages, stale keys set
 	UnlockRaces                 int // unlocks with an extension in flight
 	LeaseLosses                 int // locks a lease declared lost
+}
+
+// QueueCounts counts the Fair queues' work (Config.Fair).
+type QueueCounts struct {
+	// Handoffs counts keys handed to a waiter; Lost and Skewed the queue
+	// entries QueueLoss and QueueSkew dropped and moved.
+	Handoffs, Lost, Skewed int
+	// Overtakes counts acquisitions won while a waiter with an earlier
+	// ticket waited, once per such waiter; MaxOvertaken is the most times
+	// one waiter was overtaken in one wait.
+	Overtakes, MaxOvertaken int
 }
 
 // AnnounceCounts counts release announcements.
@@ -268,11 +302,14 @@ type Violations struct {
 	// announced free, still ended after the retry delay's end: the
 	// announced wake was slower than polling.
 	LongWait int
+	// Skipped counts waiters that acquisitions overtook more than
+	// Config.MaxOvertaken times while they waited in a Fair queue (fair.go).
+	Skipped int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped
 }
 
 func (r *Result) add(o Result) {
@@ -319,6 +356,13 @@ func (r *Result) add(o Result) {
 	v.Fence += u.Fence
 	v.LateLoss += u.LateLoss
 	v.LongWait += u.LongWait
+	v.Skipped += u.Skipped
+	q, p := &r.Queue, o.Queue
+	q.Handoffs += p.Handoffs
+	q.Lost += p.Lost
+	q.Skewed += p.Skewed
+	q.Overtakes += p.Overtakes
+	q.MaxOvertaken = max(q.MaxOvertaken, p.MaxOvertaken)
 	if r.First == "" {
 		r.First = o.First
 	}

@@ -438,3 +438,47 @@ func LeaseUnlockRace(n int) Config {
 	c.Faults.Extend, c.Faults.ExtendTTL = 1, 0
 	return c
 }
+
+// Queue is WaitersAnnounced with Config.Fair: the nodes queue the
+// waiters and hand each release to the first (fair.go). Every client
+// listens, as a Fair Client must.
+func Queue(n int) Config {
+	c := WaitersAnnounced(n)
+	c.Name = "queue, fair N=" + strconv.Itoa(n)
+	c.Fair = true
+	return c
+}
+
+// QueueFaulty is WaitersFaulty with Config.Fair, every client listening,
+// and the queue's own faults: entries lost on a node (QueueLoss) and
+// tickets moved by up to 50 ms (QueueSkew), so that nodes disagree on
+// the order.
+func QueueFaulty(n int, fo core.FanOut) Config {
+	c := WaitersFaulty(n, fo)
+	c.Name = "queue, all faults N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Fair = true
+	c.Announce.Listen = 1
+	c.Faults.QueueLoss, c.Faults.QueueSkew, c.Faults.SkewBy = 0.05, 0.2, 50*ms
+	c.MaxOvertaken = 24
+	return c
+}
+
+// QueuePersistent is QueueFaulty with nodes that keep their data, queues
+// included, across crashes and stale keys on a minority.
+func QueuePersistent(n int) Config {
+	c := QueueFaulty(n, core.Multiplexed)
+	c.Name = "queue, persistent, stale keys N=" + strconv.Itoa(n)
+	c.Faults.Persistent = true
+	c.Faults.StaleKeys, c.Faults.StaleTTL = 3, [2]time.Duration{10 * ms, c.TTL}
+	return c
+}
+
+// QueueSkipsHead is Queue with nodes whose release hands the key to the
+// second waiter whenever two or more wait: the skipped-waiter checker
+// must see it.
+func QueueSkipsHead(n int) Config {
+	c := Queue(n)
+	c.Name = "broken: queue skips its head N=" + strconv.Itoa(n)
+	c.Faults.SkipHead = true
+	return c
+}

@@ -28,7 +28,7 @@ func Run(cfg Config, seed uint64) Result {
 	f := &cfg.Faults
 	w.nodes = make([]node, cfg.Nodes)
 	for i := range w.nodes {
-		w.nodes[i] = node{ppm: w.ppm(f.NodePPM), up: true, subs: make([]uint64, cfg.Clients)}
+		w.nodes[i] = node{i: i, ppm: w.ppm(f.NodePPM), up: true, subs: make([]uint64, cfg.Clients)}
 		if f.WorstClocks {
 			w.nodes[i].ppm = f.NodePPM
 		}
@@ -135,7 +135,7 @@ func (w *world) crashNode(i int, d [2]time.Duration) {
 	w.res.Faults.NodeCrashes++
 	n.up = false
 	if !w.cfg.Faults.Persistent {
-		n.has = false // the data set is gone with the process
+		n.has, n.handed, n.queue = false, 0, nil // the data set is gone with the process
 		w.res.Faults.EmptyRestarts++
 	}
 	if w.cfg.Faults.LoseCounters {
@@ -172,7 +172,7 @@ func (w *world) staleKey() {
 	for _, i := range w.rng.Perm(w.cfg.Nodes)[:k] {
 		n := &w.nodes[i]
 		if n.up && !n.alive(w.now) {
-			n.has, n.tok, n.exp, n.setAt, n.setLate = true, tok, n.clock(w.now)+int64(ttl), w.now, false
+			n.has, n.tok, n.exp, n.setAt, n.setLate, n.handed = true, tok, n.clock(w.now)+int64(ttl), w.now, false, 0
 			set = true
 		}
 	}

@@ -105,6 +105,45 @@ func TestAnnouncementsWithinAssumptions(t *testing.T) {
 	}
 }
 
+// TestQueueWithinAssumptions: the Fair waiter queue, fault-free or with
+// every fault and its own (entries lost, tickets moved so that nodes
+// order the waiters differently), persistent nodes and stale keys: no
+// checker finds anything, waiters are overtaken at most MaxOvertaken
+// times, and keys were handed over.
+func TestQueueWithinAssumptions(t *testing.T) {
+	for _, cfg := range []Config{Queue(3), Queue(5), QueueFaulty(3, core.Multiplexed), QueueFaulty(5, core.Multiplexed),
+		QueueFaulty(5, core.Sequential), QueuePersistent(5)} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			q, f := r.Queue, cfg.Faults
+			if r.Acquisitions < schedulesPerConfig || q.Handoffs == 0 || r.Announce.Published == 0 {
+				t.Fatalf("%d acquisitions, %+v, %d announcements", r.Acquisitions, q, r.Announce.Published)
+			}
+			if (f.QueueLoss > 0) != (q.Lost > 0) || (f.QueueSkew > 0) != (q.Skewed > 0) {
+				t.Fatalf("queue faults not injected as configured: %+v", q)
+			}
+		})
+	}
+}
+
+// TestSkippedCheckerSeesAQueueThatSkipsItsHead: nodes whose release hands
+// the key to the second waiter make the skipped-waiter checker, and only
+// it, report violations; the same schedules with a sound queue do not
+// (TestQueueWithinAssumptions).
+func TestSkippedCheckerSeesAQueueThatSkipsItsHead(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		r := Campaign(QueueSkipsHead(n), 1, schedulesPerConfig)
+		v := r.Violations
+		if v.Skipped == 0 || v.Total() != v.Skipped {
+			t.Fatalf("N=%d: %+v in %d schedules", n, v, r.Schedules)
+		}
+		t.Logf("N=%d: %+v in %d schedules; first: %s", n, v, r.Schedules, r.First)
+	}
+}
+
 // TestCheckersSeeBrokenAssumptions: each broken assumption, and the bug of
 // one token shared by every attempt, makes the checkers report violations:
 // they are not blind.

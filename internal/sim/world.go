@@ -259,6 +259,7 @@ func realAt(l time.Time, ppm int64) int64 {
 
 // node is one Redis master holding at most the one key.
 type node struct {
+	i     int
 	ppm   int64 // clock-rate error: expiry runs on the node's clock
 	up    bool
 	has   bool
@@ -273,6 +274,10 @@ type node struct {
 	// subs[c] is the generation of client c's subscription to the key's
 	// announcements on this node, 0 if none.
 	subs []uint64
+	// With Config.Fair: the client the key is handed to, plus 1 (the key
+	// then holds no token), and the waiter queue.
+	handed int
+	queue  []entry
 }
 
 func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
@@ -286,10 +291,13 @@ func (n *node) alive(t int64) bool { return n.has && n.clock(t) < n.exp }
 // key's PTTL, on the node's clock, rounded down to the millisecond as
 // redis-server's is (0 when less than a millisecond is left, which the
 // core takes as unknown).
-func (n *node) apply(m *message, t int64, f *Faults) core.Status {
-	cmd := m.cmd
+func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
+	cmd, f := m.cmd, &w.cfg.Faults
 	if n.has && !n.alive(t) {
-		n.has = false
+		n.has, n.handed = false, 0
+	}
+	if cmd.Fair {
+		return n.applyFair(m, c, t, w)
 	}
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
@@ -358,9 +366,9 @@ func (w *world) deliver(e event) {
 	m := e.msg
 	m.appliedAt = -1
 	if n.up {
-		m.status = n.apply(&m, w.now, &w.cfg.Faults)
+		m.status = n.apply(&m, e.c, w.now, w)
 		m.appliedAt = w.now
-		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease {
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair {
 			w.publish(e.n) // the release script PUBLISHes after its delete
 		}
 		if m.ttl > 0 && w.chance(w.cfg.Announce.UnknownTTL) {

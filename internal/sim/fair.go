@@ -1,0 +1,170 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// The waiter queue of core.Config.Fair, as the drivers' scripts keep it
+// on each node (drivers/internal/wire): a failed attempt's cleanup
+// queues its client under the Ticket of its first cleanup, keeping its
+// place; entries past their deadline (the node's clock) leave; a release
+// or cleanup that leaves the key free hands it to the first waiter
+// (lowest ticket, then client), which leaves the queue, and announces it
+// to that client alone; the key then holds no token, for Handoff, and
+// only that client's acquire takes it, leaving the queue or, with a
+// Ticket, going to its back. A release by the client a key is handed to
+// frees it too.
+//
+// Queue faults: a crash of a node that is not Persistent empties its
+// queue; QueueLoss drops a queue write; QueueSkew moves a joining
+// waiter's ticket, so that nodes order the waiters differently. None of
+// them may cost exclusion. The skipped-waiter checker counts, for every
+// waiting client with a ticket, the acquisitions won by others with a
+// later ticket or none; more than Config.MaxOvertaken in one wait is a
+// violation (Violations.Skipped).
+
+// entry is one waiter in a node's queue.
+type entry struct {
+	c      int
+	ticket int64
+	due    int64 // node clock
+}
+
+// maxOvertaken returns how often a waiter of a Fair queue may be
+// overtaken in one wait (Config.MaxOvertaken): by acquisitions that found
+// the key free after a handoff expired, or that won on nodes whose queue
+// lost or reordered its entry. A queue that skips its head overtakes it
+// at every release while two or more wait.
+func (c Config) maxOvertaken() int {
+	if c.MaxOvertaken > 0 {
+		return c.MaxOvertaken
+	}
+	return 8
+}
+
+// applyFair runs a Fair acquire or release from client c at real time t.
+func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
+	cmd, now := m.cmd, n.clock(t)
+	switch cmd.Op {
+	case core.OpAcquire, core.OpAcquireFenced:
+		if n.has && n.handed != c+1 {
+			m.ttl = time.Duration(n.exp-now) / time.Millisecond * time.Millisecond
+			return core.StatusHeld
+		}
+		n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate = true, 0, cmd.Token, now+int64(cmd.TTL), t, m.late
+		if cmd.Op == core.OpAcquireFenced {
+			n.fence++
+			m.fence = n.fence
+		}
+		if cmd.Ticket > 0 {
+			n.join(c, cmd.Ticket, now+int64(cmd.Life), true, w)
+		} else {
+			n.leave(c)
+		}
+		return core.StatusOK
+	case core.OpRelease:
+		st := core.StatusHeld
+		switch {
+		case !n.has:
+			st = core.StatusMissing
+		case n.handed == c+1 || n.handed == 0 && n.tok == cmd.Token:
+			n.has, n.handed = false, 0
+			st = core.StatusOK
+		}
+		if cmd.Ticket > 0 {
+			n.join(c, cmd.Ticket, now+int64(cmd.Life), false, w)
+		}
+		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
+		if !n.has {
+			n.handOn(t, cmd.Handoff, w)
+		}
+		return st
+	}
+	panic("sim: Fair " + cmd.Op.String())
+}
+
+// join queues client c, or refreshes its entry: back to the end of the
+// queue if requeue, else keeping its ticket.
+func (n *node) join(c int, ticket, due int64, requeue bool, w *world) {
+	f := &w.cfg.Faults
+	if w.chance(f.QueueLoss) {
+		w.res.Queue.Lost++
+		return
+	}
+	if w.chance(f.QueueSkew) {
+		w.res.Queue.Skewed++
+		skew := w.between(0, 2*f.SkewBy) - int64(f.SkewBy) // ns, either way
+		ticket = max(ticket+skew/int64(time.Millisecond), 1)
+	}
+	for k := range n.queue {
+		if e := &n.queue[k]; e.c == c {
+			e.due = due
+			if requeue {
+				e.ticket = ticket
+			}
+			return
+		}
+	}
+	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due})
+}
+
+func (n *node) leave(c int) {
+	n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
+}
+
+// handOn hands the free key to the first waiter, if any, at real time t.
+func (n *node) handOn(t int64, handoff time.Duration, w *world) {
+	if len(n.queue) == 0 {
+		return
+	}
+	slices.SortFunc(n.queue, func(a, b entry) int {
+		if a.ticket != b.ticket {
+			return int(min(max(a.ticket-b.ticket, -1), 1))
+		}
+		return a.c - b.c
+	})
+	k := 0
+	if w.cfg.Faults.SkipHead && len(n.queue) > 1 {
+		k = 1
+	}
+	head := n.queue[k].c
+	n.queue = slices.Delete(n.queue, k, k+1)
+	n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate = true, head+1, core.Token{}, n.clock(t)+int64(handoff), t, false
+	w.res.Queue.Handoffs++
+	if gen := n.subs[head]; gen != 0 {
+		w.res.Announce.Published++
+		w.sendAnnouncement(head, n.i)
+	}
+}
+
+// noteTicket records the ticket of client c's cleanup: its place in the
+// queues while it waits.
+func (c *client) noteTicket(cmd core.Command) {
+	if cmd.Fair && cmd.Op == core.OpRelease && cmd.Ticket > 0 && c.ticket == 0 {
+		c.ticket = cmd.Ticket
+	}
+}
+
+// checkOvertakes counts, when client x acquires, an overtake of every
+// other waiting client with an earlier ticket, and reports one overtaken
+// more than maxOvertaken times in this wait.
+func (w *world) checkOvertakes(x *client) {
+	if !w.cfg.Fair {
+		return
+	}
+	for _, c := range w.clients {
+		if c == x || c.crashed || c.state != acquiring || c.ticket == 0 || (x.ticket != 0 && x.ticket <= c.ticket) {
+			continue
+		}
+		c.overtaken++
+		w.res.Queue.Overtakes++
+		w.res.Queue.MaxOvertaken = max(w.res.Queue.MaxOvertaken, c.overtaken)
+		if c.overtaken == w.cfg.maxOvertaken()+1 {
+			w.violation(&w.res.Violations.Skipped, "client %d (ticket %d) was overtaken %d times while it waited; the last by client %d (ticket %d)",
+				c.id, c.ticket, c.overtaken, x.id, x.ticket)
+		}
+	}
+}
