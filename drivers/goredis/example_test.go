@@ -43,7 +43,6 @@ func ExampleNew() {
 	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
 		clients = append(clients, redis.NewClient(&redis.Options{
 			Addr:                  addr,
-			MaxRetries:            -1,   // a retried SET NX would find its own key
 			ContextTimeoutEnabled: true, // the lock's deadlines bound each command
 		}))
 	}

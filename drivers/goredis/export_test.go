@@ -1,6 +1,8 @@
 package goredis
 
 import (
+	"context"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/drivers/internal/engine"
@@ -21,4 +23,22 @@ func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 		panic(err)
 	}
 	return cfg.Subscribe
+}
+
+// DialConn dials addr as Dial dials a node: the engine's Conn to it.
+func DialConn(ctx context.Context, addr string) (engine.Conn, error) {
+	cfg, err := dialConfig([]string{addr}, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
+}
+
+// ClientConn is the engine's Conn that New makes over c.
+func ClientConn(ctx context.Context, c *redis.Client) (engine.Conn, error) {
+	cfg, err := newConfig([]*redis.Client{c}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
 }

@@ -3,20 +3,29 @@
 //
 // Dial makes one go-redis client per Redis master, on one connection; New
 // takes the caller's clients. A node's commands, from every round, go out
-// on its client as pipelines, one at a time, in the order their rounds
-// issued them. The driver engine shared by every driver of this module
-// owns the rest: deadlines, scripts, replies, and the order that keeps a
-// release behind the SET it undoes.
+// on one go-redis Conn of its client (Client.Conn), one command or one
+// pipeline at a time, in the order their rounds issued them. The driver
+// engine shared by every driver of this module owns the rest: deadlines,
+// scripts, replies, and the order that keeps a release behind the SET it
+// undoes.
+//
+// A node's go-redis commands are made once and sent again with new words
+// (RawWriteToCmd, its reply decoded by the engine), so that a command
+// allocates nothing. go-redis still allocates for a pipeline of several
+// commands, which rounds share only when they overlap: Pipeline.Exec drops
+// its slice of commands and the error check ending every pipeline boxes
+// errors.As targets; and for a bulk string reply, which it copies through
+// an io.LimitReader (the Redlock commands get none).
 //
 // Dial honours Options: Username and Password (AUTH), DB (SELECT), TLS,
 // DialTimeout and Clock. A node that is down does not fail Dial: its commands fail
 // (core.StatusError, naming the node) until it answers, and go-redis logs
-// each failed dial (redis.SetLogger silences it). When a pipeline fails
+// each failed dial (redis.SetLogger silences it). When a command fails
 // (the server restarted, a reply missed its deadline) the driver closes the
-// client and makes another, which it pings (go-redis connects lazily), for
-// the node's next pipeline; until a script has run on the new connection
-// its commands carry the script's source (EVAL), since a restarted server
-// has lost its script cache.
+// Conn and its client and makes others, which it pings (go-redis connects
+// lazily), for the node's next commands; until a script has run on the new
+// connection its commands carry the script's source (EVAL), since a
+// restarted server has lost its script cache.
 //
 // Release notifications (Watch, core.Announcer) come through one go-redis
 // PubSub per node, on a connection of its own: Dial makes one more client
@@ -79,11 +88,13 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		o := base
 		o.Addr = addrs[i]
 		c := redis.NewClient(&o)
-		if err := c.Ping(ctx).Err(); err != nil {
+		rc := c.Conn()
+		if err := rc.Ping(ctx).Err(); err != nil {
+			rc.Close()
 			c.Close()
 			return nil, err
 		}
-		return &conn{c: c, pipe: c.Pipeline()}, nil
+		return newConn(rc, func() error { rc.Close(); return c.Close() }), nil
 	}
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
 		o := base
@@ -97,14 +108,17 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 // New returns a Driver over existing clients, one per master in node
 // order: *redis.Client, as redis.NewClient and redis.NewFailoverClient
 // return, since a Redlock node is one master (a ClusterClient or a Ring
-// spreads keys over several). Give them MaxRetries -1, or a SET NX retried
-// after a lost reply finds the caller's own key, held; and
-// ContextTimeoutEnabled, or a hung node keeps its pipelines past their
-// deadlines. names[i] names node i in errors; nil names each by its
-// client's Options().Addr. A nil client, the same client twice or the same
-// name twice (the same server would vote twice) is an error matching
-// core.ErrInvalidConfig. Close does not close the clients. Release
-// notifications take one PubSub of each client (Client.Subscribe).
+// spreads keys over several). Give them ContextTimeoutEnabled, or a hung
+// node keeps its commands past their deadlines. go-redis never sends the
+// driver's commands again (RawWriteToCmd is NoRetry), whatever MaxRetries:
+// a SET NX retried after a lost reply would find the caller's own key,
+// held. names[i] names node i in errors; nil names each by its client's
+// Options().Addr. A nil client, the same client twice or the same name
+// twice (the same server would vote twice) is an error matching
+// core.ErrInvalidConfig. The commands hold one connection of each client
+// (Client.Conn, with the client's hooks), given back after a failure and
+// by Close, which does not close the clients. Release notifications take
+// one PubSub of each client (Client.Subscribe).
 // The driver reads its deadlines on the system clock: give a Client over
 // it no other (leave redlock.Options.Clock nil).
 func New(clients []*redis.Client, names []string) (*Driver, error) {
@@ -122,7 +136,8 @@ func newConfig(clients []*redis.Client, names []string) (engine.Config, error) {
 		return engine.Config{}, err
 	}
 	dial := func(_ context.Context, i int) (engine.Conn, error) {
-		return borrowed{&conn{c: clients[i], pipe: clients[i].Pipeline()}}, nil
+		rc := clients[i].Conn()
+		return newConn(rc, rc.Close), nil
 	}
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
 		return subscribe(ctx, clients[i], func() error { return nil })
@@ -149,107 +164,5 @@ func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.
 // made; later commands fail with core.ErrClosed. It is idempotent.
 func (d *Driver) Close() error {
 	d.e.Close()
-	return nil
-}
-
-// sub is a go-redis PubSub: the engine's Subscription. go-redis redials a
-// failed PubSub and subscribes again by itself; Receive closes it instead,
-// so that the engine sees the failure, and a closed PubSub fails at once.
-type sub struct {
-	ps    *redis.PubSub
-	close func() error // closes the client Dial made
-}
-
-// subscribe opens c's PubSub and connects it with a PING (go-redis
-// connects lazily), so that a node down or refused credentials fail here.
-func subscribe(ctx context.Context, c *redis.Client, closeClient func() error) (engine.Subscription, error) {
-	s := sub{c.Subscribe(ctx), closeClient}
-	if err := s.ps.Ping(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s sub) Subscribe(ctx context.Context, chs ...string) error {
-	return s.ps.Subscribe(ctx, chs...)
-}
-
-func (s sub) Unsubscribe(ctx context.Context, chs ...string) error {
-	return s.ps.Unsubscribe(ctx, chs...)
-}
-
-func (s sub) Close() error {
-	s.ps.Close() // pool.ErrClosed the second time
-	return s.close()
-}
-
-func (s sub) Receive(ctx context.Context) (engine.Event, error) {
-	for {
-		v, err := s.ps.Receive(ctx)
-		if _, ok := err.(redis.Error); ok { // an error reply, such as an ACL's NOPERM
-			return engine.Event{Kind: engine.EventRefused, Err: err}, nil
-		} else if err != nil {
-			s.ps.Close()
-			return engine.Event{}, err
-		}
-		var e engine.Event
-		ok := false
-		switch v := v.(type) {
-		case *redis.Message:
-			e, ok = engine.EventOf("message", v.Channel)
-			ok = ok && v.Pattern == ""
-		case *redis.Subscription:
-			e, ok = engine.EventOf(v.Kind, v.Channel)
-		}
-		if ok {
-			return e, nil
-		}
-	}
-}
-
-// conn is one node's client, made by Dial: the engine's Conn.
-type conn struct {
-	c    *redis.Client
-	pipe redis.Pipeliner
-}
-
-func (c *conn) Close() error { return c.c.Close() }
-
-// borrowed is a client given to New, which its Close leaves open.
-type borrowed struct{ *conn }
-
-func (borrowed) Close() error { return nil }
-
-// Exchange runs cmds as one pipeline. Exec's own error is the first
-// command's, error replies included, so each command's is read instead.
-func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	for _, words := range cmds {
-		args := make([]any, len(words))
-		for k, w := range words {
-			args[k] = w
-		}
-		c.pipe.Do(ctx, args...)
-	}
-	done, _ := c.pipe.Exec(ctx)
-	for i, cmd := range done {
-		v, err := cmd.(*redis.Cmd).Result()
-		_, isReply := err.(redis.Error) // an error reply (redis.Nil is one too)
-		str, isString := v.(string)
-		switch n, isInt := v.(int64); {
-		case err == redis.Nil:
-			replies[i] = engine.Reply{Kind: engine.KindNil}
-		case isReply:
-			replies[i] = engine.Reply{Kind: engine.KindError, Err: err}
-		case err != nil:
-			return err // the connection failed
-		case isString:
-			replies[i] = engine.String(str)
-		case isInt:
-			replies[i] = engine.Reply{Kind: engine.KindInt, Int: n}
-		default:
-			replies[i] = engine.Other(v)
-		}
-	}
 	return nil
 }
