@@ -79,6 +79,23 @@ type Cell struct {
 	// the throughput curve's extra points and the Handoff cells. It is
 	// not a coordinate: Matches ignores it.
 	Duration time.Duration `json:"duration,omitempty"`
+	// Repeats, above 1, measures the cell that many times in a row and
+	// keeps the repeat of median p50 (measure.Median), every repeat's p50
+	// in the record's RepeatP50Us. Not a coordinate: Matches ignores it.
+	Repeats int `json:"repeats,omitempty"`
+}
+
+// Servers returns how many of its scenario's servers a cell uses: N for
+// this library and redsync, one for the single-server peers
+// (rueidislock's keys, redislock), none for the in-memory driver.
+func (c Cell) Servers() int {
+	switch {
+	case c.Library == Redlock && c.Driver == "mem":
+		return 0
+	case c.Library == Rueidislock || c.Library == Redislock:
+		return 1
+	}
+	return c.Nodes
 }
 
 // Subject names the library and its client, "redlock+redigo".
@@ -177,6 +194,22 @@ type Plan struct {
 	// HandoffOnly leaves out every cell but the Handoff cells (and the
 	// Variants cells, with VariantsOnly).
 	HandoffOnly bool
+	// Repeats, above 1, is the Cell.Repeats of the cells the p50 targets
+	// compare: one client, on the loopback servers at VariantNodes, this
+	// library's multiplexed cells over every driver but mem, and
+	// redsync+redigo's.
+	Repeats int
+}
+
+// repeated reports whether c is one of the cells Plan.Repeats repeats.
+func (p Plan) repeated(c Cell) bool {
+	if p.Repeats < 2 || c.Scenario != Loopback || c.Clients != 1 || c.SharedKey || c.Nodes != p.VariantNodes() {
+		return false
+	}
+	if c.Library == Redlock {
+		return c.Driver != "mem" && c.FanOut == "multiplexed"
+	}
+	return c.Library == Redsync && c.Driver == "redigo"
 }
 
 // CurveNodes is the N of the throughput curve's extra points, and
@@ -258,6 +291,10 @@ func (p Plan) Cells() []Cell {
 					cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Proxy, Nodes: n, FanOut: f, Clients: 1})
 				}
 			}
+			// The high concurrency behind the proxy, at the targets' N.
+			if maxC > 1 {
+				cells = append(cells, Cell{Library: Redlock, Driver: d, Scenario: Proxy, Nodes: p.VariantNodes(), FanOut: contendedFan, Clients: maxC})
+			}
 		}
 	}
 	cells = append(cells, p.variantCells()...)
@@ -289,6 +326,11 @@ func (p Plan) Cells() []Cell {
 	}
 	cells = append(cells, p.curveCells(true)...)
 	cells = append(cells, p.handoffCells(true)...)
+	for i := range cells {
+		if p.repeated(cells[i]) {
+			cells[i].Repeats = p.Repeats
+		}
+	}
 	return cells
 }
 

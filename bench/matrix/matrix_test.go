@@ -2,6 +2,7 @@ package matrix
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -63,9 +64,18 @@ func TestPlanCells(t *testing.T) {
 	if n := count(func(c Cell) bool { return !c.IsPeer() && c.Scenario == Loopback }); n != 26 {
 		t.Errorf("loopback redlock cells = %d, want 26", n)
 	}
-	// Proxy: redigo only (mem has no network), 3 N × 2 fan-outs.
-	if n := count(func(c Cell) bool { return !c.IsPeer() && c.Scenario == Proxy }); n != 6 {
-		t.Errorf("proxy cells = %d, want 6", n)
+	// Proxy: redigo only (mem has no network), 3 N × 2 fan-outs with one
+	// client, and 32 clients at N=5 multiplexed.
+	if n := count(func(c Cell) bool { return !c.IsPeer() && c.Scenario == Proxy }); n != 7 {
+		t.Errorf("proxy cells = %d, want 7", n)
+	}
+	if n := count(func(c Cell) bool {
+		return c.Scenario == Proxy && c.Clients == 32 && c.Nodes == 5 && c.FanOut == "multiplexed" && c.Driver == "redigo"
+	}); n != 1 {
+		t.Errorf("32-client proxy cells = %d, want 1", n)
+	}
+	if n := count(func(c Cell) bool { return c.Repeats != 0 }); n != 0 {
+		t.Errorf("%d repeated cells without Plan.Repeats", n)
 	}
 	if n := count(func(c Cell) bool { return c.Library == Redislock }); n != 2 {
 		t.Errorf("redislock cells = %d, want 2 (N=1 only)", n)
@@ -95,6 +105,62 @@ func TestPlanCells(t *testing.T) {
 	}
 }
 
+// Plan.Repeats repeats the one-client N=5 cells the p50 targets compare,
+// and no other.
+func TestPlanRepeats(t *testing.T) {
+	p := Plan{
+		Drivers:     []string{"mem", "redigo", "rueidis"},
+		NodeCounts:  []int{1, 3, 5},
+		FanOuts:     []string{"sequential", "multiplexed"},
+		Concurrency: []int{1, 32},
+		Proxy:       true,
+		Peers:       AllPeers,
+		Variants:    []string{"plain"},
+		Repeats:     3,
+	}
+	var got []string
+	for _, c := range p.Cells() {
+		if c.Repeats != 0 {
+			if c.Repeats != 3 {
+				t.Errorf("%s: repeats %d, want 3", c.Name(), c.Repeats)
+			}
+			got = append(got, c.Subject()+" "+c.FanOut)
+		}
+	}
+	want := []string{"redlock+redigo multiplexed", "redlock+rueidis multiplexed", "redsync+redigo concurrent"}
+	if !slices.Equal(got, want) {
+		t.Errorf("repeated cells = %q, want %q", got, want)
+	}
+	// A repeated cell is still found by its coordinates.
+	recs := []Record{{Cell: Cell{Library: Redsync, Driver: "redigo", Scenario: Loopback, Nodes: 5, FanOut: FanConcurrent, Clients: 1, Repeats: 3}}}
+	if Find(recs, Cell{Library: Redsync, Driver: "redigo", Scenario: Loopback, Nodes: 5, Clients: 1}) == nil {
+		t.Error("Find ignores Repeats: not found")
+	}
+	p.Repeats = 1
+	for _, c := range p.Cells() {
+		if c.Repeats != 0 {
+			t.Errorf("%s repeated with Repeats 1", c.Name())
+		}
+	}
+}
+
+func TestCellServers(t *testing.T) {
+	for _, tc := range []struct {
+		c    Cell
+		want int
+	}{
+		{Cell{Library: Redlock, Driver: "redigo", Nodes: 5}, 5},
+		{Cell{Library: Redlock, Driver: "mem", Nodes: 5}, 0},
+		{Cell{Library: Redsync, Driver: "rueidis", Nodes: 3}, 3},
+		{Cell{Library: Rueidislock, Driver: "rueidis", Nodes: 5}, 1},
+		{Cell{Library: Redislock, Driver: "go-redis", Nodes: 1}, 1},
+	} {
+		if got := tc.c.Servers(); got != tc.want {
+			t.Errorf("%s: Servers() = %d, want %d", tc.c.Subject(), got, tc.want)
+		}
+	}
+}
+
 func TestFind(t *testing.T) {
 	cells := []Record{{Cell: Cell{Library: Redlock, Driver: "redigo", Nodes: 5, Clients: 1}}}
 	if Find(cells, Cell{Library: Redlock, Nodes: 5}) == nil {
@@ -116,7 +182,7 @@ func TestRecordJSONIsFlat(t *testing.T) {
 		t.Fatalf("json = %s", s)
 	}
 	var back Record
-	if err := json.Unmarshal(b, &back); err != nil || back != r {
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip = %+v, %v", back, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/redlock-go/redlock/bench/measure"
@@ -44,15 +45,57 @@ type PeerMessage struct {
 // after a garbage collection, so that the previous cell's garbage is not
 // this cell's cost. Both child commands (ours and the peers') measure
 // through it, so both sides of a comparison run the same loop.
+//
+// The result has the client's CPU per pair (this process's), and the
+// servers': Measure reads INFO cpu of the cell's servers (Cell.Servers)
+// at the window's edges, on connections of its own opened before the
+// warm-up. A cell with Repeats above 1 is measured that many times in a
+// row and the repeat of median p50 kept (measure.Median).
 func (r PeerRequest) Measure(ctx context.Context, s measure.Subject, c Cell) measure.Result {
-	runtime.GC()
-	return measure.Run(ctx, s, measure.Spec{
+	spec := measure.Spec{
 		Clients:   c.Clients,
 		SharedKey: c.SharedKey,
 		KeyPrefix: c.KeyPrefix(r.RunID),
 		Duration:  r.duration(c),
 		Warmup:    r.Warmup,
-	})
+	}
+	var cpuErr error
+	if n := c.Servers(); n > 0 {
+		addrs := r.Addrs[ScenarioAddrs(c.Scenario)]
+		if len(addrs) >= n {
+			var srv measure.Servers
+			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
+				defer srv.Close()
+				spec.Servers = srv
+			}
+		}
+	}
+	var rs []measure.Result
+	for i := 0; i < max(1, c.Repeats) && (i == 0 || ctx.Err() == nil); i++ {
+		if i > 0 {
+			spec.KeyPrefix = c.KeyPrefix(r.RunID) + strconv.Itoa(i) + ":"
+		}
+		runtime.GC()
+		rs = append(rs, measure.Run(ctx, s, spec))
+	}
+	res := measure.Median(rs)
+	if cpuErr != nil {
+		res.ServersCPUError = cpuErr.Error()
+	}
+	return res
+}
+
+// dialServers connects to addrs to read their CPU, with the request's
+// credentials and TLS.
+func (r PeerRequest) dialServers(addrs []string) (measure.Servers, error) {
+	o := measure.ServerOptions{Username: r.Username, Password: r.Password}
+	if r.TLS {
+		var err error
+		if o.TLS, err = ClientTLS(r.TLSCA); err != nil {
+			return nil, err
+		}
+	}
+	return measure.DialServers(addrs, o)
 }
 
 // duration is cell c's measured time: its own, else the request's.

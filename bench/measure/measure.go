@@ -51,6 +51,15 @@ type Spec struct {
 	// Warmup runs the loop, unmeasured, for this long first (connections
 	// dialled, scripts loaded, pools filled).
 	Warmup time.Duration
+	// Servers, when set, is read at the measured window's edges: the
+	// servers' CPU time (INFO cpu), reported per pair in
+	// Result.ServersCPUUsPerOp.
+	Servers CPUReader
+}
+
+// CPUReader reads the CPU time some servers have used (Servers does).
+type CPUReader interface {
+	CPU() (time.Duration, error)
 }
 
 // Histogram bounds: 100 ns to 60 s at 3 significant digits.
@@ -92,6 +101,22 @@ type Result struct {
 	// RoundsPerOp is the rounds (core.Driver.Begin calls) per pair, counted
 	// exactly, for a Subject that is a RoundCounter; 0 otherwise.
 	RoundsPerOp float64 `json:"rounds_per_op,omitempty"`
+	// ClientCPUUsPerOp is the CPU time, user and system, of the process
+	// that runs the loop (getrusage RUSAGE_SELF) over the measured window,
+	// per pair, in µs; 0 where the platform does not say.
+	ClientCPUUsPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
+	// ServersCPUUsPerOp is the CPU time of the cell's servers
+	// (used_cpu_sys + used_cpu_user of INFO cpu, summed over the servers)
+	// over the measured window, per pair, in µs; 0 when not measured
+	// (Spec.Servers unset, or a server that does not report it).
+	ServersCPUUsPerOp float64 `json:"servers_cpu_us_per_op,omitempty"`
+	// ServersCPUError says why ServersCPUUsPerOp is 0 when reading it
+	// failed.
+	ServersCPUError string `json:"servers_cpu_error,omitempty"`
+	// RepeatP50Us holds the p50 of every repeat of a cell measured more
+	// than once (see Median), in run order; the other fields are the
+	// median repeat's.
+	RepeatP50Us []float64 `json:"repeat_p50_us,omitempty"`
 }
 
 // RoundCounter is implemented by a Subject that counts the rounds its
@@ -117,6 +142,10 @@ func (r *Result) FromHistogram(h *hdrhistogram.Histogram) {
 // its operations.
 type Counters struct {
 	Mallocs, Bytes, Goroutines uint64
+	// CPU is the process's user+system CPU time (ProcessCPU); HasCPU is
+	// false where the platform does not report it.
+	CPU    time.Duration
+	HasCPU bool
 }
 
 const goroutinesCreated = "/sched/goroutines-created:goroutines"
@@ -130,6 +159,7 @@ func ReadCounters() Counters {
 	s := []metrics.Sample{{Name: goroutinesCreated}}
 	metrics.Read(s)
 	c := Counters{Mallocs: ms.Mallocs, Bytes: ms.TotalAlloc}
+	c.CPU, c.HasCPU = ProcessCPU()
 	if s[0].Value.Kind() == metrics.KindUint64 {
 		c.Goroutines = s[0].Value.Uint64()
 	}
@@ -146,6 +176,9 @@ func (r *Result) PerOp(before, after Counters, ops int64) {
 	r.AllocsPerOp = float64(after.Mallocs-before.Mallocs) / n
 	r.BytesPerOp = float64(after.Bytes-before.Bytes) / n
 	r.GoroutinesPerOp = float64(after.Goroutines-before.Goroutines) / n
+	if before.HasCPU && after.HasCPU {
+		r.ClientCPUUsPerOp = CPUPerOpUs(before.CPU, after.CPU, ops)
+	}
 }
 
 // Key returns the key of worker i under spec.
@@ -182,6 +215,11 @@ type Loop struct {
 	// roundsBefore and roundsAfter are the subject's round count at the
 	// window's edges, when it has one.
 	roundsBefore, roundsAfter uint64
+	// serversBefore and serversAfter are the servers' CPU time at the
+	// window's edges, when Spec.Servers is set; serversErr the first
+	// error reading it.
+	serversBefore, serversAfter time.Duration
+	serversErr                  error
 }
 
 type workerStats struct {
@@ -274,6 +312,9 @@ func (l *Loop) Go(ctx context.Context) {
 		}()
 	}
 	ready.Wait()
+	if l.spec.Servers != nil {
+		l.serversBefore, l.serversErr = l.spec.Servers.CPU()
+	}
 	l.before = ReadCounters()
 	if l.rounds != nil {
 		l.roundsBefore = l.rounds.Rounds()
@@ -295,6 +336,9 @@ func (l *Loop) Go(ctx context.Context) {
 		l.roundsAfter = l.rounds.Rounds()
 	}
 	l.after = ReadCounters()
+	if l.spec.Servers != nil && l.serversErr == nil {
+		l.serversAfter, l.serversErr = l.spec.Servers.CPU()
+	}
 }
 
 // Result merges the workers' histograms and counts, and divides the
@@ -320,6 +364,13 @@ func (l *Loop) Result() Result {
 	r.PerOp(l.before, l.after, r.Ops)
 	if l.rounds != nil && r.Ops > 0 {
 		r.RoundsPerOp = float64(l.roundsAfter-l.roundsBefore) / float64(r.Ops)
+	}
+	if l.spec.Servers != nil {
+		if l.serversErr != nil {
+			r.ServersCPUError = l.serversErr.Error()
+		} else {
+			r.ServersCPUUsPerOp = CPUPerOpUs(l.serversBefore, l.serversAfter, r.Ops)
+		}
 	}
 	if math.IsNaN(r.MeanUs) {
 		r.MeanUs = 0

@@ -321,7 +321,7 @@ func Write(dir string, recs []matrix.Record, proxyDelayMs float64) ([]string, er
 
 	// Behind the proxy, with the ideal lines of 2 and 2N round trips.
 	px := group(recs,
-		func(r matrix.Record) bool { return r.Scenario == matrix.Proxy },
+		func(r matrix.Record) bool { return r.Scenario == matrix.Proxy && r.Clients == 1 && !r.SharedKey },
 		lineName,
 		func(r matrix.Record) float64 { return float64(r.Nodes) },
 		func(r matrix.Record) float64 { return r.P50Us / 1000 })

@@ -112,7 +112,7 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 const (
 	handoffP50BoundUs = 1000 // handoff p50 with wake, at N=5
 	csOverRedsync     = 10   // CS/s with wake over each redsync's
-	csOverRueidislock = 1    // and above rueidislock's
+	csOverRueidislock = 1    // and at least rueidislock's
 )
 
 // handoffTargets are the hot key's targets, from its records: handoff p50
@@ -195,7 +195,7 @@ func handoffTargets(recs []matrix.Record, latNote string) []Target {
 		for _, p := range peers {
 			bound, goal := float64(csOverRedsync), "≥ 10× at every contender count (ratio: the smallest)"
 			if strings.HasPrefix(p, matrix.Rueidislock+"+") {
-				bound, goal = csOverRueidislock, "> 1× at every contender count (ratio: the smallest)"
+				bound, goal = csOverRueidislock, "≥ 1× at every contender count (ratio: the smallest)"
 			}
 			name := fmt.Sprintf("hot key: %s vs %s: critical sections/s", subj, p)
 			var figs []string
@@ -211,11 +211,7 @@ func handoffTargets(recs []matrix.Record, latNote string) []Target {
 				ratio := r.Throughput / peer.Throughput
 				measured = true
 				least = min(least, ratio)
-				if bound == csOverRueidislock {
-					pass = pass && ratio > bound
-				} else {
-					pass = pass && ratio >= bound
-				}
+				pass = pass && ratio >= bound
 				figs = append(figs, fmt.Sprintf("%d: %.0f vs %.0f (%.3g×)", r.Clients, r.Throughput, peer.Throughput, ratio))
 			}
 			t := Target{Name: name, Goal: goal, Figures: "contenders " + strings.Join(figs, ", "), Measured: measured, Pass: measured && pass}

@@ -77,6 +77,12 @@ func TestHandoffTargets(t *testing.T) {
 		}
 	}
 
+	// Exactly rueidislock's critical sections per second meets the goal
+	// (≥ 1×).
+	if tg := find(Evaluate(hotRecs(400, 1500), Env{}, 5, 32), "hot key: redlock+redigo wake vs rueidislock+rueidis"); tg == nil || !tg.Pass || tg.Ratio != 1 {
+		t.Errorf("at 1× rueidislock: %+v", tg)
+	}
+
 	// An overlap anywhere fails the exclusion target and is named.
 	recs := hotRecs(400, 2000)
 	recs[13].Handoff.Overlaps, recs[13].Handoff.Counter = 2, 1008

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/servers"
 )
 
 // Env is the environment of a run.
@@ -50,6 +51,10 @@ type Env struct {
 	TTLMs         int64    `json:"ttl_ms"`
 	PoolSize      int      `json:"pool_size"`
 	Notes         []string `json:"notes,omitempty"`
+	// Pipelined is the servers' pipelined limit, measured on the servers
+	// of the targets' N after the cells: the servers' CPU per pair with
+	// the pair's commands pipelined, no client in the way.
+	Pipelined *servers.Pipelined `json:"pipelined_limit,omitempty"`
 }
 
 // Run is everything a run produced.
@@ -71,7 +76,7 @@ func Table(w io.Writer, recs []matrix.Record) error {
 	var variants, handoff []matrix.Record
 	recs, variants = splitScenario(recs, matrix.Variants)
 	recs, handoff = splitScenario(recs, matrix.Handoff)
-	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%"}
+	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%", "cCPU", "sCPU"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
 		header = append(header, "errors")
@@ -105,7 +110,8 @@ func Table(w io.Writer, recs []matrix.Record) error {
 		}
 		row = append(row, fmt.Sprintf("%.0f", r.Throughput),
 			us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.MaxUs),
-			fmt.Sprintf("%.1f", r.AllocsPerOp), fmt.Sprintf("%.0f", r.BytesPerOp), fmt.Sprintf("%.2f", r.GoroutinesPerOp), won(r))
+			fmt.Sprintf("%.1f", r.AllocsPerOp), fmt.Sprintf("%.0f", r.BytesPerOp), fmt.Sprintf("%.2f", r.GoroutinesPerOp), won(r),
+			cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp))
 		if errCol {
 			row = append(row, fmt.Sprint(r.Errors))
 		}
@@ -134,7 +140,7 @@ func Table(w io.Writer, recs []matrix.Record) error {
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
 			switch {
 			case i == 0:
-			case i <= textCols:
+			case i == 1 || i <= textCols && numGap == "  ":
 				l.WriteString("  ")
 			default:
 				l.WriteString(numGap)
@@ -167,7 +173,8 @@ func Table(w io.Writer, recs []matrix.Record) error {
 	}
 	if len(blocks[0].rows)+len(blocks[1].rows) > 0 {
 		out.WriteString("\nLatency in µs per acquire+release pair; allocs, B and goroutines (gor) per pair;\n" +
-			"won%: pairs that got the lock. p99.9 and more: results.md and run.json.\n")
+			"won%: pairs that got the lock; cCPU, sCPU: CPU µs per pair of the client process (getrusage)\n" +
+			"and of the cell's servers (INFO cpu, summed). p99.9 and more: results.md and run.json.\n")
 	}
 	if shared {
 		out.WriteString("*: every client locks the same key (contended).\n")
@@ -358,6 +365,14 @@ func note(r matrix.Record) string {
 	return shorten(n, 101)
 }
 
+// cpu formats a CPU time per pair in µs, "-" when it was not measured.
+func cpu(v float64) string {
+	if v <= 0 {
+		return "-"
+	}
+	return us(v)
+}
+
 func us(v float64) string {
 	if v < 10 {
 		return fmt.Sprintf("%.2f", v)
@@ -399,6 +414,10 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		}
 		b.WriteString("\n")
 	}
+	if p := e.Pipelined; p != nil {
+		fmt.Fprintf(&b, "- the servers' pipelined limit: %.2f µs of the servers' CPU per pair (INFO cpu), SET NX PX then the release script by EVALSHA, %d pairs per batch on %d servers at once, %d pairs each or more in %.2g s\n",
+			p.ServersCPUUsPerOp, p.Depth, p.Servers, p.Pairs, p.Seconds)
+	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)
 	}
@@ -418,17 +437,29 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## Scenario: %s\n\n", sc)
-		b.WriteString("| subject | N | fan-out | clients | ops/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | allocs/op | B/op | gor/op | won % | errors |\n")
-		b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+		b.WriteString("| subject | N | fan-out | clients | ops/s | p50 µs | p90 µs | p99 µs | p99.9 µs | max µs | allocs/op | B/op | gor/op | won % | client CPU µs/op | servers CPU µs/op | errors |\n")
+		b.WriteString("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+		var repeated []string
 		for _, r := range recs {
 			if r.Ops == 0 {
-				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients(r), strings.ReplaceAll(note(r), "|", "/"))
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |||||||||||||\n", r.Subject(), r.Nodes, r.FanOut, clients(r), strings.ReplaceAll(note(r), "|", "/"))
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %d |\n",
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %.0f | %.2f | %s | %s | %s | %d |\n",
 				r.Subject(), r.Nodes, r.FanOut, clients(r), r.Throughput,
 				us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.P999Us), us(r.MaxUs),
-				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), r.Errors)
+				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), r.Errors)
+			if len(r.RepeatP50Us) > 1 {
+				repeated = append(repeated, fmt.Sprintf("%s N=%d %s, %s: %s", r.Subject(), r.Nodes, r.FanOut, clients(r), repeats(r)))
+			}
+		}
+		b.WriteString("\nclient CPU: user+system CPU of the process that ran the loop (getrusage) over the measured window, per pair; " +
+			"servers CPU: used_cpu_sys + used_cpu_user of INFO cpu of the cell's servers, summed, per pair; -: not measured.\n")
+		if len(repeated) > 0 {
+			b.WriteString("\nCells measured more than once, each row the repeat of median p50; the p50 of every repeat, in run order:\n\n")
+			for _, l := range repeated {
+				fmt.Fprintf(&b, "- %s\n", l)
+			}
 		}
 	}
 	if _, variants := splitScenario(run.Records, matrix.Variants); len(variants) > 0 {

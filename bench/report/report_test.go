@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/servers"
 )
 
 func rec(lib, drv, sc string, n int, fan string, c int, r measure.Result) matrix.Record {
@@ -29,41 +30,147 @@ func TestEvaluate(t *testing.T) {
 	recs := []matrix.Record{
 		rec("redlock", "mem", matrix.Loopback, 5, "multiplexed", 1, measure.Result{MeanUs: 0.8}),
 		rec("redlock", "mem", matrix.Loopback, 5, "sequential", 1, measure.Result{MeanUs: 1.5}),
-		rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 1, measure.Result{P50Us: 100, AllocsPerOp: 20}),
+		rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 1, measure.Result{P50Us: 100, AllocsPerOp: 20, RepeatP50Us: []float64{100, 98, 400}}),
 		rec("redlock", "redigo", matrix.Loopback, 5, "sequential", 1, measure.Result{P50Us: 200}),
-		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, measure.Result{P50Us: 250, AllocsPerOp: 96, GoroutinesPerOp: 10}),
-		rec("redlock", "redigo", matrix.Proxy, 5, "multiplexed", 1, measure.Result{P50Us: 4500}),
+		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, measure.Result{P50Us: 250, AllocsPerOp: 96, GoroutinesPerOp: 10, RepeatP50Us: []float64{250, 260, 240}}),
+		rec("redlock", "redigo", matrix.Proxy, 5, "multiplexed", 1, measure.Result{P50Us: 4200}),
 		rec("redlock", "redigo", matrix.Proxy, 5, "sequential", 1, measure.Result{P50Us: 20500}),
-		rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 32, measure.Result{Throughput: 20000}),
+		rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 32, measure.Result{Throughput: 20000, P50Us: 900, ClientCPUUsPerOp: 10, ServersCPUUsPerOp: 30}),
+		rec("redlock", "redigo", matrix.Proxy, 5, "multiplexed", 32, measure.Result{P50Us: 5000}),
 		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 32, measure.Result{Throughput: 6000}),
+		rec("redsync", "rueidis", matrix.Loopback, 5, matrix.FanConcurrent, 32, measure.Result{Throughput: 3000}),
 		rec("rueidislock", "rueidis", matrix.Loopback, 5, matrix.FanKeys, 32, measure.Result{Throughput: 10000}),
 	}
-	ts := Evaluate(recs, Env{Pinned: true, ProxyDelayMs: 1}, 5, 32)
+	env := Env{Pinned: true, ProxyDelayMs: 1, ProxyPingUs: 2100, LoopbackPingUs: 100,
+		Pipelined: &servers.Pipelined{Depth: 100, Servers: 5, Pairs: 50000, ServersCPUUsPerOp: 25}}
+	ts := Evaluate(recs, env, 5, 32)
 	for _, c := range []struct {
-		prefix string
-		pass   bool
-		ratio  float64
+		name  string
+		pass  bool
+		ratio float64
 	}{
 		{"core overhead, mem N=5 multiplexed", true, 0.8},
 		{"core overhead, mem N=5 sequential", false, 1.5},
 		{"redlock+redigo N=5 multiplexed vs redsync+redigo: p50", true, 0.4},
 		{"redlock+redigo N=5 multiplexed vs redsync+redigo: allocs", true, 20.0 / 96},
-		{"redlock+redigo N=5 multiplexed: goroutines", true, 0},
-		{"redlock+redigo N=5 multiplexed behind", true, 4500.0 / 4100},
-		{"redlock+redigo N=5 sequential behind", true, 20500.0 / 20200},
-		{"redlock+redigo N=5 multiplexed, 32 clients", true, 2},
+		{"redlock+redigo N=5 multiplexed: goroutines per op", true, 0},
+		// 2 measured round trips of 2000 µs + the loopback floor.
+		{"redlock+redigo N=5 multiplexed, 1 client, behind a 1 ms/direction proxy", true, 4200.0 / 4100},
+		{"redlock+redigo N=5 multiplexed, 32 clients, behind a 1 ms/direction proxy", true, 5000.0 / 4900},
+		{"redlock+redigo N=5 sequential behind a 1 ms/direction proxy", true, 20500.0 / 20200},
+		// Against the best redsync (over redigo), not rueidislock.
+		{"redlock+redigo N=5 multiplexed, 32 clients: throughput vs redsync", false, 20000.0 / 6000},
+		{"redlock+redigo N=5 multiplexed, 32 clients: throughput vs rueidislock", true, 2},
+		{"redlock+redigo N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit", true, 30.0 / 25},
+		{"redlock+redigo N=5 multiplexed, 32 clients: client CPU per pair vs the servers'", true, 10.0 / 30},
 	} {
-		tg := find(ts, c.prefix)
+		tg := byName(ts, c.name)
 		if tg == nil {
-			t.Errorf("%s: missing", c.prefix)
+			t.Errorf("%s: missing", c.name)
 			continue
 		}
-		if tg.Pass != c.pass || tg.Ratio < c.ratio-1e-9 || tg.Ratio > c.ratio+1e-9 {
-			t.Errorf("%s: pass %v ratio %v, want %v %v (%s)", c.prefix, tg.Pass, tg.Ratio, c.pass, c.ratio, tg.Figures)
+		if tg.Pass != c.pass || !tg.Measured || tg.Ratio < c.ratio-1e-9 || tg.Ratio > c.ratio+1e-9 {
+			t.Errorf("%s: pass %v ratio %v, want %v %v (%s)", c.name, tg.Pass, tg.Ratio, c.pass, c.ratio, tg.Figures)
 		}
 	}
-	if tg := find(ts, "redlock+redigo N=5 multiplexed, 32"); !strings.Contains(tg.Figures, "rueidislock") {
-		t.Errorf("best peer: %s", tg.Figures)
+	if tg := byName(ts, "redlock+redigo N=5 multiplexed, 32 clients: throughput vs redsync"); !strings.Contains(tg.Figures, "redsync+redigo") {
+		t.Errorf("best Redlock peer: %s", tg.Figures)
+	}
+	// The p50 row says every repeat of both sides.
+	if tg := byName(ts, "redlock+redigo N=5 multiplexed vs redsync+redigo: p50"); !strings.Contains(tg.Figures, "repeats 100, 98, 400 µs vs 250, 260, 240 µs") {
+		t.Errorf("p50 figures without the repeats: %s", tg.Figures)
+	}
+}
+
+// byName returns the target named name, or nil.
+func byName(ts []Target, name string) *Target {
+	for i := range ts {
+		if ts[i].Name == name {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
+// TestEvaluateFailures checks the new rows' failures on synthetic records:
+// each bound is crossed, or its figure is missing.
+func TestEvaluateFailures(t *testing.T) {
+	recs := []matrix.Record{
+		rec("redlock", "goredis", matrix.Loopback, 5, "multiplexed", 1, measure.Result{P50Us: 200, AllocsPerOp: 33}),
+		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, measure.Result{P50Us: 250}),
+		rec("redlock", "goredis", matrix.Proxy, 5, "multiplexed", 1, measure.Result{P50Us: 4500}),
+		rec("redlock", "goredis", matrix.Loopback, 5, "multiplexed", 32, measure.Result{Throughput: 50000, P50Us: 900, ClientCPUUsPerOp: 20, ServersCPUUsPerOp: 39}),
+		rec("redlock", "goredis", matrix.Proxy, 5, "multiplexed", 32, measure.Result{P50Us: 5200}),
+		rec("redsync", "rueidis", matrix.Loopback, 5, matrix.FanConcurrent, 32, measure.Result{Throughput: 9000}),
+		rec("rueidislock", "rueidis", matrix.Loopback, 5, matrix.FanKeys, 32, measure.Result{Throughput: 25001}),
+	}
+	env := Env{ProxyDelayMs: 1, ProxyPingUs: 2100, LoopbackPingUs: 100,
+		Pipelined: &servers.Pipelined{Depth: 100, Servers: 5, ServersCPUUsPerOp: 26}}
+	ts := Evaluate(recs, env, 5, 32)
+	for _, c := range []struct {
+		name  string
+		ratio float64
+	}{
+		{"redlock+goredis N=5 multiplexed: allocs per pair", 33.0 / 32},
+		{"redlock+goredis N=5 multiplexed vs redsync+redigo: p50", 0.8},
+		{"redlock+goredis N=5 multiplexed, 1 client, behind a 1 ms/direction proxy", 4500.0 / 4200},
+		{"redlock+goredis N=5 multiplexed, 32 clients, behind a 1 ms/direction proxy", 5200.0 / 4900},
+		{"redlock+goredis N=5 multiplexed, 32 clients: throughput vs redsync", 50000.0 / 9000},
+		{"redlock+goredis N=5 multiplexed, 32 clients: throughput vs rueidislock", 50000.0 / 25001},
+		{"redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit", 39.0 / 26},
+		{"redlock+goredis N=5 multiplexed, 32 clients: client CPU per pair vs the servers'", 20.0 / 39},
+	} {
+		tg := byName(ts, c.name)
+		if tg == nil {
+			t.Errorf("%s: missing", c.name)
+			continue
+		}
+		want := c.ratio <= 1.5 && strings.Contains(c.name, "pipelined") ||
+			strings.Contains(c.name, "vs redsync") && c.ratio >= 5
+		if tg.Pass != want || !tg.Measured || tg.Ratio < c.ratio-1e-9 || tg.Ratio > c.ratio+1e-9 {
+			t.Errorf("%s: pass %v ratio %v, want %v %v (%s)", c.name, tg.Pass, tg.Ratio, want, c.ratio, tg.Figures)
+		}
+	}
+	// At the bounds exactly: 32 allocs, 1.5× and 0.5× pass.
+	recs[0].AllocsPerOp = 32
+	recs[3].ServersCPUUsPerOp, recs[3].ClientCPUUsPerOp = 39, 19.5
+	env.Pipelined.ServersCPUUsPerOp = 26
+	ts = Evaluate(recs, env, 5, 32)
+	for _, name := range []string{
+		"redlock+goredis N=5 multiplexed: allocs per pair",
+		"redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit",
+		"redlock+goredis N=5 multiplexed, 32 clients: client CPU per pair vs the servers'",
+	} {
+		if tg := byName(ts, name); tg == nil || !tg.Pass {
+			t.Errorf("%s at its bound: %+v", name, tg)
+		}
+	}
+
+	// Without the servers' CPU or the pipelined limit: not measured, and
+	// the reading error is said.
+	recs[3].ServersCPUUsPerOp, recs[3].ServersCPUError = 0, "127.0.0.1:7000: section (cpu) is not supported"
+	env.Pipelined = nil
+	ts = Evaluate(recs, env, 5, 32)
+	for _, name := range []string{
+		"redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit",
+		"redlock+goredis N=5 multiplexed, 32 clients: client CPU per pair vs the servers'",
+	} {
+		tg := byName(ts, name)
+		if tg == nil || tg.Measured || tg.Pass || !strings.Contains(tg.Figures, "127.0.0.1:7000") {
+			t.Errorf("%s without the servers' CPU: %+v", name, tg)
+		}
+	}
+	recs[3].ServersCPUUsPerOp, recs[3].ServersCPUError = 39, ""
+	if tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit"); tg == nil || tg.Measured ||
+		!strings.Contains(tg.Figures, "pipelined limit") {
+		t.Errorf("without the pipelined limit: %+v", tg)
+	}
+
+	// Without a measured proxy round trip, the nominal one, said so.
+	env.ProxyPingUs, env.LoopbackPingUs = 0, 0
+	tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 1 client, behind a 1 ms/direction proxy")
+	if tg == nil || !strings.Contains(tg.Note, "nominal") || tg.Ratio != 4500.0/4200 {
+		t.Errorf("nominal proxy round trip: %+v", tg)
 	}
 }
 
@@ -251,8 +358,8 @@ func TestTargetsNotes(t *testing.T) {
 			own++
 		}
 	}
-	if own != 8 {
-		t.Errorf("%d proxy targets with their own note, want 8:\n%s", own, out)
+	if own != 4 {
+		t.Errorf("%d sequential proxy targets with their own note, want 4:\n%s", own, out)
 	}
 }
 

@@ -38,6 +38,66 @@ const (
 	zero = 0.005
 )
 
+// The bounds of the targets that are ratios within the run, and the one
+// absolute count.
+const (
+	proxyMuxBound        = 1.05 // multiplexed p50 behind the proxy over 2 measured round trips + floor
+	tputOverRedsync      = 5    // throughput at high concurrency over the best redsync's
+	tputOverRueidislock  = 2    // and over rueidislock's
+	serversOverPipelined = 1.5  // servers' CPU per pair over the pipelined limit's
+	clientOverServers    = 0.5  // client CPU per pair over the servers'
+	goredisAllocs        = 32   // go-redis driver's allocations per pair at N=5
+)
+
+// proxyCell is a cell of the proxy targets: its fan-out and clients.
+type proxyCell struct {
+	fan     string
+	clients int
+}
+
+// proxyCells are the proxy targets' cells: multiplexed at one client and
+// at the high concurrency, sequential at one client.
+func proxyCells(clients int) []proxyCell {
+	cs := []proxyCell{{"multiplexed", 1}}
+	if clients > 1 {
+		cs = append(cs, proxyCell{"multiplexed", clients})
+	}
+	return append(cs, proxyCell{"sequential", 1})
+}
+
+// repeats lists a record's repeated p50s, "30, 31, 90 µs", or its one p50.
+func repeats(r matrix.Record) string {
+	if len(r.RepeatP50Us) < 2 {
+		return us(r.P50Us) + " µs"
+	}
+	var s []string
+	for _, p := range r.RepeatP50Us {
+		s = append(s, us(p))
+	}
+	return strings.Join(s, ", ") + " µs"
+}
+
+// pipeDepth is the pipelined limit's depth in words, "100", or "N".
+func pipeDepth(env Env) string {
+	if env.Pipelined == nil {
+		return "N"
+	}
+	return fmt.Sprint(env.Pipelined.Depth)
+}
+
+// why adds a reading error to a "not measured" item.
+func why(err string) string {
+	if err == "" {
+		return ""
+	}
+	return " (" + firstLineOf(err) + ")"
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return shorten(s, 80)
+}
+
 // Notes on the run rather than on one target: Targets writes each once.
 const (
 	noteUnpinned = "unpinned run: latency targets are defined pinned (--pin: taskset -c 0, GOMAXPROCS=1)"
@@ -96,7 +156,8 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 			Pass:    r.AllocsPerOp < zero && r.MeanUs <= 1, Note: latNote})
 	}
 
-	// 2. Against redsync+redigo at N, one client.
+	// 2. Against redsync+redigo at N, one client: p50 (the median of the
+	// cells' repeats, when they were repeated) and allocations.
 	peer := lb(refPeer, refClient, nodes, matrix.FanConcurrent, 1)
 	for _, d := range redisDrivers {
 		subj := "redlock+" + d
@@ -113,13 +174,23 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		ts = append(ts, Target{Name: gname, Goal: ggoal, Measured: true,
 			Figures: fmt.Sprintf("%.3f goroutines/op", r.GoroutinesPerOp), Ratio: r.GoroutinesPerOp,
 			Pass: r.GoroutinesPerOp < zero})
+		if d == "goredis" {
+			ts = append(ts, Target{Name: fmt.Sprintf("%s N=%d multiplexed: allocs per pair", subj, nodes),
+				Goal: fmt.Sprintf("≤ %d allocs/op", goredisAllocs), Measured: true,
+				Figures: fmt.Sprintf("%.1f allocs/op", r.AllocsPerOp), Ratio: r.AllocsPerOp / goredisAllocs,
+				Pass: r.AllocsPerOp <= goredisAllocs})
+		}
 		if peer == nil {
 			ts = append(ts, missing(name, goal, "redsync+redigo"), missing(aname, agoal, "redsync+redigo"))
 			continue
 		}
 		ratio := r.P50Us / peer.P50Us
+		figs := fmt.Sprintf("%.1f µs vs %.1f µs", r.P50Us, peer.P50Us)
+		if len(r.RepeatP50Us) > 1 || len(peer.RepeatP50Us) > 1 {
+			figs = fmt.Sprintf("median %s; repeats %s vs %s", figs, repeats(*r), repeats(*peer))
+		}
 		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
-			Figures: fmt.Sprintf("%.1f µs vs %.1f µs", r.P50Us, peer.P50Us), Ratio: ratio,
+			Figures: figs, Ratio: ratio,
 			Pass: ratio <= 0.75, Note: latNote})
 		aratio := r.AllocsPerOp / peer.AllocsPerOp
 		ts = append(ts, Target{Name: aname, Goal: agoal, Measured: true,
@@ -127,58 +198,77 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 			Pass: aratio <= 1.0/3})
 	}
 
-	// 3. Behind the latency proxy.
+	// 3. Behind the latency proxy. Multiplexed, at one client and at the
+	// high concurrency: against two round trips through the proxy as
+	// measured (its PING round trip less the direct one) plus the
+	// loopback cell's p50 at the same concurrency. Sequential, one
+	// client: against 2N nominal round trips plus the loopback floor.
 	if env.ProxyDelayMs > 0 {
-		rtt := 2 * env.ProxyDelayMs * 1000 // µs
+		nominal := 2 * env.ProxyDelayMs * 1000 // µs
+		measured := env.ProxyPingUs - env.LoopbackPingUs
 		for _, d := range redisDrivers {
 			subj := "redlock+" + d
-			for _, fan := range []string{"multiplexed", "sequential"} {
-				px := find(matrix.Cell{Library: matrix.Redlock, Driver: d, Scenario: matrix.Proxy, Nodes: nodes, FanOut: fan, Clients: 1})
-				floor := lb(matrix.Redlock, d, nodes, fan, 1)
+			for _, cell := range proxyCells(clients) {
+				fan := cell.fan
+				px := find(matrix.Cell{Library: matrix.Redlock, Driver: d, Scenario: matrix.Proxy, Nodes: nodes, FanOut: fan, Clients: cell.clients})
+				floor := lb(matrix.Redlock, d, nodes, fan, cell.clients)
 				if px == nil && floor == nil {
 					continue
 				}
-				trips, bound := 2, 1.15
-				goal := fmt.Sprintf("p50 ≤ 1.15× (2 round trips + loopback floor)")
-				if fan == "sequential" {
-					trips = 2 * nodes
-					goal = fmt.Sprintf("p50 ≈ %d round trips + loopback floor (0.9–1.15×)", trips)
-				}
 				name := fmt.Sprintf("%s N=%d %s behind a %.3g ms/direction proxy", subj, nodes, fan, env.ProxyDelayMs)
+				if fan == "multiplexed" {
+					name = fmt.Sprintf("%s N=%d %s, %d %s, behind a %.3g ms/direction proxy",
+						subj, nodes, fan, cell.clients, plural(cell.clients, "client", "clients"), env.ProxyDelayMs)
+				}
+				if fan == "sequential" {
+					trips := 2 * nodes
+					goal := fmt.Sprintf("p50 ≈ %d round trips + loopback floor (0.9–1.15×)", trips)
+					if px == nil || floor == nil {
+						ts = append(ts, missing(name, goal, "proxy or loopback cell"))
+						continue
+					}
+					ref := float64(trips)*nominal + floor.P50Us
+					ratio := px.P50Us / ref
+					n := latNote
+					if env.ProxyPingUs > 0 {
+						real := float64(trips)*measured + floor.P50Us
+						n = join(fmt.Sprintf("with the measured proxy round trip (%.0f µs): %.3g×", measured, px.P50Us/real), n)
+					}
+					ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+						Figures: fmt.Sprintf("%.0f µs vs %d×%.0f µs + %.0f µs = %.0f µs", px.P50Us, trips, nominal, floor.P50Us, ref),
+						Ratio:   ratio, Pass: ratio >= 0.9 && ratio <= 1.15, Note: n})
+					continue
+				}
+				goal := fmt.Sprintf("p50 ≤ %.3g× (2 measured proxy round trips + loopback floor)", proxyMuxBound)
 				if px == nil || floor == nil {
 					ts = append(ts, missing(name, goal, "proxy or loopback cell"))
 					continue
 				}
-				ref := float64(trips)*rtt + floor.P50Us
+				rtt, n := measured, latNote
+				if env.ProxyPingUs <= 0 {
+					rtt = nominal
+					n = join("proxy round trip not measured (TLS or no PING): the nominal one", n)
+				}
+				ref := 2*rtt + floor.P50Us
 				ratio := px.P50Us / ref
-				pass := ratio <= bound
-				if fan == "sequential" {
-					pass = ratio >= 0.9 && ratio <= bound
-				}
-				n := latNote
-				if env.ProxyPingUs > 0 {
-					// The same bound with the proxy's measured round trip
-					// in place of the nominal one: what is the library's.
-					real := float64(trips)*(env.ProxyPingUs-env.LoopbackPingUs) + floor.P50Us
-					n = join(fmt.Sprintf("with the measured proxy round trip (%.0f µs): %.3g×", env.ProxyPingUs-env.LoopbackPingUs, px.P50Us/real), n)
-				}
 				ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
-					Figures: fmt.Sprintf("%.0f µs vs %d×%.0f µs + %.0f µs = %.0f µs", px.P50Us, trips, rtt, floor.P50Us, ref),
-					Ratio:   ratio, Pass: pass, Note: n})
+					Figures: fmt.Sprintf("%.0f µs vs 2×%.0f µs + %.0f µs = %.0f µs", px.P50Us, rtt, floor.P50Us, ref),
+					Ratio:   ratio, Pass: ratio <= proxyMuxBound, Note: n})
 			}
 		}
 	}
 
-	// 4. Throughput at high concurrency against the best peer.
-	var best, bestRedlock *matrix.Record // any peer; peers that run Redlock over N servers
+	// 4. Throughput at high concurrency: against the best Redlock peer
+	// (redsync over any client), and against rueidislock (one server).
+	var bestRedlock, rueidis *matrix.Record
 	for i := range recs {
 		r := &recs[i]
 		if r.IsPeer() && r.Scenario == matrix.Loopback && r.Nodes == nodes && r.Clients == clients && !r.SharedKey && r.Ops > 0 {
-			if best == nil || r.Throughput > best.Throughput {
-				best = r
-			}
 			if r.Library == matrix.Redsync && (bestRedlock == nil || r.Throughput > bestRedlock.Throughput) {
 				bestRedlock = r
+			}
+			if r.Library == matrix.Rueidislock && (rueidis == nil || r.Throughput > rueidis.Throughput) {
+				rueidis = r
 			}
 		}
 	}
@@ -187,20 +277,66 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		if r == nil {
 			continue
 		}
-		name := fmt.Sprintf("redlock+%s N=%d multiplexed, %d clients: throughput", d, nodes, clients)
-		goal := "≥ 1.5× the best peer's"
-		if best == nil {
-			ts = append(ts, missing(name, goal, "peers"))
+		for _, vs := range []struct {
+			peer       *matrix.Record
+			short, who string
+			bound      float64
+		}{
+			{bestRedlock, "redsync", "the best Redlock peer's (redsync over any client)", tputOverRedsync},
+			{rueidis, "rueidislock", "rueidislock's (one server)", tputOverRueidislock},
+		} {
+			name := fmt.Sprintf("redlock+%s N=%d multiplexed, %d clients: throughput vs %s", d, nodes, clients, vs.short)
+			goal := fmt.Sprintf("≥ %.3g× %s", vs.bound, vs.who)
+			if vs.peer == nil {
+				ts = append(ts, missing(name, goal, vs.short))
+				continue
+			}
+			ratio := r.Throughput / vs.peer.Throughput
+			ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+				Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, vs.peer.Throughput, vs.peer.Subject()),
+				Ratio:   ratio, Pass: ratio >= vs.bound, Note: tputNote})
+		}
+	}
+
+	// 5. CPU at high concurrency: the servers' CPU per pair against the
+	// servers' pipelined limit, and the client's against the servers'.
+	for _, d := range redisDrivers {
+		r := lb(matrix.Redlock, d, nodes, "multiplexed", clients)
+		if r == nil {
 			continue
 		}
-		ratio := r.Throughput / best.Throughput
-		n := tputNote
-		if bestRedlock != nil && bestRedlock != best {
-			n = join(fmt.Sprintf("vs the best Redlock peer, %s at %.0f ops/s: %.3g×", bestRedlock.Subject(), bestRedlock.Throughput, r.Throughput/bestRedlock.Throughput), n)
+		subj := fmt.Sprintf("redlock+%s N=%d multiplexed, %d clients", d, nodes, clients)
+		name := subj + ": servers' CPU per pair vs the pipelined limit"
+		goal := fmt.Sprintf("≤ %.3g× the servers' CPU per pair pipelined %s deep", serversOverPipelined, pipeDepth(env))
+		p := env.Pipelined
+		switch {
+		case r.ServersCPUUsPerOp <= 0:
+			ts = append(ts, missing(name, goal, "the servers' CPU of the cell"+why(r.ServersCPUError)))
+		case p == nil || p.ServersCPUUsPerOp <= 0:
+			ts = append(ts, missing(name, goal, "the pipelined limit"))
+		default:
+			ratio := r.ServersCPUUsPerOp / p.ServersCPUUsPerOp
+			t := Target{Name: name, Goal: goal, Measured: true,
+				Figures: fmt.Sprintf("%.2f vs %.2f µs/pair (%d servers, %d deep)", r.ServersCPUUsPerOp, p.ServersCPUUsPerOp, p.Servers, p.Depth),
+				Ratio:   ratio, Pass: ratio <= serversOverPipelined}
+			if p.Servers != r.Servers() {
+				t.Note = fmt.Sprintf("the limit ran on %d servers, the cell on %d", p.Servers, r.Servers())
+			}
+			ts = append(ts, t)
 		}
-		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
-			Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, best.Throughput, best.Subject()),
-			Ratio:   ratio, Pass: ratio >= 1.5, Note: n})
+		name = subj + ": client CPU per pair vs the servers'"
+		goal = fmt.Sprintf("≤ %.3g× the servers' CPU per pair", clientOverServers)
+		switch {
+		case r.ClientCPUUsPerOp <= 0:
+			ts = append(ts, missing(name, goal, "the client's CPU (getrusage)"))
+		case r.ServersCPUUsPerOp <= 0:
+			ts = append(ts, missing(name, goal, "the servers' CPU of the cell"+why(r.ServersCPUError)))
+		default:
+			ratio := r.ClientCPUUsPerOp / r.ServersCPUUsPerOp
+			ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
+				Figures: fmt.Sprintf("%.2f vs %.2f µs/pair", r.ClientCPUUsPerOp, r.ServersCPUUsPerOp),
+				Ratio:   ratio, Pass: ratio <= clientOverServers})
+		}
 	}
 	ts = append(ts, variantTargets(recs)...)
 	return append(ts, handoffTargets(recs, latNote)...)

@@ -35,6 +35,7 @@ type config struct {
 	listDrivers bool
 	replot      string
 	handoffHold time.Duration
+	pipeDepth   int // the servers' pipelined limit: pairs per batch; 0: not measured
 }
 
 // parseFlags parses args (without the program name) into a config.
@@ -71,6 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.plan.HandoffDuration, "handoff-duration", 1500*time.Millisecond, "measured time of each hot-key cell (after --warmup)")
 	fs.DurationVar(&c.handoffHold, "handoff-hold", 0, "how much longer a hot-key critical section holds the lock once every other contender is in its acquire call (a sleep; 0: release at once)")
 	fs.BoolVar(&handoffOnly, "handoff-only", false, "run the hot-key cells alone (with --variants-only: and the fencing and lease table)")
+	fs.IntVar(&c.plan.Repeats, "repeats", 3, "measure the one-client N=5 (or the largest N) cells of the p50 targets this many times each (this library's multiplexed cells and redsync+redigo's); their targets take the median repeat's p50")
+	fs.IntVar(&c.pipeDepth, "pipeline-depth", 100, "the servers' pipelined limit: pairs (SET NX PX, then the release script by EVALSHA) per pipelined batch on each server, for --duration, to compare the servers' CPU per pair with (0: not measured)")
 	fs.DurationVar(&c.duration, "duration", 400*time.Millisecond, "measured time per cell")
 	fs.DurationVar(&c.warmup, "warmup", 100*time.Millisecond, "unmeasured warm-up per cell")
 	fs.DurationVar(&c.proxyDelay, "proxy-latency", time.Millisecond, "delay the latency proxy adds in EACH direction (a round trip costs twice that); 0 disables the proxy scenario")
@@ -165,6 +168,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--ttl must be a whole number of milliseconds")
 	case c.poolSize < 1:
 		return nil, errors.New("--pool-size must be positive")
+	case c.plan.Repeats < 1:
+		return nil, errors.New("--repeats must be positive")
+	case c.pipeDepth < 0:
+		return nil, errors.New("--pipeline-depth must not be negative")
 	}
 	c.plan.Proxy = c.proxyDelay > 0
 	c.plan.Contended = c.contended
@@ -214,22 +221,30 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 204 cells in about 2 minutes, plus 1 to 4 minutes on a
+With no flags it runs 208 cells in about 2 minutes, plus 1 to 4 minutes on a
 first run to compile this command and the peer libraries:
 
-  - 154 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
+  - 158 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
     driver and peer at N = 1, 3 and 5 with 1 and 32 clients, the contended
-    and latency-proxy cells, and the fencing and lease table (--variants,
-    40 of them: plain, fenced, handle and lease pairs per driver and
-    fan-out at N=5 with one client, with rounds per pair; --variants-only
-    runs that table alone, in about 20 s);
+    and latency-proxy cells (one client at every N and fan-out, and 32
+    clients at N=5 multiplexed), and the fencing and lease table
+    (--variants, 40 of them: plain, fenced, handle and lease pairs per
+    driver and fan-out at N=5 with one client, with rounds per pair;
+    --variants-only runs that table alone, in about 20 s); the one-client
+    N=5 cells of the p50 targets (each driver multiplexed, redsync+redigo)
+    run 3 times each (--repeats) and keep the median repeat;
   - 35 more points of the throughput curve (--curve) at N=5 on distinct
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
   - 15 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
     contenders on one key at N=5, this library woken by release
     announcements and polling, redsync over redigo and rueidis, and
     rueidislock, with handoff latency, critical sections per second and an
-    exclusion check; --handoff-only runs them alone, in about 30 s.
+    exclusion check; --handoff-only runs them alone, in about 30 s;
+  - the servers' pipelined limit (--pipeline-depth): the commands of one
+    pair pipelined 100 deep on every server at once, for the CPU targets.
+
+Every cell reports the CPU per pair of the process that runs it
+(getrusage) and of its servers (INFO cpu, summed over the cell's servers).
 
 It starts redis-server processes on loopback, or in-process miniredis servers
 if redis-server is not installed (those figures are not a real deployment).

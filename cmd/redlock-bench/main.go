@@ -4,7 +4,7 @@
 // throughput, allocations and goroutines per acquire+release pair, the
 // project's performance targets as ratios within the run, and plots.
 //
-//	go run ./cmd/redlock-bench                 # the default run: 204 cells, about 2 minutes
+//	go run ./cmd/redlock-bench                 # the default run: 208 cells, about 2 minutes
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
 //	go run ./cmd/redlock-bench --variants-only # the fencing and lease table alone: 40 cells, about 20 s
 //	go run ./cmd/redlock-bench --handoff-only  # the hot key alone: 15 cells, about 30 s
@@ -15,7 +15,11 @@
 // is not on PATH (or with --no-redis-server), under a banner: those
 // figures are not a real deployment. The latency-proxy scenario puts each
 // server behind an in-process TCP proxy that delays every byte by
-// --proxy-latency in each direction (1 ms: a round trip costs 2 ms).
+// --proxy-latency in each direction (1 ms: a round trip costs 2 ms); its
+// cells run one client at every N and fan-out, and 32 clients at N=5
+// multiplexed. Its multiplexed targets compare p50 with two round trips
+// through the proxy as measured by PING (less the direct PING) plus the
+// loopback cell's p50 at the same concurrency.
 //
 // The fencing and lease table (--variants, on by default) measures each
 // driver's acquire+release pair at N=5 with one client, each a
@@ -36,6 +40,27 @@
 // waiting on invalidations. It reports the handoff latency (a release's
 // return to the next holder's acquire returning), critical sections per
 // second, and whether two sections ever overlapped.
+//
+// CPU: every cell reports, per pair, the CPU time (user+system, getrusage
+// RUSAGE_SELF) of the child process that ran its loop over the measured
+// window (the cCPU column, client_cpu_us_per_op in run.json), and that of
+// the cell's servers, used_cpu_sys + used_cpu_user of INFO cpu read before
+// and after the window and summed over the servers the cell uses (sCPU,
+// servers_cpu_us_per_op; "-" where the servers do not report it, as
+// miniredis). After the cells, the servers' pipelined limit
+// (--pipeline-depth, 100) runs the work of one pair, SET key token NX PX
+// ttl then the release script by EVALSHA, pipelined that deep on distinct
+// keys on each of the targets' N servers at once for --duration, and
+// reports the servers' CPU per pair the same way (pipelined_limit in
+// run.json). The CPU targets compare, at N=5 multiplexed with 32 clients,
+// each driver's servers' CPU per pair with that limit and its client CPU
+// with its servers'.
+//
+// Repeats: the one-client N=5 cells that the p50 targets compare (each
+// driver multiplexed, and redsync+redigo) run --repeats times (3) one
+// after the other; each keeps the repeat of median p50, and lists every
+// repeat's p50 (repeat_p50_us in run.json, and the targets' figures), so
+// that a single stalled cell does not decide a verdict.
 //
 // Peers (redsync v4 over redigo and rueidis, bsm/redislock at N=1,
 // rueidislock) live in the nested module bench/peers, which this command
@@ -66,6 +91,7 @@ import (
 
 	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/report"
 	"github.com/redlock-go/redlock/bench/servers"
 	"github.com/redlock-go/redlock/bench/target"
@@ -259,6 +285,21 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	}
 	if !slices.Contains(cfg.plan.Concurrency, tc) {
 		tc = slices.Max(cfg.plan.Concurrency)
+	}
+	if cfg.pipeDepth > 0 && !cfg.plan.VariantsOnly && !cfg.plan.HandoffOnly && !strings.HasPrefix(mode, "miniredis") {
+		// The servers' pipelined limit, on the servers of the targets'
+		// cells, after every cell: the CPU targets' reference.
+		fmt.Fprintf(stderr, "the servers' pipelined limit: %d servers, %d pairs per batch, %s\n", tn, cfg.pipeDepth, cfg.duration)
+		p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
+			Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
+			Depth: cfg.pipeDepth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
+			KeyPrefix: "bench:" + runID + ":pipelined:",
+		})
+		if err != nil {
+			env.Notes = append(env.Notes, "the servers' pipelined limit not measured: "+firstLine(err.Error()))
+		} else {
+			env.Pipelined = &p
+		}
 	}
 	result := report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}
 	fmt.Fprintln(stdout)

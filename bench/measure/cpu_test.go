@@ -1,0 +1,133 @@
+package measure
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An INFO cpu reply of redis-server 7.
+const infoCPU = "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.750500\r\n" +
+	"used_cpu_sys_children:9.000000\r\nused_cpu_user_children:9.000000\r\n" +
+	"used_cpu_sys_main_thread:1.200000\r\nused_cpu_user_main_thread:0.700000\r\n"
+
+func TestParseInfoCPUSumsSysAndUser(t *testing.T) {
+	d, err := ParseInfoCPU(infoCPU)
+	require.NoError(t, err)
+	assert.Equal(t, 2000500*time.Microsecond, d, "children and main-thread lines are not added")
+}
+
+func TestParseInfoCPURefusesMissingOrBadFields(t *testing.T) {
+	_, err := ParseInfoCPU("# CPU\r\nused_cpu_sys:1.0\r\n")
+	assert.ErrorIs(t, err, ErrNoCPUInfo, "user missing")
+	_, err = ParseInfoCPU("# Clients\r\nconnected_clients:1\r\n")
+	assert.ErrorIs(t, err, ErrNoCPUInfo, "another section")
+	_, err = ParseInfoCPU("used_cpu_sys:x\r\nused_cpu_user:1\r\n")
+	assert.ErrorContains(t, err, "used_cpu_sys")
+	_, err = ParseInfoCPU("used_cpu_sys:-1\r\nused_cpu_user:1\r\n")
+	assert.Error(t, err, "negative")
+}
+
+func TestCPUPerOpUs(t *testing.T) {
+	assert.Equal(t, 2.5, CPUPerOpUs(time.Second, time.Second+25*time.Millisecond, 10000))
+	assert.Zero(t, CPUPerOpUs(time.Second, 2*time.Second, 0), "no pairs")
+	assert.Zero(t, CPUPerOpUs(2*time.Second, time.Second, 10), "clock went back")
+}
+
+// spin burns CPU for d of wall time in this goroutine.
+func spin(d time.Duration) int {
+	n := 0
+	for t0 := time.Now(); time.Since(t0) < d; n++ {
+	}
+	return n
+}
+
+func TestProcessCPUCountsThisProcess(t *testing.T) {
+	before, ok := ProcessCPU()
+	if !ok {
+		t.Skip("no getrusage on this platform")
+	}
+	spin(30 * time.Millisecond)
+	after, ok := ProcessCPU()
+	require.True(t, ok)
+	// Spinning for 30 ms of wall time costs CPU; a sleeping process would
+	// not. (The lower bound is loose: the spinning goroutine may be
+	// descheduled on a busy machine.)
+	assert.Greater(t, after-before, time.Millisecond)
+}
+
+// The per-pair client CPU of a measurement is the rusage delta over the
+// window divided by the pairs.
+func TestPerOpDividesTheCPUDelta(t *testing.T) {
+	var r Result
+	r.PerOp(Counters{CPU: time.Second, HasCPU: true}, Counters{CPU: time.Second + 30*time.Millisecond, HasCPU: true}, 1000)
+	assert.Equal(t, 30.0, r.ClientCPUUsPerOp)
+	r = Result{}
+	r.PerOp(Counters{CPU: time.Second}, Counters{CPU: 2 * time.Second}, 1000)
+	assert.Zero(t, r.ClientCPUUsPerOp, "no rusage: no figure")
+}
+
+// busy is a Subject whose pair spins for d.
+type busy struct{ d time.Duration }
+
+func (b busy) Worker(string) Worker { return b }
+func (b busy) Pair(context.Context) (bool, error) {
+	spin(b.d)
+	return true, nil
+}
+
+// fakeServers is a CPUReader whose servers use cpu per call.
+type fakeServers struct {
+	now, step time.Duration
+	calls     int
+	failAt    int
+}
+
+func (f *fakeServers) CPU() (time.Duration, error) {
+	f.calls++
+	if f.calls == f.failAt {
+		return 0, errors.New("server down")
+	}
+	f.now += f.step
+	return f.now, nil
+}
+
+func TestRunReadsClientAndServersCPU(t *testing.T) {
+	if _, ok := ProcessCPU(); !ok {
+		t.Skip("no getrusage on this platform")
+	}
+	srv := &fakeServers{step: 100 * time.Millisecond}
+	r := Run(context.Background(), busy{200 * time.Microsecond}, Spec{Clients: 1, Ops: 100, Servers: srv})
+	assert.Equal(t, 2, srv.calls, "read at the window's two edges")
+	assert.InDelta(t, 1000, r.ServersCPUUsPerOp, 1e-9, "100 ms over 100 pairs")
+	assert.Empty(t, r.ServersCPUError)
+	assert.Positive(t, r.ClientCPUUsPerOp)
+
+	srv = &fakeServers{step: time.Millisecond, failAt: 2}
+	r = Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 10, Servers: srv})
+	assert.Zero(t, r.ServersCPUUsPerOp)
+	assert.Equal(t, "server down", r.ServersCPUError)
+}
+
+func TestMedianOfRepeats(t *testing.T) {
+	rs := []Result{{Ops: 10, P50Us: 30, P90Us: 3}, {Ops: 10, P50Us: 900, P90Us: 9}, {Ops: 10, P50Us: 20, P90Us: 2}}
+	m := Median(rs)
+	assert.Equal(t, 30.0, m.P50Us, "the stalled repeat does not decide")
+	assert.Equal(t, 3.0, m.P90Us, "the median repeat's other figures")
+	assert.Equal(t, []float64{30, 900, 20}, m.RepeatP50Us, "every repeat, in run order")
+
+	even := Median([]Result{{Ops: 1, P50Us: 40}, {Ops: 1, P50Us: 10}, {Ops: 1, P50Us: 20}, {Ops: 1, P50Us: 1000}})
+	assert.Equal(t, 30.0, even.P50Us, "mean of the two middle p50s")
+
+	failed := Median([]Result{{Ops: 0}, {Ops: 5, P50Us: 50}, {Ops: 5, P50Us: 70}, {Ops: 5, P50Us: 60}})
+	assert.Equal(t, 60.0, failed.P50Us, "a repeat without pairs does not count")
+	assert.Equal(t, []float64{0, 50, 70, 60}, failed.RepeatP50Us)
+
+	one := Median([]Result{{Ops: 3, P50Us: 5}})
+	assert.Nil(t, one.RepeatP50Us, "a single measurement is not a repeat")
+	assert.Equal(t, Result{}, Median(nil))
+}

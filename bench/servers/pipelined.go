@@ -1,0 +1,169 @@
+package servers
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/core"
+)
+
+// ReleaseScript is the library's release script, a copy of
+// drivers/internal/wire/release.lua (which bench/ cannot import: it is
+// internal to drivers/); a test keeps the two the same.
+//
+//go:embed release.lua
+var ReleaseScript string
+
+// PipelineSpec is the servers' pipelined limit for the work of one
+// acquire+release pair: on each server, SET key token NX PX ttl then the
+// release script by EVALSHA, Depth pairs on distinct keys per pipelined
+// batch, for Duration after Warmup.
+type PipelineSpec struct {
+	Addrs     []string
+	Options   measure.ServerOptions
+	Depth     int
+	Warmup    time.Duration
+	Duration  time.Duration
+	TTL       time.Duration
+	KeyPrefix string
+}
+
+// Pipelined is the servers' pipelined limit: what the commands of one
+// pair cost the servers with no client in the way.
+type Pipelined struct {
+	Depth int `json:"depth"`
+	// Servers is how many servers ran the loop, each its own pairs at
+	// once: a pair costs each of them one SET and one EVALSHA.
+	Servers int `json:"servers"`
+	// Pairs is the fewest pairs a server did in its window, Seconds the
+	// window.
+	Pairs   int64   `json:"pairs"`
+	Seconds float64 `json:"seconds"`
+	// ServersCPUUsPerOp is the sum over the servers of each one's CPU
+	// time (INFO cpu) over its window divided by its pairs, in µs: the
+	// servers' CPU per pair of N=Servers.
+	ServersCPUUsPerOp float64 `json:"servers_cpu_us_per_op"`
+}
+
+// PipelinedLimit measures the servers' CPU per pair with the work of a
+// pair pipelined Depth deep, every server at once, each on its own
+// connection.
+func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
+	if spec.Depth < 1 || spec.Duration <= 0 || spec.TTL < time.Millisecond || len(spec.Addrs) == 0 {
+		return Pipelined{}, errors.New("servers: pipelined limit: need servers, a depth, a duration and a TTL of 1 ms or more")
+	}
+	sum := sha1.Sum([]byte(ReleaseScript))
+	sha := hex.EncodeToString(sum[:])
+	type out struct {
+		pairs   int64
+		cpu     time.Duration
+		elapsed time.Duration
+		err     error
+	}
+	outs := make([]out, len(spec.Addrs))
+	var wg sync.WaitGroup
+	for i, a := range spec.Addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := &outs[i]
+			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec)
+		}()
+	}
+	wg.Wait()
+	p := Pipelined{Depth: spec.Depth, Servers: len(spec.Addrs)}
+	for i, o := range outs {
+		if o.err != nil {
+			return Pipelined{}, o.err
+		}
+		if o.pairs == 0 {
+			return Pipelined{}, fmt.Errorf("servers: pipelined limit on %s: no pair done", spec.Addrs[i])
+		}
+		if i == 0 || o.pairs < p.Pairs {
+			p.Pairs = o.pairs
+		}
+		p.Seconds = max(p.Seconds, o.elapsed.Seconds())
+		p.ServersCPUUsPerOp += measure.CPUPerOpUs(0, o.cpu, o.pairs)
+	}
+	return p, nil
+}
+
+// pipelineOne runs the pipelined loop on one server and returns its pairs
+// and CPU time over the measured window.
+func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec) (pairs int64, cpu, elapsed time.Duration, err error) {
+	c, err := measure.Dial(addr, spec.Options)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer c.Close()
+	got, err := c.Do("SCRIPT", "LOAD", ReleaseScript)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if got != sha {
+		return 0, 0, 0, fmt.Errorf("servers: %s: SCRIPT LOAD returned %q, want %s", addr, got, sha)
+	}
+	tok := core.TokenFromUint64s(uint64(time.Now().UnixNano()), uint64(server)+1).String()
+	ttl := strconv.FormatInt(spec.TTL.Milliseconds(), 10)
+	prefix := spec.KeyPrefix + strconv.Itoa(server) + ":"
+	keys := make([]string, spec.Depth)
+	for i := range keys {
+		keys[i] = prefix + strconv.Itoa(i)
+	}
+	batch := func() error {
+		for _, k := range keys {
+			c.Send("SET", k, tok, "NX", "PX", ttl)
+			c.Send("EVALSHA", sha, "1", k, tok)
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		for range keys {
+			set, err := c.Receive()
+			if err != nil {
+				return err
+			}
+			rel, err := c.Receive()
+			if err != nil {
+				return err
+			}
+			if set != "OK" || rel != "1" {
+				return fmt.Errorf("servers: %s: pipelined pair replied %q, %q; want OK, 1", addr, set, rel)
+			}
+		}
+		return nil
+	}
+	for t0 := time.Now(); time.Since(t0) < spec.Warmup && ctx.Err() == nil; {
+		if err := batch(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	before, err := c.CPU()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	t0 := time.Now()
+	for time.Since(t0) < spec.Duration && ctx.Err() == nil {
+		if err := batch(); err != nil {
+			return 0, 0, 0, err
+		}
+		pairs += int64(spec.Depth)
+	}
+	elapsed = time.Since(t0)
+	after, err := c.CPU()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if ctx.Err() != nil {
+		return 0, 0, 0, ctx.Err()
+	}
+	return pairs, after - before, elapsed, nil
+}

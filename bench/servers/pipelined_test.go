@@ -1,0 +1,74 @@
+package servers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// The embedded copy of the release script is the drivers' script, byte
+// for byte: the pipelined limit measures the library's own work.
+func TestReleaseScriptIsTheDriversOne(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "drivers", "internal", "wire", "release.lua"))
+	require.NoError(t, err)
+	assert.Equal(t, string(src), ReleaseScript)
+}
+
+func TestPipelinedLimitMeasuresServersCPU(t *testing.T) {
+	r, err := StartRedis(redistest.RedisServerPath(t), 2)
+	require.NoError(t, err)
+	defer r.Close()
+	p, err := PipelinedLimit(context.Background(), PipelineSpec{
+		Addrs: r.Addrs(), Depth: 10, Duration: 50 * time.Millisecond, TTL: 10 * time.Second, KeyPrefix: "t:",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 10, p.Depth)
+	assert.Equal(t, 2, p.Servers)
+	assert.Positive(t, p.Pairs)
+	assert.Zero(t, p.Pairs%10, "whole batches")
+	assert.Positive(t, p.ServersCPUUsPerOp)
+
+	// Every pair released its key: nothing is left behind.
+	for _, a := range r.Addrs() {
+		c, err := measure.Dial(a, measure.ServerOptions{})
+		require.NoError(t, err)
+		n, err := c.Do("DBSIZE")
+		c.Close()
+		require.NoError(t, err)
+		assert.Equal(t, "0", n, a)
+	}
+}
+
+func TestPipelinedLimitRefusesBadSpecs(t *testing.T) {
+	for name, spec := range map[string]PipelineSpec{
+		"no servers":  {Depth: 1, Duration: time.Millisecond, TTL: time.Second},
+		"no depth":    {Addrs: []string{"127.0.0.1:1"}, Duration: time.Millisecond, TTL: time.Second},
+		"no duration": {Addrs: []string{"127.0.0.1:1"}, Depth: 1, TTL: time.Second},
+		"no TTL":      {Addrs: []string{"127.0.0.1:1"}, Depth: 1, Duration: time.Millisecond},
+	} {
+		_, err := PipelinedLimit(context.Background(), spec)
+		assert.Error(t, err, name)
+	}
+}
+
+// miniredis does not report INFO cpu: the limit says so, it does not
+// report zero.
+func TestPipelinedLimitWithoutCPUInfo(t *testing.T) {
+	m, err := StartMini(1)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = PipelinedLimit(context.Background(), PipelineSpec{
+		Addrs: m.Addrs(), Depth: 2, Duration: 10 * time.Millisecond, TTL: time.Second,
+	})
+	var re measure.RedisError
+	require.ErrorAs(t, err, &re, "the server's refusal")
+	assert.ErrorContains(t, err, m.Addrs()[0], "names the server")
+}
