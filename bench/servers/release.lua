@@ -1,15 +1,61 @@
 -- Compare-and-delete. KEYS[1] = key, ARGV[1] = token.
 -- Returns 1 deleted, 0 no such key, -1 the key holds another token.
--- A deletion is announced on the key's release channel (ReleaseChannel),
--- with the token, for the waiters that subscribe to it. The announcement
--- is a hint: pcall, so that a server or an ACL that refuses PUBLISH
--- still releases.
+--
+-- Without a waiter queue (one key), a deletion is announced on the key's
+-- release channel (ReleaseChannel), with the token, for the waiters that
+-- subscribe to it.
+--
+-- With one (core.Config.Fair): KEYS[2] = the key's waiter queue, a sorted
+-- set of waiter ids by ticket; KEYS[3] = each entry's deadline, in the
+-- server's ms. ARGV[2] = the caller's waiter id, ARGV[3] = its ticket, or
+-- 0 not to queue it, ARGV[4] = an entry's life in ms, ARGV[5] = how long a
+-- handed-over key waits for its waiter, in ms.
+--   0. A key handed to the caller ("~" .. ARGV[2]) is the caller's to
+--      release too: it won its quorum without this node.
+--   1. A caller with a ticket (a failed attempt's cleanup) joins the
+--      queue, keeping its place if it has one, and its entry lives on.
+--   2. Entries past their deadline leave the queue.
+--   3. If the key is now free, the first waiter (lowest ticket, then id)
+--      leaves the queue with the key: it holds "~" .. id for ARGV[5] ms,
+--      which only that waiter's acquire takes, announced on the waiter's
+--      turn channel (TurnChannel) alone. Nobody waiting, nothing is
+--      announced.
+-- Announcements are hints: pcall, so that a server or an ACL that
+-- refuses PUBLISH still releases.
 local v = redis.call("GET", KEYS[1])
-if v == ARGV[1] then
+local st = -1
+if v == ARGV[1] or (#KEYS > 1 and v == "~" .. ARGV[2]) then
   redis.call("DEL", KEYS[1])
-  redis.pcall("PUBLISH", "redlock:release:" .. KEYS[1], ARGV[1])
-  return 1
+  st = 1
 elseif v == false then
-  return 0
+  st = 0
 end
-return -1
+if #KEYS == 1 then
+  if st == 1 then
+    redis.pcall("PUBLISH", "redlock:release:" .. KEYS[1], ARGV[1])
+  end
+  return st
+end
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if ARGV[3] ~= "0" and (redis.call("ZSCORE", KEYS[2], ARGV[2]) or redis.call("ZCARD", KEYS[2]) < 4096) then
+  redis.call("ZADD", KEYS[2], "NX", ARGV[3], ARGV[2])
+  redis.call("ZADD", KEYS[3], now + tonumber(ARGV[4]), ARGV[2])
+  redis.call("PEXPIRE", KEYS[2], ARGV[4])
+  redis.call("PEXPIRE", KEYS[3], ARGV[4])
+end
+local stale = redis.call("ZRANGEBYSCORE", KEYS[3], "-inf", now, "LIMIT", 0, 64)
+for _, id in ipairs(stale) do
+  redis.call("ZREM", KEYS[2], id)
+  redis.call("ZREM", KEYS[3], id)
+end
+if st ~= -1 then
+  local head = redis.call("ZRANGE", KEYS[2], 0, 0)[1]
+  if head then
+    redis.call("ZREM", KEYS[2], head)
+    redis.call("ZREM", KEYS[3], head)
+    redis.call("SET", KEYS[1], "~" .. head, "PX", ARGV[5])
+    redis.pcall("PUBLISH", "redlock:turn:" .. head .. ":" .. KEYS[1], "")
+  end
+end
+return st
