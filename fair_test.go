@@ -12,15 +12,32 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
+// closer is a driver that its test closes.
+type closer interface {
+	redlock.Driver
+	Close() error
+}
+
+// fairDials are the drivers the Fair tests run over.
+var fairDials = map[string]func(addrs []string) (closer, error){
+	"redigo":  func(a []string) (closer, error) { return redigo.Dial(a, drivers.Options{}) },
+	"radix":   func(a []string) (closer, error) { return radix.Dial(a, drivers.Options{}) },
+	"rueidis": func(a []string) (closer, error) { return rueidis.Dial(a, drivers.Options{}) },
+	"goredis": func(a []string) (closer, error) { return goredis.Dial(a, drivers.Options{}) },
+}
+
 // fairProcess is one process of a Fair test: its own driver, so its own
 // waiter id, and its own Client.
-func fairProcess(t *testing.T, addrs []string) *redlock.Client {
+func fairProcess(t *testing.T, driver string, addrs []string) *redlock.Client {
 	t.Helper()
-	d, err := redigo.Dial(addrs, drivers.Options{})
+	d, err := fairDials[driver](addrs)
 	require.NoError(t, err)
 	t.Cleanup(func() { d.Close() })
 	c, err := redlock.NewClient(d, redlock.Options{Config: redlock.Config{Fair: true, NodeTimeout: time.Second}})
@@ -49,6 +66,12 @@ func queued(t *testing.T, srvs []*redistest.Server, key string) []int64 {
 // the order they happen to attempt after a release; a waiter's process
 // leaves the queue when served.
 func TestFairServesWaitersInTurn(t *testing.T) {
+	for driver := range fairDials {
+		t.Run(driver, func(t *testing.T) { testFairServesWaitersInTurn(t, driver) })
+	}
+}
+
+func testFairServesWaitersInTurn(t *testing.T, driver string) {
 	srvs := redistest.StartN(t, 3, redistest.Options{})
 	addrs := make([]string, len(srvs))
 	for i, s := range srvs {
@@ -56,7 +79,7 @@ func TestFairServesWaitersInTurn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
 	defer cancel()
-	holder, first, second := fairProcess(t, addrs), fairProcess(t, addrs), fairProcess(t, addrs)
+	holder, first, second := fairProcess(t, driver, addrs), fairProcess(t, driver, addrs), fairProcess(t, driver, addrs)
 
 	l, err := holder.TryLock(ctx, "k")
 	require.NoError(t, err)
