@@ -147,6 +147,37 @@
 // before the retry delay. Within one process, a Queue makes one waiter of
 // a key attempt at a time.
 //
+// # Fair handoff
+//
+// Announcements wake every process that waits, and they all race for
+// the key. With Config.Fair the nodes queue the waiting processes
+// instead, and each release hands the key to one of them:
+//
+//   - A failed attempt's cleanup queues the driver's waiter on each node
+//     under a ticket, its acquisition's first cleanup time in ms
+//     (Command.Ticket); a waiter keeps its place across attempts, and an
+//     entry not renewed within Command.Life leaves the queue.
+//   - A release, or a cleanup, that leaves the key free on a node hands
+//     it to the first waiter there (lowest ticket, then id): the key holds
+//     no token for Command.Handoff, only that waiter's acquire takes it,
+//     and only that waiter hears it announced. Nobody waiting, nothing is
+//     announced, so the uncontended path costs nothing more.
+//   - The waiter's attempt is an ordinary quorum round: a node that
+//     handed the key to another, or lost the queue, answers held, and the
+//     attempt wins or fails by the votes. So the nodes' queues may
+//     disagree (entries lost in a restart, tickets from clocks that
+//     disagree, a waiter that left) at the cost of time, never of
+//     exclusion; a handed key that nobody takes expires after the
+//     handoff, and the waiters retry on their timers.
+//   - Within a process, the waiters of a key take turns (Queue): the
+//     attempt that takes the key queues the process again when more of
+//     its waiters follow (Acquisition.SetFollowed), and a new waiter waits
+//     behind the others (WaitAgain before its first attempt), so that each
+//     is served in one attempt.
+//
+// The order that wins is the tickets'. A process whose clock runs behind
+// is served early; that costs the others time, never exclusion.
+//
 // # Writing a driver
 //
 // A Driver returns a Batch per round; see Batch for the two call shapes.
