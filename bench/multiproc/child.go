@@ -157,13 +157,14 @@ func loop(ctx context.Context, hot *target.HotKey, sh *Shared, spec ChildSpec, t
 				spin(spec.Hold)
 				sh.Store(v + 1)
 				sh.Leave()
+				call := Now()
 				err = l.Unlock(release)
 				rel := Now()
 				if err != nil {
 					fail(err)
 					rel = 0
 				}
-				secs = append(secs, Section{Contender: g, Ticket: ticket, Acq: acq, Rel: rel, Attempts: n.Load() - before})
+				secs = append(secs, Section{Contender: g, Ticket: ticket, Acq: acq, Call: call, Rel: rel, Attempts: n.Load() - before})
 			}
 			mu.Lock()
 			res.Sections = append(res.Sections, secs...)

@@ -52,10 +52,11 @@ type Section struct {
 	// Ticket is the section's order of entry across every process (the
 	// shared page's sequence).
 	Ticket int64 `json:"t"`
-	// Acq is when Lock returned, Rel when Unlock returned (0: Unlock
-	// failed), in ns on CLOCK_MONOTONIC.
-	Acq int64 `json:"a"`
-	Rel int64 `json:"r"`
+	// Acq is when Lock returned, Call when Unlock was called, Rel when
+	// Unlock returned (0: Unlock failed), in ns on CLOCK_MONOTONIC.
+	Acq  int64 `json:"a"`
+	Call int64 `json:"u"`
+	Rel  int64 `json:"r"`
 	// Attempts is the acquire rounds of the Lock call.
 	Attempts int64 `json:"n"`
 }
@@ -69,7 +70,18 @@ type Gaps struct {
 	// previous Unlock did (the keys were already deleted on a quorum);
 	// they are recorded as 0.
 	Early int64
-	h     *hdrhistogram.Histogram
+	// h is the gaps from the previous Unlock's return, early ones as 0;
+	// call from its call, never negative.
+	h, call *hdrhistogram.Histogram
+}
+
+// FromCall returns the gap at quantile q (0–100) counted from the
+// previous Unlock's call instead of its return.
+func (g Gaps) FromCall(q float64) time.Duration {
+	if g.call == nil || g.Handoffs == 0 {
+		return 0
+	}
+	return time.Duration(g.call.ValueAtQuantile(q))
 }
 
 // Quantile returns the gap at quantile q (0–100).
@@ -103,13 +115,14 @@ func (g Gaps) Max() time.Duration {
 // acquire, found by the order of entry rather than by the timestamps, so
 // that an early acquire (before the previous Unlock returned) pairs with
 // that Unlock, as 0, and not with the one before. A section whose
-// predecessor is missing, or whose Unlock failed, gives no gap.
+// predecessor is missing, or whose Unlock failed, gives no gap. The same
+// handoffs are measured from the predecessor's Unlock call too (FromCall).
 func PairGaps(secs []Section, from, to int64) Gaps {
 	byTicket := make(map[int64]*Section, len(secs))
 	for i := range secs {
 		byTicket[secs[i].Ticket] = &secs[i]
 	}
-	g := Gaps{h: hdrhistogram.New(1, int64(60*time.Second), 3)}
+	g := Gaps{h: hdrhistogram.New(1, int64(60*time.Second), 3), call: hdrhistogram.New(1, int64(60*time.Second), 3)}
 	for i := range secs {
 		s := &secs[i]
 		if s.Acq < from || s.Acq >= to {
@@ -125,6 +138,7 @@ func PairGaps(secs []Section, from, to int64) Gaps {
 			d = 0
 		}
 		g.h.RecordValue(max(d, 1))
+		g.call.RecordValue(max(s.Acq-p.Call, 1))
 		g.Handoffs++
 	}
 	return g
@@ -181,6 +195,10 @@ type Record struct {
 	GapP90Us  float64 `json:"gap_p90_us"`
 	GapP99Us  float64 `json:"gap_p99_us"`
 	GapMaxUs  float64 `json:"gap_max_us"`
+	// The same handoffs from the previous Unlock's call: never negative,
+	// they show what the early ones were.
+	FromCallP50Us float64 `json:"gap_from_call_p50_us"`
+	FromCallP99Us float64 `json:"gap_from_call_p99_us"`
 	// PerContender is each contender's acquisitions in the window,
 	// process by process. Fairness is max/min of it, 0 when a contender
 	// starved (Starved counts them).
@@ -241,6 +259,7 @@ func summarize(r *Record, secs []Section, contenders int, from, to int64) {
 	us := func(d time.Duration) float64 { return float64(d) / 1e3 }
 	r.GapMeanUs, r.GapP50Us, r.GapP90Us = us(g.Mean()), us(g.Quantile(50)), us(g.Quantile(90))
 	r.GapP99Us, r.GapMaxUs = us(g.Quantile(99)), us(g.Max())
+	r.FromCallP50Us, r.FromCallP99Us = us(g.FromCall(50)), us(g.FromCall(99))
 	f, starved := Fairness(r.PerContender)
 	r.Fairness, r.Starved = 0, starved
 	if !math.IsInf(f, 0) && !math.IsNaN(f) {

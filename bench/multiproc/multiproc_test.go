@@ -44,13 +44,13 @@ func TestPairGaps(t *testing.T) {
 	ms := int64(time.Millisecond)
 	// Entry order 1..6; listed out of order, as children report them.
 	secs := []Section{
-		{Contender: 2, Ticket: 3, Acq: 12 * ms, Rel: 14 * ms},     // after ticket 2: 12-11 = 1 ms
-		{Contender: 0, Ticket: 1, Acq: 1 * ms, Rel: 3 * ms},       // no predecessor
-		{Contender: 1, Ticket: 2, Acq: 5 * ms, Rel: 11 * ms},      // after ticket 1: 5-3 = 2 ms
-		{Contender: 0, Ticket: 5, Acq: 20 * ms, Rel: 0},           // its predecessor (4) is missing; its Unlock failed
-		{Contender: 1, Ticket: 6, Acq: 30 * ms, Rel: 31 * ms},     // after a failed Unlock: no gap
-		{Contender: 3, Ticket: 7, Acq: 30*ms + 500, Rel: 33 * ms}, // acquired before ticket 6's Unlock returned: early, 0
-		{Contender: 3, Ticket: 8, Acq: 100 * ms, Rel: 101 * ms},   // after the window
+		{Contender: 2, Ticket: 3, Acq: 12 * ms, Call: 13 * ms, Rel: 14 * ms},     // after ticket 2: 12-11 = 1 ms, 2 ms from its call
+		{Contender: 0, Ticket: 1, Acq: 1 * ms, Call: 2 * ms, Rel: 3 * ms},        // no predecessor
+		{Contender: 1, Ticket: 2, Acq: 5 * ms, Call: 10 * ms, Rel: 11 * ms},      // after ticket 1: 5-3 = 2 ms, 3 ms from its call
+		{Contender: 0, Ticket: 5, Acq: 20 * ms, Call: 21 * ms, Rel: 0},           // its predecessor (4) is missing; its Unlock failed
+		{Contender: 1, Ticket: 6, Acq: 30 * ms, Call: 30*ms + 200, Rel: 31 * ms}, // after a failed Unlock: no gap
+		{Contender: 3, Ticket: 7, Acq: 30*ms + 500, Call: 32 * ms, Rel: 33 * ms}, // before ticket 6's Unlock returned: early, 0; 300 ns from its call
+		{Contender: 3, Ticket: 8, Acq: 100 * ms, Call: 100 * ms, Rel: 101 * ms},  // after the window
 	}
 	g := PairGaps(secs, 0, 50*ms)
 	assert.Equal(t, int64(3), g.Handoffs, "tickets 2, 3 and 7")
@@ -58,6 +58,9 @@ func TestPairGaps(t *testing.T) {
 	assert.Equal(t, 2*time.Millisecond, g.Max().Round(time.Millisecond))
 	assert.Equal(t, time.Millisecond, g.Quantile(50).Round(100*time.Microsecond))
 	assert.Less(t, g.Quantile(1), time.Microsecond, "the early handoff counts as 0")
+	assert.Equal(t, 300*time.Nanosecond, g.FromCall(1).Round(10*time.Nanosecond), "the early handoff from the Unlock call")
+	assert.Equal(t, 2*time.Millisecond, g.FromCall(50).Round(100*time.Microsecond))
+	assert.Equal(t, 3*time.Millisecond, g.FromCall(100).Round(100*time.Microsecond))
 
 	// The window decides by the acquire: from 4 ms on, ticket 2 is in
 	// and ticket 1 (its predecessor) out, which still pairs.
