@@ -240,3 +240,22 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 		assert.Error(t, err, "%+v", s)
 	}
 }
+
+// Over the in-memory driver each process has a lock of its own, so the
+// processes' sections overlap: the shared page catches it and the cell
+// fails.
+func TestRunCatchesABrokenLockAcrossProcesses(t *testing.T) {
+	if !Supported {
+		t.Skip("Linux only")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	spec := Spec{Driver: "mem", Addrs: []string{"-", "-", "-"}, Mode: Poll, Key: "k",
+		Procs: 2, Goroutines: 1, Hold: 5 * time.Millisecond, Duration: 300 * time.Millisecond, TTL: 10 * time.Second}
+	rec, err := Run(context.Background(), spec, exe, nil, os.Stderr)
+	require.ErrorIs(t, err, ErrExclusion)
+	assert.Contains(t, err.Error(), "mem poll 2×1")
+	assert.True(t, rec.Failed())
+	assert.Positive(t, rec.Overlaps)
+	assert.Positive(t, rec.Sections)
+}

@@ -22,6 +22,7 @@ import (
 // mpConfig is the command line of the hot key across processes.
 type mpConfig struct {
 	on, only          bool
+	alone             bool // only this scenario runs
 	procs, goroutines int
 	hold              time.Duration
 	duration, warmup  time.Duration
@@ -56,10 +57,16 @@ func serverDrivers() []string {
 }
 
 // apply checks the scenario's flags and, with --multiproc-only, empties
-// c's plan of every other cell. It runs after the other checks.
+// c's plan of every other cell, unless --variants-only or --handoff-only
+// asked for theirs too; those alone leave the scenario out. It runs after
+// the other checks.
 func (m *mpConfig) apply(c *config) error {
-	if m.only {
+	otherOnly := c.plan.VariantsOnly || c.plan.HandoffOnly
+	switch {
+	case m.only:
 		m.on = true
+	case otherOnly:
+		m.on = false
 	}
 	if !m.on {
 		return nil
@@ -83,8 +90,8 @@ func (m *mpConfig) apply(c *config) error {
 		m.on = false
 		return nil
 	}
-	if m.only {
-		c.plan.VariantsOnly, c.plan.HandoffOnly = false, true
+	if m.alone = m.only && !otherOnly; m.alone {
+		c.plan.HandoffOnly = true
 		c.plan.HandoffDrivers, c.plan.Peers = nil, nil
 		c.plan.Proxy, c.proxyDelay = false, 0
 	}
@@ -132,10 +139,10 @@ func runMultiProc(ctx context.Context, cfg *config, addrs []string, runID string
 }
 
 // withMultiProc adds the scenario's records and target row to run; with
-// --multiproc-only its row is the only target.
+// the scenario alone its row is the only target.
 func withMultiProc(cfg *config, run report.Run, recs []multiproc.Record) report.Run {
 	run.MultiProc = recs
-	if cfg.mp.only {
+	if cfg.mp.alone {
 		run.Targets = nil
 	}
 	if t, ok := report.MultiProcTarget(recs); ok {

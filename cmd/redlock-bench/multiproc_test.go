@@ -31,9 +31,21 @@ func TestMultiProcFlags(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, c.mp.on)
 		assert.Empty(t, c.plan.Cells(), "no other cell")
+		assert.True(t, c.mp.alone)
 		assert.False(t, c.plan.Proxy)
 		assert.Equal(t, []string{multiproc.Wake}, c.mp.modes)
 		assert.Equal(t, 10*time.Second, c.mp.duration)
+	}
+
+	c, err = parseFlags([]string{"--handoff-only"}, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, c.mp.on, "another -only leaves it out")
+	if multiproc.Supported {
+		c, err = parseFlags([]string{"--handoff-only", "--multiproc-only"}, io.Discard)
+		require.NoError(t, err)
+		assert.True(t, c.mp.on)
+		assert.NotEmpty(t, c.plan.Cells(), "both -only flags: both scenarios")
+		assert.False(t, c.mp.alone)
 	}
 
 	for _, bad := range [][]string{
