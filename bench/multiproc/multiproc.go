@@ -144,6 +144,35 @@ func PairGaps(secs []Section, from, to int64) Gaps {
 	return g
 }
 
+// LatestReleaseGaps pairs each section whose Lock returned in [from, to)
+// with the latest Unlock that returned before it, by the timestamps alone,
+// in whichever process: an acquire that returned before its predecessor's
+// Unlock did pairs with an earlier section's, a whole critical section
+// back. PairGaps pairs by the order of entry instead; this is the other
+// reading of "release to next acquire", kept for comparison.
+func LatestReleaseGaps(secs []Section, from, to int64) Gaps {
+	rels := make([]int64, 0, len(secs))
+	for _, s := range secs {
+		if s.Rel != 0 {
+			rels = append(rels, s.Rel)
+		}
+	}
+	slices.Sort(rels)
+	g := Gaps{h: hdrhistogram.New(1, int64(60*time.Second), 3)}
+	for _, s := range secs {
+		if s.Acq < from || s.Acq >= to {
+			continue
+		}
+		i, _ := slices.BinarySearch(rels, s.Acq) // rels[i-1] < s.Acq
+		if i == 0 {
+			continue
+		}
+		g.h.RecordValue(max(s.Acq-rels[i-1], 1))
+		g.Handoffs++
+	}
+	return g
+}
+
 // Fairness returns the most acquisitions of one contender over the
 // fewest, and the number of contenders that acquired nothing: with any,
 // the ratio is infinite (+Inf). Fewer than two contenders: 1.
@@ -199,6 +228,10 @@ type Record struct {
 	// they show what the early ones were.
 	FromCallP50Us float64 `json:"gap_from_call_p50_us"`
 	FromCallP99Us float64 `json:"gap_from_call_p99_us"`
+	// The gap to each acquire from the latest Unlock that returned before
+	// it, by the timestamps alone (LatestReleaseGaps).
+	LatestRelP50Us float64 `json:"gap_latest_release_p50_us"`
+	LatestRelP99Us float64 `json:"gap_latest_release_p99_us"`
 	// PerContender is each contender's acquisitions in the window,
 	// process by process. Fairness is max/min of it, 0 when a contender
 	// starved (Starved counts them).
@@ -260,6 +293,8 @@ func summarize(r *Record, secs []Section, contenders int, from, to int64) {
 	r.GapMeanUs, r.GapP50Us, r.GapP90Us = us(g.Mean()), us(g.Quantile(50)), us(g.Quantile(90))
 	r.GapP99Us, r.GapMaxUs = us(g.Quantile(99)), us(g.Max())
 	r.FromCallP50Us, r.FromCallP99Us = us(g.FromCall(50)), us(g.FromCall(99))
+	lg := LatestReleaseGaps(secs, from, to)
+	r.LatestRelP50Us, r.LatestRelP99Us = us(lg.Quantile(50)), us(lg.Quantile(99))
 	f, starved := Fairness(r.PerContender)
 	r.Fairness, r.Starved = 0, starved
 	if !math.IsInf(f, 0) && !math.IsNaN(f) {

@@ -68,6 +68,14 @@ func TestPairGaps(t *testing.T) {
 	assert.Equal(t, int64(2), g.Handoffs)
 	assert.Equal(t, int64(0), g.Early)
 
+	// By the timestamps alone, tickets 5, 6 and 7 (20, 30 and 30.0005
+	// ms) pair with ticket 3's Unlock (14 ms), the latest that returned
+	// before them, ticket 6's having failed: 6, 16 and 16.0005 ms; ticket
+	// 2 and 3 as by entry (2 and 1 ms); ticket 1 with none.
+	lg := LatestReleaseGaps(secs, 0, 50*ms)
+	assert.Equal(t, int64(5), lg.Handoffs)
+	assert.InDelta(t, float64(16*ms), float64(lg.Max()), float64(50*time.Microsecond))
+	assert.InDelta(t, float64(6*ms), float64(lg.Quantile(50)), float64(10*time.Microsecond))
 	assert.Equal(t, int64(0), PairGaps(nil, 0, ms).Handoffs)
 	assert.Equal(t, time.Duration(0), PairGaps(nil, 0, ms).Quantile(50))
 }

@@ -186,6 +186,16 @@ func Markdown(recs []Record) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n",
 			c[0], c[1], c[2], c[3], c[4], c[5], c[6], r.GapP90Us, c[7], c[8], r.Handoffs, c[9], c[10], c[11], c[12], c[13], c[14])
 	}
+	var latest []string
+	for _, r := range recs {
+		if r.Handoffs > 0 {
+			latest = append(latest, fmt.Sprintf("%s %.0f / %.0f µs", r.Mode, r.LatestRelP50Us, r.LatestRelP99Us))
+		}
+	}
+	if len(latest) > 0 {
+		fmt.Fprintf(&b, "\nThe gap by the timestamps alone, each acquire paired with the latest `Unlock` that returned before it (an early acquire then pairs with a release a whole section back), p50 / p99: %s.\n",
+			strings.Join(latest, ", "))
+	}
 	b.WriteString("\nAcquisitions per contender, process by process:\n\n")
 	for _, r := range recs {
 		fmt.Fprintf(&b, "- %s %s:", r.Driver, r.Mode)

@@ -65,6 +65,7 @@ func TestTablesRender(t *testing.T) {
 	assert.Contains(t, md, "## Scenario: hot key across processes")
 	assert.Contains(t, md, "| redigo | wake | 5 | 4×8 | 500 | 1.40 | 900 | 0 | 2700 |")
 	assert.Contains(t, md, "("+PlotFile+")")
+	assert.Contains(t, md, "p50 / p99: wake 0 / 0 µs, poll 0 / 0 µs.")
 	assert.Equal(t, 4, strings.Count(md, "[0 0 0 0 0 0 0 0]")/2, "each cell's 32 contenders in 4 processes")
 	assert.Empty(t, Markdown(nil))
 }
