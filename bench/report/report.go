@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/multiproc"
 	"github.com/redlock-go/redlock/bench/servers"
 )
 
@@ -62,6 +63,8 @@ type Run struct {
 	Env     Env             `json:"env"`
 	Records []matrix.Record `json:"records"`
 	Targets []Target        `json:"targets"`
+	// MultiProc is the hot key across processes (bench/multiproc).
+	MultiProc []multiproc.Record `json:"multiproc,omitempty"`
 }
 
 // TableWidth is the width, in columns, that Table's lines fit in.
@@ -468,6 +471,7 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	if _, handoff := splitScenario(run.Records, matrix.Handoff); len(handoff) > 0 {
 		handoffMarkdown(&b, handoff, e)
 	}
+	b.WriteString(multiproc.Markdown(run.MultiProc))
 	var failed []matrix.Record
 	for _, r := range run.Records {
 		if r.Errors > 0 {

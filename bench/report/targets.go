@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/multiproc"
 )
 
 // Target is one of the project's performance targets, checked against
@@ -499,4 +500,15 @@ func writeTargetsMarkdown(b *strings.Builder, ts []Target) {
 	for _, t := range ts {
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", verdict(t), t.Name, t.Goal, ratio(t), t.Figures, t.Note)
 	}
+}
+
+// MultiProcTarget is the target row of the hot key across processes;
+// false when the run has no such cell.
+func MultiProcTarget(recs []multiproc.Record) (Target, bool) {
+	if len(recs) == 0 {
+		return Target{}, false
+	}
+	t := Target{}
+	t.Name, t.Goal, t.Figures, t.Ratio, t.Measured, t.Pass, t.Note = multiproc.Target(recs)
+	return t, true
 }

@@ -35,7 +35,8 @@ type config struct {
 	listDrivers bool
 	replot      string
 	handoffHold time.Duration
-	pipeDepth   int // the servers' pipelined limit: pairs per batch; 0: not measured
+	pipeDepth   int      // the servers' pipelined limit: pairs per batch; 0: not measured
+	mp          mpConfig // the hot key across processes
 }
 
 // parseFlags parses args (without the program name) into a config.
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.peersDir, "peers-dir", "", "directory of the nested peers module (default: bench/peers of this repository)")
 	fs.StringVar(&c.replot, "replot", "", "redraw the plots and results.md of a results directory from its run.json into "+latestDir+" (see --out, --commit-results), and exit")
 	fs.BoolVar(&c.listDrivers, "list", false, "print the drivers and peers compiled in, and exit")
+	c.mp.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -173,6 +175,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	case c.pipeDepth < 0:
 		return nil, errors.New("--pipeline-depth must not be negative")
 	}
+	if err := c.mp.apply(&c); err != nil {
+		return nil, err
+	}
 	c.plan.Proxy = c.proxyDelay > 0
 	c.plan.Contended = c.contended
 	return &c, nil
@@ -241,7 +246,12 @@ first run to compile this command and the peer libraries:
     rueidislock, with handoff latency, critical sections per second and an
     exclusion check; --handoff-only runs them alone, in about 30 s;
   - the servers' pipelined limit (--pipeline-depth): the commands of one
-    pair pipelined 100 deep on every server at once, for the CPU targets.
+    pair pipelined 100 deep on every server at once, for the CPU targets;
+  - the hot key across processes (--multiproc): 4 child processes of 8
+    goroutines on one key, woken and polling, 5 s each after 0.5 s of
+    warm-up, with attempts per acquisition, the handoff gap across
+    processes, fairness and a shared-memory exclusion check;
+    --multiproc-only runs it alone, in about 15 s.
 
 Every cell reports the CPU per pair of the process that runs it
 (getrusage) and of its servers (INFO cpu, summed over the cell's servers).

@@ -8,6 +8,7 @@
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
 //	go run ./cmd/redlock-bench --variants-only # the fencing and lease table alone: 40 cells, about 20 s
 //	go run ./cmd/redlock-bench --handoff-only  # the hot key alone: 15 cells, about 30 s
+//	go run ./cmd/redlock-bench --multiproc-only # the hot key across processes alone, about 15 s
 //	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
 //
 // Servers: with --nodes, the given ones; otherwise it starts redis-server
@@ -62,6 +63,17 @@
 // repeat's p50 (repeat_p50_us in run.json, and the targets' figures), so
 // that a single stalled cell does not decide a verdict.
 //
+// The hot key across processes (--multiproc, on by default;
+// --multiproc-only for it alone) re-executes this binary as 4 child
+// processes (--multiproc-procs) of 8 goroutines (--multiproc-goroutines)
+// that loop on one key at N=5 over redigo (--multiproc-driver): Client.Lock,
+// a critical section that spins 1 ms (--multiproc-hold), Unlock, for 5 s
+// (--multiproc-duration; 10s for figures to keep), woken by release
+// announcements and polling. It reports sections per second, acquire
+// rounds per acquisition, the release-to-next-acquire gap across processes
+// on CLOCK_MONOTONIC, fairness (max/min acquisitions per contender), and
+// overlaps caught by a shared memory page: an overlap fails the run.
+//
 // Peers (redsync v4 over redigo and rueidis, bsm/redislock at N=1,
 // rueidislock) live in the nested module bench/peers, which this command
 // builds with the go tool and runs as a child process; see its README.
@@ -92,6 +104,7 @@ import (
 	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/multiproc"
 	"github.com/redlock-go/redlock/bench/report"
 	"github.com/redlock-go/redlock/bench/servers"
 	"github.com/redlock-go/redlock/bench/target"
@@ -111,6 +124,9 @@ const miniBanner = `
 func run(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv(workerEnv) == "1" {
 		return worker(os.Stdin, stdout, stderr)
+	}
+	if os.Getenv(multiproc.ChildEnv) == "1" {
+		return multiproc.Child(os.Stdin, stdout, stderr)
 	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -274,6 +290,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			}
 		}
 	}
+	mp, mpErr := runMultiProc(ctx, cfg, set.Addrs(), runID, prog)
 	prog.finish()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -301,9 +318,12 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			env.Pipelined = &p
 		}
 	}
-	result := report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}
+	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
 	fmt.Fprintln(stdout)
 	if err := report.Table(stdout, recs); err != nil {
+		return err
+	}
+	if err := printMultiProc(stdout, mp); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "\ntargets (N=%d, %d clients; ratios within this run):\n", tn, tc)
@@ -313,12 +333,16 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if strings.HasPrefix(mode, "miniredis") {
 		fmt.Fprint(stdout, miniBanner)
 	}
+	mpFiles, err := writeMultiProcPlot(out, result)
+	if err != nil {
+		return err
+	}
 	files, err := writeResults(out, result)
 	if err != nil {
 		return err
 	}
-	wrote(stdout, cfg, out, files, "results/"+mode)
-	return nil
+	wrote(stdout, cfg, out, append(files, mpFiles...), "results/"+mode)
+	return mpErr
 }
 
 // wrote says which files went where, last, and for the default directory
@@ -368,11 +392,15 @@ func replot(cfg *config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	mpFiles, err := writeMultiProcPlot(out, r)
+	if err != nil {
+		return err
+	}
 	files, err := writeResults(out, r)
 	if err != nil {
 		return err
 	}
-	wrote(stdout, cfg, out, files, displayPath(cfg.replot)+" in place")
+	wrote(stdout, cfg, out, append(files, mpFiles...), displayPath(cfg.replot)+" in place")
 	return nil
 }
 
