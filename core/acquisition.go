@@ -116,12 +116,8 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	cmd := Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
 	if a.spec.cfg.Fair {
 		// Every attempt may find the key handed to it, which a plain SET
-		// NX cannot take; the one that takes it queues the process again
-		// when others of it follow.
+		// NX cannot take; the one that takes it leaves the queue.
 		cmd.Probe, cmd.Fair, cmd.Life = true, true, a.spec.life
-		if a.followed {
-			cmd.Ticket = ticketAt(now)
-		}
 	}
 	a.round = a.spec.newRound(cmd, now)
 }
@@ -134,9 +130,12 @@ func (a *Acquisition) startAttempt(now time.Time) {
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
 // SetFollowed tells an acquisition with Config.Fair whether other waiters
-// of the caller's process follow it on the key: its attempt that takes the
-// key then keeps the process's place in the nodes' queue, at its back, so
-// that the next of them is served in turn without a failed attempt first.
+// of the caller's process follow it on the key: the release of the grant
+// it takes then queues the process again, at the back of the nodes'
+// queues, before it hands the key on, so that the next of them is served
+// in turn without a failed attempt first. Queued at the release, rather
+// than when the key is taken, the process has the same place on every
+// node, whichever nodes its attempt took.
 func (a *Acquisition) SetFollowed(followed bool) { a.followed = followed }
 
 // Phase returns what the acquisition waits for.
@@ -188,7 +187,8 @@ func (a *Acquisition) RoundDone(now time.Time) {
 				return
 			}
 		}
-		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence}
+		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence,
+			followed: a.followed && s.cfg.Fair}
 		a.phase = PhaseDone
 		return
 	}
@@ -311,8 +311,13 @@ func (a *Acquisition) SetListening(nodes uint32) { a.listening = nodes }
 
 // relying reports whether the wait may rely on announcements: the nodes
 // listened to include enough of those held.
+//
+// A Fair waiter never relies on them: it hears only the turns handed to
+// it, and a handed key that its waiter never takes expires unannounced,
+// which only the waiters' timed attempts notice (their cleanups hand the
+// free key on).
 func (a *Acquisition) relying() bool {
-	return a.wakeCount > 0 && bits.OnesCount32(a.listening&a.held) >= a.wakeCount
+	return a.wakeCount > 0 && bits.OnesCount32(a.listening&a.held) >= a.wakeCount && !a.spec.cfg.Fair
 }
 
 // holderExpiry returns when enough of the other holder's keys will have

@@ -72,10 +72,10 @@ type Command struct {
 	// the first waiter, and announces it to that waiter alone.
 	Fair bool
 	// Ticket places the driver's waiter in the Fair queue, the lowest
-	// first: for an OpRelease, the cleanup of a failed attempt, the
-	// ticket it joins under, keeping its place if it has one; for an
-	// acquire, the one it joins again under once it takes the key, since
-	// more waiters of the process follow. Zero: it does not join.
+	// first, for an OpRelease: the ticket it joins under, keeping its place
+	// if it has one; a failed attempt's cleanup joins so, and so does the
+	// release of a grant that others of the process follow
+	// (Acquisition.SetFollowed). Zero: it does not join.
 	Ticket int64
 	// Handoff is how long a Fair OpRelease keeps a key it hands to the
 	// first waiter for that waiter; Life how long a queue entry lasts

@@ -74,12 +74,23 @@ func TestFairCommands(t *testing.T) {
 	a.SetFollowed(true)
 	a.Wake(t2)
 	att = drive(a.Round(), t2, core.StatusOK)[0]
-	assert.Equal(t, t2.UnixMilli(), att.Ticket, "followed: the attempt that takes the key queues the process at the back")
+	assert.Zero(t, att.Ticket, "the attempt that takes the key leaves the queue")
 	a.RoundDone(t2)
 	g, err := a.Result()
 	require.NoError(t, err)
+	t3 := t2.Add(time.Second)
+	rel, err := spec.Release(g, t3)
+	require.NoError(t, err)
+	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: t3.UnixMilli(), Handoff: handoff, Life: life},
+		rel.Command(), "followed: the release queues the process at the back, then hands the key on")
 
-	rel, err := spec.Release(g, t2)
+	c, err := spec.Acquire("k", core.Token{}, t0)
+	require.NoError(t, err)
+	drive(c.Round(), t0, core.StatusOK)
+	c.RoundDone(t0)
+	g, err = c.Result()
+	require.NoError(t, err)
+	rel, err = spec.Release(g, t3)
 	require.NoError(t, err)
 	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Handoff: handoff, Life: life},
 		rel.Command(), "a release hands the key on, and queues nobody")

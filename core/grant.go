@@ -14,6 +14,7 @@ type Grant struct {
 	validity   time.Duration // ttl − elapsed − drift of that round, from end
 	extensions int
 	fence      uint64
+	followed   bool // Config.Fair: its release queues the process again (SetFollowed)
 }
 
 // Key returns the locked key. Token returns the holder's token.

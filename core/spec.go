@@ -103,7 +103,11 @@ func (s Spec) Release(g Grant, now time.Time) (Round, error) {
 	if g.key == "" {
 		return Round{}, invalid("release of the zero Grant")
 	}
-	return s.newRound(Command{Op: OpRelease, Key: g.key, Token: g.token, Fair: s.cfg.Fair, Handoff: s.handoff, Life: s.life}, now), nil
+	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token, Fair: s.cfg.Fair, Handoff: s.handoff, Life: s.life}
+	if g.followed {
+		cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
+	}
+	return s.newRound(cmd, now), nil
 }
 
 // Released returns the result of g's release round r, once r.Done(): nil

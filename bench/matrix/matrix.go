@@ -44,10 +44,13 @@ const (
 	// Poll is Options.Poll: a waiter sleeps Config.Retry's random
 	// 50–250 ms between attempts.
 	Poll = "poll"
+	// Fair is Config.Fair: the servers queue the waiting processes and
+	// hand each release to the first, which alone hears it.
+	Fair = "fair"
 )
 
 // WaitModes lists the Handoff variants of this library, in run order.
-var WaitModes = []string{Wake, Poll}
+var WaitModes = []string{Wake, Poll, Fair}
 
 // Peer fan-outs, named for what each peer does on the wire.
 const (

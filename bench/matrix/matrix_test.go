@@ -298,18 +298,18 @@ func TestCurveAndHandoffCells(t *testing.T) {
 	if Find([]Record{{Cell: curve[0]}}, Cell{Library: Redlock, Driver: "redigo", Scenario: Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 2}) == nil {
 		t.Error("curve cell not found by its coordinates")
 	}
-	// The hot key: redigo woken and polling, then the three peers at N=5,
-	// each at 2, 8 and 32 contenders on one key.
-	if len(hot) != (2+3)*3 {
-		t.Fatalf("%d handoff cells, want 15", len(hot))
+	// The hot key: redigo woken, polling and fair, then the three peers at
+	// N=5, each at 2, 8 and 32 contenders on one key.
+	if len(hot) != (3+3)*3 {
+		t.Fatalf("%d handoff cells, want 18", len(hot))
 	}
-	for i, c := range hot[:6] {
+	for i, c := range hot[:9] {
 		if c.IsPeer() || c.Variant != WaitModes[i/3] || c.Clients != p.HandoffContenders[i%3] || !c.SharedKey || c.Nodes != 5 || c.Duration != time.Second {
 			t.Errorf("handoff cell %d: %+v", i, c)
 		}
 	}
-	if hot[6].HandoffName() != "redsync+redigo poll" || hot[14].HandoffName() != "rueidislock+rueidis invalidation" || hot[0].HandoffName() != "redlock+redigo wake" {
-		t.Errorf("handoff names: %s, %s, %s", hot[0].HandoffName(), hot[6].HandoffName(), hot[14].HandoffName())
+	if hot[9].HandoffName() != "redsync+redigo poll" || hot[17].HandoffName() != "rueidislock+rueidis invalidation" || hot[6].HandoffName() != "redlock+redigo fair" {
+		t.Errorf("handoff names: %s, %s, %s", hot[6].HandoffName(), hot[9].HandoffName(), hot[17].HandoffName())
 	}
 	if ScenarioAddrs(Handoff) != Loopback {
 		t.Error("handoff cells' servers")

@@ -36,14 +36,17 @@ import (
 
 // Modes of waiting, as in the hot-key cells of one process: Wake is the
 // Client's default (woken by release announcements), Poll is
-// Options.Poll (sleeping Config.Retry's random delays).
+// Options.Poll (sleeping Config.Retry's random delays), Fair is
+// Config.Fair (the servers queue the processes and hand each release to
+// the first).
 const (
 	Wake = "wake"
 	Poll = "poll"
+	Fair = "fair"
 )
 
 // Modes lists the modes in run order.
-var Modes = []string{Wake, Poll}
+var Modes = []string{Wake, Poll, Fair}
 
 // Section is one critical section, as the child that ran it saw it.
 type Section struct {

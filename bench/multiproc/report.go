@@ -18,25 +18,29 @@ const (
 	GoalFairness = 2.0    // max/min acquisitions per contender, at most
 )
 
+// TargetMode is the mode the target holds to: the servers' waiter queue,
+// which hands each release to one process, in turn.
+const TargetMode = Fair
+
 // Target is the scenario's row of the Targets table: measured is false
-// when no wake cell acquired anything; pass when the wake cell meets all
-// three bounds, overlapped nowhere and starved no contender. figures show
-// every mode's three numbers.
+// when no TargetMode cell acquired anything; pass when it meets all three
+// bounds, overlapped nowhere and starved no contender. figures show every
+// mode's three numbers.
 func Target(recs []Record) (name, goal, figures string, ratio float64, measured, pass bool, note string) {
-	var wake *Record
+	var subj *Record
 	for i := range recs {
-		if recs[i].Mode == Wake && wake == nil {
-			wake = &recs[i]
+		if recs[i].Mode == TargetMode && subj == nil {
+			subj = &recs[i]
 		}
 	}
 	driver, procs, gor := "redigo", 4, 8
-	if wake != nil {
-		driver = wake.Driver
-		if wake.Procs != 4 || wake.Goroutines != 8 || wake.HoldUs != 1000 {
-			note = fmt.Sprintf("measured at %d×%d with %.0f µs sections; the target is stated at 4×8 with 1 ms", wake.Procs, wake.Goroutines, wake.HoldUs)
+	if subj != nil {
+		driver = subj.Driver
+		if subj.Procs != 4 || subj.Goroutines != 8 || subj.HoldUs != 1000 {
+			note = fmt.Sprintf("measured at %d×%d with %.0f µs sections; the target is stated at 4×8 with 1 ms", subj.Procs, subj.Goroutines, subj.HoldUs)
 		}
 	}
-	name = fmt.Sprintf("%d processes × %d waiters on one key (%s, wake)", procs, gor, driver)
+	name = fmt.Sprintf("%d processes × %d waiters on one key (%s, "+TargetMode+")", procs, gor, driver)
 	goal = fmt.Sprintf("attempts/acquisition ≤ %.1f, handoff p50 < %.0f ms, fairness (max/min acquisitions per contender) ≤ %.0f "+
 		"(ratio: the worst of the three over its bound; a starved contender counts as one acquisition)",
 		GoalAttempts, GoalGapP50Us/1000, GoalFairness)
@@ -50,13 +54,13 @@ func Target(recs []Record) (name, goal, figures string, ratio float64, measured,
 			r.Mode, r.AttemptsPerAcq, ms(r.GapP50Us), ms(r.FromCallP50Us), r.EarlyPercent(), r.FairnessText(), r.Throughput))
 	}
 	figures = strings.Join(figs, "; ")
-	if wake == nil || wake.Sections == 0 {
+	if subj == nil || subj.Sections == 0 {
 		return name, goal, figures, 0, false, false, note
 	}
-	ratio = max(wake.AttemptsPerAcq/GoalAttempts, wake.GapP50Us/GoalGapP50Us, wake.fairnessBound()/GoalFairness)
-	pass = wake.AttemptsPerAcq <= GoalAttempts && wake.GapP50Us < GoalGapP50Us &&
-		wake.Starved == 0 && wake.Fairness > 0 && wake.Fairness <= GoalFairness && wake.Exclusive()
-	if !wake.Exclusive() {
+	ratio = max(subj.AttemptsPerAcq/GoalAttempts, subj.GapP50Us/GoalGapP50Us, subj.fairnessBound()/GoalFairness)
+	pass = subj.AttemptsPerAcq <= GoalAttempts && subj.GapP50Us < GoalGapP50Us &&
+		subj.Starved == 0 && subj.Fairness > 0 && subj.Fairness <= GoalFairness && subj.Exclusive()
+	if !subj.Exclusive() {
 		note = joinNote(note, "sections overlapped")
 	}
 	return name, goal, figures, ratio, true, pass, note
@@ -167,7 +171,7 @@ func Markdown(recs []Record) string {
 	b.WriteString("\n## Scenario: hot key across processes\n\n")
 	fmt.Fprintf(&b, "%d processes of %d goroutines each (%d contenders) loop on one key at N=%d: `Client.Lock`, a critical section that spins %.0f µs, `Unlock`; "+
 		"%.3g s measured after a warm-up, the same window for every process. Each process is a child of redlock-bench with its own Client and driver. "+
-		"**wake** is the Client's default, woken by release announcements; **poll** is `Options.Poll`, sleeping `Config.Retry`'s random delays. "+
+		"**wake** is the Client's default, woken by release announcements; **poll** is `Options.Poll`, sleeping `Config.Retry`'s random delays; **fair** is `Config.Fair`, the servers' waiter queue. "+
 		"att/acq is the acquire rounds (driver batches carrying an acquire) of the Lock calls that acquired in the window, over those acquisitions. "+
 		"The gap runs from a section's `Unlock` returning to the next section's `Lock` returning, in whichever processes, on CLOCK_MONOTONIC (one clock for all); "+
 		"the next section is the next in the order of entry, so a `Lock` that returned before the previous `Unlock` did (its keys were deleted on a quorum already) is an early handoff, counted 0; "+

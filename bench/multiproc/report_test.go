@@ -22,29 +22,29 @@ func TestTarget(t *testing.T) {
 		wake Record
 		pass bool
 	}{
-		{"all three hold", cell(Wake, 1.4, 900, 1.8), true},
-		{"too many attempts", cell(Wake, 4.27, 900, 1.8), false},
-		{"slow handoff", cell(Wake, 1.4, 1440, 1.8), false},
-		{"p50 of exactly 1 ms", cell(Wake, 1.4, 1000, 1.8), false},
-		{"unfair", cell(Wake, 1.4, 900, 2.1), false},
-		{"a contender starved", func() Record { r := cell(Wake, 1.4, 900, 0); r.Starved, r.PerContender = 1, []int64{0, 5, 5}; return r }(), false},
-		{"overlap", func() Record { r := cell(Wake, 1.4, 900, 1.8); r.Overlaps = 1; return r }(), false},
+		{"all three hold", cell(Fair, 1.4, 900, 1.8), true},
+		{"too many attempts", cell(Fair, 4.27, 900, 1.8), false},
+		{"slow handoff", cell(Fair, 1.4, 1440, 1.8), false},
+		{"p50 of exactly 1 ms", cell(Fair, 1.4, 1000, 1.8), false},
+		{"unfair", cell(Fair, 1.4, 900, 2.1), false},
+		{"a contender starved", func() Record { r := cell(Fair, 1.4, 900, 0); r.Starved, r.PerContender = 1, []int64{0, 5, 5}; return r }(), false},
+		{"overlap", func() Record { r := cell(Fair, 1.4, 900, 1.8); r.Overlaps = 1; return r }(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name, goal, figs, ratio, measured, pass, _ := Target([]Record{tc.wake, poll})
 			assert.Equal(t, tc.pass, ratio <= 1 && tc.wake.Exclusive() && tc.wake.GapP50Us < GoalGapP50Us, "ratio %v", ratio)
-			assert.Equal(t, "4 processes × 8 waiters on one key (redigo, wake)", name)
+			assert.Equal(t, "4 processes × 8 waiters on one key (redigo, fair)", name)
 			assert.Contains(t, goal, "≤ 1.5")
 			assert.True(t, measured)
 			assert.Equal(t, tc.pass, pass)
-			assert.Contains(t, figs, "wake: ")
+			assert.Contains(t, figs, "fair: ")
 			assert.Contains(t, figs, "poll: 1.50 attempts/acq, p50 1.80 ms (0.00 ms from the Unlock call; 0% early), fairness 7.50, 500 sections/s")
 		})
 	}
-	_, _, _, _, measured, pass, _ := Target([]Record{poll})
-	assert.False(t, measured, "no wake cell")
+	_, _, _, _, measured, pass, _ := Target([]Record{poll, cell(Wake, 1.4, 900, 1.8)})
+	assert.False(t, measured, "no fair cell")
 	assert.False(t, pass)
-	small := cell(Wake, 1.4, 900, 1.8)
+	small := cell(Fair, 1.4, 900, 1.8)
 	small.Procs, small.Goroutines = 2, 2
 	_, _, _, _, measured, _, note := Target([]Record{small})
 	assert.True(t, measured)

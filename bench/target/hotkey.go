@@ -21,7 +21,8 @@ type HotKey struct {
 
 // NewHotKey returns the hot-key subject over drv for wait mode
 // (matrix.Wake: the Client's default, woken by release announcements;
-// matrix.Poll: Options.Poll, sleeping Config.Retry's delays), with the
+// matrix.Poll: Options.Poll, sleeping Config.Retry's delays; matrix.Fair:
+// Config.Fair, the servers' waiter queue), with the
 // given TTL, multiplexed rounds and Config.Retry's default delays
 // (random, 50–250 ms).
 func NewHotKey(drv core.Driver, mode string, ttl time.Duration) (*HotKey, error) {
@@ -30,6 +31,8 @@ func NewHotKey(drv core.Driver, mode string, ttl time.Duration) (*HotKey, error)
 	case matrix.Wake:
 	case matrix.Poll:
 		opts.Poll = true
+	case matrix.Fair:
+		opts.Config.Fair = true
 	default:
 		return nil, fmt.Errorf("target: unknown wait mode %q (%v)", mode, matrix.WaitModes)
 	}

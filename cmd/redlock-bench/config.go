@@ -226,7 +226,7 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 208 cells in about 2 minutes, plus 1 to 4 minutes on a
+With no flags it runs 211 cells in about 2 minutes, plus 1 to 4 minutes on a
 first run to compile this command and the peer libraries:
 
   - 158 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
@@ -240,9 +240,9 @@ first run to compile this command and the peer libraries:
     run 3 times each (--repeats) and keep the median repeat;
   - 35 more points of the throughput curve (--curve) at N=5 on distinct
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
-  - 15 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
+  - 18 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
     contenders on one key at N=5, this library woken by release
-    announcements and polling, redsync over redigo and rueidis, and
+    announcements, polling and fair (Config.Fair), redsync over redigo and rueidis, and
     rueidislock, with handoff latency, critical sections per second and an
     exclusion check; --handoff-only runs them alone, in about 30 s;
   - the servers' pipelined limit (--pipeline-depth): the commands of one

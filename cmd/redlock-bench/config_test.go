@@ -174,8 +174,8 @@ func TestCurveAndHandoffFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	cells := c.plan.Cells()
-	// redigo and rueidis, woken and polling, and three peers: 7 cells.
-	if len(cells) != 7 || c.plan.Proxy || c.handoffHold != 200*time.Microsecond {
+	// redigo and rueidis, woken, polling and fair, and three peers: 9 cells.
+	if len(cells) != 9 || c.plan.Proxy || c.handoffHold != 200*time.Microsecond {
 		t.Fatalf("--handoff-only: %d cells, proxy %v, hold %v", len(cells), c.plan.Proxy, c.handoffHold)
 	}
 	for _, cell := range cells {

@@ -4,10 +4,10 @@
 // throughput, allocations and goroutines per acquire+release pair, the
 // project's performance targets as ratios within the run, and plots.
 //
-//	go run ./cmd/redlock-bench                 # the default run: 208 cells, about 2 minutes
+//	go run ./cmd/redlock-bench                 # the default run: 211 cells, about 2 minutes
 //	go run ./cmd/redlock-bench --pin           # pinned to CPU 0, for latency
 //	go run ./cmd/redlock-bench --variants-only # the fencing and lease table alone: 40 cells, about 20 s
-//	go run ./cmd/redlock-bench --handoff-only  # the hot key alone: 15 cells, about 30 s
+//	go run ./cmd/redlock-bench --handoff-only  # the hot key alone: 18 cells, about 30 s
 //	go run ./cmd/redlock-bench --multiproc-only # the hot key across processes alone, about 15 s
 //	go run ./cmd/redlock-bench --nodes a:6379,b:6379,c:6379 --password s3cret --tls-ca ca.pem
 //
@@ -37,7 +37,8 @@
 // The hot key (--handoff, on by default; --handoff-only for it alone)
 // has 2, 8 and 32 contenders loop on one key at N=5, each acquire waiting
 // as long as it takes: this library's Client.Lock woken by release
-// announcements and polling (Options.Poll), redsync polling, rueidislock
+// announcements, polling (Options.Poll) and served in turn by the servers'
+// waiter queue (Config.Fair), redsync polling, rueidislock
 // waiting on invalidations. It reports the handoff latency (a release's
 // return to the next holder's acquire returning), critical sections per
 // second, and whether two sections ever overlapped.

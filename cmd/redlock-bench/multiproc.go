@@ -41,7 +41,7 @@ func (m *mpConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&m.duration, "multiproc-duration", 5*time.Second, "measured time of each cell of the hot key across processes (10s for figures to keep)")
 	fs.DurationVar(&m.warmup, "multiproc-warmup", 500*time.Millisecond, "unmeasured warm-up of each cell of the hot key across processes")
 	fs.StringVar(&m.driver, "multiproc-driver", "redigo", "redlock driver of the hot key across processes: "+strings.Join(serverDrivers(), ","))
-	fs.StringVar(&m.modesFlag, "multiproc-modes", "wake,poll", "wait modes of the hot key across processes: "+strings.Join(multiproc.Modes, ","))
+	fs.StringVar(&m.modesFlag, "multiproc-modes", "wake,poll,fair", "wait modes of the hot key across processes: "+strings.Join(multiproc.Modes, ","))
 }
 
 // serverDrivers are the compiled-in drivers that talk to servers: the

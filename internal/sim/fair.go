@@ -14,9 +14,8 @@ import (
 // or cleanup that leaves the key free hands it to the first waiter
 // (lowest ticket, then client), which leaves the queue, and announces it
 // to that client alone; the key then holds no token, for Handoff, and
-// only that client's acquire takes it, leaving the queue or, with a
-// Ticket, going to its back. A release by the client a key is handed to
-// frees it too.
+// only that client's acquire takes it, leaving the queue. A release by
+// the client a key is handed to frees it too.
 //
 // Queue faults: a crash of a node that is not Persistent empties its
 // queue; QueueLoss drops a queue write; QueueSkew moves a joining
@@ -59,11 +58,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			n.fence++
 			m.fence = n.fence
 		}
-		if cmd.Ticket > 0 {
-			n.join(c, cmd.Ticket, now+int64(cmd.Life), true, w)
-		} else {
-			n.leave(c)
-		}
+		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
 		return core.StatusOK
 	case core.OpRelease:
 		st := core.StatusHeld
@@ -75,7 +70,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			st = core.StatusOK
 		}
 		if cmd.Ticket > 0 {
-			n.join(c, cmd.Ticket, now+int64(cmd.Life), false, w)
+			n.join(c, cmd.Ticket, now+int64(cmd.Life), w)
 		}
 		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
 		if !n.has {
@@ -86,9 +81,8 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 	panic("sim: Fair " + cmd.Op.String())
 }
 
-// join queues client c, or refreshes its entry: back to the end of the
-// queue if requeue, else keeping its ticket.
-func (n *node) join(c int, ticket, due int64, requeue bool, w *world) {
+// join queues client c, or refreshes its entry, keeping its ticket.
+func (n *node) join(c int, ticket, due int64, w *world) {
 	f := &w.cfg.Faults
 	if w.chance(f.QueueLoss) {
 		w.res.Queue.Lost++
@@ -102,17 +96,10 @@ func (n *node) join(c int, ticket, due int64, requeue bool, w *world) {
 	for k := range n.queue {
 		if e := &n.queue[k]; e.c == c {
 			e.due = due
-			if requeue {
-				e.ticket = ticket
-			}
 			return
 		}
 	}
 	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due})
-}
-
-func (n *node) leave(c int) {
-	n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
 }
 
 // handOn hands the free key to the first waiter, if any, at real time t.

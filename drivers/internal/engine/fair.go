@@ -34,23 +34,23 @@ func (e *Engine) appendQueueKeys(text []byte, args []string, key string) ([]byte
 }
 
 // appendFairArgs appends a Fair acquire's or release's arguments after
-// its others: the waiter id, the ticket, the entry's life, and a
-// release's handoff, in ms.
+// its others: the waiter id, and a release's ticket, entry life and
+// handoff, in ms.
 func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) ([]byte, []string) {
 	if !e.fair.Load() {
 		e.fair.Store(true)
 	}
 	args = append(args, e.waiter)
+	if cmd.Op != core.OpRelease {
+		return text, args
+	}
 	start := len(text)
 	text = strconv.AppendInt(text, cmd.Ticket, 10)
 	args = append(args, view(text[start:]))
 	start = len(text)
 	text = strconv.AppendInt(text, wire.Millis(cmd.Life), 10)
 	args = append(args, view(text[start:]))
-	if cmd.Op == core.OpRelease {
-		start = len(text)
-		text = strconv.AppendInt(text, max(wire.Millis(cmd.Handoff), 1), 10)
-		args = append(args, view(text[start:]))
-	}
-	return text, args
+	start = len(text)
+	text = strconv.AppendInt(text, max(wire.Millis(cmd.Handoff), 1), 10)
+	return text, append(args, view(text[start:]))
 }

@@ -10,10 +10,9 @@
 -- nothing.
 --
 -- With a waiter queue (core.Config.Fair; KEYS[3], KEYS[4], the queue and
--- its deadlines, as in the release script; ARGV[3], ARGV[4], ARGV[5] as in
--- the probe acquire's): a key handed to the caller ("~" .. id) is taken as
--- a free one; the caller that takes the key leaves the queue, or goes to
--- its back with ARGV[4].
+-- its deadlines, as in the release script; ARGV[3] the caller's waiter
+-- id): a key handed to the caller ("~" .. id) is taken as a free one, and
+-- the caller that takes the key leaves the queue.
 local fair = #KEYS > 2
 local t = redis.call("PTTL", KEYS[1])
 if t ~= -2 and fair and redis.call("GET", KEYS[1]) == "~" .. ARGV[3] then
@@ -27,14 +26,7 @@ if t ~= -2 then
 end
 local n = redis.call("INCR", KEYS[2])
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-if fair and ARGV[4] ~= "0" then
-  local c = redis.call("TIME")
-  local now = tonumber(c[1]) * 1000 + math.floor(tonumber(c[2]) / 1000)
-  redis.call("ZADD", KEYS[3], ARGV[4], ARGV[3])
-  redis.call("ZADD", KEYS[4], now + tonumber(ARGV[5]), ARGV[3])
-  redis.call("PEXPIRE", KEYS[3], ARGV[5])
-  redis.call("PEXPIRE", KEYS[4], ARGV[5])
-elseif fair then
+if fair then
   redis.call("ZREM", KEYS[3], ARGV[3])
   redis.call("ZREM", KEYS[4], ARGV[3])
 end
