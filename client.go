@@ -285,7 +285,6 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
-			a.SetFollowed(w.followed())
 			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
 				if heard&1 != 0 {

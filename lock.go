@@ -317,7 +317,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		st.mu.Unlock()
 	}
 	c := l.c
-	err := c.release(ctx, l.grant)
+	g := l.grant
+	if c.fair {
+		g = g.WithFollowers(c.room.waiting(g.Key())) // Fair has a room
+	}
+	err := c.release(ctx, g)
 	if c.room != nil && !c.fair { // Fair: the nodes hand the key to the first waiter
 		c.room.released(l.grant.Key()) // this Client's next waiter tries at once
 	}

@@ -144,13 +144,6 @@ func (r *waitRoom) waiting(key string) bool {
 	return r.keys[key] != nil
 }
 
-// followed reports whether other waiters follow w.
-func (w *waiter) followed() bool {
-	w.q.mu.Lock()
-	defer w.q.mu.Unlock()
-	return len(w.q.waiters) > 1
-}
-
 // released tells key's head, if the key has waiters, that this Client
 // released key (core.Queue.Handover(false)).
 func (r *waitRoom) released(key string) {

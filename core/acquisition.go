@@ -59,7 +59,6 @@ type Acquisition struct {
 	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
 	err       *Error        // the last attempt's failure, or the result
 	ticket    int64         // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	followed  bool          // with Config.Fair: waiters of the caller's process follow (SetFollowed)
 	cause     error         // set by Cancel
 }
 
@@ -129,15 +128,6 @@ func (a *Acquisition) startAttempt(now time.Time) {
 // exclusion.
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
-// SetFollowed tells an acquisition with Config.Fair whether other waiters
-// of the caller's process follow it on the key: the release of the grant
-// it takes then queues the process again, at the back of the nodes'
-// queues, before it hands the key on, so that the next of them is served
-// in turn without a failed attempt first. Queued at the release, rather
-// than when the key is taken, the process has the same place on every
-// node, whichever nodes its attempt took.
-func (a *Acquisition) SetFollowed(followed bool) { a.followed = followed }
-
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }
 
@@ -187,8 +177,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 				return
 			}
 		}
-		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence,
-			followed: a.followed && s.cfg.Fair}
+		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence}
 		a.phase = PhaseDone
 		return
 	}

@@ -170,10 +170,10 @@
 //     exclusion; a handed key that nobody takes expires after the
 //     handoff, and the waiters retry on their timers.
 //   - Within a process, the waiters of a key take turns (Queue): the
-//     attempt that takes the key queues the process again when more of
-//     its waiters follow (Acquisition.SetFollowed), and a new waiter waits
-//     behind the others (WaitAgain before its first attempt), so that each
-//     is served in one attempt.
+//     release queues the process again when more of its waiters follow
+//     (Grant.WithFollowers), and a new waiter waits behind the others
+//     (WaitAgain before its first attempt), so that each is served in one
+//     attempt.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

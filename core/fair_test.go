@@ -47,7 +47,7 @@ func failAttempt(t *testing.T, a *core.Acquisition, now time.Time) (attempt, cle
 // Every attempt probes (it may find the key handed to it) and is Fair;
 // a failed attempt's cleanup queues the waiter under the ticket of the
 // first cleanup, so that it keeps its place; an attempt queues the
-// process again only when SetFollowed says others follow; a cancelled
+// process again only when Grant.WithFollowers says others follow; a cancelled
 // acquisition's cleanup leaves the queue; a release hands the key on.
 func TestFairCommands(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
@@ -71,7 +71,6 @@ func TestFairCommands(t *testing.T) {
 	assert.Equal(t, t0.UnixMilli(), clean.Ticket, "a waiter keeps its first ticket")
 
 	t2 := t1.Add(time.Second)
-	a.SetFollowed(true)
 	a.Wake(t2)
 	att = drive(a.Round(), t2, core.StatusOK)[0]
 	assert.Zero(t, att.Ticket, "the attempt that takes the key leaves the queue")
@@ -79,7 +78,7 @@ func TestFairCommands(t *testing.T) {
 	g, err := a.Result()
 	require.NoError(t, err)
 	t3 := t2.Add(time.Second)
-	rel, err := spec.Release(g, t3)
+	rel, err := spec.Release(g.WithFollowers(true), t3)
 	require.NoError(t, err)
 	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: t3.UnixMilli(), Handoff: handoff, Life: life},
 		rel.Command(), "followed: the release queues the process at the back, then hands the key on")

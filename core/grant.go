@@ -14,7 +14,18 @@ type Grant struct {
 	validity   time.Duration // ttl − elapsed − drift of that round, from end
 	extensions int
 	fence      uint64
-	followed   bool // Config.Fair: its release queues the process again (SetFollowed)
+	followed   bool // Config.Fair: its release queues the process again (WithFollowers)
+}
+
+// WithFollowers returns g, whose release, with Config.Fair, queues the
+// caller's process again at the back of the nodes' queues before it hands
+// the key on, if other waiters of the process follow it on the key: the
+// next of them is then served in turn, without a failed attempt first.
+// Queued at the release, the process has the same place on every node,
+// whichever nodes its attempt took.
+func (g Grant) WithFollowers(follow bool) Grant {
+	g.followed = follow
+	return g
 }
 
 // Key returns the locked key. Token returns the holder's token.

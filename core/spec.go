@@ -104,7 +104,7 @@ func (s Spec) Release(g Grant, now time.Time) (Round, error) {
 		return Round{}, invalid("release of the zero Grant")
 	}
 	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token, Fair: s.cfg.Fair, Handoff: s.handoff, Life: s.life}
-	if g.followed {
+	if g.followed && s.cfg.Fair {
 		cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
 	}
 	return s.newRound(cmd, now), nil
