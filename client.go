@@ -124,7 +124,7 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
 	case opts.Poll:
 	case announces:
-		c.room = newWaitRoom(ann, spec)
+		c.room = newWaitRoom(ann, spec, clock)
 	default:
 		slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
 	}

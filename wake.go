@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
@@ -19,8 +20,9 @@ import (
 // What a queue's head has heard is core.Queue's decision; the room keeps
 // the waiters in order and wakes them.
 type waitRoom struct {
-	ann  core.Announcer
-	spec core.Spec
+	ann   core.Announcer
+	spec  core.Spec
+	clock Clock
 	mu   sync.Mutex // guards keys; held while calling Watch and Stop
 	// keys' queues. A queue's notify runs under the Announcer's own lock
 	// and takes only the queue's mutex, which is never held while calling
@@ -29,13 +31,20 @@ type waitRoom struct {
 	keys map[string]*keyQueue
 }
 
-func newWaitRoom(ann core.Announcer, spec core.Spec) *waitRoom {
-	return &waitRoom{ann: ann, spec: spec, keys: make(map[string]*keyQueue)}
+func newWaitRoom(ann core.Announcer, spec core.Spec, clock Clock) *waitRoom {
+	return &waitRoom{ann: ann, spec: spec, clock: clock, keys: make(map[string]*keyQueue)}
 }
+
+// watchLinger is how long a key's watch outlives its last waiter: a
+// waiter that comes back within it (a goroutine that locks the key again
+// and again) finds its subscriptions confirmed, rather than subscribe
+// again and miss what is announced meanwhile, such as its Fair turn.
+const watchLinger = time.Second
 
 // keyQueue is the waiters of one key, head first.
 type keyQueue struct {
-	watch core.Watch
+	watch  core.Watch
+	linger core.Timer // while it has no waiter: stops the watch; under waitRoom.mu
 
 	mu      sync.Mutex
 	q       core.Queue
@@ -97,6 +106,10 @@ func (r *waitRoom) join(key string, ctx context.Context) *waiter {
 		q = &keyQueue{q: r.spec.Queue()}
 		r.keys[key] = q
 	}
+	if q.linger != nil {
+		q.linger.Stop() // if it fires all the same, it finds a waiter
+		q.linger = nil
+	}
 	w := &waiter{q: q}
 	q.mu.Lock()
 	q.waiters = append(q.waiters, w)
@@ -131,6 +144,19 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	q.mu.Lock()
 	empty := len(q.waiters) == 0 // none joined since: join holds r.mu
 	q.mu.Unlock()
+	if empty && r.keys[key] == q && q.linger == nil {
+		q.linger = r.clock.AfterFunc(watchLinger, func() { r.expire(key, q) })
+	}
+}
+
+// expire stops q's watch and forgets q, unless a waiter joined since its
+// last one left.
+func (r *waitRoom) expire(key string, q *keyQueue) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q.mu.Lock()
+	empty := len(q.waiters) == 0
+	q.mu.Unlock()
 	if empty && r.keys[key] == q {
 		delete(r.keys, key)
 		q.watch.Stop()
@@ -140,8 +166,14 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 // waiting reports whether key has waiters in the room.
 func (r *waitRoom) waiting(key string) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.keys[key] != nil
+	q := r.keys[key]
+	r.mu.Unlock()
+	if q == nil {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters) > 0
 }
 
 // released tells key's head, if the key has waiters, that this Client

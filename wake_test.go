@@ -180,3 +180,58 @@ func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
 	assert.NoError(t, second.l.Unlock(context.Background()))
 	_ = leaked.l.Unlock(context.Background()) // its keys expired: ErrNotHeld or ErrTaken
 }
+
+// watchCounting is a memnode cluster that counts the watches started and
+// stopped.
+type watchCounting struct {
+	*memnode.Cluster
+	started, stopped atomic.Int32
+}
+
+func (d *watchCounting) Watch(key string, notify func(node int)) core.Watch {
+	d.started.Add(1)
+	return countedWatch{d.Cluster.Watch(key, notify), d}
+}
+
+type countedWatch struct {
+	core.Watch
+	d *watchCounting
+}
+
+func (w countedWatch) Stop() {
+	w.d.stopped.Add(1)
+	w.Watch.Stop()
+}
+
+// TestWatchLingers: a key's watch outlives its last waiter by watchLinger
+// (a second), so that a waiter that comes back within it finds its
+// subscriptions confirmed rather than subscribe again; it stops then.
+func TestWatchLingers(t *testing.T) {
+	clock := newStepClock()
+	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
+	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{TTL: ttl, NodeTimeout: bound,
+		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for round := range 2 {
+		holder, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "k")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		for clock.next(t).Equal(clock.Now().Add(time.Second)) { // the linger's, not the waiter's wait's
+		}
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-got)
+		assert.Equal(t, int32(1), nodes.started.Load(), "round %d: one watch for both", round)
+		assert.Zero(t, nodes.stopped.Load(), "round %d: it lingers", round)
+	}
+	clock.set(clock.Now().Add(time.Second))
+	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a second after its last waiter left")
+	assert.Zero(t, clock.armed())
+}
