@@ -23,7 +23,7 @@ type waitRoom struct {
 	ann   core.Announcer
 	spec  core.Spec
 	clock Clock
-	mu   sync.Mutex // guards keys; held while calling Watch and Stop
+	mu    sync.Mutex // guards keys; held while calling Watch and Stop
 	// keys' queues. A queue's notify runs under the Announcer's own lock
 	// and takes only the queue's mutex, which is never held while calling
 	// the Announcer: the lock order is mu, then the Announcer's, then a
