@@ -32,14 +32,38 @@ import (
 func main() {
 	schedules := flag.Int("schedules", 1000, "schedules per configuration")
 	seed := flag.Uint64("seed", 1, "seed of each configuration's first schedule; the others follow it")
+	only := flag.String("only", "", "run only the configurations whose name starts with one of these comma-separated prefixes")
 	flag.Parse()
 	if *schedules < 1 {
 		fmt.Fprintln(os.Stderr, "redlock-sim: -schedules must be at least 1")
 		os.Exit(2)
 	}
-	if !campaign(os.Stdout, configs(), *seed, *schedules) {
+	cfgs := selected(configs(), *only)
+	if len(cfgs) == 0 {
+		fmt.Fprintf(os.Stderr, "redlock-sim: no configuration starts with %q\n", *only)
+		os.Exit(2)
+	}
+	if !campaign(os.Stdout, cfgs, *seed, *schedules) {
 		os.Exit(1)
 	}
+}
+
+// selected returns the configurations whose name starts with one of the
+// comma-separated prefixes of only, or all of them if only is empty.
+func selected(cfgs []sim.Config, only string) []sim.Config {
+	if only == "" {
+		return cfgs
+	}
+	var out []sim.Config
+	for _, c := range cfgs {
+		for _, p := range strings.Split(only, ",") {
+			if p != "" && strings.HasPrefix(c.Name, p) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // configs returns every configuration of the campaign: those within the
