@@ -17,18 +17,25 @@ import (
 )
 
 // TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
-// with hour-long retry delays (only a wake can hand the lock on): no two
+// with hour-long retry delays (only a wake can hand the lock on), with
+// and without Config.Fair (the memnode cluster is then one waiter): no two
 // hold it at once, a non-atomic counter is exact, and the queue keeps the
 // attempts per acquisition small, where every waiter trying at every
 // release would make about as many as there are waiters.
 func TestHotKeyQueuesWithinAClient(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) { testHotKeyQueuesWithinAClient(t, fair) })
+	}
+}
+
+func testHotKeyQueuesWithinAClient(t *testing.T, fair bool) {
 	const goroutines, rounds = 8, 25
 	mem := memnode.New(3, core.SystemClock{})
 	for i := range 3 {
 		mem.SetLatency(i, 200*time.Microsecond) // rounds overlap: waiters contend
 	}
 	nodes := newCounting(mem)
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{
+	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{Fair: fair,
 		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -56,6 +63,12 @@ func TestHotKeyQueuesWithinAClient(t *testing.T) {
 	perAcq := float64(nodes.attempts.Load()) / float64(goroutines*rounds)
 	t.Logf("attempts per acquisition: %.2f", perAcq)
 	assert.Less(t, perAcq, 3.0, "attempts per acquisition, with %d waiters", goroutines-1)
+	if fair {
+		// The process keeps its place in the nodes' queue while its
+		// waiters follow one another: each is served by one attempt, but
+		// the first of each run of waiters, whose failed attempt queues it.
+		assert.Less(t, perAcq, 1.5, "attempts per acquisition, Fair")
+	}
 }
 
 // counting is a memnode cluster (which announces releases) that counts

@@ -48,6 +48,7 @@ type entry struct {
 	token   core.Token
 	expires time.Time
 	live    bool
+	handed  bool // Fair: handed to the cluster's waiter, holding no token
 }
 
 type node struct {
@@ -63,6 +64,7 @@ type node struct {
 	hung    bool
 	muted   bool // releases are not announced (lost announcements)
 	calls   int
+	queued  map[string]time.Time // Fair: keys the cluster's waiter is queued for, until then
 }
 
 // New returns a cluster of n empty nodes on clock.
@@ -183,7 +185,12 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 		}
 		return r, 0, hung
 	}
-	r.Status = n.apply(cmd, now)
+	var handed bool
+	if cmd.Fair {
+		r.Status, handed = n.applyFair(cmd, now)
+	} else {
+		r.Status = n.apply(cmd, now)
+	}
 	switch {
 	case r.Status == core.StatusOK && cmd.Op == core.OpAcquireFenced:
 		r.Fence = n.fences[cmd.Key] + 1
@@ -191,7 +198,7 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
 		r.TTL = n.data[cmd.Key].expires.Sub(now) // live: apply found it
 	}
-	announce := r.Status == core.StatusOK && cmd.Op == core.OpRelease && !n.muted
+	announce := (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
 	delay = n.latency
 	n.mu.Unlock()
 	if announce {
@@ -237,7 +244,7 @@ func (n *node) set(e *entry, key string, token core.Token, expires time.Time) {
 	case !e.live:
 		n.dead--
 	}
-	e.token, e.expires, e.live = token, expires, true
+	e.token, e.expires, e.live, e.handed = token, expires, true, false
 }
 
 // kill marks e dead and sweeps the dead entries once they outnumber the

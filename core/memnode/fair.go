@@ -1,0 +1,58 @@
+package memnode
+
+import (
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// Fair commands (core.Config.Fair) run as the drivers' scripts do, with
+// the cluster as one waiter, the one driver of one process: a failed
+// attempt's cleanup queues it on a node, until Command.Life; a release or
+// cleanup that leaves the key free there hands it to the waiter, if
+// queued, for Command.Handoff, and announces that (its turn) to the
+// key's watches; an acquire takes a key free or handed to the waiter,
+// and leaves the queue. Nobody queued, a release announces nothing.
+
+// applyFair runs a Fair acquire or release; n.mu is held. handed reports
+// that the key was handed to the waiter.
+func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, handed bool) {
+	e := n.data[cmd.Key]
+	live := n.alive(e, now)
+	switch cmd.Op {
+	case core.OpAcquire, core.OpAcquireFenced:
+		if live && !e.handed {
+			return core.StatusHeld, false
+		}
+		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
+		n.data[cmd.Key].handed = false
+		delete(n.queued, cmd.Key)
+		return core.StatusOK, false
+	case core.OpRelease:
+		switch {
+		case !live:
+			st = core.StatusMissing
+		case e.handed || e.token == cmd.Token:
+			n.kill(e)
+			st, live = core.StatusOK, false
+		default:
+			st = core.StatusHeld
+		}
+		if cmd.Ticket > 0 {
+			if n.queued == nil {
+				n.queued = make(map[string]time.Time)
+			}
+			n.queued[cmd.Key] = now.Add(cmd.Life)
+		}
+		if until, ok := n.queued[cmd.Key]; ok && !live {
+			delete(n.queued, cmd.Key)
+			if now.Before(until) {
+				n.set(n.data[cmd.Key], cmd.Key, core.Token{}, now.Add(cmd.Handoff))
+				n.data[cmd.Key].handed = true
+				return st, true
+			}
+		}
+		return st, false
+	}
+	return 0, false
+}
