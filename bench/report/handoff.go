@@ -115,10 +115,27 @@ const (
 	csOverRueidislock = 1    // and at least rueidislock's
 )
 
-// handoffTargets are the hot key's targets, from its records: handoff p50
-// with wake under 1 ms at every contender count; critical sections per
-// second with wake at least 10× each redsync's and above rueidislock's at
-// every contender count; and no overlap in any cell.
+// driverModes returns the (driver, mode) pairs with hot-key records of
+// this library: each driver in order, wake before fair.
+func driverModes(hs []matrix.Record, drivers []string) [][2]string {
+	var out [][2]string
+	for _, d := range drivers {
+		for _, m := range []string{matrix.Wake, matrix.Fair} {
+			if slices.ContainsFunc(hs, func(r matrix.Record) bool {
+				return r.Library == matrix.Redlock && r.Driver == d && r.Variant == m
+			}) {
+				out = append(out, [2]string{d, m})
+			}
+		}
+	}
+	return out
+}
+
+// handoffTargets are the hot key's targets, from its records, for this
+// library's wake and fair modes (each driver's rows, one mode after the
+// other): handoff p50 under 1 ms at every contender count; critical
+// sections per second at least 10× each redsync's and above
+// rueidislock's at every contender count; and no overlap in any cell.
 func handoffTargets(recs []matrix.Record, latNote string) []Target {
 	var hs []matrix.Record
 	for _, r := range recs {
@@ -146,12 +163,13 @@ func handoffTargets(recs []matrix.Record, latNote string) []Target {
 		slices.SortFunc(out, func(a, b matrix.Record) int { return a.Clients - b.Clients })
 		return out
 	}
-	for _, d := range drivers {
+	for _, dm := range driverModes(hs, drivers) {
+		d, mode := dm[0], dm[1]
 		wake := counts(func(r matrix.Record) bool {
-			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == matrix.Wake
+			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == mode
 		})
 		nodes := wake[0].Nodes
-		subj := "redlock+" + d + " wake"
+		subj := "redlock+" + d + " " + mode
 
 		// Handoff p50 under 1 ms.
 		var figs []string
@@ -173,7 +191,7 @@ func handoffTargets(recs []matrix.Record, latNote string) []Target {
 		}
 		if poll := counts(func(r matrix.Record) bool {
 			return r.Library == matrix.Redlock && r.Driver == d && r.Variant == matrix.Poll
-		}); len(poll) > 0 {
+		}); len(poll) > 0 && mode == matrix.Wake {
 			var pf []string
 			for _, r := range poll {
 				pf = append(pf, fmt.Sprintf("%d: %s µs", r.Clients, us(r.Handoff.P50Us)))

@@ -105,6 +105,26 @@ func TestHandoffTargets(t *testing.T) {
 		t.Errorf("target note %q", tg.Note)
 	}
 
+	// Fair cells have rows of their own, after wake's; no poll note.
+	recs = hotRecs(400, 2000)
+	for _, c := range []int{2, 8, 32} {
+		recs = append(recs, matrix.Record{
+			Cell:    matrix.Cell{Library: "redlock", Driver: "redigo", Scenario: matrix.Handoff, Nodes: 5, FanOut: "multiplexed", Clients: c, SharedKey: true, Variant: matrix.Fair},
+			Result:  measure.Result{Ops: 1000, Acquired: 1000, Seconds: 1.5, Throughput: 1000},
+			Handoff: &measure.Handoff{Handoffs: 999, P50Us: 1200, Entered: 1000, Counter: 1000},
+		})
+	}
+	ts = Evaluate(recs, Env{}, 5, 32)
+	if tg := find(ts, "hot key: redlock+redigo fair handoff p50"); tg == nil || tg.Pass || tg.Ratio != 1.2 || strings.Contains(tg.Note, "poll") {
+		t.Errorf("fair p50: %+v", tg)
+	}
+	if tg := find(ts, "hot key: redlock+redigo fair vs rueidislock+rueidis"); tg == nil || tg.Pass || tg.Ratio != 1000.0/1500 {
+		t.Errorf("fair vs rueidislock: %+v", tg)
+	}
+	if tg := find(ts, "hot key: redlock+redigo wake vs rueidislock+rueidis"); tg == nil || !tg.Pass {
+		t.Errorf("wake's rows must stay: %+v", tg)
+	}
+
 	// Without the peers' cells, their targets are not measured.
 	tg = find(Evaluate(hotRecs(400, 2000)[:6], Env{}, 5, 32), "hot key: redlock+redigo wake handoff p50")
 	if tg == nil || !tg.Pass {
