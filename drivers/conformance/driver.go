@@ -232,7 +232,10 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	down.Kill()
 	d := open(t, []string{srvs[0].Addr, down.Addr, srvs[1].Addr})
 
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second}})
+	// A node timeout of a second: the live nodes' first commands may wait
+	// for their connections, dialled as the driver opened, on a busy
+	// machine; this test is about the node that is down.
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
 	lock, err := client.TryLock(context.Background(), "k")
 	require.NoError(t, err, "a majority is up")
