@@ -58,12 +58,17 @@ type link struct {
 	done     chan struct{} // closed when the reader returns
 	failed   atomic.Bool
 	once     sync.Once
+	err      error // the first failure, set once failed is
 }
 
-// fail closes the connection once, which ends a Write or Read under way.
-func (l *link) fail() {
-	l.failed.Store(true)
-	l.once.Do(func() { l.conn.Close() })
+// fail records err as the connection's failure, if it is the first, and
+// closes the connection once, which ends a Write or Read under way.
+func (l *link) fail(err error) {
+	l.once.Do(func() {
+		l.err = err
+		l.failed.Store(true)
+		l.conn.Close()
+	})
 }
 
 // next returns the pipe for the next pipeline: a spare one, a new one
@@ -114,7 +119,7 @@ func (n *node) retire() bool {
 		for n.dup.out > 0 {
 			n.takeBack()
 		}
-		l.fail() // closes the connection, once
+		l.fail(errConnFailed) // closes the connection, once
 		n.dup.l, n.conn = nil, nil
 	}
 	n.mu.Lock()
@@ -135,7 +140,7 @@ func (n *node) write(p *pipe, now, dl time.Time) {
 	err := l.conn.Write(c, p.cmds)
 	finishCtx(&p.ctx, c, err)
 	if err != nil {
-		l.fail() // the reader answers p with the connection's failure
+		l.fail(err) // the reader answers p with it
 		p.text, p.args, p.cmds = nil, nil, nil
 	}
 	n.dup.barrier = p.barrier
@@ -152,7 +157,7 @@ func (n *node) read(l *link) {
 	var failure error
 	for p := range l.inflight {
 		if failure == nil && l.failed.Load() {
-			failure = errConnFailed
+			failure = l.err // a failed Write
 		}
 		if failure != nil {
 			n.abandon(p, failure)
@@ -162,7 +167,7 @@ func (n *node) read(l *link) {
 			finishCtx(&p.ctx, c, err)
 			if err != nil {
 				failure = err
-				l.fail()
+				l.fail(err)
 				p.text, p.args, p.cmds = nil, nil, nil // the client may still read them
 			}
 			n.answer(p, err)
@@ -172,9 +177,8 @@ func (n *node) read(l *link) {
 	}
 }
 
-// errConnFailed is the failure of the pipes written to a connection that
-// failed before their replies were read, when the connection's own error
-// is not at hand (a failed Write).
+// errConnFailed is the failure recorded for a connection given up
+// without one of its own (Close).
 var errConnFailed = connFailed{}
 
 type connFailed struct{}

@@ -185,7 +185,7 @@ func TestDuplexWriteFailure(t *testing.T) {
 	defer b.Close()
 	r := wait(t, receive(b, nil))
 	assert.Equal(t, core.StatusError, r.Status)
-	assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): acquire: ")
+	assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): acquire: broken pipe")
 
 	b2 := send(e, clock, 0, acquire("b", 2), time.Second)
 	defer b2.Close()

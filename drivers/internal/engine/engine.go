@@ -63,7 +63,8 @@ import (
 )
 
 // Conn is one connection to one node, as its client provides it. The
-// engine uses it from one goroutine at a time.
+// engine uses it from one goroutine at a time (a Duplex: one writer and
+// one reader).
 type Conn interface {
 	// Exchange sends cmds, in order, as one pipeline and reads one reply
 	// per command into replies (len(replies) == len(cmds), zeroed). Each
