@@ -331,3 +331,31 @@ func TestDuplexZeroAllocs(t *testing.T) {
 	}
 	assert.Zero(t, testing.AllocsPerRun(500, pair))
 }
+
+func TestDuplexCloseSendsAReleaseAgain(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.duplex = true
+	clock := newManualClock()
+	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	f.dialed(0)
+	b := send(e, clock, 0, acquire("k", 1), time.Second)
+	c := receive(b, nil)
+	x1 := f.next()
+	b2 := send(e, clock, 0, release("j", 2), time.Second)
+	b2.Close()
+	f.next()
+
+	closed := make(chan struct{})
+	go func() { e.Close(); close(closed) }()
+	eventuallyQueued(t, e.nodes[0], -1)
+	x1.reply(errors.New("EOF")) // the connection fails with the release unread
+	assert.Equal(t, core.StatusError, wait(t, c).Status)
+	f.dialed(0)
+	x := f.next()
+	assert.Equal(t, []string{"EVAL j"}, x.names(), "Close sends the release again on a new connection")
+	x.ok()
+	<-closed
+	assert.Equal(t, 2, f.closedConns())
+	b.Close()
+	close(f.exchanges)
+}
