@@ -3,10 +3,13 @@
 //
 // Dial opens one radix connection (radix.Dialer) per Redis master; New
 // takes one radix Client per master instead, typically a pool. A node's
-// commands, from every round, go out as pipelines, one at a time, in the
-// order their rounds issued them: each pipeline is one radix Action whose
-// single EncodeDecode writes every command and reads every reply, so a
-// pipeline costs one write and one round trip. The driver engine shared by
+// commands, from every round, go out as pipelines in the order their
+// rounds issued them. Dial's connections are written while the replies to
+// the pipelines before are still read (engine.Duplex): each pipeline is
+// one EncodeDecode that writes it, its replies another that reads them,
+// in order. New's clients carry one pipeline at a time, each one radix
+// Action whose single EncodeDecode writes every command and reads every
+// reply, so a pipeline costs one write and one round trip. The driver engine shared by
 // every driver of this module owns the rest: deadlines on the Client's
 // clock, scripts, replies, and the order rule that keeps a release behind
 // the SET it undoes (see core.Batch).
@@ -95,7 +98,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &conn{c: c, own: true}, nil
+		return &duplex{conn: conn{c: c, own: true}, rc: c}, nil
 	}
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -233,6 +236,54 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 	}
 	copy(replies, a.replies)
 	clear(a.replies)
+	return nil
+}
+
+// duplex is a connection Dial made: the engine's Duplex. A radix Conn
+// takes concurrent EncodeDecode calls and decodes in the order it encoded:
+// Write encodes a pipeline and decodes nothing, Read decodes the next
+// replies and encodes nothing. A client given to New is not one: a pool
+// lends a connection per Action.
+type duplex struct {
+	conn
+	rc   radixv4.Conn
+	w, r *action // the writer's and the reader's, reused while they succeed
+}
+
+var _ engine.Duplex = (*duplex)(nil)
+
+// Write encodes cmds as one write.
+func (d *duplex) Write(ctx context.Context, cmds [][]string) error {
+	w := d.w
+	if w == nil {
+		w = new(action)
+		d.w = w
+	}
+	w.req = w.req[:0]
+	for _, cmd := range cmds {
+		w.req = engine.AppendCommand(w.req, cmd)
+	}
+	if err := d.rc.EncodeDecode(ctx, w, nil); err != nil {
+		d.w = nil // radix may still write it
+		return err
+	}
+	return nil
+}
+
+// Read decodes the next len(replies) replies.
+func (d *duplex) Read(ctx context.Context, replies []engine.Reply) error {
+	r := d.r
+	if r == nil {
+		r = new(action)
+		d.r = r
+	}
+	r.replies = slices.Grow(r.replies[:0], len(replies))[:len(replies)]
+	if err := d.rc.EncodeDecode(ctx, nil, r); err != nil {
+		d.r = nil // radix may still read into it
+		return err
+	}
+	copy(replies, r.replies)
+	clear(r.replies)
 	return nil
 }
 

@@ -4,8 +4,10 @@
 // Dial connects one redigo connection per Redis master; New takes one
 // redis.Pool per master instead and keeps one connection checked out of
 // each. A node's commands, from every round, go out on that connection as
-// pipelines (redigo's Send, Flush and Receive), one pipeline at a time, in
-// the order their rounds issued them. The driver engine shared by every
+// pipelines (redigo's Send, Flush and Receive), in the order their rounds
+// issued them: Dial's connections are written while the replies to the
+// pipelines before are still being read (engine.Duplex), New's pooled
+// ones carry one pipeline at a time. The driver engine shared by every
 // driver of this module owns the rest: deadlines on the Client's clock,
 // scripts, replies, and the order rule that keeps a release behind the SET
 // it undoes (see core.Batch).
@@ -79,7 +81,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &conn{c: c}, nil
+		return &duplex{conn{c: c}}, nil
 	}
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
 		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...) // no read timeout: it idles
@@ -220,14 +222,25 @@ func (c *conn) Close() error { return c.c.Close() }
 
 // Exchange sends cmds with Send and one Flush, then reads the replies.
 func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	if err := c.write(cmds); err != nil {
+		return err
+	}
+	return c.read(ctx, replies)
+}
+
+// write sends cmds with Send and one Flush, within the write timeout the
+// connection was dialled with (redigo's writes take no context).
+func (c *conn) write(cmds [][]string) error {
 	for _, cmd := range cmds {
 		if err := c.c.Send(cmd[0], c.args.of(cmd[1:])...); err != nil {
 			return err
 		}
 	}
-	if err := c.c.Flush(); err != nil {
-		return err
-	}
+	return c.c.Flush()
+}
+
+// read reads len(replies) replies, each by ctx's deadline.
+func (c *conn) read(ctx context.Context, replies []engine.Reply) error {
 	deadline, _ := ctx.Deadline()
 	for i := range replies {
 		d := time.Until(deadline)
@@ -256,6 +269,19 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 	}
 	return nil
 }
+
+// duplex is a connection Dial made: the engine's Duplex. redigo allows one
+// caller of Send and Flush (Write) beside one of Receive (Read); Close
+// takes the connection's lock and closes its socket, which ends either.
+// A pool's connection (New) is not one: closing it gives it back to its
+// pool, which must not happen while it is read or written.
+type duplex struct{ conn }
+
+var _ engine.Duplex = (*duplex)(nil)
+
+func (d *duplex) Write(_ context.Context, cmds [][]string) error { return d.write(cmds) }
+
+func (d *duplex) Read(ctx context.Context, replies []engine.Reply) error { return d.read(ctx, replies) }
 
 // boxes passes strings to redigo's ...interface{} without allocating. Each
 // argument is copied into a buffer kept, already boxed as a []byte, for its

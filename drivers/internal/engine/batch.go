@@ -18,6 +18,9 @@ type job struct {
 	// budget is how long the command had when it was queued: the least
 	// time a release is given on the wire, however late it goes out.
 	budget time.Duration
+	// resent: the command is going again (node.requeue), which it does
+	// at most once.
+	resent bool
 }
 
 // batch is one round (core.Batch). It is used by one goroutine; node

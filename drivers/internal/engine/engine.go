@@ -14,9 +14,21 @@
 //     queued for the node, from any number of rounds, and exchanges them
 //     as one pipeline; while it is on the wire the next commands queue, so
 //     pipelines grow with the load. A node's commands reach it in the
-//     order their rounds queued them, on one connection, one pipeline at
-//     a time: the straggling SET of a decided round cannot be overtaken by
-//     the release that undoes it.
+//     order their rounds queued them, on one connection: the straggling
+//     SET of a decided round cannot be overtaken by the release that
+//     undoes it. Over a Conn that is a Duplex, the goroutine writes each
+//     pipeline without waiting for the replies to the ones before, which
+//     a reader per connection reads in order, up to duplexDepth pipelines
+//     in flight; beyond, the commands queue and go out together. When
+//     that connection fails, the pipeline being read is answered with the
+//     failure as an exchange's would be; behind it, a release that still
+//     had time goes again (once) on the next connection, as it would have
+//     had it still been queued, and any other command, which may have
+//     reached the node, fails. A script other than a release sent as
+//     EVALSHA is read before anything is written after it, so that a
+//     NOSCRIPT sends it again, as EVAL, in its place. A client that cannot
+//     write without reading (go-redis) implements Conn alone, and its
+//     node carries one pipeline at a time.
 //   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout
 //     at a command's deadline, whatever its node does. Any other command
 //     than a release whose deadline passed before it was sent is not sent. A
@@ -52,7 +64,8 @@ import (
 )
 
 // Conn is one connection to one node, as its client provides it. The
-// engine uses it from one goroutine at a time.
+// engine uses it from one goroutine at a time (a Duplex: one writer and
+// one reader).
 type Conn interface {
 	// Exchange sends cmds, in order, as one pipeline and reads one reply
 	// per command into replies (len(replies) == len(cmds), zeroed). Each
@@ -68,8 +81,8 @@ type Conn interface {
 	// Exchange may keep them, since the engine never reuses their memory
 	// after a failure.
 	Exchange(ctx context.Context, cmds [][]string, replies []Reply) error
-	// Close closes the connection. The engine calls it once, from the
-	// node's goroutine, never during an Exchange.
+	// Close closes the connection. The engine calls it once, never during
+	// an Exchange (a Duplex's may come during a Write or a Read).
 	Close() error
 }
 

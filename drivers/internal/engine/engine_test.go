@@ -46,7 +46,13 @@ func raise(key string, i, fence uint64) core.Command {
 // dialled once, closed at cleanup.
 func start(t *testing.T, n int) (*Engine, *fakeNet, *manualClock) {
 	t.Helper()
-	f := newFakeNet(t, n)
+	return startWith(t, newFakeNet(t, n))
+}
+
+// startWith is start over f.
+func startWith(t *testing.T, f *fakeNet) (*Engine, *fakeNet, *manualClock) {
+	t.Helper()
+	n := len(f.runID)
 	clock := newManualClock()
 	names := make([]string, n)
 	for i := range names {

@@ -88,6 +88,26 @@ type exchange struct {
 	budget time.Duration
 	ctx    context.Context
 	answer chan answer
+
+	// A fakeDuplex's: closed when the Read of the exchange begins, which
+	// sets ctx and readBudget (the time left to the Read's deadline).
+	reading    chan struct{}
+	mu         sync.Mutex
+	readBudget time.Duration
+}
+
+// read returns the context and budget of the Read of a fakeDuplex's
+// exchange, once it has begun, failing the test if it does not.
+func (x *exchange) read(t *testing.T) (context.Context, time.Duration) {
+	t.Helper()
+	select {
+	case <-x.reading:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no read")
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.ctx, x.readBudget
 }
 
 type answer struct {
@@ -131,6 +151,8 @@ type fakeNet struct {
 	dials     chan int
 	dialErr   []error  // per node, returned by Dial when set
 	runID     []string // per node, its server's run_id in INFO
+	duplex    bool     // dial Duplex connections (fakeDuplex)
+	writeErr  error    // returned by a fakeDuplex's next Write when set
 
 	mu     sync.Mutex
 	closed []*fakeConn
@@ -158,7 +180,65 @@ func (f *fakeNet) dial(ctx context.Context, node int) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.duplex {
+		return &fakeDuplex{fakeConn: fakeConn{net: f, node: node}, pending: make(chan *exchange, 64), gone: make(chan struct{})}, nil
+	}
 	return &fakeConn{net: f, node: node}, nil
+}
+
+// fakeDuplex is a Duplex connection: each Write is an exchange the test
+// receives (fakeNet.next) and answers; Read waits for the answer to the
+// oldest exchange written and not yet read, or for its context, or for
+// Close.
+type fakeDuplex struct {
+	fakeConn
+	pending chan *exchange
+	gone    chan struct{}
+	once    sync.Once
+}
+
+func (c *fakeDuplex) Write(ctx context.Context, cmds [][]string) error {
+	c.net.mu.Lock()
+	err := c.net.writeErr
+	c.net.writeErr = nil
+	c.net.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	dl, _ := ctx.Deadline()
+	x := &exchange{conn: &c.fakeConn, budget: time.Until(dl), answer: make(chan answer, 1), reading: make(chan struct{})}
+	for _, cmd := range cmds {
+		x.cmds = append(x.cmds, slices.Clone(cmd))
+	}
+	c.pending <- x
+	c.net.exchanges <- x
+	return nil
+}
+
+func (c *fakeDuplex) Read(ctx context.Context, replies []Reply) error {
+	x := <-c.pending
+	x.mu.Lock()
+	dl, _ := ctx.Deadline()
+	x.ctx, x.readBudget = ctx, time.Until(dl)
+	x.mu.Unlock()
+	close(x.reading)
+	select {
+	case a := <-x.answer:
+		copy(replies, a.replies)
+		return a.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.gone:
+		return errors.New("use of closed connection")
+	}
+}
+
+func (c *fakeDuplex) Close() error {
+	c.once.Do(func() {
+		close(c.gone)
+		c.fakeConn.Close()
+	})
+	return nil
 }
 
 func (c *fakeConn) Exchange(ctx context.Context, cmds [][]string, replies []Reply) error {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -14,28 +15,45 @@ import (
 )
 
 // node is one Redis master: its queue, and the goroutine that owns its
-// connection and sends the queue's commands as pipelines.
+// connection and sends the queue's commands as pipelines. Over a Duplex
+// connection a second goroutine, the connection's reader, reads the
+// replies while the node's goroutine writes the next pipelines (duplex.go).
 type node struct {
 	e    *Engine
 	i    int
 	wake chan struct{}
 
 	mu      sync.Mutex
+	again   []job // commands to send again, first: see requeue
 	queue   []job
 	idle    bool // the goroutine waits for wake
 	closing bool
 	queued  func(n int) // a test's hook: called, under mu, with the queue's length
 
+	// scripts: bit op-OpRelease: the script ran on the connection, EVALSHA
+	// works. Set by whoever decodes a reply, read by the writer.
+	scripts atomic.Uint32
+
 	// The goroutine's own.
-	conn    Conn
-	scripts uint8 // bit op-OpRelease: the script ran on conn, EVALSHA works
-	jobs    []job
-	live    []int // indexes in jobs of the commands sent
-	cmds    [][]string
-	args    []string
-	text    []byte // the tokens and TTLs that args view
-	replies []Reply
-	ctx     *dctx
+	conn Conn
+	dctx *dctx // a dial's context
+	dup  duplex
+}
+
+// pipe is one pipeline: its jobs, their commands and replies.
+type pipe struct {
+	jobs     []job
+	live     []int // indexes in jobs of the commands sent
+	cmds     [][]string
+	args     []string
+	text     []byte // the tokens and TTLs that args view
+	replies  []Reply
+	ctx      *dctx
+	base     context.Context // the values of a lone command's round
+	sent     time.Time       // when it was written (duplex)
+	deadline time.Time       // the latest of its commands' (duplex)
+	barrier  bool            // it must be read before the next is written (duplex)
+	duplex   bool            // it was written to a Duplex connection
 }
 
 // enqueue hands j to the node's goroutine, or answers it with
@@ -51,6 +69,21 @@ func (n *node) enqueue(j job) {
 	if n.queued != nil {
 		n.queued(len(n.queue))
 	}
+	idle := n.idle
+	n.idle = false
+	n.mu.Unlock()
+	if idle {
+		n.signal()
+	}
+}
+
+// requeue puts j back for the node's next pipeline, ahead of the queue:
+// a command of a Duplex connection that met NOSCRIPT, or a release whose
+// connection failed before its turn (see abandon). It runs on the reader.
+func (n *node) requeue(j job) {
+	j.resent = true
+	n.mu.Lock()
+	n.again = append(n.again, j)
 	idle := n.idle
 	n.idle = false
 	n.mu.Unlock()
@@ -83,18 +116,31 @@ func (n *node) loop(dialTimeout time.Duration) {
 	defer n.e.wg.Done()
 	n.connect(n.e.clock.Now().Add(dialTimeout), nil)
 	for {
+		p := n.next() // waits for a free pipe while the reader holds them all
 		n.mu.Lock()
-		for len(n.queue) == 0 && !n.closing {
+		for len(n.queue) == 0 && len(n.again) == 0 && !n.closing {
 			n.idle = true
 			n.mu.Unlock()
 			<-n.wake
 			n.mu.Lock()
 		}
-		n.jobs, n.queue = n.queue, n.jobs[:0]
+		p.jobs = append(p.jobs[:0], n.again...)
+		clear(n.again)
+		n.again = n.again[:0]
+		if len(p.jobs) == 0 {
+			p.jobs, n.queue = n.queue, p.jobs[:0]
+		} else {
+			p.jobs = append(p.jobs, n.queue...)
+			clear(n.queue)
+			n.queue = n.queue[:0]
+		}
 		closing := n.closing
 		n.mu.Unlock()
-		n.pipeline(closing)
+		n.pipeline(p, closing)
 		if closing {
+			if !n.retire() { // releases to send again
+				continue
+			}
 			if n.conn != nil {
 				n.conn.Close()
 				n.conn = nil
@@ -110,18 +156,22 @@ func (n *node) connect(deadline time.Time, base context.Context) error {
 	if n.conn != nil {
 		return nil
 	}
-	c := n.context(base, deadline)
+	c := dctxFor(&n.dctx, n.e.clock, base, deadline)
 	conn, err := n.e.dial(c, n.i)
 	if err == nil {
 		if err = n.identify(c, conn); err != nil {
 			conn.Close()
 		}
 	}
-	n.release(c, err)
+	finishCtx(&n.dctx, c, err)
 	if err != nil {
 		return err
 	}
-	n.conn, n.scripts = conn, 0 // a new connection may be a restarted server
+	n.conn = conn
+	n.scripts.Store(0) // a new connection may be a restarted server
+	if d, ok := conn.(Duplex); ok {
+		n.open(d)
+	}
 	return nil
 }
 
@@ -149,24 +199,24 @@ func runID(info string) string {
 	return strings.TrimSpace(id)
 }
 
-// context returns the reusable context for a dial or an exchange.
-func (n *node) context(base context.Context, deadline time.Time) *dctx {
-	if n.ctx == nil {
-		n.ctx = newDctx(n.e.clock)
+// context returns the reusable context in *slot for a dial or a pipeline.
+func dctxFor(slot **dctx, clock Clock, base context.Context, deadline time.Time) *dctx {
+	if *slot == nil {
+		*slot = newDctx(clock)
 	}
-	n.ctx.start(base, deadline)
-	return n.ctx
+	(*slot).start(base, deadline)
+	return *slot
 }
 
-// release ends c's use; after a failure the client may still hold c, so
+// finishCtx ends c's use; after a failure the client may still hold c, so
 // it is not reused.
-func (n *node) release(c *dctx, err error) {
+func finishCtx(slot **dctx, c *dctx, err error) {
 	if !c.finish() || err != nil {
-		n.ctx = nil
+		*slot = nil
 	}
 }
 
-// pipeline sends n.jobs as one pipeline and answers each job.
+// pipeline sends p.jobs as one pipeline and answers each job.
 //
 // Any command but a release (an acquire, fenced or not, an extend, a
 // fence raise) whose deadline has passed is answered core.StatusTimeout
@@ -176,12 +226,15 @@ func (n *node) release(c *dctx, err error) {
 // a SET that a hung node will run when it wakes, or one that went out on a
 // connection given up since. The pipeline's deadline is the latest of its
 // commands'; each round hears at its own deadline all the same (batch).
-func (n *node) pipeline(closing bool) {
+//
+// Over a Duplex connection the pipeline is written and handed to the
+// connection's reader, which answers it (write).
+func (n *node) pipeline(p *pipe, closing bool) {
 	now := n.e.clock.Now()
 	var dl time.Time
-	n.live = n.live[:0]
-	for k := range n.jobs {
-		j := &n.jobs[k]
+	p.live = p.live[:0]
+	for k := range p.jobs {
+		j := &p.jobs[k]
 		d := j.deadline
 		switch {
 		case j.cmd.Op == core.OpRelease:
@@ -194,21 +247,43 @@ func (n *node) pipeline(closing bool) {
 			continue
 		}
 		dl = later(dl, d)
-		n.live = append(n.live, k)
+		p.live = append(p.live, k)
 	}
-	if len(n.live) > 0 {
-		var base context.Context
-		if len(n.live) == 1 {
-			base = n.jobs[n.live[0]].b.ctx
-		}
-		err := n.connect(dl, base)
-		if err == nil {
-			err = n.exchange(dl, base)
-		}
-		n.answer(err)
+	if len(p.live) == 0 {
+		n.done(p)
+		return
 	}
-	clear(n.jobs)
-	n.jobs = n.jobs[:0]
+	p.base = nil
+	if len(p.live) == 1 {
+		p.base = p.jobs[p.live[0]].b.ctx
+	}
+	if n.dup.l != nil && n.dup.l.failed.Load() {
+		n.retire() // the reader met a failure: a new connection
+	}
+	err := n.connect(dl, p.base)
+	if err == nil && n.dup.l != nil {
+		n.write(p, now, dl)
+		return
+	}
+	if err == nil {
+		err = n.exchange(p, dl)
+	}
+	n.answer(p, err)
+	n.done(p)
+}
+
+// done clears p and puts it back among the spare pipes.
+func (n *node) done(p *pipe) {
+	p.reset()
+	n.dup.spare = append(n.dup.spare, p)
+}
+
+// reset clears p for its next use.
+func (p *pipe) reset() {
+	clear(p.jobs)
+	p.jobs = p.jobs[:0]
+	p.base = nil
+	p.duplex = false
 }
 
 func later(a, b time.Time) time.Time {
@@ -218,22 +293,22 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// exchange sends the live jobs and reads their replies into n.replies,
+// exchange sends p's live jobs and reads their replies into p.replies,
 // then sends again as EVAL those that met NOSCRIPT. It returns the
 // connection's failure, after which the connection is closed.
-func (n *node) exchange(dl time.Time, base context.Context) error {
-	n.replies = grow(n.replies, len(n.live))
-	n.encode(n.live, false)
-	c := n.context(base, dl)
-	err := n.conn.Exchange(c, n.cmds, n.replies)
+func (n *node) exchange(p *pipe, dl time.Time) error {
+	p.replies = grow(p.replies, len(p.live))
+	n.encode(p, p.live, false)
+	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
+	err := n.conn.Exchange(c, p.cmds, p.replies)
 	if err == nil {
-		err = n.retryNoScript(c)
+		err = n.retryNoScript(p, c)
 	}
-	n.release(c, err)
+	finishCtx(&p.ctx, c, err)
 	if err != nil {
 		n.conn.Close()
 		n.conn = nil
-		n.text, n.args, n.cmds = nil, nil, nil // the client may still read them
+		p.text, p.args, p.cmds = nil, nil, nil // the client may still read them
 	}
 	return err
 }
@@ -241,12 +316,12 @@ func (n *node) exchange(dl time.Time, base context.Context) error {
 // retryNoScript sends again, as EVAL, the scripts that met NOSCRIPT (a
 // SCRIPT FLUSH, or a server that lost its cache without the connection
 // breaking).
-func (n *node) retryNoScript(c context.Context) error {
+func (n *node) retryNoScript(p *pipe, c context.Context) error {
 	var again []int // indexes in live
-	for k := range n.live {
-		if r := n.replies[k]; r.Kind == KindError && wire.IsNoScript(r.Err) {
+	for k := range p.live {
+		if r := p.replies[k]; r.Kind == KindError && wire.IsNoScript(r.Err) {
 			again = append(again, k)
-			n.scripts &^= scriptBit(n.jobs[n.live[k]].cmd.Op)
+			n.scripts.And(^uint32(scriptBit(p.jobs[p.live[k]].cmd.Op)))
 		}
 	}
 	if again == nil {
@@ -254,28 +329,38 @@ func (n *node) retryNoScript(c context.Context) error {
 	}
 	idx := make([]int, len(again))
 	for m, k := range again {
-		idx[m] = n.live[k]
+		idx[m] = p.live[k]
 	}
-	n.encode(idx, true)
+	n.encode(p, idx, true)
 	rs := make([]Reply, len(idx))
-	err := n.conn.Exchange(c, n.cmds, rs)
+	err := n.conn.Exchange(c, p.cmds, rs)
 	for m, k := range again {
-		n.replies[k] = rs[m]
+		p.replies[k] = rs[m]
 	}
 	return err
 }
 
 // answer decodes each live job's reply and delivers it; err is the
-// connection's failure, if any.
-func (n *node) answer(err error) {
+// connection's failure, if any. Over a Duplex connection (requeue), a
+// command that met NOSCRIPT goes again as EVAL in a later pipeline
+// instead, once.
+func (n *node) answer(p *pipe, err error) {
 	now := n.e.clock.Now()
-	for k, i := range n.live {
-		j := &n.jobs[i]
+	for k, i := range p.live {
+		j := &p.jobs[i]
 		late := !now.Before(j.deadline)
 		var r core.Reply
 		switch {
-		case k < len(n.replies) && n.replies[k].Kind != KindNone:
-			st, fence, ttl, rerr := n.status(j.cmd.Op, n.replies[k])
+		case k < len(p.replies) && p.replies[k].Kind != KindNone:
+			rep := p.replies[k]
+			if rep.Kind == KindError && wire.IsNoScript(rep.Err) && p.duplex {
+				n.scripts.And(^uint32(scriptBit(j.cmd.Op)))
+				if !j.resent {
+					n.requeue(*j)
+					continue
+				}
+			}
+			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
 			if rerr != nil {
 				r = n.e.fail(n.i, j.cmd.Op, rerr, false)
 			} else {
@@ -288,7 +373,7 @@ func (n *node) answer(err error) {
 		}
 		j.b.deliver(r)
 	}
-	clear(n.replies)
+	clear(p.replies)
 }
 
 // status decodes the reply to a command of op, an OpAcquireFenced's
@@ -305,7 +390,7 @@ func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, 
 		case r.Kind == KindNil: // SET NX: the key exists
 			return core.StatusHeld, 0, 0, nil
 		case r.Kind == KindInt && r.Int <= 0:
-			n.scripts |= scriptBit(op) // it ran: the server has it cached
+			n.scripts.Or(uint32(scriptBit(op))) // it ran: the server has it cached
 			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
 		}
 	case core.OpAcquireFenced:
@@ -313,7 +398,7 @@ func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, 
 		var err error
 		switch {
 		case r.Kind == KindInt && r.Int <= 0:
-			n.scripts |= scriptBit(op)
+			n.scripts.Or(uint32(scriptBit(op)))
 			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
 		case r.Kind == KindInt:
 			fence, err = wire.FenceInt(r.Int)
@@ -322,14 +407,14 @@ func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, 
 		default:
 			return core.StatusError, 0, 0, unexpected(op, r)
 		}
-		n.scripts |= scriptBit(op)
+		n.scripts.Or(uint32(scriptBit(op)))
 		if err != nil {
 			return core.StatusError, 0, 0, err
 		}
 		return core.StatusOK, fence, 0, nil
 	default: // release, extend, raise-fence: 1, 0 or -1
 		if r.Kind == KindInt {
-			n.scripts |= scriptBit(op)
+			n.scripts.Or(uint32(scriptBit(op)))
 			st, err := wire.ScriptStatus(r.Int)
 			return st, 0, 0, err
 		}
@@ -345,15 +430,17 @@ func unexpected(op core.Op, r Reply) error {
 // OpAcquire only with Probe), at most 8 of them (TestScriptBits).
 func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpAcquire) }
 
-// encode builds n.cmds for the jobs at idx, each as EVAL rather than
+// encode builds p.cmds for the jobs at idx, each as EVAL rather than
 // EVALSHA if eval is set or its script has not run on the connection.
-// Tokens, TTLs, fences and fence counters' names are written into n.text
-// and viewed as strings, which costs no allocation; n.text is rewritten
-// only once the clients are done with it (see exchange).
-func (n *node) encode(idx []int, eval bool) {
-	text, args, cmds := n.text[:0], n.args[:0], n.cmds[:0]
+// Tokens, TTLs, fences and fence counters' names are written into p.text
+// and viewed as strings, which costs no allocation; p.text is rewritten
+// only once the clients are done with it (see exchange). It reports
+// whether a command other than a release went as EVALSHA.
+func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
+	text, args, cmds := p.text[:0], p.args[:0], p.cmds[:0]
+	scripts := uint8(n.scripts.Load())
 	for _, i := range idx {
-		cmd := &n.jobs[i].cmd
+		cmd := &p.jobs[i].cmd
 		op := cmd.Op
 		start := len(text)
 		text = cmd.Token.AppendHex(text)
@@ -363,10 +450,11 @@ func (n *node) encode(idx []int, eval bool) {
 		switch {
 		case plain:
 			args = append(args, "SET", cmd.Key, tok, "NX", "PX")
-		case eval || n.scripts&scriptBit(op) == 0:
+		case eval || scripts&scriptBit(op) == 0:
 			args = append(args, "EVAL", wire.ScriptFor(op).Src)
 		default:
 			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1)
+			sha = sha || op != core.OpRelease
 		}
 		if !plain {
 			keys := wire.Keys(op)
@@ -400,7 +488,8 @@ func (n *node) encode(idx []int, eval bool) {
 		}
 		cmds = append(cmds, args[first:len(args):len(args)])
 	}
-	n.text, n.args, n.cmds = text, args, cmds
+	p.text, p.args, p.cmds = text, args, cmds
+	return sha
 }
 
 // view returns b's bytes as a string without copying. A buffer that grows
