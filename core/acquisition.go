@@ -68,14 +68,14 @@ type Acquisition struct {
 // ErrInvalidConfig error before anything is sent: an empty key, one longer
 // than 4 KiB (or, with Fencing, one that names a fence counter), and a
 // token whose first 8 bytes are zero.
-func (s Spec) Acquire(key string, tok Token, now time.Time) (Acquisition, error) {
+func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err error) {
 	if err := s.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
-	a := Acquisition{spec: s, key: key, base: tok, retry: s.cfg.Retry.start()}
+	a = Acquisition{spec: s, key: key, base: tok, retry: s.cfg.Retry.start()}
 	a.startAttempt(now)
 	return a, nil
 }
@@ -111,7 +111,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
 	a.announced, a.woke = 0, time.Time{}
-	a.round = a.spec.newRound(Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}, now)
+	a.spec.initRound(&a.round, Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}, now)
 }
 
 // Phase returns what the acquisition waits for.
@@ -303,7 +303,7 @@ func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
-	a.round = a.spec.newRound(Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
+	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -323,7 +323,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		}
 	}
 	a.cleaning, a.raising = true, false
-	a.round = a.spec.newRound(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}, now)
+	a.spec.initRound(r, Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}, now)
 	a.round.noWait = noWait
 }
 
