@@ -75,7 +75,7 @@ func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err 
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
-	a = Acquisition{spec: s, key: key, base: tok, retry: s.cfg.Retry.start()}
+	a.spec, a.key, a.base, a.retry = s, key, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
 	a.startAttempt(now)
 	return a, nil
 }

@@ -72,9 +72,13 @@ func (s Spec) roundBound() time.Duration {
 // initRound makes *r a round of cmd to every node, starting at start. It
 // works in place: a Round is close to 1 KiB, and building one to copy it
 // (twice, with the Acquisition that holds it) was a good part of a
-// round's cost.
+// round's cost. A Round that was never initialised (tally.n is 0: only
+// the zero Round has it) is zero already, as in a new Acquisition or
+// Spec.Release's result, and is not cleared again.
 func (s *Spec) initRound(r *Round, cmd Command, start time.Time) {
-	*r = Round{}
+	if r.tally.n != 0 {
+		*r = Round{}
+	}
 	r.cmd, r.fanOut, r.timeout, r.start = cmd, s.cfg.FanOut, s.cfg.NodeTimeout, start
 	r.tally.init(s.n)
 }
