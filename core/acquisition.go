@@ -69,14 +69,14 @@ type Acquisition struct {
 // ErrInvalidConfig error before anything is sent: an empty key, one longer
 // than 4 KiB (or, with Fencing, one that names a fence counter), and a
 // token whose first 8 bytes are zero.
-func (s Spec) Acquire(key string, tok Token, now time.Time) (Acquisition, error) {
+func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err error) {
 	if err := s.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
-	a := Acquisition{spec: s, key: key, base: tok, retry: s.cfg.Retry.start()}
+	a.spec, a.key, a.base, a.retry = s, key, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
 	a.startAttempt(now)
 	return a, nil
 }
@@ -118,7 +118,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 		// NX cannot take; the one that takes it leaves the queue.
 		cmd.Probe, cmd.Fair, cmd.Life = true, true, a.spec.life
 	}
-	a.round = a.spec.newRound(cmd, now)
+	a.spec.initRound(&a.round, cmd, now)
 }
 
 // ticketAt is a Fair queue's ticket taken at now: its Unix time in ms, at
@@ -322,7 +322,7 @@ func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
-	a.round = a.spec.newRound(Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
+	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -342,7 +342,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		}
 	}
 	a.cleaning, a.raising = true, false
-	cmd := Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token}
+	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
 		// its first, so that it keeps its place; a cancelled one leaves.
@@ -354,7 +354,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			cmd.Ticket = a.ticket
 		}
 	}
-	a.round = a.spec.newRound(cmd, now)
+	a.spec.initRound(r, cmd, now)
 	a.round.noWait = noWait
 }
 

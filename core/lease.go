@@ -171,7 +171,7 @@ func (l *Lease) start(now time.Time) error {
 		return &Error{Op: OpExtend, Kind: ErrExtensionLimit, Key: g.key, Attempts: 1}
 	}
 	l.phase = PhaseRound
-	l.round = l.spec.newRound(Command{Op: OpExtend, Key: g.key, Token: g.token, TTL: g.ttl}, now)
+	l.spec.initRound(&l.round, Command{Op: OpExtend, Key: g.key, Token: g.token, TTL: g.ttl}, now)
 	return nil
 }
 

@@ -89,13 +89,20 @@ type tally struct {
 // newTally returns an empty tally for n nodes, 1 <= n <= MaxNodes; n is
 // clamped into that range.
 func newTally(n int) tally {
+	var t tally
+	t.init(n)
+	return t
+}
+
+// init sets the node count of a zero tally, as newTally does.
+func (t *tally) init(n int) {
 	if n < 1 {
 		n = 1
 	}
 	if n > MaxNodes {
 		n = MaxNodes
 	}
-	return tally{n: n, quorum: Quorum(n)}
+	t.n, t.quorum = n, Quorum(n)
 }
 
 // record notes node's answer. It reports false, and changes nothing, for a

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -128,6 +130,47 @@ func TestTallyRejects(t *testing.T) {
 	}
 	if big := newTally(MaxNodes + 10); big.nodes() != MaxNodes {
 		t.Fatalf("NewTally clamps to MaxNodes, got %d", big.nodes())
+	}
+}
+
+// TestInitRoundReused: a round initialised where a used one lived (an
+// attempt's round becoming its cleanup, a retry, a lease's next
+// extension) starts as clean as one initialised in a zero Round: no
+// status, error, TTL, count, fence or noWait of the round before.
+func TestInitRoundReused(t *testing.T) {
+	s := Spec{n: 5, quorum: Quorum(5)}
+	s.cfg.FanOut, s.cfg.NodeTimeout = Multiplexed, time.Second
+	t0 := time.Unix(1000, 0)
+	var r Round
+	s.initRound(&r, Command{Op: OpAcquireFenced, Key: "a", TTL: time.Minute, Probe: true}, t0)
+	for i := 0; i < 5; i++ {
+		if node, _, _, ok := r.Next(t0); !ok || node != i {
+			t.Fatalf("command %d: node %d, ok %v", i, node, ok)
+		}
+	}
+	errNode := errors.New("down")
+	for i, rep := range []Reply{
+		{Status: StatusOK, Fence: 7}, {Status: StatusHeld, TTL: time.Second},
+		{Status: StatusMissing}, {Status: StatusError, Err: errNode}, {Status: StatusTimeout, Err: errNode},
+	} {
+		rep.Node = i
+		r.Receive(rep)
+	}
+	r.noWait = 0b10110
+	if r.received != 5 || r.fence != 7 || r.tally.ttl[1] == 0 || r.tally.errs[3] == nil {
+		t.Fatalf("the first round is not dirty enough to test: %+v", r)
+	}
+
+	t1 := t0.Add(time.Hour)
+	cmd := Command{Op: OpRelease, Key: "b"}
+	s.initRound(&r, cmd, t1)
+	var fresh Round
+	s.initRound(&fresh, cmd, t1)
+	if !reflect.DeepEqual(r, fresh) {
+		t.Fatalf("reused round\n%+v\nwant\n%+v", r, fresh)
+	}
+	if fresh.tally.n != 5 || fresh.start != t1 || fresh.timeout != time.Second {
+		t.Fatalf("fresh round: n %d, start %v, timeout %v", fresh.tally.n, fresh.start, fresh.timeout)
 	}
 }
 

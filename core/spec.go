@@ -89,9 +89,18 @@ func (s Spec) roundBound() time.Duration {
 	return s.cfg.NodeTimeout
 }
 
-// newRound returns a round of cmd to every node, starting at start.
-func (s *Spec) newRound(cmd Command, start time.Time) Round {
-	return Round{cmd: cmd, fanOut: s.cfg.FanOut, timeout: s.cfg.NodeTimeout, start: start, tally: newTally(s.n)}
+// initRound makes *r a round of cmd to every node, starting at start. It
+// works in place: a Round is close to 1 KiB, and building one to copy it
+// (twice, with the Acquisition that holds it) was a good part of a
+// round's cost. A Round that was never initialised (tally.n is 0: only
+// the zero Round has it) is zero already, as in a new Acquisition or
+// Spec.Release's result, and is not cleared again.
+func (s *Spec) initRound(r *Round, cmd Command, start time.Time) {
+	if r.tally.n != 0 {
+		*r = Round{}
+	}
+	r.cmd, r.fanOut, r.timeout, r.start = cmd, s.cfg.FanOut, s.cfg.NodeTimeout, start
+	r.tally.init(s.n)
 }
 
 // Release returns the round that releases g, starting at now: a
@@ -99,7 +108,7 @@ func (s *Spec) newRound(cmd Command, start time.Time) Round {
 // acquisition included. Drive it to its end: it is done only once every
 // node has answered or timed out, so that no delete is still in flight
 // when it returns. The zero Grant is refused with ErrInvalidConfig.
-func (s Spec) Release(g Grant, now time.Time) (Round, error) {
+func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	if g.key == "" {
 		return Round{}, invalid("release of the zero Grant")
 	}
@@ -107,7 +116,8 @@ func (s Spec) Release(g Grant, now time.Time) (Round, error) {
 	if g.followed && s.cfg.Fair {
 		cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
 	}
-	return s.newRound(cmd, now), nil
+	s.initRound(&r, cmd, now)
+	return r, nil
 }
 
 // Released returns the result of g's release round r, once r.Done(): nil

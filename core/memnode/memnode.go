@@ -30,6 +30,10 @@ var ErrTimeout = errors.New("memnode: deadline exceeded")
 // Cluster is N in-memory nodes. It is safe for concurrent use.
 type Cluster struct {
 	clock core.Clock
+	// epoch is set when clock is core.SystemClock: now reads the
+	// monotonic clock alone, as epoch plus the time since it, which costs
+	// one clock read where time.Now costs two (wall and monotonic).
+	epoch time.Time
 	nodes []*node
 
 	spare atomic.Pointer[batch] // one reused batch, without a lock
@@ -70,6 +74,9 @@ type node struct {
 // New returns a cluster of n empty nodes on clock.
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
+	if _, ok := clock.(core.SystemClock); ok {
+		c.epoch = time.Now()
+	}
 	for i := range c.nodes {
 		c.nodes[i] = &node{c: c, name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
 	}
@@ -132,7 +139,7 @@ func (c *Cluster) Calls(i int) int {
 
 // Set stores key with token on node i for ttl, as another client would.
 func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
-	now := c.clock.Now()
+	now := c.now()
 	c.with(i, func(n *node) {
 		e := n.data[key]
 		n.alive(e, now)
@@ -143,7 +150,7 @@ func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 // Get returns the token of key on node i and its remaining time to live,
 // or ok == false if the key does not exist (or has expired).
 func (c *Cluster) Get(i int, key string) (token core.Token, ttl time.Duration, ok bool) {
-	now := c.clock.Now()
+	now := c.now()
 	c.with(i, func(n *node) {
 		if e := n.lookup(key, now); e != nil {
 			token, ttl, ok = e.token, e.expires.Sub(now), true
@@ -161,6 +168,18 @@ func (c *Cluster) Holders(key string, token core.Token) int {
 		}
 	}
 	return k
+}
+
+// now reads the cluster's clock. With the system clock, it is a reading
+// that differs from time.Now's only in its wall-clock part, which follows
+// the monotonic clock from New on, not steps of the system's wall clock:
+// the cluster compares and subtracts its readings, and the deadlines it is
+// given, by their monotonic readings alone.
+func (c *Cluster) now() time.Time {
+	if !c.epoch.IsZero() {
+		return c.epoch.Add(time.Since(c.epoch))
+	}
+	return c.clock.Now()
 }
 
 func (c *Cluster) with(i int, f func(*node)) {
@@ -442,7 +461,7 @@ func (c *Cluster) Begin(ctx context.Context) core.Batch {
 
 func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
 	if !b.fresh {
-		b.now, b.fresh = b.c.clock.Now(), true
+		b.now, b.fresh = b.c.now(), true
 	}
 	now := b.now
 	r, delay, hung := b.c.nodes[i].exec(i, cmd, now)
@@ -479,7 +498,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 			return core.Reply{}, false
 		default:
 		}
-	} else if wait := p.ready.Sub(b.c.clock.Now()); wait > 0 {
+	} else if wait := p.ready.Sub(b.c.now()); wait > 0 {
 		if !sleep(b.c.clock, wait, cancel) {
 			return core.Reply{}, false
 		}

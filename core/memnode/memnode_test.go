@@ -121,3 +121,37 @@ func TestReceiveHonoursCancel(t *testing.T) {
 		t.Fatal("Receive returned a reply after cancel")
 	}
 }
+
+// TestSystemClockReadings: on the system clock, the cluster reads the
+// monotonic clock alone (Cluster.now); its readings must still order
+// against time.Now's, which the deadlines of a Client's rounds are.
+func TestSystemClockReadings(t *testing.T) {
+	c := New(1, core.SystemClock{})
+	if c.epoch.IsZero() {
+		t.Fatal("no epoch on the system clock")
+	}
+	send := func(key string, deadline time.Time) core.Reply {
+		b := c.Begin(context.Background())
+		defer b.Close()
+		b.Send(0, core.Command{Op: core.OpAcquire, Key: key, Token: core.TokenFromUint64s(1, 1), TTL: time.Minute}, deadline)
+		r, _ := b.Receive(nil)
+		return r
+	}
+	if r := send("past", time.Now().Add(-time.Millisecond)); r.Status != core.StatusTimeout {
+		t.Fatalf("deadline passed: %v, want a timeout", r.Status)
+	}
+	if r := send("ahead", time.Now().Add(time.Minute)); r.Status != core.StatusOK {
+		t.Fatalf("deadline a minute ahead: %v %v, want OK", r.Status, r.Err)
+	}
+	before := time.Now()
+	now := c.now()
+	if now.Before(before) || now.Sub(time.Now()) > 0 {
+		t.Fatalf("now() %v is not between two time.Now readings from %v", now, before)
+	}
+	if _, ttl, ok := c.Get(0, "ahead"); !ok || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("Get: ttl %v, ok %v", ttl, ok)
+	}
+	if m := New(1, NewManualClock(epoch)); !m.epoch.IsZero() || !m.now().Equal(epoch) {
+		t.Fatalf("a ManualClock is read as itself: epoch %v, now %v", m.epoch, m.now())
+	}
+}
