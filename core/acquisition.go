@@ -33,33 +33,36 @@ const (
 // clock. The zero Acquisition is in Phase 0 and does nothing; its Result
 // is an ErrInvalidConfig error.
 type Acquisition struct {
-	spec     Spec
-	key      string
-	base     Token // the caller's token; zero: draw each from Config.Tokens
-	retry    retrier
-	phase    Phase
-	cleaning bool      // round is the cleanup of a failed attempt
-	raising  bool      // round raises the fence counters (Config.Fencing)
-	start    time.Time // the current attempt's start: validity counts from it
-	fence    uint64    // the current attempt's fence, once its acquire round won
-	round    Round
-	wake     time.Time // the retry delay's end
-	grant    Grant
+	spec   Spec
+	key    string
+	base   Token // the caller's token; zero: draw each from Config.Tokens
+	retry  retrier
+	start  time.Time // the current attempt's start: validity counts from it
+	fence  uint64    // the current attempt's fence, once its acquire round won
+	round  Round
+	wake   time.Time // the retry delay's end
+	grant  Grant
+	err    *Error // the last attempt's failure, or the result
+	cause  error  // set by Cancel
+	ticket int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
+	expiry    time.Time     // when enough holders' keys expire; zero: unknown
+	woke      time.Time     // the wake an announcement brought forward; zero: none
+	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
 	held      uint32        // nodes that answered StatusHeld
 	ours      uint32        // nodes that answered StatusOK: the cleanup frees them
-	wakeCount int           // announcements from held nodes that warrant an attempt; 0: none do
 	announced uint32        // nodes that announced since the attempt started
-	expiry    time.Time     // when enough holders' keys expire; zero: unknown
 	listening uint32        // nodes whose announcements the caller hears
-	woke      time.Time     // the wake an announcement brought forward; zero: none
-	woken     bool          // the current attempt was started by an announcement
-	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
-	err       *Error        // the last attempt's failure, or the result
-	ticket    int64         // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	cause     error         // set by Cancel
+	wakeCount int           // announcements from held nodes that warrant an attempt; 0: none do
+
+	// The small fields last, together: TinyGo keeps an Acquisition on the
+	// stack only up to 1 KiB.
+	phase    Phase
+	cleaning bool // round is the cleanup of a failed attempt
+	raising  bool // round raises the fence counters (Config.Fencing)
+	woken    bool // the current attempt was started by an announcement
 }
 
 // Acquire begins an acquisition of key at now. Attempt 1 holds tok;
@@ -116,7 +119,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	if a.spec.cfg.Fair {
 		// Every attempt may find the key handed to it, which a plain SET
 		// NX cannot take; the one that takes it leaves the queue.
-		cmd.Probe, cmd.Fair, cmd.Life = true, true, a.spec.life
+		cmd.Probe, cmd.Fair = true, true
 	}
 	a.spec.initRound(&a.round, cmd, now)
 }
@@ -337,7 +340,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	var noWait uint32
 	for i := 0; i < r.tally.n; i++ {
 		s := r.tally.status[i]
-		if i >= r.sent || s == StatusTimeout || (s == 0 && expired) {
+		if i >= int(r.sent) || s == StatusTimeout || (s == 0 && expired) {
 			noWait |= 1 << i
 		}
 	}
@@ -346,7 +349,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
 		// its first, so that it keeps its place; a cancelled one leaves.
-		cmd.Fair, cmd.Handoff, cmd.Life = true, s.handoff, s.life
+		cmd = s.fairRelease(cmd)
 		if a.cause == nil {
 			if a.ticket == 0 {
 				a.ticket = ticketAt(now)

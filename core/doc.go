@@ -156,7 +156,8 @@
 //   - A failed attempt's cleanup queues the driver's waiter on each node
 //     under a ticket, its acquisition's first cleanup time in ms
 //     (Command.Ticket); a waiter keeps its place across attempts, and an
-//     entry not renewed within Command.Life leaves the queue.
+//     entry not renewed within its life (the release's Command.TTL)
+//     leaves the queue.
 //   - A release, or a cleanup, that leaves the key free on a node hands
 //     it to the first waiter there (lowest ticket, then id): the key holds
 //     no token for Command.Handoff, only that waiter's acquire takes it,

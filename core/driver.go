@@ -50,14 +50,7 @@ func (o Op) String() string {
 // Command is one request to one node. It is a plain value: the driver may
 // keep it after Send returns without aliasing any caller memory.
 type Command struct {
-	Op    Op
-	Key   string
-	Token Token
-	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
-	// milliseconds (Config validation guarantees it). Zero otherwise.
-	TTL time.Duration
-	// Fence is the value OpRaiseFence raises the counter to. Zero otherwise.
-	Fence uint64
+	Op Op
 	// Probe asks an OpAcquire that finds the key held to report the
 	// holder's remaining TTL (Reply.TTL), which costs the node a script
 	// instead of a plain SET NX. An Acquisition sets it from its second
@@ -70,7 +63,16 @@ type Command struct {
 	// hears its turn (Announcer). An acquire then takes a key handed to
 	// that waiter as a free one; a release that frees the key hands it to
 	// the first waiter, and announces it to that waiter alone.
-	Fair bool
+	Fair  bool
+	Key   string
+	Token Token
+	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
+	// milliseconds (Config validation guarantees it); for a Fair
+	// OpRelease, how long a queue entry lasts unless a later Ticket renews
+	// it. Zero otherwise.
+	TTL time.Duration
+	// Fence is the value OpRaiseFence raises the counter to. Zero otherwise.
+	Fence uint64
 	// Ticket places the driver's waiter in the Fair queue, the lowest
 	// first, for an OpRelease: the ticket it joins under, keeping its place
 	// if it has one; a failed attempt's cleanup joins so, and so does the
@@ -78,9 +80,8 @@ type Command struct {
 	// (Grant.WithFollowers). Zero: it does not join.
 	Ticket int64
 	// Handoff is how long a Fair OpRelease keeps a key it hands to the
-	// first waiter for that waiter; Life how long a queue entry lasts
-	// unless a later Ticket renews it.
-	Handoff, Life time.Duration
+	// first waiter for that waiter.
+	Handoff time.Duration
 }
 
 // Status is a node's answer to one Command.

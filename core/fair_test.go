@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/redlock-go/redlock/core"
 )
 
@@ -33,74 +30,91 @@ func drive(r *core.Round, now time.Time, st core.Status) []core.Command {
 // and returns the attempt's and the cleanup's first commands.
 func failAttempt(t *testing.T, a *core.Acquisition, now time.Time) (attempt, cleanup core.Command) {
 	t.Helper()
-	require.Equal(t, core.PhaseRound, a.Phase())
+	if a.Phase() != core.PhaseRound {
+		t.Fatalf("phase %v, want a round", a.Phase())
+	}
 	attempt = drive(a.Round(), now, core.StatusHeld)[0]
 	a.RoundDone(now)
-	require.Equal(t, core.OpRelease, a.Round().Command().Op, "the cleanup")
+	if a.Round().Command().Op != core.OpRelease {
+		t.Fatalf("no cleanup after a failed attempt: %+v", a.Round().Command())
+	}
 	cleanup = drive(a.Round(), now, core.StatusHeld)[0]
 	a.RoundDone(now)
-	require.Equal(t, core.PhaseWait, a.Phase())
+	if a.Phase() != core.PhaseWait {
+		t.Fatalf("phase %v after the cleanup, want a wait", a.Phase())
+	}
 	return attempt, cleanup
+}
+
+func wantCommand(t *testing.T, what string, got, want core.Command) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
 }
 
 // TestFairCommands: what Config.Fair puts in an acquisition's commands.
 // Every attempt probes (it may find the key handed to it) and is Fair;
 // a failed attempt's cleanup queues the waiter under the ticket of the
-// first cleanup, so that it keeps its place; an attempt queues the
-// process again only when Grant.WithFollowers says others follow; a cancelled
-// acquisition's cleanup leaves the queue; a release hands the key on.
+// first cleanup, so that it keeps its place; a release queues the process
+// again only when Grant.WithFollowers says others follow; a cancelled
+// acquisition's cleanup leaves the queue.
 func TestFairCommands(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, TTL: 10 * time.Second,
 		NodeTimeout: 50 * time.Millisecond, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const handoff, life = 100 * time.Millisecond, 20*time.Second + 100*time.Millisecond
 
 	a, err := spec.Acquire("k", core.Token{}, t0)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	att, clean := failAttempt(t, &a, t0)
-	assert.Equal(t, core.Command{Op: core.OpAcquire, Key: "k", Token: att.Token, TTL: 10 * time.Second,
-		Probe: true, Fair: true, Life: life}, att, "the first attempt probes, and does not queue")
-	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: att.Token, Fair: true,
-		Ticket: t0.UnixMilli(), Handoff: handoff, Life: life}, clean, "its cleanup queues the waiter")
+	wantCommand(t, "the first attempt probes, and does not queue", att, core.Command{Op: core.OpAcquire, Key: "k",
+		Token: att.Token, TTL: 10 * time.Second, Probe: true, Fair: true})
+	wantCommand(t, "its cleanup queues the waiter", clean, core.Command{Op: core.OpRelease, Key: "k", Token: att.Token,
+		Fair: true, Ticket: t0.UnixMilli(), Handoff: handoff, TTL: life})
 
 	t1 := t0.Add(3 * time.Second)
 	a.Wake(t1)
 	att, clean = failAttempt(t, &a, t1)
-	assert.Zero(t, att.Ticket)
-	assert.Equal(t, t0.UnixMilli(), clean.Ticket, "a waiter keeps its first ticket")
+	if att.Ticket != 0 || clean.Ticket != t0.UnixMilli() {
+		t.Errorf("attempt ticket %d, cleanup ticket %d: a waiter keeps its first ticket %d", att.Ticket, clean.Ticket, t0.UnixMilli())
+	}
 
 	t2 := t1.Add(time.Second)
 	a.Wake(t2)
-	att = drive(a.Round(), t2, core.StatusOK)[0]
-	assert.Zero(t, att.Ticket, "the attempt that takes the key leaves the queue")
+	if att = drive(a.Round(), t2, core.StatusOK)[0]; att.Ticket != 0 {
+		t.Errorf("the attempt that takes the key leaves the queue, ticket %d", att.Ticket)
+	}
 	a.RoundDone(t2)
 	g, err := a.Result()
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t3 := t2.Add(time.Second)
 	rel, err := spec.Release(g.WithFollowers(true), t3)
-	require.NoError(t, err)
-	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: t3.UnixMilli(), Handoff: handoff, Life: life},
-		rel.Command(), "followed: the release queues the process at the back, then hands the key on")
-
-	c, err := spec.Acquire("k", core.Token{}, t0)
-	require.NoError(t, err)
-	drive(c.Round(), t0, core.StatusOK)
-	c.RoundDone(t0)
-	g, err = c.Result()
-	require.NoError(t, err)
-	rel, err = spec.Release(g, t3)
-	require.NoError(t, err)
-	assert.Equal(t, core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Handoff: handoff, Life: life},
-		rel.Command(), "a release hands the key on, and queues nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCommand(t, "followed: the release queues the process at the back, then hands the key on", rel.Command(),
+		core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: t3.UnixMilli(), Handoff: handoff, TTL: life})
+	rel, _ = spec.Release(g, t3)
+	wantCommand(t, "a release hands the key on, and queues nobody", rel.Command(),
+		core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Handoff: handoff, TTL: life})
 
 	b, err := spec.Acquire("k", core.Token{}, t0)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	drive(b.Round(), t0, 0) // sent, unanswered
 	b.Cancel(t0, errors.New("gone"))
-	require.Equal(t, core.PhaseRound, b.Phase())
-	assert.Zero(t, b.Round().Command().Ticket, "a cancelled waiter's cleanup leaves the queue")
-	assert.True(t, b.Round().Command().Fair)
+	if c := b.Round().Command(); b.Phase() != core.PhaseRound || c.Ticket != 0 || !c.Fair {
+		t.Errorf("a cancelled waiter's cleanup leaves the queue: phase %v, %+v", b.Phase(), c)
+	}
 }
 
 // TestWaitAgainBeforeTheFirstAttempt: a new acquisition told to wait
@@ -111,29 +125,38 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: fair, Tokens: &seqTokens{}, Jitter: fixedRand(0),
 			Retry: core.RandomDelay(3, 20*time.Millisecond, 20*time.Millisecond)})
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		a, err := spec.Acquire("k", core.TokenFromUint64s(7, 9), t0)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		a.WaitAgain(t0)
-		require.Equal(t, core.PhaseWait, a.Phase(), "fair %v", fair)
-		assert.Equal(t, t0.Add(20*time.Millisecond), a.WakeAt())
+		if a.Phase() != core.PhaseWait || !a.WakeAt().Equal(t0.Add(20*time.Millisecond)) {
+			t.Fatalf("fair %v: phase %v, wake at %v", fair, a.Phase(), a.WakeAt())
+		}
 		a.Wake(a.WakeAt())
 		cmd := drive(a.Round(), a.WakeAt(), core.StatusHeld)[0]
-		assert.Equal(t, core.TokenFromUint64s(7, 9), cmd.Token, "attempt 1's token")
-		assert.Equal(t, fair, cmd.Probe)
+		if cmd.Token != core.TokenFromUint64s(7, 9) || cmd.Probe != fair {
+			t.Errorf("fair %v: not attempt 1: %+v", fair, cmd)
+		}
 		a.RoundDone(t0)
 		drive(a.Round(), t0, core.StatusHeld)
 		a.RoundDone(t0)
 		a.GiveUp()
 		_, err = a.Result()
 		var e *core.Error
-		require.ErrorAs(t, err, &e)
-		assert.Equal(t, 1, e.Attempts, "the wait was no attempt")
+		if !errors.As(err, &e) || e.Attempts != 1 {
+			t.Errorf("fair %v: the wait was no attempt: %v", fair, err)
+		}
 
 		// Once an attempt is under way, it is too late.
 		b, _ := spec.Acquire("k", core.Token{}, t0)
 		drive(b.Round(), t0, 0)
 		b.WaitAgain(t0)
-		assert.Equal(t, core.PhaseRound, b.Phase())
+		if b.Phase() != core.PhaseRound {
+			t.Errorf("fair %v: an attempt in flight was made to wait", fair)
+		}
 	}
 }

@@ -12,8 +12,8 @@ type Grant struct {
 	drift      time.Duration // the drift allowance of ttl, fixed at acquisition
 	end        time.Time     // clock reading at the end of the round that set validity
 	validity   time.Duration // ttl − elapsed − drift of that round, from end
-	extensions int
 	fence      uint64
+	extensions int
 	followed   bool // Config.Fair: its release queues the process again (WithFollowers)
 }
 

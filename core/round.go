@@ -26,19 +26,20 @@ import "time"
 //
 // Every time a Round takes is a reading of the caller's clock.
 type Round struct {
-	cmd      Command
-	fanOut   FanOut
-	timeout  time.Duration
-	start    time.Time
-	tally    tally
-	sent     int // commands handed out: to nodes 0..sent-1
-	received int
+	cmd     Command
+	timeout time.Duration
+	start   time.Time
+	tally   tally
+	fence   uint64 // the largest Reply.Fence of an OK reply
 	// noWait marks nodes whose reply a release need not await (bit i for
 	// node i); waiting counts the commands sent and awaited, not yet
-	// answered.
-	noWait  uint32
-	waiting int
-	fence   uint64 // the largest Reply.Fence of an OK reply
+	// answered. The small fields come last, together: TinyGo keeps an
+	// Acquisition, which holds a Round, on the stack only up to 1 KiB.
+	noWait   uint32
+	sent     int16 // commands handed out: to nodes 0..sent-1
+	received int16
+	waiting  int16
+	fanOut   FanOut
 }
 
 // Next returns the next command to send, to node, bounded by deadline on
@@ -46,7 +47,7 @@ type Round struct {
 // in (or the round is done). now is the current reading of the Locker's
 // clock: a sequential round's deadline counts from it.
 func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, ok bool) {
-	if r.sent == r.tally.n || r.Done() {
+	if int(r.sent) == r.tally.n || r.Done() {
 		return 0, Command{}, time.Time{}, false
 	}
 	if r.fanOut == Sequential {
@@ -57,7 +58,7 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 	} else {
 		deadline = r.start.Add(r.timeout)
 	}
-	node = r.sent
+	node = int(r.sent)
 	r.sent++
 	if r.noWait&(1<<node) == 0 {
 		r.waiting++
@@ -69,7 +70,7 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 // from a node that was sent nothing, or a second reply from one node, is
 // ignored.
 func (r *Round) Receive(rep Reply) bool {
-	if rep.Node < 0 || rep.Node >= r.sent || !r.tally.record(rep.Node, rep.Status, rep.Err) {
+	if rep.Node < 0 || rep.Node >= int(r.sent) || !r.tally.record(rep.Node, rep.Status, rep.Err) {
 		return false
 	}
 	r.received++
@@ -89,11 +90,11 @@ func (r *Round) Receive(rep Reply) bool {
 // Done reports whether the round needs no more replies. Replies to
 // commands still in flight may then be discarded.
 func (r *Round) Done() bool {
-	if r.received == r.tally.n {
+	if int(r.received) == r.tally.n {
 		return true
 	}
 	if r.cmd.Op == OpRelease {
-		return r.sent == r.tally.n && r.waiting == 0
+		return int(r.sent) == r.tally.n && r.waiting == 0
 	}
 	switch r.tally.vote() {
 	case voteLost:

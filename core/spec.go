@@ -14,9 +14,6 @@ type Spec struct {
 	n      int
 	quorum int
 	drift  time.Duration
-	// With Config.Fair: how long a released key waits for the waiter it is
-	// handed to, and how long a queue entry lasts unrenewed.
-	handoff, life time.Duration
 }
 
 // namer is what a Spec needs of a Driver.
@@ -37,11 +34,16 @@ func NewSpec(d Driver, cfg Config) (Spec, error) {
 	if err := checkNodeNames(d, n); err != nil {
 		return Spec{}, err
 	}
-	s := Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}
-	if c.Fair {
-		s.handoff, s.life = s.fairTimes()
-	}
-	return s, nil
+	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
+}
+
+// fairRelease returns cmd, a release, as a Fair one: it hands a key it
+// frees to the first waiter for the handoff, and a queue entry it makes
+// lasts the entry's life (fairTimes).
+func (s *Spec) fairRelease(cmd Command) Command {
+	handoff, life := s.fairTimes()
+	cmd.Fair, cmd.Handoff, cmd.TTL = true, handoff, life
+	return cmd
 }
 
 // fairTimes returns, for Config.Fair, how long a handed key waits for its
@@ -112,9 +114,12 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	if g.key == "" {
 		return Round{}, invalid("release of the zero Grant")
 	}
-	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token, Fair: s.cfg.Fair, Handoff: s.handoff, Life: s.life}
-	if g.followed && s.cfg.Fair {
-		cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
+	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token}
+	if s.cfg.Fair {
+		cmd = s.fairRelease(cmd)
+		if g.followed {
+			cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
+		}
 	}
 	s.initRound(&r, cmd, now)
 	return r, nil

@@ -8,7 +8,7 @@ import (
 
 // Fair commands (core.Config.Fair) run as the drivers' scripts do, with
 // the cluster as one waiter, the one driver of one process: a failed
-// attempt's cleanup queues it on a node, until Command.Life; a release or
+// attempt's cleanup queues it on a node, until the release's Command.TTL; a release or
 // cleanup that leaves the key free there hands it to the waiter, if
 // queued, for Command.Handoff, and announces that (its turn) to the
 // key's watches; an acquire takes a key free or handed to the waiter,
@@ -42,7 +42,7 @@ func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, hande
 			if n.queued == nil {
 				n.queued = make(map[string]time.Time)
 			}
-			n.queued[cmd.Key] = now.Add(cmd.Life)
+			n.queued[cmd.Key] = now.Add(cmd.TTL)
 		}
 		if until, ok := n.queued[cmd.Key]; ok && !live {
 			delete(n.queued, cmd.Key)

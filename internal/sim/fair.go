@@ -70,7 +70,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			st = core.StatusOK
 		}
 		if cmd.Ticket > 0 {
-			n.join(c, cmd.Ticket, now+int64(cmd.Life), w)
+			n.join(c, cmd.Ticket, now+int64(cmd.TTL), w)
 		}
 		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
 		if !n.has {

@@ -48,7 +48,7 @@ func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) (
 	text = strconv.AppendInt(text, cmd.Ticket, 10)
 	args = append(args, view(text[start:]))
 	start = len(text)
-	text = strconv.AppendInt(text, wire.Millis(cmd.Life), 10)
+	text = strconv.AppendInt(text, wire.Millis(cmd.TTL), 10)
 	args = append(args, view(text[start:]))
 	start = len(text)
 	text = strconv.AppendInt(text, max(wire.Millis(cmd.Handoff), 1), 10)
