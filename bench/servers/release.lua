@@ -12,8 +12,9 @@
 -- handed-over key waits for its waiter, in ms.
 --   0. A key handed to the caller ("~" .. ARGV[2]) is the caller's to
 --      release too: it won its quorum without this node.
---   1. A caller with a ticket (a failed attempt's cleanup) joins the
---      queue, keeping its place if it has one, and its entry lives on.
+--   1. A caller with a ticket (a failed attempt's cleanup, or a release
+--      that other waiters of the caller follow) joins the queue, keeping
+--      its place if it has one, and its entry lives on.
 --   2. Entries past their deadline leave the queue.
 --   3. If the key is now free, the first waiter (lowest ticket, then id)
 --      leaves the queue with the key: it holds "~" .. id for ARGV[5] ms,

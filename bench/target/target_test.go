@@ -2,6 +2,7 @@ package target
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -160,8 +161,11 @@ func TestVariantsGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := measure.Run(context.Background(), s, measure.Spec{KeyPrefix: "g:" + v + ":", Ops: 200, Warmup: time.Millisecond})
-		if r.Ops != 200 || r.Acquired != 200 || r.Errors != 0 || r.GoroutinesPerOp != want[v] {
-			t.Errorf("%s: %d ops, %d acquired, %d errors (%s), %v goroutines/op; want 200, 200, 0, exactly %v",
+		// The count is the process's: a goroutine of the runtime or of a
+		// timer now and then lands in the window (1 in 200 pairs, under
+		// -race), where one per pair would be 1.
+		if r.Ops != 200 || r.Acquired != 200 || r.Errors != 0 || math.Abs(r.GoroutinesPerOp-want[v]) > 0.02 {
+			t.Errorf("%s: %d ops, %d acquired, %d errors (%s), %v goroutines/op; want 200, 200, 0, %v ± 0.02",
 				v, r.Ops, r.Acquired, r.Errors, r.FirstError, r.GoroutinesPerOp, want[v])
 		}
 	}
