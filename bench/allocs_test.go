@@ -89,7 +89,7 @@ func BenchmarkHandle(b *testing.B) {
 // handleZeroDrivers are the drivers whose uncontended pair, without a
 // lease, must allocate nothing: the in-memory nodes (core and the Client
 // alone) and the two whose connections are written and read in place.
-var handleZeroDrivers = []string{"mem", "redigo", "radix"}
+var handleZeroDrivers = []string{"mem", "redigo", "radix", "goredis"}
 
 // maxStray bounds the goroutines per pair that TestHandleAllocatesNothing
 // lets pass as the driver's own: the count is the process's, and a
