@@ -88,7 +88,8 @@ func BenchmarkHandle(b *testing.B) {
 
 // handleZeroDrivers are the drivers whose uncontended pair, without a
 // lease, must allocate nothing: the in-memory nodes (core and the Client
-// alone) and the two whose connections are written and read in place.
+// alone) and those whose connections are written and read in place, or
+// whose commands are made once and sent again (go-redis).
 var handleZeroDrivers = []string{"mem", "redigo", "radix", "goredis"}
 
 // maxStray bounds the goroutines per pair that TestHandleAllocatesNothing
