@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +123,12 @@ func (n *node) loop(dialTimeout time.Duration) {
 			n.idle = true
 			n.mu.Unlock()
 			<-n.wake
+			// Woken by one round's commands, yield once before taking the
+			// queue: the goroutines of other rounds made runnable with it
+			// queue theirs meanwhile, and all go out in one write. Fewer,
+			// larger pipelines cost the client and the servers fewer
+			// system calls per command; alone, the yield returns at once.
+			runtime.Gosched()
 			n.mu.Lock()
 		}
 		p.jobs = append(p.jobs[:0], n.again...)
