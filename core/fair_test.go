@@ -160,3 +160,44 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestFairRefusesQueueKeys: with Config.Fair, a key that names another
+// key's waiter queue is refused before anything is sent: the scripts
+// would find a string where they keep a sorted set, and the other way
+// round.
+func TestFairRefusesQueueKeys(t *testing.T) {
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"redlock:queue:k", "redlock:queue-due:k"} {
+		if _, err := spec.Acquire(key, core.Token{}, time.Unix(1, 0)); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("%q: %v, want ErrInvalidConfig", key, err)
+		}
+	}
+	if _, err := spec.Acquire("redlock:queued", core.Token{}, time.Unix(1, 0)); err != nil {
+		t.Errorf("a key that names no queue: %v", err)
+	}
+}
+
+// TestFairLastCleanupDoesNotQueue: the cleanup of an acquisition's last
+// attempt does not queue its waiter, which will not wait: a queued waiter
+// that never comes is handed the next release for nothing.
+func TestFairLastCleanupDoesNotQueue(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(2, time.Millisecond, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	if _, clean := failAttempt(t, &a, t0); clean.Ticket == 0 {
+		t.Error("the first of two attempts' cleanup must queue")
+	}
+	a.Wake(a.WakeAt())
+	drive(a.Round(), t0, core.StatusHeld)
+	a.RoundDone(t0)
+	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket != 0 || !c.Fair {
+		t.Errorf("the last attempt's cleanup: %+v, want a Fair release without a ticket", c)
+	}
+}
