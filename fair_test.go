@@ -123,3 +123,30 @@ func TestFairNeedsAnnouncements(t *testing.T) {
 	_, err := redlock.NewClient(memnode.New(3, nil), redlock.Options{Config: redlock.Config{Fair: true}, Poll: true})
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
 }
+
+// TestFairTryLockDoesNotQueue: a TryLock that fails, with Config.Fair,
+// leaves no entry in the key's queues: it will not wait, and an entry
+// would be handed the next release for nothing. The release then leaves
+// the key free, for anyone.
+func TestFairTryLockDoesNotQueue(t *testing.T) {
+	for driver := range fairDials {
+		t.Run(driver, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3, redistest.Options{})
+			addrs := []string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+			defer cancel()
+			holder, other := fairProcess(t, driver, addrs), fairProcess(t, driver, addrs)
+			l, err := holder.TryLock(ctx, "k")
+			require.NoError(t, err)
+			_, err = other.TryLock(ctx, "k")
+			require.ErrorIs(t, err, redlock.ErrTaken)
+			assert.Equal(t, []int64{0, 0, 0}, queued(t, srvs, "k"), "queued by a TryLock")
+			require.NoError(t, l.Unlock(ctx))
+			for i, s := range srvs {
+				v, err := s.Do("GET", "k")
+				require.NoError(t, err)
+				assert.Nil(t, v, "node %d: the key was handed to a waiter that never came", i)
+			}
+		})
+	}
+}

@@ -348,9 +348,10 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
-		// its first, so that it keeps its place; a cancelled one leaves.
+		// its first, so that it keeps its place, unless it will not wait:
+		// cancelled, or with no try left.
 		cmd = s.fairRelease(cmd)
-		if a.cause == nil {
+		if a.cause == nil && a.retry.attempts < a.retry.policy.tries {
 			if a.ticket == 0 {
 				a.ticket = ticketAt(now)
 			}

@@ -25,21 +25,38 @@ func checkKey(key string) error {
 	return nil
 }
 
-// checkKey refuses what the package-level checkKey does and, with
-// Fencing, a key that starts with FenceKeyPrefix or whose counter's name
-// would be longer than maxKeyLen.
+// Names of a key's waiter queue and its entries' deadlines on the nodes,
+// with Config.Fair: the prefix, then the key.
+const (
+	queuePrefix    = "redlock:queue:"
+	queueDuePrefix = "redlock:queue-due:"
+)
+
+// checkKey refuses what the package-level checkKey does; with Fair, a key
+// that names another key's waiter queue; and with Fencing, a key that
+// starts with FenceKeyPrefix or whose counter's name would be longer than
+// maxKeyLen.
 func (s *Spec) checkKey(key string) error {
-	if err := checkKey(key); err != nil || !s.cfg.Fencing {
+	if err := checkKey(key); err != nil {
 		return err
 	}
+	if s.cfg.Fair && (hasPrefix(key, queuePrefix) || hasPrefix(key, queueDuePrefix)) {
+		return invalid("key " + QuoteKey(key) + " names a waiter queue: with Fair, keys under " + queuePrefix + " and " + queueDuePrefix + " are the queues'")
+	}
+	if !s.cfg.Fencing {
+		return nil
+	}
 	switch {
-	case len(key) >= len(FenceKeyPrefix) && key[:len(FenceKeyPrefix)] == FenceKeyPrefix:
+	case hasPrefix(key, FenceKeyPrefix):
 		return invalid("key " + QuoteKey(key) + " starts with FenceKeyPrefix: with Fencing it names a fence counter")
 	case len(FenceKeyPrefix)+len(key) > maxKeyLen:
 		return invalid("key " + QuoteKey(key) + " is too long for its fence counter's name (limit " + strconv.Itoa(maxKeyLen) + " bytes, prefix included)")
 	}
 	return nil
 }
+
+// hasPrefix is strings.HasPrefix, which core does not import.
+func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
 
 // quotedKeyMax is how much of a key error texts quote.
 const quotedKeyMax = 64
