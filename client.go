@@ -73,6 +73,10 @@ type Client struct {
 	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
 	fair  bool      // Config.Fair: the nodes queue the waiters
+	// try is spec without Fair, for TryLock: it never waits, so it must
+	// not queue (a queued waiter that never comes is handed a release for
+	// nothing), and it cannot take a key handed to a waiter.
+	try core.Spec
 }
 
 // clockedDriver is a Driver that says which clock its deadlines read.
@@ -115,10 +119,16 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair}
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec}
+	if cfg.Fair {
+		cfg.Fair = false
+		if c.try, err = core.NewSpec(d, cfg); err != nil {
+			return nil, err
+		}
+	}
 	ann, announces := d.(core.Announcer)
 	switch {
-	case cfg.Fair && (opts.Poll || !announces):
+	case c.fair && (opts.Poll || !announces):
 		// A waiter would not hear that the key was handed to it, which
 		// then waits out the handoff at every turn.
 		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
@@ -236,7 +246,11 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // TryLock gives up at the first wait; Lock waits on the Client's wait
 // room, or polls where nothing is announced.
 func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant, error) {
-	a, err := c.spec.Acquire(key, core.Token{}, c.clock.Now())
+	spec := c.spec
+	if once {
+		spec = c.try
+	}
+	a, err := spec.Acquire(key, core.Token{}, c.clock.Now())
 	if err != nil {
 		return core.Grant{}, err
 	}
