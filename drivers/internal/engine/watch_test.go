@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // The channels of the keys the tests watch, spelled out: they are the
@@ -837,4 +838,25 @@ func TestRedialDelay(t *testing.T) {
 		160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond,
 		redialMax, redialMax, redialMax, redialMax}, seen)
 	assert.Equal(t, redialMin, nextRedial(redialMax, true), "after a session that connected")
+}
+
+// TestWatchHearsTurnsOnceFairIsSent: a Watch made after a Fair command
+// was sent subscribes to the engine's turn channel for the key too, even
+// when that command never reached its node (here, an acquire whose
+// deadline had passed): otherwise a process whose first Fair attempt
+// failed before the wire would never hear its turns.
+func TestWatchHearsTurnsOnceFairIsSent(t *testing.T) {
+	e, f, _ := startWatch(t, 3)
+	b := e.Begin(context.Background())
+	b.Send(0, core.Command{Op: core.OpAcquire, Probe: true, Fair: true, Key: "k", Token: core.TokenFromUint64s(1, 2), TTL: time.Second},
+		time.Now().Add(-time.Second))
+	r, ok := b.Receive(nil)
+	b.Close()
+	require.True(t, ok)
+	require.Equal(t, core.StatusTimeout, r.Status, "not sent: its deadline had passed")
+
+	n := newNotes(t)
+	h := e.Watch("k", n.notify)
+	defer h.Stop()
+	f.expectAll(f.dialedAll(3), "SUBSCRIBE", chK, wire.TurnChannel(e.waiter, "k"))
 }
