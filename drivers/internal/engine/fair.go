@@ -37,9 +37,6 @@ func (e *Engine) appendQueueKeys(text []byte, args []string, key string) ([]byte
 // its others: the waiter id, and a release's ticket, entry life and
 // handoff, in ms.
 func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) ([]byte, []string) {
-	if !e.fair.Load() {
-		e.fair.Store(true)
-	}
 	args = append(args, e.waiter)
 	if cmd.Op != core.OpRelease {
 		return text, args

@@ -60,6 +60,9 @@ type pipe struct {
 // enqueue hands j to the node's goroutine, or answers it with
 // core.ErrClosed once Close has begun.
 func (n *node) enqueue(j job) {
+	if j.cmd.Fair && !n.e.fair.Load() {
+		n.e.fair.Store(true) // from now on watches hear turns, whatever becomes of j
+	}
 	n.mu.Lock()
 	if n.closing {
 		n.mu.Unlock()

@@ -58,7 +58,7 @@ type subscriber struct {
 }
 
 // Watch relays the release announcements of key (core.Announcer): see
-// watcher. Once the engine has sent a Fair command (core.Config.Fair), it
+// watcher. Once the engine has been given a Fair command (core.Config.Fair), it
 // hears this engine's turn channel for the key too, on which a Fair
 // release tells the engine's waiter alone that the key was handed to it,
 // and it listens to a node once both subscriptions are confirmed there.
