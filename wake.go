@@ -43,8 +43,9 @@ const watchLinger = time.Second
 
 // keyQueue is the waiters of one key, head first.
 type keyQueue struct {
-	watch  core.Watch
-	linger core.Timer // while it has no waiter: stops the watch; under waitRoom.mu
+	watch   core.Watch
+	linger  core.Timer // while it has no waiter: stops the watch; under waitRoom.mu
+	lingers int        // counts the lingers started, so that a late one stops nothing
 
 	mu      sync.Mutex
 	q       core.Queue
@@ -145,19 +146,22 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	empty := len(q.waiters) == 0 // none joined since: join holds r.mu
 	q.mu.Unlock()
 	if empty && r.keys[key] == q && q.linger == nil {
-		q.linger = r.clock.AfterFunc(watchLinger, func() { r.expire(key, q) })
+		q.lingers++
+		n := q.lingers
+		q.linger = r.clock.AfterFunc(watchLinger, func() { r.expire(key, q, n) })
 	}
 }
 
 // expire stops q's watch and forgets q, unless a waiter joined since its
-// last one left.
-func (r *waitRoom) expire(key string, q *keyQueue) {
+// last one left, or the linger n has been stopped since it fired (a later
+// one runs).
+func (r *waitRoom) expire(key string, q *keyQueue, n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q.mu.Lock()
 	empty := len(q.waiters) == 0
 	q.mu.Unlock()
-	if empty && r.keys[key] == q {
+	if empty && r.keys[key] == q && q.lingers == n {
 		delete(r.keys, key)
 		q.watch.Stop()
 	}

@@ -82,8 +82,12 @@ type Config struct {
 	// hands the key to one waiter, first come first served across
 	// processes, rather than wake them all to race for it: see the package
 	// documentation's "Fair handoff". Every client of a key must agree on
-	// it. It costs the uncontended path nothing but a script for a Lock's
-	// first attempt instead of a plain SET NX; TryLock never queues. Off by
+	// it, and the nodes must run Redis 5 or later (the scripts read TIME
+	// before they write). It costs the uncontended path nothing but a
+	// script for a Lock's first attempt instead of a plain SET NX. A
+	// waiter that gives up (its context ends) leaves its process queued
+	// until its entry's life ends: the next release hands the key to it
+	// for nothing, which costs the other waiters a timed retry. Off by
 	// default.
 	Fair bool
 	// LeaseFraction makes a Lease extend a grant on its own once this

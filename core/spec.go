@@ -48,8 +48,10 @@ func (s *Spec) fairRelease(cmd Command) Command {
 
 // fairTimes returns, for Config.Fair, how long a handed key waits for its
 // waiter: two round bounds, for the announcement to reach the waiter and
-// its attempt to take the key, and at least 10 ms; so a waiter that has
-// gone delays the next by no more. And how long a queue entry lasts: a
+// its attempt to take the key, and at least 10 ms. A key handed to a
+// waiter that has gone expires unannounced after it, and the others take
+// it at their next timed attempt (Acquisition.WakeAt). And how long a
+// queue entry lasts: a
 // waiter renews its entry at each failed attempt's cleanup, and attempts
 // at the latest once the holder's key has expired, a TTL after the last
 // attempt learnt it; an entry outlives two TTLs and a handoff, so that a
