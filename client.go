@@ -267,7 +267,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant
 			c.advance(ctx, &a)
 		case core.PhaseWait:
 			if once {
-				a.GiveUp()
+				a.GiveUp(c.clock.Now())
 				continue
 			}
 			if w == nil && c.room != nil {
@@ -316,7 +316,7 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 		a.Wake(c.clock.Now())
 	case cancelled:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.GiveUp() // the key was still held: the last attempt's error
+			a.GiveUp(c.clock.Now()) // the key was still held: the last attempt's error
 		} else {
 			a.Cancel(c.clock.Now(), ctx.Err())
 		}

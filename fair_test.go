@@ -150,3 +150,39 @@ func TestFairTryLockDoesNotQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestFairWaiterThatGivesUpLeaves: a Fair Lock whose context ends while it
+// waits takes its process out of the queues before it returns, so that the
+// next release leaves the key free rather than hand it to nobody.
+func TestFairWaiterThatGivesUpLeaves(t *testing.T) {
+	for driver := range fairDials {
+		t.Run(driver, func(t *testing.T) {
+			srvs := redistest.StartN(t, 3, redistest.Options{})
+			addrs := []string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+			defer cancel()
+			holder, waiter := fairProcess(t, driver, addrs), fairProcess(t, driver, addrs)
+			l, err := holder.TryLock(ctx, "k")
+			require.NoError(t, err)
+			wctx, giveUp := context.WithCancel(ctx)
+			got := make(chan error, 1)
+			go func() {
+				_, err := waiter.Lock(wctx, "k")
+				got <- err
+			}()
+			require.Eventually(t, func() bool {
+				q := queued(t, srvs, "k")
+				return q[0]+q[1]+q[2] >= 2
+			}, 10*time.Second, time.Millisecond, "the waiter queues")
+			giveUp()
+			require.ErrorIs(t, <-got, redlock.ErrCancelled)
+			assert.Equal(t, []int64{0, 0, 0}, queued(t, srvs, "k"), "the waiter left the queues")
+			require.NoError(t, l.Unlock(ctx))
+			for i, s := range srvs {
+				v, err := s.Do("GET", "k")
+				require.NoError(t, err)
+				assert.Nil(t, v, "node %d: the key was handed to a waiter that gave up", i)
+			}
+		})
+	}
+}

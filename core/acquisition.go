@@ -63,6 +63,7 @@ type Acquisition struct {
 	cleaning bool // round is the cleanup of a failed attempt
 	raising  bool // round raises the fence counters (Config.Fencing)
 	woken    bool // the current attempt was started by an announcement
+	leaving  bool // round takes a Fair waiter out of the nodes' queues
 }
 
 // Acquire begins an acquisition of key at now. Attempt 1 holds tok;
@@ -152,8 +153,12 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	s, r := &a.spec, &a.round
 	if a.cleaning {
-		if a.cause != nil {
+		switch {
+		case a.cause != nil:
 			a.finish(a.cancelled())
+			return
+		case a.leaving:
+			a.finish(a.err)
 			return
 		}
 		delay, ok := a.retry.next(s.cfg.Jitter.Uint64())
@@ -348,18 +353,42 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
-		// its first, so that it keeps its place, unless it will not wait:
-		// cancelled, or with no try left.
+		// its first, so that it keeps its place, unless it will not wait
+		// (cancelled, or with no try left): then it leaves the queue, if it
+		// joined it.
 		cmd = s.fairRelease(cmd)
-		if a.cause == nil && a.retry.attempts < a.retry.policy.tries {
+		switch {
+		case a.cause == nil && a.retry.attempts < a.retry.policy.tries:
 			if a.ticket == 0 {
 				a.ticket = ticketAt(now)
 			}
 			cmd.Ticket = a.ticket
+		case a.ticket != 0:
+			cmd.Ticket = leaveTicket
 		}
 	}
 	a.spec.initRound(r, cmd, now)
 	a.round.noWait = noWait
+}
+
+// leaveTicket is the Ticket of a Fair release that takes its waiter out
+// of the queue.
+const leaveTicket = -1
+
+// leave starts, in PhaseWait, the round that takes a Fair waiter that
+// joined the nodes' queues out of them, and reports whether it did: a
+// waiter that gives up must not be handed the next release. It is a
+// release of the last attempt's token, which its cleanup deleted
+// already, so it frees nothing but a key handed to the waiter.
+func (a *Acquisition) leave(now time.Time) bool {
+	if !a.spec.cfg.Fair || a.ticket == 0 || a.phase != PhaseWait {
+		return false
+	}
+	cmd := a.spec.fairRelease(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token})
+	cmd.Ticket = leaveTicket
+	a.phase, a.cleaning, a.raising, a.leaving = PhaseRound, true, false, true
+	a.spec.initRound(&a.round, cmd, now)
+	return true
 }
 
 // WakeAt returns when the wait of PhaseWait ends: at the retry delay's
@@ -414,8 +443,12 @@ func (a *Acquisition) WaitAgain(now time.Time) {
 // as a deadline does that leaves no time for the next attempt: for a
 // caller whose waits may end early (Announce), and so cannot tell in
 // advance whether the next attempt fits.
-func (a *Acquisition) GiveUp() {
-	if a.phase == PhaseWait {
+//
+// With Config.Fair, a waiter that joined the nodes' queues leaves them
+// first: GiveUp starts that round (PhaseRound), to be driven to its end,
+// and the acquisition ends with the error after it.
+func (a *Acquisition) GiveUp(now time.Time) {
+	if a.phase == PhaseWait && !a.leave(now) {
 		a.finish(a.err)
 	}
 }
@@ -432,7 +465,10 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	a.cause = cause
 	switch {
 	case a.phase == PhaseWait:
-		a.finish(a.cancelled())
+		a.err = a.cancelled()
+		if !a.leave(now) { // Fair: the waiter leaves the queues first
+			a.finish(a.err)
+		}
 	case !a.cleaning && !a.raising && a.round.sent == 0:
 		a.finish(a.cancelled())
 	case !a.cleaning:

@@ -84,11 +84,9 @@ type Config struct {
 	// documentation's "Fair handoff". Every client of a key must agree on
 	// it, and the nodes must run Redis 5 or later (the scripts read TIME
 	// before they write). It costs the uncontended path nothing but a
-	// script for a Lock's first attempt instead of a plain SET NX. A
-	// waiter that gives up (its context ends) leaves its process queued
-	// until its entry's life ends: the next release hands the key to it
-	// for nothing, which costs the other waiters a timed retry. Off by
-	// default.
+	// script for a Lock's first attempt instead of a plain SET NX;
+	// TryLock never queues, and a waiter that gives up leaves the queues
+	// first (one more round). Off by default.
 	Fair bool
 	// LeaseFraction makes a Lease extend a grant on its own once this
 	// fraction of its validity has passed, in [0, 1): 1.0/3 extends a 10 s

@@ -155,7 +155,8 @@
 //
 //   - A failed attempt's cleanup queues the driver's waiter on each node
 //     under a ticket, its acquisition's first cleanup time in ms
-//     (Command.Ticket); a waiter keeps its place across attempts, and an
+//     (Command.Ticket); a waiter keeps its place across attempts, leaves
+//     the queue when it gives up or is cancelled (Ticket -1), and an
 //     entry not renewed within its life (the release's Command.TTL)
 //     leaves the queue.
 //   - A release, or a cleanup, that leaves the key free on a node hands

@@ -102,12 +102,12 @@ func (l *locker) acquire(ctx context.Context, key string, tok core.Token) (core.
 func (l *locker) wait(ctx context.Context, a *core.Acquisition) {
 	at := a.WakeAt()
 	if dl, ok := ctx.Deadline(); ok && !at.Before(dl) {
-		a.GiveUp()
+		a.GiveUp(l.clock.Now())
 		return
 	}
 	if !l.clock.Sleep(at.Sub(l.clock.Now()), ctx.Done()) {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.GiveUp()
+			a.GiveUp(l.clock.Now())
 		} else {
 			a.Cancel(l.clock.Now(), ctx.Err())
 		}

@@ -77,7 +77,8 @@ type Command struct {
 	// first, for an OpRelease: the ticket it joins under, keeping its place
 	// if it has one; a failed attempt's cleanup joins so, and so does the
 	// release of a grant that others of the process follow
-	// (Grant.WithFollowers). Zero: it does not join.
+	// (Grant.WithFollowers). Zero: it does not join; -1: it leaves (a
+	// waiter that gives up).
 	Ticket int64
 	// Handoff is how long a Fair OpRelease keeps a key it hands to the
 	// first waiter for that waiter.

@@ -144,7 +144,15 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 		a.RoundDone(t0)
 		drive(a.Round(), t0, core.StatusHeld)
 		a.RoundDone(t0)
-		a.GiveUp()
+		a.GiveUp(t0)
+		if fair {
+			// The waiter joined the queues at its cleanup: it leaves them.
+			if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Ticket != -1 {
+				t.Fatalf("no leave round after GiveUp: phase %v, %+v", a.Phase(), c)
+			}
+			drive(a.Round(), t0, core.StatusMissing)
+			a.RoundDone(t0)
+		}
 		_, err = a.Result()
 		var e *core.Error
 		if !errors.As(err, &e) || e.Attempts != 1 {
@@ -181,8 +189,9 @@ func TestFairRefusesQueueKeys(t *testing.T) {
 }
 
 // TestFairLastCleanupDoesNotQueue: the cleanup of an acquisition's last
-// attempt does not queue its waiter, which will not wait: a queued waiter
-// that never comes is handed the next release for nothing.
+// attempt does not queue its waiter, which will not wait: it leaves the
+// queue it joined (Ticket -1), since a queued waiter that never comes is
+// handed the next release for nothing.
 func TestFairLastCleanupDoesNotQueue(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
@@ -197,7 +206,29 @@ func TestFairLastCleanupDoesNotQueue(t *testing.T) {
 	a.Wake(a.WakeAt())
 	drive(a.Round(), t0, core.StatusHeld)
 	a.RoundDone(t0)
-	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket != 0 || !c.Fair {
-		t.Errorf("the last attempt's cleanup: %+v, want a Fair release without a ticket", c)
+	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
+		t.Errorf("the last attempt's cleanup: %+v, want a Fair release that leaves", c)
+	}
+}
+
+// TestFairWaiterLeaves: a Fair waiter that joined the queues and is
+// cancelled while it waits leaves them (a release with Ticket -1) before
+// its acquisition ends, cancelled.
+func TestFairWaiterLeaves(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	att, _ := failAttempt(t, &a, t0)
+	a.Cancel(t0, errors.New("gone"))
+	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || c.Token != att.Token {
+		t.Fatalf("no leave round: phase %v, %+v", a.Phase(), c)
+	}
+	drive(a.Round(), t0, core.StatusMissing)
+	a.RoundDone(t0)
+	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
+		t.Errorf("after the leave: %v, want ErrCancelled", err)
 	}
 }

@@ -7,9 +7,10 @@
 --
 -- With one (core.Config.Fair): KEYS[2] = the key's waiter queue, a sorted
 -- set of waiter ids by ticket; KEYS[3] = each entry's deadline, in the
--- server's ms. ARGV[2] = the caller's waiter id, ARGV[3] = its ticket, or
--- 0 not to queue it, ARGV[4] = an entry's life in ms, ARGV[5] = how long a
--- handed-over key waits for its waiter, in ms.
+-- server's ms. ARGV[2] = the caller's waiter id, ARGV[3] = its ticket, 0
+-- not to queue it, or -1 to take it out of the queue (a waiter that gives
+-- up), ARGV[4] = an entry's life in ms, ARGV[5] = how long a handed-over
+-- key waits for its waiter, in ms.
 --   0. A key handed to the caller ("~" .. ARGV[2]) is the caller's to
 --      release too: it won its quorum without this node.
 --   1. A caller with a ticket (a failed attempt's cleanup, or a release
@@ -39,7 +40,10 @@ if #KEYS == 1 then
 end
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if ARGV[3] ~= "0" and (redis.call("ZSCORE", KEYS[2], ARGV[2]) or redis.call("ZCARD", KEYS[2]) < 4096) then
+if ARGV[3] == "-1" then
+  redis.call("ZREM", KEYS[2], ARGV[2])
+  redis.call("ZREM", KEYS[3], ARGV[2])
+elseif ARGV[3] ~= "0" and (redis.call("ZSCORE", KEYS[2], ARGV[2]) or redis.call("ZCARD", KEYS[2]) < 4096) then
   redis.call("ZADD", KEYS[2], "NX", ARGV[3], ARGV[2])
   redis.call("ZADD", KEYS[3], now + tonumber(ARGV[4]), ARGV[2])
   redis.call("PEXPIRE", KEYS[2], ARGV[4])

@@ -38,6 +38,9 @@ func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, hande
 		default:
 			st = core.StatusHeld
 		}
+		if cmd.Ticket < 0 { // a waiter that gives up
+			delete(n.queued, cmd.Key)
+		}
 		if cmd.Ticket > 0 {
 			if n.queued == nil {
 				n.queued = make(map[string]time.Time)

@@ -69,8 +69,11 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			n.has, n.handed = false, 0
 			st = core.StatusOK
 		}
-		if cmd.Ticket > 0 {
+		switch {
+		case cmd.Ticket > 0:
 			n.join(c, cmd.Ticket, now+int64(cmd.TTL), w)
+		case cmd.Ticket < 0: // a waiter that gives up
+			n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
 		}
 		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
 		if !n.has {

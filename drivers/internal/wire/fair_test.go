@@ -101,6 +101,23 @@ func TestFairQueueOnRedis(t *testing.T) {
 	do("DEL", "k")
 	do("SET", "k", "~w1", "PX", 500)
 
+	// A waiter that gives up leaves the queue (ticket -1), and frees a key
+	// handed to it, to the next.
+	do("DEL", "k")
+	do("SET", "k", "other", "PX", 60000)
+	assert.Equal(t, int64(-1), cleanup("t13", "w13", 60))
+	assert.Equal(t, int64(-1), cleanup("t14", "w14", 70))
+	assert.Equal(t, []string{"w13", "w14"}, queue())
+	assert.Equal(t, int64(-1), cleanup("t13", "w13", -1), "the key is another's: only the entry goes")
+	assert.Equal(t, []string{"w14"}, queue())
+	do("SET", "k", "~w14", "PX", 60000)
+	assert.Equal(t, int64(-1), cleanup("t15", "w15", 80))
+	assert.Equal(t, int64(1), cleanup("t14", "w14", -1), "its handed key is freed, to the next")
+	assert.Equal(t, "~w15", do("GET", "k"))
+	assert.Empty(t, queue())
+	do("DEL", "k")
+	do("SET", "k", "~w1", "PX", 500)
+
 	// Nobody waits: a release deletes and announces nothing.
 	assert.Equal(t, "OK", probe("t3", "w1"))
 	assert.Equal(t, int64(1), release("t3"))
