@@ -124,6 +124,27 @@ func TestFairNeedsAnnouncements(t *testing.T) {
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
 }
 
+// fairServers starts three redis-servers for a Fair test, and returns
+// them, their addresses, and a context that guards the test against a
+// hang (not a wait).
+func fairServers(t *testing.T) ([]*redistest.Server, []string, context.Context) {
+	srvs := redistest.StartN(t, 3, redistest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return srvs, []string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}, ctx
+}
+
+// requireFree fails the test if key is set on any of srvs (why says what
+// it would mean).
+func requireFree(t *testing.T, srvs []*redistest.Server, key, why string) {
+	t.Helper()
+	for i, s := range srvs {
+		v, err := s.Do("GET", key)
+		require.NoError(t, err)
+		assert.Nil(t, v, "node %d: the key was %s", i, why)
+	}
+}
+
 // TestFairTryLockDoesNotQueue: a TryLock that fails, with Config.Fair,
 // leaves no entry in the key's queues: it will not wait, and an entry
 // would be handed the next release for nothing. The release then leaves
@@ -131,10 +152,7 @@ func TestFairNeedsAnnouncements(t *testing.T) {
 func TestFairTryLockDoesNotQueue(t *testing.T) {
 	for driver := range fairDials {
 		t.Run(driver, func(t *testing.T) {
-			srvs := redistest.StartN(t, 3, redistest.Options{})
-			addrs := []string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
-			defer cancel()
+			srvs, addrs, ctx := fairServers(t)
 			holder, other := fairProcess(t, driver, addrs), fairProcess(t, driver, addrs)
 			l, err := holder.TryLock(ctx, "k")
 			require.NoError(t, err)
@@ -142,11 +160,7 @@ func TestFairTryLockDoesNotQueue(t *testing.T) {
 			require.ErrorIs(t, err, redlock.ErrTaken)
 			assert.Equal(t, []int64{0, 0, 0}, queued(t, srvs, "k"), "queued by a TryLock")
 			require.NoError(t, l.Unlock(ctx))
-			for i, s := range srvs {
-				v, err := s.Do("GET", "k")
-				require.NoError(t, err)
-				assert.Nil(t, v, "node %d: the key was handed to a waiter that never came", i)
-			}
+			requireFree(t, srvs, "k", "handed to a waiter that never came")
 		})
 	}
 }
@@ -157,10 +171,7 @@ func TestFairTryLockDoesNotQueue(t *testing.T) {
 func TestFairWaiterThatGivesUpLeaves(t *testing.T) {
 	for driver := range fairDials {
 		t.Run(driver, func(t *testing.T) {
-			srvs := redistest.StartN(t, 3, redistest.Options{})
-			addrs := []string{srvs[0].Addr, srvs[1].Addr, srvs[2].Addr}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
-			defer cancel()
+			srvs, addrs, ctx := fairServers(t)
 			holder, waiter := fairProcess(t, driver, addrs), fairProcess(t, driver, addrs)
 			l, err := holder.TryLock(ctx, "k")
 			require.NoError(t, err)
@@ -178,11 +189,7 @@ func TestFairWaiterThatGivesUpLeaves(t *testing.T) {
 			require.ErrorIs(t, <-got, redlock.ErrCancelled)
 			assert.Equal(t, []int64{0, 0, 0}, queued(t, srvs, "k"), "the waiter left the queues")
 			require.NoError(t, l.Unlock(ctx))
-			for i, s := range srvs {
-				v, err := s.Do("GET", "k")
-				require.NoError(t, err)
-				assert.Nil(t, v, "node %d: the key was handed to a waiter that gave up", i)
-			}
+			requireFree(t, srvs, "k", "handed to a waiter that gave up")
 		})
 	}
 }
