@@ -20,19 +20,6 @@ func newWaiterID() string {
 	return strconv.FormatUint(rand.Uint64()|1<<63, 16)
 }
 
-// appendQueueKeys appends the names of key's queue and deadlines
-// (wire.QueueKeys) to args, written into text.
-func (e *Engine) appendQueueKeys(text []byte, args []string, key string) ([]byte, []string) {
-	start := len(text)
-	text = append(text, "redlock:queue:"...)
-	text = append(text, key...)
-	args = append(args, view(text[start:]))
-	start = len(text)
-	text = append(text, "redlock:queue-due:"...)
-	text = append(text, key...)
-	return text, append(args, view(text[start:]))
-}
-
 // appendFairArgs appends a Fair acquire's or release's arguments after
 // its others: the waiter id, and a release's ticket, entry life and
 // handoff, in ms.
@@ -41,13 +28,22 @@ func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) (
 	if cmd.Op != core.OpRelease {
 		return text, args
 	}
+	text, args = appendInt(text, args, cmd.Ticket)
+	text, args = appendInt(text, args, wire.Millis(cmd.TTL))
+	return appendInt(text, args, max(wire.Millis(cmd.Handoff), 1))
+}
+
+// appendName appends prefix+key to args, written into text (see view).
+func appendName(text []byte, args []string, prefix, key string) ([]byte, []string) {
 	start := len(text)
-	text = strconv.AppendInt(text, cmd.Ticket, 10)
-	args = append(args, view(text[start:]))
-	start = len(text)
-	text = strconv.AppendInt(text, wire.Millis(cmd.TTL), 10)
-	args = append(args, view(text[start:]))
-	start = len(text)
-	text = strconv.AppendInt(text, max(wire.Millis(cmd.Handoff), 1), 10)
+	text = append(text, prefix...)
+	text = append(text, key...)
+	return text, append(args, view(text[start:]))
+}
+
+// appendInt appends v in decimal to args, written into text (see view).
+func appendInt(text []byte, args []string, v int64) ([]byte, []string) {
+	start := len(text)
+	text = strconv.AppendInt(text, v, 10)
 	return text, append(args, view(text[start:]))
 }

@@ -473,21 +473,17 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 			}
 			args = append(args, keyCounts[keys], cmd.Key)
 			if wire.Keys(op) == 2 {
-				start = len(text)
-				text = append(text, core.FenceKeyPrefix...)
-				text = append(text, cmd.Key...)
-				args = append(args, view(text[start:]))
+				text, args = appendName(text, args, core.FenceKeyPrefix, cmd.Key)
 			}
 			if cmd.Fair {
-				text, args = n.e.appendQueueKeys(text, args, cmd.Key)
+				text, args = appendName(text, args, wire.QueuePrefix, cmd.Key)
+				text, args = appendName(text, args, wire.QueueDuePrefix, cmd.Key)
 			}
 			args = append(args, tok)
 		}
 		switch op {
 		case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
-			start = len(text)
-			text = strconv.AppendInt(text, wire.Millis(cmd.TTL), 10)
-			args = append(args, view(text[start:]))
+			text, args = appendInt(text, args, wire.Millis(cmd.TTL))
 		case core.OpRaiseFence:
 			start = len(text)
 			text = strconv.AppendUint(text, cmd.Fence, 10)

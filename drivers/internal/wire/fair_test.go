@@ -1,11 +1,15 @@
 package wire
 
 import (
+	"context"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -142,3 +146,28 @@ func TestFairQueueOnRedis(t *testing.T) {
 	assert.Equal(t, int64(-1), cleanup("t6", "late", 5000))
 	assert.Nil(t, do("ZSCORE", q, "late"))
 }
+
+// TestQueueKeysAreRefused: core refuses, with Config.Fair, the keys that
+// name the queues the scripts keep: its own names for them are these.
+func TestQueueKeysAreRefused(t *testing.T) {
+	spec, err := core.NewSpec(threeNodes{}, core.Config{Fair: true, Tokens: oneToken{}, Jitter: zeroRand{}})
+	require.NoError(t, err)
+	for _, key := range []string{QueuePrefix + "k", QueueDuePrefix + "k"} {
+		_, err := spec.Acquire(key, core.Token{}, time.Unix(1, 0))
+		assert.ErrorIs(t, err, core.ErrInvalidConfig, key)
+	}
+}
+
+type threeNodes struct{}
+
+func (threeNodes) Nodes() int                       { return 3 }
+func (threeNodes) NodeName(i int) string            { return "n" + strconv.Itoa(i) }
+func (threeNodes) Begin(context.Context) core.Batch { return nil }
+
+type oneToken struct{}
+
+func (oneToken) NewToken() core.Token { return core.TokenFromUint64s(1, 1) }
+
+type zeroRand struct{}
+
+func (zeroRand) Uint64() uint64 { return 0 }

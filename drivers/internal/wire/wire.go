@@ -83,13 +83,18 @@ const TurnPrefix = "redlock:turn:"
 // was handed to it.
 func TurnChannel(id, key string) string { return TurnPrefix + id + ":" + key }
 
-// QueueKeys returns the names of key's waiter queue (a sorted set of
-// waiter ids by ticket) and of its entries' deadlines (a sorted set of
-// waiter ids by the server's time in ms), which the scripts take after
-// their other keys when the command is core.Command.Fair.
-func QueueKeys(key string) (queue, due string) {
-	return "redlock:queue:" + key, "redlock:queue-due:" + key
-}
+// QueuePrefix and QueueDuePrefix start the names of a key's waiter queue
+// (a sorted set of waiter ids by ticket) and of its entries' deadlines (a
+// sorted set of waiter ids by the server's time in ms), which the scripts
+// take after their other keys when the command is core.Command.Fair. core
+// refuses keys under them with Config.Fair (TestQueueKeysAreRefused).
+const (
+	QueuePrefix    = "redlock:queue:"
+	QueueDuePrefix = "redlock:queue-due:"
+)
+
+// QueueKeys returns the names of key's waiter queue and its deadlines.
+func QueueKeys(key string) (queue, due string) { return QueuePrefix + key, QueueDuePrefix + key }
 
 // ScriptFor returns the script of a command other than core.OpAcquire
 // without Probe (a plain SET NX).
