@@ -37,28 +37,19 @@ func NewSpec(d Driver, cfg Config) (Spec, error) {
 	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
 }
 
-// fairRelease returns cmd, a release, as a Fair one: it hands a key it
-// frees to the first waiter for the handoff, and a queue entry it makes
-// lasts the entry's life (fairTimes).
+// fairRelease returns cmd, a release, as a Fair one. A key it frees is
+// handed to the first waiter for two round bounds, for the announcement to
+// reach the waiter and its attempt to take the key, and at least 10 ms; a
+// key handed to a waiter that has gone expires unannounced after it, and
+// the others take it at their next timed attempt (Acquisition.WakeAt). A
+// queue entry it makes lasts two TTLs and a handoff: a waiter renews its
+// entry at each failed attempt's cleanup, and attempts at the latest once
+// the holder's key has expired, a TTL after the last attempt learnt it, so
+// that a live waiter never loses its place.
 func (s *Spec) fairRelease(cmd Command) Command {
-	handoff, life := s.fairTimes()
-	cmd.Fair, cmd.Handoff, cmd.TTL = true, handoff, life
+	handoff := max(2*s.roundBound(), 10*time.Millisecond)
+	cmd.Fair, cmd.Handoff, cmd.TTL = true, handoff, 2*s.cfg.TTL+handoff
 	return cmd
-}
-
-// fairTimes returns, for Config.Fair, how long a handed key waits for its
-// waiter: two round bounds, for the announcement to reach the waiter and
-// its attempt to take the key, and at least 10 ms. A key handed to a
-// waiter that has gone expires unannounced after it, and the others take
-// it at their next timed attempt (Acquisition.WakeAt). And how long a
-// queue entry lasts: a
-// waiter renews its entry at each failed attempt's cleanup, and attempts
-// at the latest once the holder's key has expired, a TTL after the last
-// attempt learnt it; an entry outlives two TTLs and a handoff, so that a
-// live waiter never loses its place.
-func (s Spec) fairTimes() (handoff, life time.Duration) {
-	handoff = max(2*s.roundBound(), 10*time.Millisecond)
-	return handoff, 2*s.cfg.TTL + handoff
 }
 
 // checkNodeNames rejects a nil node (an empty name) and the same node given

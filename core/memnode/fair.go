@@ -24,8 +24,7 @@ func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, hande
 		if live && !e.handed {
 			return core.StatusHeld, false
 		}
-		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
-		n.data[cmd.Key].handed = false
+		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL)) // handed no more
 		delete(n.queued, cmd.Key)
 		return core.StatusOK, false
 	case core.OpRelease:
@@ -50,8 +49,8 @@ func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, hande
 		if until, ok := n.queued[cmd.Key]; ok && !live {
 			delete(n.queued, cmd.Key)
 			if now.Before(until) {
-				n.set(n.data[cmd.Key], cmd.Key, core.Token{}, now.Add(cmd.Handoff))
-				n.data[cmd.Key].handed = true
+				// n.data again: the kill above may have swept e out.
+				n.set(n.data[cmd.Key], cmd.Key, core.Token{}, now.Add(cmd.Handoff)).handed = true
 				return st, true
 			}
 		}

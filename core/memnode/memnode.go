@@ -254,8 +254,9 @@ func (n *node) alive(e *entry, now time.Time) bool {
 }
 
 // set makes key live with token until expires in e, key's entry, which is
-// nil when the key was never seen or dead otherwise. n.mu is held.
-func (n *node) set(e *entry, key string, token core.Token, expires time.Time) {
+// nil when the key was never seen or dead otherwise, and returns the
+// entry. n.mu is held.
+func (n *node) set(e *entry, key string, token core.Token, expires time.Time) *entry {
 	switch {
 	case e == nil:
 		e = new(entry)
@@ -264,6 +265,7 @@ func (n *node) set(e *entry, key string, token core.Token, expires time.Time) {
 		n.dead--
 	}
 	e.token, e.expires, e.live, e.handed = token, expires, true, false
+	return e
 }
 
 // kill marks e dead and sweeps the dead entries once they outnumber the

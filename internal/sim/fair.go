@@ -58,7 +58,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			n.fence++
 			m.fence = n.fence
 		}
-		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
+		n.leave(c)
 		return core.StatusOK
 	case core.OpRelease:
 		st := core.StatusHeld
@@ -73,7 +73,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 		case cmd.Ticket > 0:
 			n.join(c, cmd.Ticket, now+int64(cmd.TTL), w)
 		case cmd.Ticket < 0: // a waiter that gives up
-			n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
+			n.leave(c)
 		}
 		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
 		if !n.has {
@@ -103,6 +103,11 @@ func (n *node) join(c int, ticket, due int64, w *world) {
 		}
 	}
 	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due})
+}
+
+// leave takes client c out of the queue.
+func (n *node) leave(c int) {
+	n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.c == c })
 }
 
 // handOn hands the free key to the first waiter, if any, at real time t.
