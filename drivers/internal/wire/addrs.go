@@ -193,3 +193,80 @@ func same(a, b any) bool {
 	ta := reflect.TypeOf(a)
 	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
+
+// CheckMembers validates a driver's quorum members before anything
+// connects: one to core.MaxNodes members, each of a topology in supported
+// (the driver's client has no Sentinel or Cluster client otherwise), with
+// valid addresses (as CheckAddrs), a master name for a Sentinel group,
+// exactly one address for a standalone master, and a WAIT with a positive
+// timeout; no server address may appear in two members, since a member
+// listed twice would vote twice. The error wraps core.ErrInvalidConfig and
+// names the offending members.
+func CheckMembers(driver string, members []drivers.Member, supported ...drivers.Topology) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", core.ErrInvalidConfig, driver, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case len(members) == 0:
+		return bad("no members")
+	case len(members) > core.MaxNodes:
+		return bad("%d members, more than core.MaxNodes (%d)", len(members), core.MaxNodes)
+	}
+	var all []string
+	owner := []int{}
+	for i, m := range members {
+		switch {
+		case m.Topology < drivers.Standalone || m.Topology > drivers.ClusterGroup:
+			return bad("member %d has no topology (make it with drivers.NewStandalone, NewSentinel or NewCluster)", i)
+		case !slices.Contains(supported, m.Topology):
+			return bad("member %d %s: this driver's client has no %s client", i, m, topologyName(m.Topology))
+		case len(m.Addrs) == 0:
+			return bad("member %d %s has no addresses", i, m)
+		case m.Topology == drivers.Standalone && len(m.Addrs) != 1:
+			return bad("member %d %s: a standalone master has one address, not %d", i, m, len(m.Addrs))
+		case m.Topology == drivers.SentinelGroup && m.MasterName == "":
+			return bad("member %d %s: a Sentinel group needs its master name", i, m)
+		case m.Replicas < 0:
+			return bad("member %d %s: Replicas %d is negative", i, m, m.Replicas)
+		case m.Replicas > 0 && m.WaitTimeout <= 0:
+			return bad("member %d %s: WAIT for %d replicas needs a positive WaitTimeout, not %v", i, m, m.Replicas, m.WaitTimeout)
+		case m.Replicas == 0 && m.WaitTimeout != 0:
+			return bad("member %d %s: WaitTimeout %v without Replicas", i, m, m.WaitTimeout)
+		}
+		if err := CheckAddrs(driver, m.Addrs); err != nil {
+			return fmt.Errorf("member %d %s: %w", i, m, err)
+		}
+		for range m.Addrs {
+			owner = append(owner, i)
+		}
+		all = append(all, m.Addrs...)
+	}
+	if err := CheckAddrs(driver, all); err != nil {
+		// Within a member the addresses were distinct: two members share one.
+		return fmt.Errorf("%w: %s: two members reach one server (a member would vote twice): %v", core.ErrInvalidConfig, driver, memberOwners(err, all, owner, members))
+	}
+	return nil
+}
+
+// memberOwners rewrites CheckAddrs's error on the members' addresses
+// together so that it names members rather than positions in the list.
+func memberOwners(err error, all []string, owner []int, members []drivers.Member) string {
+	msg := err.Error()
+	var which []string
+	for k, a := range all {
+		if strings.Contains(msg, strconv.Quote(a)) {
+			which = append(which, fmt.Sprintf("member %d %s", owner[k], members[owner[k]]))
+		}
+	}
+	return strings.Join(slices.Compact(which), " and ")
+}
+
+func topologyName(t drivers.Topology) string {
+	switch t {
+	case drivers.SentinelGroup:
+		return "Sentinel"
+	case drivers.ClusterGroup:
+		return "Cluster"
+	}
+	return "standalone"
+}

@@ -1,0 +1,93 @@
+package drivers
+
+import (
+	"strings"
+	"time"
+)
+
+// Topology says what kind of failure domain a Member is.
+type Topology uint8
+
+const (
+	// Standalone is one Redis or Valkey master at one address.
+	Standalone Topology = iota + 1
+	// SentinelGroup is a master and its replicas, managed by Sentinels: the
+	// member's voter is whichever server the Sentinels name as the master.
+	SentinelGroup
+	// ClusterGroup is a whole Redis or Valkey Cluster: the member's voter
+	// for a key is the master that owns the key's hash slot at that moment.
+	ClusterGroup
+)
+
+// A Member is one voter of a Redlock quorum: one failure domain, which may
+// be more than one server. A quorum of N members needs a majority of them;
+// a Sentinel group or a Cluster counts once, however many servers it has.
+//
+// Make one with NewStandalone, NewSentinel or NewCluster. Replication is
+// asynchronous: a replica promoted before it received a lock key is a
+// member that restarted without its state. WithWait makes each vote wait
+// until the member's replicas hold it; without it, a failover is such a
+// restart (see the Redlock documentation's "delayed restarts").
+type Member struct {
+	// Topology is the member's kind.
+	Topology Topology
+	// Addrs are host:port addresses: the master's (Standalone, one), the
+	// Sentinels' (SentinelGroup) or seed nodes of the Cluster
+	// (ClusterGroup).
+	Addrs []string
+	// MasterName names a SentinelGroup's master, as the Sentinels know it.
+	MasterName string
+	// Replicas, when positive, is how many replicas must acknowledge each
+	// acquisition and extension (WAIT) before the member's vote counts:
+	// give every replica the member has, so that any promoted replica
+	// holds the key. A vote whose WAIT falls short, or times out, counts
+	// as no vote.
+	Replicas int
+	// WaitTimeout bounds each WAIT; it must be positive when Replicas is.
+	WaitTimeout time.Duration
+}
+
+// NewStandalone returns the member that is the master at addr.
+func NewStandalone(addr string) Member {
+	return Member{Topology: Standalone, Addrs: []string{addr}}
+}
+
+// NewSentinel returns the member that is the Sentinel group whose master
+// the Sentinels at addrs know as masterName.
+func NewSentinel(masterName string, addrs ...string) Member {
+	return Member{Topology: SentinelGroup, MasterName: masterName, Addrs: addrs}
+}
+
+// NewCluster returns the member that is the Cluster reached through the
+// seed nodes at addrs.
+func NewCluster(addrs ...string) Member {
+	return Member{Topology: ClusterGroup, Addrs: addrs}
+}
+
+// WithWait returns m whose votes count only once replicas replicas have
+// acknowledged them, each WAIT bounded by timeout.
+func (m Member) WithWait(replicas int, timeout time.Duration) Member {
+	m.Replicas, m.WaitTimeout = replicas, timeout
+	return m
+}
+
+// Members returns one Standalone member per address.
+func Members(addrs ...string) []Member {
+	ms := make([]Member, len(addrs))
+	for i, a := range addrs {
+		ms[i] = NewStandalone(a)
+	}
+	return ms
+}
+
+// String names the member in errors: its address when Standalone,
+// "sentinel:<master>@<addrs>" or "cluster:<addrs>" otherwise.
+func (m Member) String() string {
+	switch m.Topology {
+	case SentinelGroup:
+		return "sentinel:" + m.MasterName + "@" + strings.Join(m.Addrs, ",")
+	case ClusterGroup:
+		return "cluster:" + strings.Join(m.Addrs, ",")
+	}
+	return strings.Join(m.Addrs, ",")
+}
