@@ -20,6 +20,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/drivers/rueidis"
+	"github.com/redlock-go/redlock/drivers/valkeygo"
 )
 
 // TestWakeStaleMinority: five nodes; node 0 holds the key with the token of
@@ -164,6 +165,7 @@ func TestNewClientTypedNilDriver(t *testing.T) {
 		(*radix.Driver)(nil),
 		(*rueidis.Driver)(nil),
 		(*goredis.Driver)(nil),
+		(*valkeygo.Driver)(nil),
 		(*memnode.Cluster)(nil),
 	} {
 		name := fmt.Sprintf("%T", d)

@@ -16,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/drivers/rueidis"
+	"github.com/redlock-go/redlock/drivers/valkeygo"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -27,10 +28,11 @@ type closer interface {
 
 // fairDials are the drivers the Fair tests run over.
 var fairDials = map[string]func(addrs []string) (closer, error){
-	"redigo":  func(a []string) (closer, error) { return redigo.Dial(a, drivers.Options{}) },
-	"radix":   func(a []string) (closer, error) { return radix.Dial(a, drivers.Options{}) },
-	"rueidis": func(a []string) (closer, error) { return rueidis.Dial(a, drivers.Options{}) },
-	"goredis": func(a []string) (closer, error) { return goredis.Dial(a, drivers.Options{}) },
+	"redigo":   func(a []string) (closer, error) { return redigo.Dial(a, drivers.Options{}) },
+	"radix":    func(a []string) (closer, error) { return radix.Dial(a, drivers.Options{}) },
+	"rueidis":  func(a []string) (closer, error) { return rueidis.Dial(a, drivers.Options{}) },
+	"goredis":  func(a []string) (closer, error) { return goredis.Dial(a, drivers.Options{}) },
+	"valkeygo": func(a []string) (closer, error) { return valkeygo.Dial(a, drivers.Options{}) },
 }
 
 // fairProcess is one process of a Fair test: its own driver, so its own

@@ -82,6 +82,35 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+// TestEvaluateValkeygo: the valkey-go driver's cells get the rows every
+// driver over a real client gets.
+func TestEvaluateValkeygo(t *testing.T) {
+	recs := []matrix.Record{
+		rec("redlock", "valkeygo", matrix.Loopback, 5, "multiplexed", 1, measure.Result{P50Us: 100, AllocsPerOp: 2}),
+		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, measure.Result{P50Us: 250, AllocsPerOp: 96}),
+		rec("redlock", "valkeygo", matrix.Loopback, 5, "multiplexed", 32, measure.Result{Throughput: 20000}),
+		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 32, measure.Result{Throughput: 2000}),
+	}
+	ts := Evaluate(recs, Env{}, 5, 32)
+	for _, c := range []struct {
+		name  string
+		ratio float64
+	}{
+		{"redlock+valkeygo N=5 multiplexed vs redsync+redigo: p50", 0.4},
+		{"redlock+valkeygo N=5 multiplexed vs redsync+redigo: allocs", 2.0 / 96},
+		{"redlock+valkeygo N=5 multiplexed, 32 clients: throughput vs redsync", 10},
+	} {
+		tg := byName(ts, c.name)
+		if tg == nil {
+			t.Errorf("%s: missing", c.name)
+			continue
+		}
+		if !tg.Pass || !tg.Measured || tg.Ratio < c.ratio-1e-9 || tg.Ratio > c.ratio+1e-9 {
+			t.Errorf("%s: pass %v ratio %v, want true %v (%s)", c.name, tg.Pass, tg.Ratio, c.ratio, tg.Figures)
+		}
+	}
+}
+
 // byName returns the target named name, or nil.
 func byName(ts []Target, name string) *Target {
 	for i := range ts {
@@ -212,7 +241,7 @@ func TestTablesRender(t *testing.T) {
 // a peer cell that was not measured.
 func fullRun() []matrix.Record {
 	plan := matrix.Plan{
-		Drivers:     []string{"mem", "redigo", "rueidis", "radix", "goredis"},
+		Drivers:     []string{"mem", "redigo", "rueidis", "radix", "goredis", "valkeygo"},
 		NodeCounts:  []int{1, 3, 5},
 		FanOuts:     []string{"sequential", "multiplexed"},
 		Concurrency: []int{1, 32},
@@ -272,7 +301,7 @@ func TestTableFitsTheWidth(t *testing.T) {
 			t.Errorf("%d columns, over %d: %s", n, TableWidth, l)
 		}
 	}
-	for _, want := range []string{"redlock+goredis", "sequential-keys", "32*", "1542848", "242090", "76380", "not measured: peer command failed"} {
+	for _, want := range []string{"redlock+goredis", "redlock+valkeygo", "sequential-keys", "32*", "1542848", "242090", "76380", "not measured: peer command failed"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -351,15 +380,16 @@ func TestTargetsNotes(t *testing.T) {
 	if !strings.Contains(out, "\n[1] "+noteUnpinned) || !strings.Contains(out, "\n[2] "+noteMini) || !strings.Contains(out, "[1][2]") {
 		t.Errorf("no footnotes:\n%s", out)
 	}
-	// Every proxy target has the same figures, so the same own note.
+	// Every proxy target has the same figures, so the same own note: one
+	// sequential target per driver over a real client, five in fullRun.
 	own := 0
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(l), "with the measured proxy round trip") {
 			own++
 		}
 	}
-	if own != 4 {
-		t.Errorf("%d sequential proxy targets with their own note, want 4:\n%s", own, out)
+	if own != 5 {
+		t.Errorf("%d sequential proxy targets with their own note, want 5:\n%s", own, out)
 	}
 }
 

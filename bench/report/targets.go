@@ -27,7 +27,7 @@ type Target struct {
 
 // redisDrivers are the redlock drivers over real Redis clients, in the
 // order their target rows are printed.
-var redisDrivers = []string{"redigo", "rueidis", "radix", "goredis"}
+var redisDrivers = []string{"redigo", "rueidis", "radix", "goredis", "valkeygo"}
 
 // Reference subjects for the comparisons.
 const (

@@ -1,6 +1,7 @@
 // Package target turns this library into benchmark subjects: it dials a
-// core.Driver by name (mem, redigo, rueidis, radix, goredis) against a list of
-// servers, and wraps a redlock.Client over it as a measure.Subject.
+// core.Driver by name (mem, redigo, rueidis, radix, goredis, valkeygo)
+// against a list of servers, and wraps a redlock.Client over it as a
+// measure.Subject.
 package target
 
 import (
@@ -30,7 +31,7 @@ type DialOptions struct {
 type Dialer func(addrs []string, o DialOptions) (core.Driver, func() error, error)
 
 // Order is the order in which drivers are listed and run.
-var Order = []string{"mem", "redigo", "rueidis", "radix", "goredis"}
+var Order = []string{"mem", "redigo", "rueidis", "radix", "goredis", "valkeygo"}
 
 var dialers = map[string]Dialer{
 	"mem": func(addrs []string, _ DialOptions) (core.Driver, func() error, error) {

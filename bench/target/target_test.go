@@ -60,6 +60,19 @@ func TestUnknownDriverAndFanOut(t *testing.T) {
 	}
 }
 
+// TestEveryDriverCompiledIn: each name of Order has its dialer, so that
+// a driver listed for the runs can be dialled.
+func TestEveryDriverCompiledIn(t *testing.T) {
+	for _, n := range Order {
+		if !Has(n) {
+			t.Errorf("driver %q in Order is not compiled in", n)
+		}
+	}
+	if got := Drivers(); len(got) != len(Order) || got[len(got)-1] != "valkeygo" {
+		t.Errorf("Drivers() = %v, want Order, valkeygo last", got)
+	}
+}
+
 func TestVariantsCountRounds(t *testing.T) {
 	drv, _, _ := Dial("mem", []string{"a", "b", "c", "d", "e"}, DialOptions{})
 	for _, v := range Variants {

@@ -226,19 +226,19 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 211 cells in about 2 minutes, plus 1 to 4 minutes on a
+With no flags it runs 244 cells in about 2 minutes, plus 1 to 4 minutes on a
 first run to compile this command and the peer libraries:
 
-  - 158 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
+  - 186 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
     driver and peer at N = 1, 3 and 5 with 1 and 32 clients, the contended
     and latency-proxy cells (one client at every N and fan-out, and 32
     clients at N=5 multiplexed), and the fencing and lease table
-    (--variants, 40 of them: plain, fenced, handle and lease pairs per
+    (--variants, 48 of them: plain, fenced, handle and lease pairs per
     driver and fan-out at N=5 with one client, with rounds per pair;
-    --variants-only runs that table alone, in about 20 s); the one-client
+    --variants-only runs that table alone, in about 25 s); the one-client
     N=5 cells of the p50 targets (each driver multiplexed, redsync+redigo)
     run 3 times each (--repeats) and keep the median repeat;
-  - 35 more points of the throughput curve (--curve) at N=5 on distinct
+  - 40 more points of the throughput curve (--curve) at N=5 on distinct
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
   - 18 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
     contenders on one key at N=5, this library woken by release

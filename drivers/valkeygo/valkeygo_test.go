@@ -1,0 +1,134 @@
+package valkeygo_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	vk "github.com/valkey-io/valkey-go"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/valkeygo"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// newClient returns a client for addr made as Dial makes them.
+func newClient(t *testing.T, addr string) vk.Client {
+	t.Helper()
+	c, err := vk.NewClient(valkeygo.ClientOption(addr, valkeygo.Options{}))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func TestNewValidation(t *testing.T) {
+	ss := redistest.StartN(t, 2, redistest.Options{Embedded: true})
+	conformance.NewValidation(t, valkeygo.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
+}
+
+func TestNewOverUserClients(t *testing.T) {
+	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	clients := make([]vk.Client, 3)
+	for i, s := range ss {
+		clients[i] = newClient(t, s.Addr)
+	}
+	d, err := valkeygo.New(clients, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: the clients' addresses")
+	assert.Equal(t, core.Clock(core.SystemClock{}), d.Clock(), "New's driver reads the system clock")
+	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
+	require.NoError(t, err)
+	lock, err := client.TryLock(context.Background(), "user-clients")
+	require.NoError(t, err)
+	require.NoError(t, lock.Extend(context.Background()))
+	require.NoError(t, lock.Unlock(context.Background()))
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close(), "Close is idempotent")
+	c := clients[0]
+	assert.NoError(t, c.Do(context.Background(), c.B().Ping().Build()).Error(), "Close leaves the caller's clients open")
+}
+
+func TestClientOption(t *testing.T) {
+	o := valkeygo.ClientOption("h:1", valkeygo.Options{Username: "u", Password: "p", DB: 3})
+	assert.Equal(t, []string{"h:1"}, o.InitAddress)
+	assert.True(t, o.ForceSingleClient)
+	assert.True(t, o.DisableRetry, "a retried SET NX could report the caller's own key as held")
+	assert.True(t, o.DisableCache)
+	assert.Equal(t, -1, o.PipelineMultiplex, "one connection")
+	assert.Less(t, o.ReadBufferEachConn+o.WriteBufferEachConn, 1<<20, "smaller than valkey-go's 1 MiB default")
+	assert.Equal(t, "u", o.Username)
+	assert.Equal(t, "p", o.Password)
+	assert.Equal(t, 3, o.SelectDB)
+	assert.Equal(t, drivers.DefaultDialTimeout, o.Dialer.Timeout)
+	assert.Equal(t, time.Second, valkeygo.ClientOption("h:1", valkeygo.Options{DialTimeout: time.Second}).Dialer.Timeout)
+}
+
+// TestDB: Dial selects Options.DB. The test servers have one database,
+// so DB 1 is refused, naming the node.
+func TestDB(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	d, err := valkeygo.Dial([]string{srv.Addr}, valkeygo.Options{DB: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	r := conformance.SendOne(d, 0, core.Command{Op: core.OpAcquire, Key: "db", Token: core.TokenFromUint64s(1, 2), TTL: time.Second}, 5*time.Second)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "DB index is out of range")
+	assert.ErrorContains(t, r.Err, srv.Addr)
+}
+
+// TestAllocations: an acquire+release pair allocates nothing (batches
+// pooled, commands built from valkey-go's pool, replies decoded in place)
+// except in valkey-go's DoMulti, which allocates its result slice (2
+// allocations) for every pipeline of more than one command. Sequential
+// rounds and N=1 never make one. A multiplexed acquire is decided at its
+// quorum, and the SET still queued for a straggling node may go out in one
+// pipeline with the release that follows it, or not, as the scheduler has
+// it: so for N>1 the mean lies between 0 and 2 per straggler, N-quorum.
+func TestAllocations(t *testing.T) {
+	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		for _, n := range []int{1, 3, 5} {
+			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				got := conformance.AllocsPerPair(t, dial.Defaults(), n, mode)
+				t.Logf("%v allocations per acquire+release", got)
+				if mode == core.Sequential || n == 1 {
+					assert.Zero(t, got)
+					return
+				}
+				assert.LessOrEqual(t, got, float64(2*(n-core.Quorum(n))))
+			})
+			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
+				// The same, with two rounds that may leave stragglers: the
+				// fenced acquire and the raise.
+				got := conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode)
+				t.Logf("%v allocations per fenced acquire+release", got)
+				if mode == core.Sequential || n == 1 {
+					assert.Zero(t, got)
+					return
+				}
+				assert.LessOrEqual(t, got, float64(2*2*(n-core.Quorum(n))))
+			})
+		}
+	}
+}
+
+// TestSubscriptionOverClients: New subscribes on a connection it dedicates
+// from each client.
+func TestSubscriptionOverClients(t *testing.T) {
+	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+		clients := make([]vk.Client, len(addrs))
+		for i, a := range addrs {
+			clients[i], _ = vk.NewClient(valkeygo.ClientOption(a, opts)) // a client even if a node is down
+			t.Cleanup(clients[i].Close)
+		}
+		return valkeygo.ClientSubscriber(clients)
+	})
+}
