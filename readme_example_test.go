@@ -17,6 +17,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/drivers/rueidis"
+	"github.com/redlock-go/redlock/drivers/valkeygo"
 )
 
 // work stands for the caller's work under the lock.
@@ -82,6 +83,9 @@ func Example_readmeDrivers() {
 		drivers = append(drivers, d)
 	}
 	if d, err := goredis.Dial(addrs, goredis.Options{}); err == nil {
+		drivers = append(drivers, d)
+	}
+	if d, err := valkeygo.Dial(addrs, valkeygo.Options{}); err == nil {
 		drivers = append(drivers, d)
 	}
 	for _, d := range drivers {

@@ -1,6 +1,6 @@
 // Package redlock is the Redlock distributed lock over N independent Redis
 // masters: a Client that hands out Lock handles, over any driver in
-// drivers/ (redigo, radix, rueidis, go-redis).
+// drivers/ (redigo, radix, rueidis, go-redis, valkey-go).
 //
 //	drv, err := redigo.Dial([]string{"127.0.0.1:6379", "127.0.0.1:6380", "127.0.0.1:6381"}, redigo.Options{})
 //	client, err := redlock.NewClient(drv, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})

@@ -1,8 +1,9 @@
 // Package drivers holds what the Redlock drivers for Redis clients share in
 // their API: the Options that each driver's Dial takes. The drivers are its
-// subpackages, one per client: redigo, radix, rueidis and goredis. Each is
-// a dial and a pipelined exchange through its client; the rest (deadlines,
-// order, scripts, replies, errors) is one engine they all share.
+// subpackages, one per client: redigo, radix, rueidis, goredis and
+// valkeygo. Each is a dial and a pipelined exchange through its client;
+// the rest (deadlines, order, scripts, replies, errors) is one engine they
+// all share.
 package drivers
 
 import (
