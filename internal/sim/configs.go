@@ -524,7 +524,7 @@ func FailoverFenced(n int, fo core.FanOut) Config {
 // crashes restart them at once too (AssumedPersistent).
 func FailoverPersistent(n int, fo core.FanOut) Config {
 	c := Failover(n, fo)
-	c.Name = "failover, WAIT, persistent, instant rejoin N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Name = "failover, WAIT, persistent N=" + strconv.Itoa(n) + " " + fo.String()
 	p := AssumedPersistent(n, fo).Faults
 	c.Faults.NodeCrashes, c.Faults.Persistent, c.Faults.RestartDelay = p.NodeCrashes, true, p.RestartDelay
 	c.Replication.Rejoin = [2]time.Duration{0, ms}
@@ -534,7 +534,7 @@ func FailoverPersistent(n int, fo core.FanOut) Config {
 // FailoverPersistentFenced is FailoverPersistent with Fencing.
 func FailoverPersistentFenced(n int, fo core.FanOut) Config {
 	c := FailoverPersistent(n, fo)
-	c.Name = "failover, WAIT, fenced, persistent, instant rejoin N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Name = "failover, WAIT, fenced, persistent N=" + strconv.Itoa(n) + " " + fo.String()
 	c.Fencing = true
 	return c
 }

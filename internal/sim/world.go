@@ -59,7 +59,9 @@
 // ends while an extension is in flight abandons it (Lease.Cancel) and
 // releases at once, as Unlock does. Faults.Outages take a majority of the
 // nodes down together while locks are leased; Faults.StaleKeys leave
-// foreign keys on a minority while waiters wait. Config can break each of the algorithm's assumptions, so that
+// foreign keys on a minority while waiters wait. Config.Replication makes
+// every node a master with replicas that fail over (failover.go), with
+// or without the drivers' WAIT. Config can break each of the algorithm's assumptions, so that
 // tests can show the checkers find what then goes wrong.
 package sim
 
