@@ -80,6 +80,9 @@ func (w *world) replication() {
 	if r.Replicas <= 0 {
 		return
 	}
+	if w.cfg.Fair {
+		panic("sim: Fair queues are not replicated: Config.Fair and Replication do not go together")
+	}
 	skew := func() int64 { return w.between(-r.Skew, r.Skew) }
 	for i := range w.nodes {
 		n := &w.nodes[i]
