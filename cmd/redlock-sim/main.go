@@ -4,7 +4,9 @@
 // for the configurations of release announcements ("waiters"), the
 // handoff times (release to next acquisition) and the acquisitions an
 // announcement woke, and each announced configuration's mean handoff
-// against its polling twin's.
+// against its polling twin's; and, for the configurations of members
+// with replicas ("failover"), the failovers, the promotions of replicas
+// that lagged or were disconnected, and the WAITs that fell short.
 //
 //	go run ./cmd/redlock-sim                      # 1,000 schedules per configuration
 //	go run ./cmd/redlock-sim -schedules 10000     # the committed campaign (results/simulation)
@@ -85,12 +87,32 @@ func configs() []sim.Config {
 	out = append(out, waiterConfigs()...)
 	out = append(out, leaseConfigs()...)
 	out = append(out, queueConfigs()...)
+	out = append(out, failoverConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
-			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n))
+			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n),
+			sim.FailoverNoWait(n), sim.FailoverNoWaitFenced(n))
 	}
 	return out
 }
+
+// failoverConfigs returns the configurations of members with replicas
+// that fail over, the drivers WAITing for every replica, within the
+// assumptions: N=3 and 5, both fan-outs, with and without Fencing, and
+// with failed masters that rejoin at once with their data.
+func failoverConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			out = append(out, sim.Failover(n, fo), sim.FailoverFenced(n, fo))
+		}
+	}
+	return append(out, sim.FailoverPersistent(3, core.Multiplexed), sim.FailoverPersistent(5, core.Multiplexed),
+		sim.FailoverPersistentFenced(3, core.Multiplexed), sim.FailoverPersistentFenced(5, core.Multiplexed))
+}
+
+// failover reports whether cfg has members with replicas.
+func failover(cfg sim.Config) bool { return cfg.Replication.Replicas > 0 }
 
 // waiterConfigs returns the configurations of release announcements,
 // within the assumptions: each polling one and its announced twin, then
@@ -160,11 +182,14 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	var total sim.Result
 	var within, withinCfgs int
 	var firsts []string
-	var waited []result
+	var waited, failed []result
 	for _, cfg := range cfgs {
 		r := sim.Campaign(cfg, seed, schedules)
 		if waiters(cfg) {
 			waited = append(waited, result{cfg, r})
+		}
+		if failover(cfg) {
+			failed = append(failed, result{cfg, r})
 		}
 		total.Schedules += r.Schedules
 		if !broken(cfg) {
@@ -190,6 +215,9 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	}
 	if len(waited) > 0 {
 		announcements(out, waited)
+	}
+	if len(failed) > 0 {
+		failovers(out, failed)
 	}
 	fmt.Fprintf(out, "\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
 		total.Schedules, time.Since(start).Round(time.Second), within, withinCfgs)
@@ -301,4 +329,20 @@ func queues(out io.Writer, rs []result) {
 tickets moved (QueueLoss, QueueSkew); acquisitions won while a waiter with
 an earlier ticket waited (once per such waiter), and the most times one
 waiter was overtaken in one wait.`)
+}
+
+// failovers prints what the failovers did in the configurations of
+// members with replicas.
+func failovers(out io.Writer, rs []result) {
+	fmt.Fprintf(out, "\nFailovers:\n%-58s %8s %8s %9s %7s %7s %8s %9s\n",
+		"configuration", "acquired", "fenced", "failover", "behind", "dropped", "linkdrop", "waitshort")
+	for _, x := range rs {
+		r, f := x.r, x.r.Faults
+		fmt.Fprintf(out, "%-58s %8d %8d %9d %7d %7d %8d %9d\n", x.cfg.Name, r.Acquisitions, r.Fenced,
+			f.Failovers, f.Behind, f.Dropped, f.ReplicaDrops, f.WaitsShort)
+	}
+	fmt.Fprintln(out, `Columns: acquisitions, and those that returned a fence; failovers, and
+among them promotions of a replica that lacked writes its master had
+applied and of a replica whose link had dropped; replica links dropped;
+WAITs that fell short (each a vote the driver refused).`)
 }

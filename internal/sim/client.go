@@ -311,7 +311,9 @@ func (c *client) provedLost() bool {
 }
 
 // checkHygiene: after a release round, no node that answered still holds
-// the token, unless a command applied late (after its deadline) set it.
+// the token, unless a command applied late (after its deadline) set it,
+// or a failover since brought it back from a replica the release had not
+// reached (releases are not waited for).
 func (c *client) checkHygiene(r *core.Round) {
 	tok := r.Command().Token
 	for n := range c.w.cfg.Nodes {
@@ -319,7 +321,7 @@ func (c *client) checkHygiene(r *core.Round) {
 			continue
 		}
 		nd := &c.w.nodes[n]
-		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate {
+		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate && !nd.restored {
 			c.w.violation(&c.w.res.Violations.Hygiene, "client %d: node %d still holds token %v after answering its release", c.id, n, tok)
 		}
 	}

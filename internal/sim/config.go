@@ -40,6 +40,10 @@ type Config struct {
 	// Lease configures the holders' leases (core.Lease), which decide
 	// when a lock is extended and when it is lost.
 	Lease LeaseConfig
+	// Replication gives every node replicas that a failover may promote
+	// (failover.go): each node is then a quorum member that is a Sentinel
+	// group or a Cluster shard (drivers.Member).
+	Replication Replication
 	// Announce configures release announcements (core.Announcer) and
 	// their faults. Nodes always announce their releases, as the release
 	// script PUBLISHes after its compare-and-delete; the zero value has no
@@ -101,6 +105,47 @@ type Announcements struct {
 	// carries no TTL (Reply.TTL zero: a driver that does not read the
 	// holder's PTTL).
 	UnknownTTL float64
+}
+
+// Replication describes the nodes' replicas, their asynchronous
+// replication, the failovers that promote them and the drivers' WAIT
+// (failover.go). The zero value has no replica.
+type Replication struct {
+	// Replicas is how many replicas each node has.
+	Replicas int
+	// Delay bounds one write's trip from the master to a replica, and an
+	// acknowledgement's back; Lag is the probability that a write is held
+	// up by up to LagBy more (a replica, or its link, that falls behind).
+	Delay [2]time.Duration
+	Lag   float64
+	LagBy time.Duration
+	// Wait: the drivers WAIT for every replica after each acquisition,
+	// extension and fence raise that the master applied (drivers.Member's
+	// WithWait), for at most WaitTimeout; a WAIT that falls short makes
+	// the node's reply a failure (core.StatusError), not a vote. Without
+	// Wait the master's reply counts as soon as it is applied.
+	Wait        bool
+	WaitTimeout time.Duration
+	// Failovers is how many failovers a schedule draws: at a random time
+	// a random node's master fails and, after a delay in FailoverDelay,
+	// one of its running replicas, drawn at random whether it is in sync,
+	// behind or disconnected, becomes the master with exactly the data it
+	// holds. The failed master comes back after a delay in Rejoin (with
+	// its data if Faults.Persistent, else with its fence counter only) as
+	// a replica of the new master, and resyncs.
+	Failovers     int
+	FailoverDelay [2]time.Duration
+	Rejoin        [2]time.Duration
+	// Drops is how many replica disconnections a schedule draws: at a
+	// random time a random replica's link drops (writes in flight lost)
+	// for a time in DropFor, then the replica resyncs in full.
+	Drops   int
+	DropFor [2]time.Duration
+	// Skew bounds each server's clock offset, either way: replicas hold
+	// expiries as absolute times (Redis 7 replicates PXAT), so a promoted
+	// replica expires a key on its own clock. Every server of a node runs
+	// at the node's rate (Faults.NodePPM).
+	Skew time.Duration
 }
 
 // Faults are what a schedule may inject. The zero value injects nothing.
@@ -230,6 +275,12 @@ type FaultCounts struct {
 	Outages, StaleKeys          int // majority outages, stale keys set
 	UnlockRaces                 int // unlocks with an extension in flight
 	LeaseLosses                 int // locks a lease declared lost
+	// With Config.Replication: failovers, and among them promotions of a
+	// replica that lacked writes its master had applied (Behind) and of
+	// one whose link had dropped (Dropped); replica links dropped; WAITs
+	// that fell short, each a vote refused.
+	Failovers, Behind, Dropped int
+	ReplicaDrops, WaitsShort   int
 }
 
 // QueueCounts counts the Fair queues' work (Config.Fair).
@@ -348,6 +399,11 @@ func (r *Result) add(o Result) {
 	f.StaleKeys += g.StaleKeys
 	f.UnlockRaces += g.UnlockRaces
 	f.LeaseLosses += g.LeaseLosses
+	f.Failovers += g.Failovers
+	f.Behind += g.Behind
+	f.Dropped += g.Dropped
+	f.ReplicaDrops += g.ReplicaDrops
+	f.WaitsShort += g.WaitsShort
 	v, u := &r.Violations, o.Violations
 	v.Exclusion += u.Exclusion
 	v.Liveness += u.Liveness

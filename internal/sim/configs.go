@@ -482,3 +482,87 @@ func QueueSkipsHead(n int) Config {
 	c.Faults.SkipHead = true
 	return c
 }
+
+// Failover is Assumed with every node a quorum member of a master and two
+// replicas (failover.go), the drivers WAITing for both after every
+// acquisition, extension and fence raise, 4 ms at most: writes reach a
+// replica in 50 µs-1 ms, one in twenty up to 20 ms later (WAIT then falls
+// short: no vote). Four failovers a schedule each promote a replica at
+// random, 0-5 ms after the master fails, whether it is in sync, behind or
+// disconnected: three link drops a schedule keep replicas away for up to
+// half a TTL. Failed masters rejoin as replicas after Assumed's restart
+// delay, past the TTL, empty. Every server's clock is offset by up to
+// 1 ms either way: two servers' clocks are at most 2 ms apart, within the
+// drift allowance's fixed 2 ms.
+func Failover(n int, fo core.FanOut) Config {
+	c := Assumed(n, fo)
+	c.Name = "failover, WAIT N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Replication = Replication{
+		Replicas: 2,
+		Delay:    [2]time.Duration{50 * us, ms},
+		Lag:      0.05, LagBy: 20 * ms,
+		Wait: true, WaitTimeout: 4 * ms,
+		Failovers: 4, FailoverDelay: [2]time.Duration{0, 5 * ms}, Rejoin: c.Faults.RestartDelay,
+		Drops: 3, DropFor: [2]time.Duration{10 * ms, c.TTL / 2},
+		Skew: ms,
+	}
+	return c
+}
+
+// FailoverFenced is Failover with Fencing: the fence counters replicate
+// with the keys, and WAIT keeps them from going back in a failover.
+func FailoverFenced(n int, fo core.FanOut) Config {
+	c := Failover(n, fo)
+	c.Name = "failover, WAIT, fenced N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Fencing = true
+	return c
+}
+
+// FailoverPersistent is Failover with servers that keep their data: a
+// failed master rejoins at once, with the data it had, and is promoted
+// again, before it resyncs, as often as the other replicas; the nodes'
+// crashes restart them at once too (AssumedPersistent).
+func FailoverPersistent(n int, fo core.FanOut) Config {
+	c := Failover(n, fo)
+	c.Name = "failover, WAIT, persistent N=" + strconv.Itoa(n) + " " + fo.String()
+	p := AssumedPersistent(n, fo).Faults
+	c.Faults.NodeCrashes, c.Faults.Persistent, c.Faults.RestartDelay = p.NodeCrashes, true, p.RestartDelay
+	c.Replication.Rejoin = [2]time.Duration{0, ms}
+	return c
+}
+
+// FailoverPersistentFenced is FailoverPersistent with Fencing.
+func FailoverPersistentFenced(n int, fo core.FanOut) Config {
+	c := FailoverPersistent(n, fo)
+	c.Name = "failover, WAIT, fenced, persistent N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Fencing = true
+	return c
+}
+
+// FailoverNoWait is Failover without WAIT, a master's reply counting as
+// soon as it applied the command, and harder: six clients, eight
+// failovers a schedule and three writes in ten up to 30 ms late. A
+// failover may then promote a replica the key never reached, as an
+// instant restart without data does: the mutual-exclusion checker must
+// see the double grants. The same configuration without failovers shows
+// none (TestFailoverWithoutWaitBreaksExclusion). With WAIT its lagging
+// replicas refuse nearly every vote (a few acquisitions in a hundred
+// schedules), so Failover, with less lag, is its WAIT counterpart.
+func FailoverNoWait(n int) Config {
+	c := Failover(n, core.Multiplexed)
+	c.Name = "broken: failover without WAIT N=" + strconv.Itoa(n)
+	c.Clients = 6
+	r := &c.Replication
+	r.Wait = false
+	r.Failovers, r.Lag, r.LagBy = 8, 0.3, 30*ms
+	return c
+}
+
+// FailoverNoWaitFenced is FailoverNoWait with Fencing: a promoted replica
+// that missed increments (or the raise) hands out fences that go back.
+func FailoverNoWaitFenced(n int) Config {
+	c := FailoverNoWait(n)
+	c.Name = "broken: failover without WAIT, fenced N=" + strconv.Itoa(n)
+	c.Fencing = true
+	return c
+}

@@ -53,7 +53,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 			m.ttl = time.Duration(n.exp-now) / time.Millisecond * time.Millisecond
 			return core.StatusHeld
 		}
-		n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate = true, 0, cmd.Token, now+int64(cmd.TTL), t, m.late
+		n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate, n.restored = true, 0, cmd.Token, now+int64(cmd.TTL), t, m.late, false
 		if cmd.Op == core.OpAcquireFenced {
 			n.fence++
 			m.fence = n.fence
@@ -127,7 +127,7 @@ func (n *node) handOn(t int64, handoff time.Duration, w *world) {
 	}
 	head := n.queue[k].c
 	n.queue = slices.Delete(n.queue, k, k+1)
-	n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate = true, head+1, core.Token{}, n.clock(t)+int64(handoff), t, false
+	n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate, n.restored = true, head+1, core.Token{}, n.clock(t)+int64(handoff), t, false, false
 	w.res.Queue.Handoffs++
 	if gen := n.subs[head]; gen != 0 {
 		w.res.Announce.Published++

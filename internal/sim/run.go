@@ -23,6 +23,31 @@ type holderCrash struct {
 // Run runs one schedule of cfg drawn from seed and returns what it did
 // and found. The same cfg and seed always give the same Result.
 func Run(cfg Config, seed uint64) Result {
+	w := newWorld(cfg, seed)
+	length := int64(cfg.Length)
+	for len(w.queue) > 0 {
+		e := w.pop()
+		if e.at > length {
+			break
+		}
+		w.now = e.at
+		w.dispatch(e)
+	}
+	w.now = length
+	for _, c := range w.clients {
+		c.stopUsing()
+	}
+	w.checkExclusion()
+	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
+		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
+			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
+	}
+	return w.res
+}
+
+// newWorld builds the schedule of cfg drawn from seed, its first events
+// queued.
+func newWorld(cfg Config, seed uint64) *world {
 	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), releasedAt: -1}
 	w.res.Schedules = 1
 	f := &cfg.Faults
@@ -58,6 +83,7 @@ func Run(cfg Config, seed uint64) Result {
 	for range f.Outages {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evOutage})
 	}
+	w.replication()
 	for range f.StaleKeys {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evStale})
 	}
@@ -72,24 +98,7 @@ func Run(cfg Config, seed uint64) Result {
 		// well within the schedule.
 		w.schedule(event{at: w.rng.Int64N(length / 3), kind: evClientCrash, c: -1})
 	}
-	for len(w.queue) > 0 {
-		e := w.pop()
-		if e.at > length {
-			break
-		}
-		w.now = e.at
-		w.dispatch(e)
-	}
-	w.now = length
-	for _, c := range w.clients {
-		c.stopUsing()
-	}
-	w.checkExclusion()
-	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
-		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
-			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
-	}
-	return w.res
+	return w
 }
 
 func (w *world) dispatch(e event) {
@@ -110,6 +119,23 @@ func (w *world) dispatch(e event) {
 		w.crashNode(e.n, w.cfg.Faults.RestartDelay)
 	case evNodeRestart:
 		w.nodes[e.n].up = true
+		w.relinkAll(e.n)
+	case evFailover:
+		w.failover(e.n)
+	case evPromote:
+		w.promote(e.n)
+	case evReplWrite:
+		w.replWrite(e)
+	case evReplAck:
+		w.replAck(e)
+	case evReplDrop:
+		w.replDrop(e.n, e.c)
+	case evReplLink:
+		w.link(e.n, e.c)
+	case evRejoin:
+		w.rejoin(e.n, e.c)
+	case evWaitEnd:
+		w.waitEnd(e.gen)
 	case evOutage:
 		w.outage()
 	case evStale:
@@ -145,6 +171,7 @@ func (w *world) crashNode(i int, d [2]time.Duration) {
 	for c := range n.subs {
 		w.dropSub(i, c) // the subscribers' connections reset
 	}
+	w.masterDown(i)
 	w.schedule(event{at: w.now + w.between(d[0], d[1]), kind: evNodeRestart, n: i})
 }
 
@@ -172,8 +199,11 @@ func (w *world) staleKey() {
 	for _, i := range w.rng.Perm(w.cfg.Nodes)[:k] {
 		n := &w.nodes[i]
 		if n.up && !n.alive(w.now) {
-			n.has, n.tok, n.exp, n.setAt, n.setLate, n.handed = true, tok, n.clock(w.now)+int64(ttl), w.now, false, 0
+			n.has, n.tok, n.exp, n.setAt, n.setLate, n.handed, n.restored = true, tok, n.clock(w.now)+int64(ttl), w.now, false, 0, false
 			set = true
+			if len(n.reps) > 0 {
+				w.replicate(i)
+			}
 		}
 	}
 	if set {

@@ -191,7 +191,7 @@ func TestFenceCheckerSeesLostCountersAndSkippedRaise(t *testing.T) {
 // TestDeterministic: a schedule is a function of its configuration and
 // seed.
 func TestDeterministic(t *testing.T) {
-	for _, cfg := range []Config{Assumed(5, core.Multiplexed), FenceCountersLost(3), WaitersFaulty(5, core.Multiplexed)} {
+	for _, cfg := range []Config{Assumed(5, core.Multiplexed), FenceCountersLost(3), WaitersFaulty(5, core.Multiplexed), FailoverFenced(3, core.Multiplexed), FailoverNoWait(3)} {
 		for seed := uint64(1); seed < 20; seed++ {
 			if a, b := Run(cfg, seed), Run(cfg, seed); a != b {
 				t.Fatalf("%s, seed %d: %+v then %+v", cfg.Name, seed, a, b)

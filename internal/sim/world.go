@@ -59,7 +59,9 @@
 // ends while an extension is in flight abandons it (Lease.Cancel) and
 // releases at once, as Unlock does. Faults.Outages take a majority of the
 // nodes down together while locks are leased; Faults.StaleKeys leave
-// foreign keys on a minority while waiters wait. Config can break each of the algorithm's assumptions, so that
+// foreign keys on a minority while waiters wait. Config.Replication makes
+// every node a master with replicas that fail over (failover.go), with
+// or without the drivers' WAIT. Config can break each of the algorithm's assumptions, so that
 // tests can show the checkers find what then goes wrong.
 package sim
 
@@ -102,6 +104,9 @@ type world struct {
 	// releasedAt is when the last release started while another client
 	// waited, until the next acquisition; -1: none pending.
 	releasedAt int64
+	// waits are the replies held until WAIT returns (failover.go).
+	waits   []pendingWait
+	waitIDs uint64
 }
 
 // event is something that happens at a real instant.
@@ -137,6 +142,14 @@ const (
 	evForge                            // a forged announcement from node n reaches client c
 	evOutage                           // a majority of the nodes crash together
 	evStale                            // a stale key appears on a minority of the nodes
+	evFailover                         // node n's master fails; a replica is promoted later
+	evPromote                          // node n promotes a replica
+	evReplWrite                        // a write of node n's master reaches replica c (link gen)
+	evReplAck                          // replica c's acknowledgement of offset dur reaches node n
+	evReplDrop                         // replica c of node n disconnects
+	evReplLink                         // replica c of node n (re)connects and resyncs
+	evRejoin                           // node n's failed master comes back, as its replica c
+	evWaitEnd                          // WAIT gen's timeout passes
 )
 
 // message is one command and, once applied, its reply.
@@ -257,11 +270,9 @@ func realAt(l time.Time, ppm int64) int64 {
 	return t
 }
 
-// node is one Redis master holding at most the one key.
-type node struct {
-	i     int
-	ppm   int64 // clock-rate error: expiry runs on the node's clock
-	up    bool
+// data is what a server holds: at most the one key, and its fence
+// counter. A replica holds a copy (failover.go).
+type data struct {
 	has   bool
 	tok   core.Token
 	exp   int64 // node-clock nanoseconds at which the key expires
@@ -271,6 +282,23 @@ type node struct {
 	// fence is the key's fence counter (core.FenceKey): it never expires,
 	// and survives a crash unless Faults.LoseCounters.
 	fence uint64
+}
+
+// node is one Redis master holding at most the one key: a quorum member,
+// which may have replicas (Config.Replication, failover.go).
+type node struct {
+	i   int
+	ppm int64 // clock-rate error: expiry runs on the node's clock
+	off int64 // clock offset of the server that is the master (failover.go)
+	up  bool
+	data
+	// restored: the key came with a failover, from the promoted replica,
+	// not from a command a client's round saw applied.
+	restored bool
+	// With Config.Replication (failover.go): the replicas, and the
+	// replication offset of the master's last write.
+	reps   []replica
+	offset uint64
 	// subs[c] is the generation of client c's subscription to the key's
 	// announcements on this node, 0 if none.
 	subs []uint64
@@ -280,7 +308,7 @@ type node struct {
 	queue  []entry
 }
 
-func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 }
+func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 + n.off }
 
 func (n *node) alive(t int64) bool { return n.has && n.clock(t) < n.exp }
 
@@ -307,7 +335,7 @@ func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
 			}
 			return core.StatusHeld
 		}
-		n.has, n.tok, n.exp, n.setAt, n.setLate = true, cmd.Token, n.clock(t)+int64(cmd.TTL), t, m.late
+		n.has, n.tok, n.exp, n.setAt, n.setLate, n.restored = true, cmd.Token, n.clock(t)+int64(cmd.TTL), t, m.late, false
 		if cmd.Op == core.OpAcquireFenced {
 			n.fence++
 			m.fence = n.fence
@@ -375,12 +403,24 @@ func (w *world) deliver(e event) {
 			w.res.Announce.UnknownTTL++
 			m.ttl = 0
 		}
+		if len(n.reps) > 0 && m.status == core.StatusOK {
+			w.replicate(e.n)
+			if w.cfg.Replication.Wait && m.cmd.Op != core.OpRelease {
+				w.wait(e.c, e.n, m) // the reply comes once WAIT returns
+				return
+			}
+		}
 	} else {
 		m.status = core.StatusError // connection refused
 	}
+	w.reply(e.c, e.n, m)
+}
+
+// reply sends node n's reply m back to client c.
+func (w *world) reply(c, n int, m message) {
 	if w.chance(w.cfg.Faults.Loss) {
 		w.res.Faults.Lost++
 		return
 	}
-	w.schedule(event{at: w.now + w.between(w.cfg.Latency[0], w.cfg.Latency[1]), kind: evReply, c: e.c, n: e.n, msg: m})
+	w.schedule(event{at: w.now + w.between(w.cfg.Latency[0], w.cfg.Latency[1]), kind: evReply, c: c, n: n, msg: m})
 }
