@@ -30,7 +30,7 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 	}
 	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed}})
 	if err != nil {
-		closeFn()
+		_ = closeFn() // NewClient's error is the one to report
 		tb.Fatal(err)
 	}
 	return c, closeFn
@@ -64,7 +64,7 @@ func BenchmarkHandle(b *testing.B) {
 		for _, op := range handleOps {
 			b.Run(fmt.Sprintf("driver=%s/nodes=%d/fanout=%s/op=%s", d, maxNodes, core.Multiplexed, op), func(b *testing.B) {
 				c, closeFn := handleClient(b, d)
-				defer closeFn()
+				defer checkClose(b, closeFn)
 				key := "bench:" + b.Name()
 				for i := 0; i < 100; i++ { // connections dialled, scripts loaded
 					if err := handlePair(ctx, c, op, key); err != nil {
@@ -109,7 +109,7 @@ func TestHandleAllocatesNothing(t *testing.T) {
 	for _, d := range target.Drivers() {
 		t.Run("driver="+d, func(t *testing.T) {
 			c, closeFn := handleClient(t, d)
-			defer closeFn()
+			defer checkClose(t, closeFn)
 			zero := false
 			for _, z := range handleZeroDrivers {
 				zero = zero || z == d

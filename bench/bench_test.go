@@ -33,13 +33,13 @@ var (
 // The redis-server processes and proxies are started once, by the first
 // benchmark that needs them, and stopped by TestMain.
 var (
-	redisOnce  sync.Once
-	redisSet   *servers.Redis
-	redisErr   error
-	proxyOnce  sync.Once
-	proxies    []*latproxy.Proxy
-	proxyErr   error
-	proxyDelay = time.Millisecond
+	redisOnce     sync.Once
+	redisSet      *servers.Redis
+	errRedisStart error
+	proxyOnce     sync.Once
+	proxies       []*latproxy.Proxy
+	errProxyStart error
+	proxyDelay    = time.Millisecond
 )
 
 func TestMain(m *testing.M) {
@@ -52,12 +52,20 @@ func TestMain(m *testing.M) {
 		proxyDelay = time.Duration(ms * float64(time.Millisecond))
 	}
 	code := m.Run()
-	closeSubject()
+	// Teardown after the results: a failure is reported, and does not
+	// change them.
+	if err := closeSubject(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: closing the last subject:", err)
+	}
 	for _, p := range proxies {
-		p.Close()
+		if err := p.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: closing a latency proxy:", err)
+		}
 	}
 	if redisSet != nil {
-		redisSet.Close()
+		if err := redisSet.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stopping redis-server:", err)
+		}
 	}
 	os.Exit(code)
 }
@@ -71,9 +79,9 @@ func addrs(b testing.TB, driver string, proxied bool) []string {
 		return []string{"mem:0", "mem:1", "mem:2", "mem:3", "mem:4"}
 	}
 	bin := redistest.RedisServerPath(b)
-	redisOnce.Do(func() { redisSet, redisErr = servers.StartRedis(bin, maxNodes) })
-	if redisErr != nil {
-		b.Fatal(redisErr)
+	redisOnce.Do(func() { redisSet, errRedisStart = servers.StartRedis(bin, maxNodes) })
+	if errRedisStart != nil {
+		b.Fatal(errRedisStart)
 	}
 	if !proxied {
 		return redisSet.Addrs()
@@ -82,14 +90,14 @@ func addrs(b testing.TB, driver string, proxied bool) []string {
 		for _, a := range redisSet.Addrs() {
 			p, err := latproxy.Start(a, proxyDelay)
 			if err != nil {
-				proxyErr = err
+				errProxyStart = err
 				return
 			}
 			proxies = append(proxies, p)
 		}
 	})
-	if proxyErr != nil {
-		b.Fatal(proxyErr)
+	if errProxyStart != nil {
+		b.Fatal(errProxyStart)
 	}
 	var out []string
 	for _, p := range proxies {
@@ -107,11 +115,31 @@ var (
 	curClose func() error
 )
 
-func closeSubject() {
+// closeSubject closes the kept subject, if any, and returns the close's
+// error.
+func closeSubject() error {
+	var err error
 	if curClose != nil {
-		curClose()
+		err = curClose()
 	}
 	curName, curSubj, curClose, curHot = "", nil, nil, nil
+	return err
+}
+
+// closeKept closes the previous sub-benchmark's subject. Its close's
+// error is logged: it is not the failure of the benchmark starting.
+func closeKept(b *testing.B) {
+	if err := closeSubject(); err != nil {
+		b.Logf("closing the previous subject: %v", err)
+	}
+}
+
+// checkClose calls closeFn, and fails tb if it fails.
+func checkClose(tb testing.TB, closeFn func() error) {
+	tb.Helper()
+	if err := closeFn(); err != nil {
+		tb.Errorf("close: %v", err)
+	}
 }
 
 // newSubject makes the subject of a benchmark over its dialled driver.
@@ -127,14 +155,14 @@ func subject(b *testing.B, driver string, as []string, fan core.FanOut, spec mea
 	if curName == b.Name() {
 		return curSubj
 	}
-	closeSubject()
+	closeKept(b)
 	drv, closeFn, err := target.Dial(driver, as, target.DialOptions{PoolSize: poolSize})
 	if err != nil {
 		b.Fatal(err)
 	}
 	s, err := mk(drv, fan)
 	if err != nil {
-		closeFn()
+		_ = closeFn() // mk's error is the one to report
 		b.Fatal(err)
 	}
 	curName, curSubj, curClose = b.Name(), s, closeFn

@@ -33,14 +33,14 @@ func hotSubject(b *testing.B, driver, mode string, contenders int) *target.HotKe
 	if curName == b.Name() && curHot != nil {
 		return curHot
 	}
-	closeSubject()
+	closeKept(b)
 	drv, closeFn, err := target.Dial(driver, addrs(b, driver, false)[:maxNodes], target.DialOptions{PoolSize: poolSize})
 	if err != nil {
 		b.Fatal(err)
 	}
 	h, err := target.NewHotKey(drv, mode, ttl)
 	if err != nil {
-		closeFn()
+		_ = closeFn() // NewHotKey's error is the one to report
 		b.Fatal(err)
 	}
 	curName, curClose, curHot = b.Name(), closeFn, h
@@ -109,7 +109,7 @@ func TestHotKeyExclusive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeFn()
+			defer checkClose(t, closeFn)
 			for _, m := range matrix.WaitModes {
 				h, err := target.NewHotKey(drv, m, ttl)
 				if err != nil {

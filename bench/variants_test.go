@@ -60,7 +60,7 @@ func TestVariantRounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeFn()
+			defer checkClose(t, closeFn)
 			for _, f := range fanOuts {
 				for _, v := range target.Variants {
 					s, err := target.NewVariant(v, drv, f, time.Hour)
@@ -93,7 +93,7 @@ func TestPlainAndFencedAllocateNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
+	defer checkClose(t, closeFn)
 	for _, f := range fanOuts {
 		for _, v := range target.Variants {
 			s, err := target.NewVariant(v, drv, f, ttl)

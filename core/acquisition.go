@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"math/bits"
 	"time"
 )
@@ -10,11 +11,11 @@ import (
 type Phase uint8
 
 const (
-	// PhaseRound: drive Round() until it is done, then call RoundDone.
+	// PhaseRound means: drive Round() until it is done, then call RoundDone.
 	PhaseRound Phase = iota + 1
-	// PhaseWait: wait until WakeAt(), then call Wake.
+	// PhaseWait means: wait until WakeAt(), then call Wake.
 	PhaseWait
-	// PhaseDone: the Acquisition's Result holds the grant or the error;
+	// PhaseDone means: the Acquisition's Result holds the grant or the error;
 	// the Lease's Err says why the grant was lost.
 	PhaseDone
 )
@@ -90,6 +91,8 @@ func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err 
 // with its last four bytes XORed with k−1, so that no two attempts of one
 // acquisition share a token. Callers who pass their own tokens must not
 // pass two that differ only in their last four bytes.
+//
+//nolint:gosec // G115: k > 1, and attempts past 2^32 wrapping is harmless; each byte(x >> n) takes one byte on purpose
 func deriveToken(tok Token, k int) Token {
 	if k <= 1 {
 		return tok
@@ -249,7 +252,7 @@ func (a *Acquisition) learn(now time.Time) {
 	if a.wakeCount > 0 && known >= need {
 		// A key read with PTTL d is gone d later; PTTL rounds down to the
 		// millisecond, and the reading was taken before now.
-		a.expiry = now.Add(ttls[need-1] + time.Millisecond)
+		a.expiry = now.Add(ttls[need-1] + time.Millisecond) //nolint:gosec // G602: 1 <= need <= known <= MaxNodes = len(ttls)
 	}
 }
 
@@ -479,7 +482,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 }
 
 func (a *Acquisition) cancelled() *Error {
-	if a.err != nil && a.err.Kind == ErrCancelled {
+	if a.err != nil && errors.Is(a.err.Kind, ErrCancelled) {
 		return a.err
 	}
 	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.key, Attempts: a.retry.attempts, Cause: a.cause}

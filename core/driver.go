@@ -89,18 +89,18 @@ type Command struct {
 type Status uint8
 
 const (
-	// StatusOK: acquired (SET returned OK), released (key deleted) or extended.
+	// StatusOK means: acquired (SET returned OK), released (key deleted) or extended.
 	StatusOK Status = iota + 1
-	// StatusHeld: the key holds another token. For OpAcquire this is SET NX's
+	// StatusHeld means: the key holds another token. For OpAcquire this is SET NX's
 	// nil reply: the key exists.
 	StatusHeld
-	// StatusMissing: the key does not exist (expired, released or lost in a
+	// StatusMissing means: the key does not exist (expired, released or lost in a
 	// restart). Only OpRelease and OpExtend report it.
 	StatusMissing
-	// StatusError: the command failed (connection refused, auth, server
+	// StatusError means: the command failed (connection refused, auth, server
 	// error). Reply.Err says why.
 	StatusError
-	// StatusTimeout: the per-node deadline passed before the reply arrived.
+	// StatusTimeout means: the per-node deadline passed before the reply arrived.
 	StatusTimeout
 )
 

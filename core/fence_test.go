@@ -61,7 +61,9 @@ func TestFenceIsTheLargestCounterAndIsRaised(t *testing.T) {
 			e.c.SetDown(i, true)
 		}
 		for i := 0; i < 9; i++ {
-			e.l.Acquire(ctx, "k") // fails: one node of five
+			if _, err := e.l.Acquire(ctx, "k"); err == nil { // fails: one node of five
+				t.Fatalf("acquisition %d won with one node of five", i)
+			}
 		}
 		for i := 1; i < 5; i++ {
 			e.c.SetDown(i, false)
@@ -112,7 +114,9 @@ func TestWithoutTheRaiseFencesGoBack(t *testing.T) {
 		e.c.SetDown(i, true)
 	}
 	for i := 0; i < 9; i++ {
-		e.l.Acquire(ctx, "k")
+		if _, err := e.l.Acquire(ctx, "k"); err == nil { // fails: one node of five
+			t.Fatalf("acquisition %d won with one node of five", i)
+		}
 	}
 	for i := 1; i < 5; i++ {
 		e.c.SetDown(i, false)
@@ -121,7 +125,9 @@ func TestWithoutTheRaiseFencesGoBack(t *testing.T) {
 	if err != nil || lock.Fence() != 10 {
 		t.Fatalf("fence %d, err %v", lock.Fence(), err)
 	}
-	e.l.Release(ctx, lock)
+	if err := e.l.Release(ctx, lock); err != nil {
+		t.Fatalf("release: %v", err)
+	}
 	e.c.SetDown(0, true)
 	e.c.SetDown(1, true)
 	next, err := e.l.Acquire(ctx, "k")
@@ -154,7 +160,9 @@ func TestFencingAddsOneRound(t *testing.T) {
 			if (lock.Fence() != 0) != fencing {
 				t.Fatalf("fencing=%v: fence %d", fencing, lock.Fence())
 			}
-			l.Release(context.Background(), lock)
+			if err := l.Release(context.Background(), lock); err != nil {
+				t.Fatalf("fencing=%v: release: %v", fencing, err)
+			}
 			if d.rounds != want+1 {
 				t.Fatalf("fencing=%v: release took %d rounds", fencing, d.rounds-want)
 			}
@@ -184,7 +192,7 @@ func TestFailedRaiseFailsTheAttempt(t *testing.T) {
 						break
 					}
 					sent = append(sent, cmd)
-					r.Receive(core.Reply{Node: node, Status: status, Fence: fence + uint64(node)})
+					r.Receive(core.Reply{Node: node, Status: status, Fence: fence + uint64(node)}) //nolint:gosec // G115: node is an index from Next, >= 0
 				}
 			}
 			a.RoundDone(now)

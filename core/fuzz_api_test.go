@@ -32,7 +32,7 @@ func FuzzPublicAPI(f *testing.F) {
 			NodeTimeout: time.Duration(timeoutMS) * time.Millisecond, FanOut: core.FanOut(fanOut),
 			Retry:  core.RandomDelay(tries%8, time.Millisecond, 3*time.Millisecond),
 			Tokens: &seqTokens{}, Jitter: fixedRand(hi),
-			LeaseFraction: float64(lo%4) / 4, MaxHold: time.Duration(lo%3*uint64(ttlMS)) * time.Millisecond, // none, the TTL or twice
+			LeaseFraction: float64(lo%4) / 4, MaxHold: time.Duration(lo%3*uint64(ttlMS)) * time.Millisecond, //nolint:gosec // G115: fuzz input wraps on purpose; none, the TTL or twice
 		}
 		l, err := newLocker(c, clock, cfg)
 		if err != nil {
@@ -70,7 +70,7 @@ func FuzzPublicAPI(f *testing.F) {
 			if node, _, _, ok := r.Next(clock.Now()); ok {
 				r.Receive(core.Reply{Node: node, Status: core.Status(i%6 + int(lo%3))})
 			}
-			r.Receive(core.Reply{Node: int(int64(hi) % 64), Status: core.Status(hi % 7)})
+			r.Receive(core.Reply{Node: int(int64(hi) % 64), Status: core.Status(hi % 7)}) //nolint:gosec // G115: fuzz input; stray, even negative, nodes on purpose
 		}
 		a.RoundDone(clock.Now())
 		a.Cancel(clock.Now(), context.Canceled)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -73,7 +74,7 @@ func FuzzTally(f *testing.F) {
 			}
 			decided = v
 			if v == voteLost {
-				if c := tl.cause(); c != ErrTaken && c != ErrNotHeld && c != ErrQuorumUnreachable {
+				if c := tl.cause(); !errors.Is(c, ErrTaken) && !errors.Is(c, ErrNotHeld) && !errors.Is(c, ErrQuorumUnreachable) {
 					t.Fatalf("cause %v", c)
 				}
 			}

@@ -28,8 +28,10 @@ func (g Grant) WithFollowers(follow bool) Grant {
 	return g
 }
 
-// Key returns the locked key. Token returns the holder's token.
-func (g Grant) Key() string  { return g.key }
+// Key returns the locked key.
+func (g Grant) Key() string { return g.key }
+
+// Token returns the holder's token.
 func (g Grant) Token() Token { return g.token }
 
 // Fence returns the grant's fence under Config.Fencing, and 0 otherwise.

@@ -65,6 +65,8 @@ func (t Token) String() string {
 
 // TokenFromUint64s builds a token from two 64-bit words, for TokenSources
 // built on a Rand.
+//
+//nolint:gosec // G115: each byte(w >> n) takes one byte of the word on purpose
 func TokenFromUint64s(hi, lo uint64) Token {
 	var t Token
 	for i := 0; i < 8; i++ {

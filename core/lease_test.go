@@ -266,7 +266,7 @@ func TestLeaseRetriesAFailureThatProvedNothing(t *testing.T) {
 				t.Fatalf("cause %v, want ErrQuorumUnreachable from the timeouts", ls.Err())
 			}
 			before := calls(e.c)
-			if err := e.l.Extend(context.Background(), &ls); err != ls.Err() || calls(e.c) != before {
+			if err := e.l.Extend(context.Background(), &ls); err != ls.Err() || calls(e.c) != before { //nolint:errorlint // the very error value Err holds
 				t.Fatalf("extend after the loss: %v, %d commands", err, calls(e.c)-before)
 			}
 		})
@@ -425,7 +425,7 @@ func TestLeaseRefusesAnExtensionTooCloseToLoseAt(t *testing.T) {
 				t.Errorf("%v at %v: %v after %d commands, phase %v: want refused, nothing sent", tc.mode, tc.now, err, sent, ls.Phase())
 			}
 		case "lost":
-			if !errors.Is(err, core.ErrNotHeld) || sent != 0 || ls.Phase() != core.PhaseDone || err != ls.Err() {
+			if !errors.Is(err, core.ErrNotHeld) || sent != 0 || ls.Phase() != core.PhaseDone || err != ls.Err() { //nolint:errorlint // the very error value Err holds
 				t.Errorf("%v at %v: %v after %d commands, phase %v: want lost, nothing sent", tc.mode, tc.now, err, sent, ls.Phase())
 			}
 		}

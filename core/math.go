@@ -138,9 +138,8 @@ func (t *tally) vote() vote {
 	return votePending
 }
 
-// Nodes returns n. Quorum returns n/2+1.
-func (t *tally) nodes() int    { return t.n }
-func (t *tally) quorumOf() int { return t.quorum }
+// nodes returns n.
+func (t *tally) nodes() int { return t.n }
 
 // pending returns how many nodes have not answered.
 func (t *tally) pending() int { return t.n - t.ok - t.held - t.missing - t.failed }

@@ -107,7 +107,7 @@ func TestTally(t *testing.T) {
 			}
 		}
 		if tc.cause != nil {
-			if got := tl.cause(); got != tc.cause {
+			if got := tl.cause(); !errors.Is(got, tc.cause) {
 				t.Errorf("%s: cause %v, want %v", tc.name, got, tc.cause)
 			}
 		}

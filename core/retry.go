@@ -90,7 +90,7 @@ func uniform(span time.Duration, random uint64) time.Duration {
 		return 0
 	}
 	hi, _ := bits.Mul64(random, uint64(span))
-	return time.Duration(hi)
+	return time.Duration(hi) //nolint:gosec // G115: hi = random×span / 2^64 < span, a positive Duration
 }
 
 // start returns the state of a new acquisition under p, before its first

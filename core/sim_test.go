@@ -169,11 +169,6 @@ func TestSimulationForgedAnnouncements(t *testing.T) {
 	}
 }
 
-// campaignDefault is cmd/redlock-sim's default count of schedules per
-// configuration: a re-introduced defect must show at it. The tests run
-// fewer, enough to see each one.
-const campaignDefault = 1000
-
 // TestSimulationSeesLateLeaseLoss: a lease that declares the loss at the
 // end of the validity, its last extension round ending there (the defect
 // of a Context cancelled after Until), is reported by the late-loss

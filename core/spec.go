@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Spec is a validated, immutable Redlock configuration over N nodes: the
 // Config with its defaults filled in, the quorum and the drift allowance.
@@ -148,7 +151,7 @@ func (s *Spec) extended(g Grant, r *Round, now time.Time) (_ Grant, lost bool, _
 	switch {
 	case r.tally.vote() != voteWon:
 		e := s.failure(OpExtend, g.key, &r.tally)
-		return g, (e.Kind == ErrNotHeld || e.Kind == ErrTaken) && !mutations.extendKeepsLostLock, e
+		return g, (errors.Is(e.Kind, ErrNotHeld) || errors.Is(e.Kind, ErrTaken)) && !mutations.extendKeepsLostLock, e
 	case validity <= 0:
 		return g, false, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: g.key, Attempts: 1,
 			Cause: &validityError{ttl: g.ttl, elapsed: elapsed, drift: drift}}

@@ -503,7 +503,7 @@ type backwardsClock struct {
 
 func (b *backwardsClock) Now() time.Time {
 	if b.k--; b.k == 0 {
-		b.ManualClock.Advance(-time.Second)
+		b.Advance(-time.Second)
 	}
 	return b.ManualClock.Now()
 }

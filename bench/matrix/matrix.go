@@ -220,7 +220,7 @@ func (p Plan) repeated(c Cell) bool {
 // largest N.
 func (p Plan) CurveNodes() int { return p.VariantNodes() }
 
-// HandoffNodes: see CurveNodes.
+// HandoffNodes is the N of the Handoff cells: see CurveNodes.
 func (p Plan) HandoffNodes() int { return p.VariantNodes() }
 
 // curveFan is the fan-out of the curve and of the contended cells:

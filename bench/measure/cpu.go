@@ -107,7 +107,7 @@ func Dial(addr string, o ServerOptions) (*Conn, error) {
 			args = []string{"AUTH", o.Username, o.Password}
 		}
 		if _, err := c.Do(args...); err != nil {
-			nc.Close()
+			_ = nc.Close() // the AUTH error is the one to report
 			return nil, err
 		}
 	}
@@ -117,19 +117,22 @@ func Dial(addr string, o ServerOptions) (*Conn, error) {
 // Close closes the connection.
 func (c *Conn) Close() error { return c.c.Close() }
 
-// Send buffers one command; Flush writes the buffered commands.
+// Send buffers one command; Flush writes the buffered commands. The
+// bufio.Writer keeps the first write error, which Flush returns.
 func (c *Conn) Send(args ...string) {
-	c.w.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	_, _ = c.w.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
 	for _, a := range args {
-		c.w.WriteString("$" + strconv.Itoa(len(a)) + "\r\n")
-		c.w.WriteString(a)
-		c.w.WriteString("\r\n")
+		_, _ = c.w.WriteString("$" + strconv.Itoa(len(a)) + "\r\n")
+		_, _ = c.w.WriteString(a)
+		_, _ = c.w.WriteString("\r\n")
 	}
 }
 
 // Flush writes the commands Send buffered.
 func (c *Conn) Flush() error {
-	c.c.SetDeadline(time.Now().Add(c.to))
+	if err := c.c.SetDeadline(time.Now().Add(c.to)); err != nil {
+		return fmt.Errorf("%s: %w", c.Addr, err)
+	}
 	if err := c.w.Flush(); err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
@@ -139,7 +142,9 @@ func (c *Conn) Flush() error {
 // Receive reads one reply: a simple string, an integer (in decimal) or a
 // bulk string, "" for a nil bulk string; a Redis error is an error.
 func (c *Conn) Receive() (string, error) {
-	c.c.SetDeadline(time.Now().Add(c.to))
+	if err := c.c.SetDeadline(time.Now().Add(c.to)); err != nil {
+		return "", fmt.Errorf("%s: %w", c.Addr, err)
+	}
 	s, err := readReply(c.r)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", c.Addr, err)
@@ -237,9 +242,10 @@ func (s Servers) CPU() (time.Duration, error) {
 	return sum, nil
 }
 
-// Close closes every connection.
+// Close closes every connection. They only read INFO: a failed Close
+// loses nothing, so it is not reported.
 func (s Servers) Close() {
 	for _, c := range s {
-		c.Close()
+		_ = c.Close()
 	}
 }

@@ -70,7 +70,9 @@ func TestPercentilesAreOrderedAndBounded(t *testing.T) {
 func TestHistogramPercentiles(t *testing.T) {
 	h := NewHistogram()
 	for v := int64(1); v <= 1000; v++ {
-		h.RecordValue(v * 1000) // 1..1000 µs
+		if err := h.RecordValue(v * 1000); err != nil { // 1..1000 µs
+			t.Fatal(err)
+		}
 	}
 	var r Result
 	r.FromHistogram(h)

@@ -65,7 +65,7 @@ const readyLine = "ready\n"
 // code; errors go to errOut.
 func Child(in io.Reader, out, errOut io.Writer) int {
 	if err := child(in, out); err != nil {
-		fmt.Fprintln(errOut, "multiproc child:", err)
+		_, _ = fmt.Fprintln(errOut, "multiproc child:", err) // standard error: nowhere to report a failure
 		return 1
 	}
 	return 0
@@ -91,7 +91,7 @@ func child(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer closeDrv()
+	defer func() { _ = closeDrv() }() // after the result is written: a failed close changes nothing in it
 	counter, counted := CountAttempts(drv)
 	hot, err := target.NewHotKey(counted, spec.Mode, spec.TTL)
 	if err != nil {
@@ -101,7 +101,7 @@ func child(in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer sh.Close()
+	defer func() { _ = sh.Close() }() // unmapping at the end: the parent reads the page through its own mapping
 	if _, err := io.WriteString(out, readyLine); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func spin(d time.Duration) {
 // readLine reads one line of JSON from r into v.
 func readLine(r *bufio.Reader, v any) error {
 	line, err := r.ReadBytes('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+	if err != nil && (!errors.Is(err, io.EOF) || len(line) == 0) {
 		return err
 	}
 	return json.Unmarshal(line, v)

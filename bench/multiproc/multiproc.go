@@ -140,8 +140,10 @@ func PairGaps(secs []Section, from, to int64) Gaps {
 			g.Early++
 			d = 0
 		}
-		g.h.RecordValue(max(d, 1))
-		g.call.RecordValue(max(s.Acq-p.Call, 1))
+		// The histograms track up to 60 s, beyond any cell: a longer value
+		// would be dropped, which RecordValue's error reports.
+		_ = g.h.RecordValue(max(d, 1))
+		_ = g.call.RecordValue(max(s.Acq-p.Call, 1))
 		g.Handoffs++
 	}
 	return g
@@ -170,7 +172,7 @@ func LatestReleaseGaps(secs []Section, from, to int64) Gaps {
 		if i == 0 {
 			continue
 		}
-		g.h.RecordValue(max(s.Acq-rels[i-1], 1))
+		_ = g.h.RecordValue(max(s.Acq-rels[i-1], 1)) // up to 60 s, beyond any cell, as in PairGaps
 		g.Handoffs++
 	}
 	return g

@@ -119,10 +119,10 @@ func TestSharedCatchesOverlap(t *testing.T) {
 	}
 	a, path, err := CreateShared(t.TempDir())
 	require.NoError(t, err)
-	defer a.Close()
+	defer func() { assert.NoError(t, a.Close()) }()
 	b, err := OpenShared(path)
 	require.NoError(t, err)
-	defer b.Close()
+	defer func() { assert.NoError(t, b.Close()) }()
 
 	// One after the other: no overlap.
 	for _, s := range []*Shared{a, b, a} {
@@ -169,7 +169,7 @@ func TestSharedCatchesOverlapAcrossProcesses(t *testing.T) {
 	}
 	sh, path, err := CreateShared(t.TempDir())
 	require.NoError(t, err)
-	defer sh.Close()
+	defer func() { assert.NoError(t, sh.Close()) }()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	cmd := execCommand(exe, enterEnv+"="+path)
@@ -211,7 +211,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	set, err := servers.StartRedis(redistest.RedisServerPath(t), 3)
 	require.NoError(t, err)
-	defer set.Close()
+	defer func() { assert.NoError(t, set.Close()) }()
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	for _, mode := range Modes {

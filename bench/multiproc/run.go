@@ -53,8 +53,11 @@ func Run(ctx context.Context, spec Spec, exe string, env []string, stderr io.Wri
 	if err != nil {
 		return rec, err
 	}
-	defer os.Remove(path)
-	defer sh.Close()
+	// A page file left in the temporary directory, or a mapping left until
+	// the process ends, is harmless: the cell's result does not depend on
+	// them.
+	defer func() { _ = os.Remove(path) }()
+	defer func() { _ = sh.Close() }()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -67,9 +70,11 @@ func Run(ctx context.Context, spec Spec, exe string, env []string, stderr io.Wri
 	defer func() {
 		for _, p := range procs {
 			if p.cmd != nil && p.cmd.Process != nil {
-				p.in.Close()
+				// Cleanup after a failure, which is the error returned;
+				// a child killed here ends with an error by design.
+				_ = p.in.Close()
 				cancel()
-				p.cmd.Wait()
+				_ = p.cmd.Wait()
 			}
 		}
 	}()
@@ -98,8 +103,11 @@ func Run(ctx context.Context, spec Spec, exe string, env []string, stderr io.Wri
 	}
 	for i, p := range procs {
 		line, err := p.out.ReadString('\n')
-		if err != nil || line != readyLine {
-			return rec, fmt.Errorf("multiproc: process %d did not get ready (%q, %v)", i, line, err)
+		if err != nil {
+			return rec, fmt.Errorf("multiproc: process %d did not get ready (%q, %w)", i, line, err)
+		}
+		if line != readyLine {
+			return rec, fmt.Errorf("multiproc: process %d did not get ready (%q)", i, line)
 		}
 	}
 	start := Now()
@@ -124,7 +132,7 @@ func Run(ctx context.Context, spec Spec, exe string, env []string, stderr io.Wri
 		if rec.FirstError == "" && res.FirstError != "" {
 			rec.FirstError = fmt.Sprintf("process %d: %s", i, res.FirstError)
 		}
-		p.in.Close()
+		_ = p.in.Close() // the child has written its result; Wait says how it ended
 		if err := p.cmd.Wait(); err != nil {
 			return rec, fmt.Errorf("multiproc: process %d: %w", i, err)
 		}

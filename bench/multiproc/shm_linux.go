@@ -51,14 +51,17 @@ func CreateShared(dir string) (*Shared, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	defer f.Close()
+	// The mapping outlives the file, and nothing is written through f: a
+	// failed Close loses nothing. A failure's own error is the one to
+	// report, not the removal's of the file it leaves.
+	defer func() { _ = f.Close() }()
 	if err := f.Truncate(int64(os.Getpagesize())); err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name())
 		return nil, "", err
 	}
 	s, err := mapFile(f)
 	if err != nil {
-		os.Remove(f.Name())
+		_ = os.Remove(f.Name())
 		return nil, "", err
 	}
 	return s, f.Name(), nil
@@ -66,11 +69,11 @@ func CreateShared(dir string) (*Shared, string, error) {
 
 // OpenShared maps the shared page at path, which CreateShared made.
 func OpenShared(path string) (*Shared, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0) //nolint:gosec // G304: the page CreateShared made, named by the parent
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // the mapping outlives the file: see CreateShared
 	return mapFile(f)
 }
 
@@ -88,7 +91,7 @@ func mapFile(f *os.File) (*Shared, error) {
 	}
 	// A mapping is page-aligned: its words are 8-byte aligned, as
 	// sync/atomic needs.
-	return &Shared{mem: mem, w: (*[words]int64)(unsafe.Pointer(&mem[0]))}, nil
+	return &Shared{mem: mem, w: (*[words]int64)(unsafe.Pointer(&mem[0]))}, nil //nolint:gosec // G103: the mapped page viewed as its words, checked long enough above
 }
 
 // Close unmaps the page.

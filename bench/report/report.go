@@ -267,7 +267,7 @@ func variantTable(out *strings.Builder, recs []matrix.Record) {
 		rows = append(rows, row)
 		notes = append(notes, "")
 	}
-	out.WriteString(fmt.Sprintf("fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes))
+	fmt.Fprintf(out, "fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes)
 	// subject, variant and fan-out are text, left-aligned; N is a number
 	writeAligned(out, rows, notes, func(j int) bool { return j < 4 && j != 2 })
 	out.WriteString("plain: redlock.Client TryLock+Unlock of the bare handle; fenced: with Config.Fencing;\n" +
@@ -531,22 +531,22 @@ func variantMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 
 // WriteFiles writes run.json and results.md into dir, which it creates.
 func WriteFiles(dir string, run Run, plots []string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: results are for reading, as the repository is
 		return err
 	}
 	js, err := json.MarshalIndent(run, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "run.json"), append(js, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), append(js, '\n'), 0o644); err != nil { //nolint:gosec // G306: results are for reading, as the repository is
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, "results.md"))
+	f, err := os.Create(filepath.Join(dir, "results.md")) //nolint:gosec // G304: the output directory the caller chose
 	if err != nil {
 		return err
 	}
 	if err := Markdown(f, run, plots); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	return f.Close()

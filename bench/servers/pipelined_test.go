@@ -25,7 +25,7 @@ func TestReleaseScriptIsTheDriversOne(t *testing.T) {
 func TestPipelinedLimitMeasuresServersCPU(t *testing.T) {
 	r, err := StartRedis(redistest.RedisServerPath(t), 2)
 	require.NoError(t, err)
-	defer r.Close()
+	defer func() { assert.NoError(t, r.Close()) }()
 	p, err := PipelinedLimit(context.Background(), PipelineSpec{
 		Addrs: r.Addrs(), Depth: 10, Duration: 50 * time.Millisecond, TTL: 10 * time.Second, KeyPrefix: "t:",
 	})
@@ -41,7 +41,7 @@ func TestPipelinedLimitMeasuresServersCPU(t *testing.T) {
 		c, err := measure.Dial(a, measure.ServerOptions{})
 		require.NoError(t, err)
 		n, err := c.Do("DBSIZE")
-		c.Close()
+		assert.NoError(t, c.Close())
 		require.NoError(t, err)
 		assert.Equal(t, "0", n, a)
 	}
@@ -64,7 +64,7 @@ func TestPipelinedLimitRefusesBadSpecs(t *testing.T) {
 func TestPipelinedLimitWithoutCPUInfo(t *testing.T) {
 	m, err := StartMini(1)
 	require.NoError(t, err)
-	defer m.Close()
+	defer func() { assert.NoError(t, m.Close()) }()
 	_, err = PipelinedLimit(context.Background(), PipelineSpec{
 		Addrs: m.Addrs(), Depth: 2, Duration: 10 * time.Millisecond, TTL: time.Second,
 	})

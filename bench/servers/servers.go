@@ -82,7 +82,7 @@ func StartRedis(binary string, n int) (*Redis, error) {
 	r := &Redis{dir: dir, version: Version(binary)}
 	for i := 0; i < n; i++ {
 		if err := r.startOne(binary, i); err != nil {
-			r.Close()
+			_ = r.Close() // the start's error is the one to report
 			return nil, err
 		}
 	}
@@ -99,11 +99,11 @@ func (r *Redis) startOne(binary string, i int) error {
 			return err
 		}
 		sub := filepath.Join(r.dir, strconv.Itoa(i))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
+		if err := os.MkdirAll(sub, 0o750); err != nil {
 			return err
 		}
 		logf := filepath.Join(sub, "redis.log")
-		cmd := exec.Command(binary,
+		cmd := exec.Command(binary, //nolint:gosec // G204: the redis-server the caller chose, or the one on PATH: starting it is the point
 			"--bind", "127.0.0.1",
 			"--port", strconv.Itoa(port),
 			"--dir", sub,
@@ -118,10 +118,12 @@ func (r *Redis) startOne(binary string, i int) error {
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		if err := waitPing(addr, 5*time.Second); err != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			log, _ := os.ReadFile(logf)
-			last = fmt.Errorf("servers: redis-server on %s: %v: %s", addr, err, lastLines(log, 3))
+			// A server that never answered: the ping's error and its log
+			// say why, not its exit status.
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			log, _ := os.ReadFile(logf) //nolint:gosec // G304: the log file this function named, in its temporary directory; none is fine
+			last = fmt.Errorf("servers: redis-server on %s: %w: %s", addr, err, lastLines(log, 3))
 			continue
 		}
 		r.addrs = append(r.addrs, addr)
@@ -148,14 +150,16 @@ func (r *Redis) Version() string { return r.version }
 // Close stops every server (SIGTERM, then SIGKILL after 5 s) and removes
 // the temporary directory.
 func (r *Redis) Close() error {
+	// Signal and Kill fail only once the process has exited, and then
+	// Wait returns; the exit status of a server told to stop says nothing.
 	for _, p := range r.procs {
-		p.Process.Signal(os.Interrupt)
+		_ = p.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
-		go func() { p.Wait(); close(done) }()
+		go func() { _ = p.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			p.Process.Kill()
+			_ = p.Process.Kill()
 			<-done
 		}
 	}
@@ -177,7 +181,7 @@ func StartMini(n int) (*Mini, error) {
 	for i := 0; i < n; i++ {
 		s := miniredis.NewMiniRedis()
 		if err := s.StartAddr("127.0.0.1:0"); err != nil {
-			m.Close()
+			_ = m.Close() // always nil
 			return nil, err
 		}
 		m.servers = append(m.servers, s)
@@ -218,8 +222,11 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
 }
 
 // waitPing dials addr until it answers +PONG, for up to d.
@@ -242,8 +249,10 @@ func Ping(addr string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(timeout))
+	defer func() { _ = c.Close() }() // the reply is read, or the error returned: nothing to lose
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
 	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
@@ -265,11 +274,13 @@ func PingRTT(addr string, n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the replies are read, or the error returned: nothing to lose
 	r := bufio.NewReader(c)
 	rtts := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
-		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+			return 0, err
+		}
 		t0 := time.Now()
 		if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 			return 0, err

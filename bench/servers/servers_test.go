@@ -14,7 +14,11 @@ func TestMiniAnswersPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if len(m.Addrs()) != 2 || m.Addrs()[0] == m.Addrs()[1] {
 		t.Fatalf("addrs = %v", m.Addrs())
 	}
@@ -33,7 +37,11 @@ func TestRedisAnswersPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if r.Version() == "" {
 		t.Error("no version")
 	}

@@ -32,7 +32,7 @@ func NewHotKey(drv core.Driver, mode string, ttl time.Duration) (*HotKey, error)
 	case matrix.Poll:
 		opts.Poll = true
 	case matrix.Fair:
-		opts.Config.Fair = true
+		opts.Fair = true
 	default:
 		return nil, fmt.Errorf("target: unknown wait mode %q (%v)", mode, matrix.WaitModes)
 	}

@@ -128,9 +128,11 @@ func (w *worker) Pair(ctx context.Context) (bool, error) {
 		return false, lost(err)
 	}
 	if w.fenced {
-		if f, err := l.Fence(); err != nil || f == 0 {
-			l.Unlock(ctx)
-			return true, fmt.Errorf("target: fence %d on a fenced Client: %v", f, err)
+		switch f, err := l.Fence(); {
+		case err != nil:
+			return true, errors.Join(fmt.Errorf("target: fence %d on a fenced Client: %w", f, err), l.Unlock(ctx))
+		case f == 0:
+			return true, errors.Join(errors.New("target: fence 0 on a fenced Client"), l.Unlock(ctx))
 		}
 	}
 	return true, l.Unlock(ctx)
@@ -144,8 +146,7 @@ func (w *worker) watchedPair(ctx context.Context) (bool, error) {
 		return false, lost(err)
 	}
 	if lctx := l.Context(); lctx.Err() != nil {
-		l.Unlock(ctx)
-		return true, fmt.Errorf("target: the lock's Context ended at once: %w", context.Cause(lctx))
+		return true, errors.Join(fmt.Errorf("target: the lock's Context ended at once: %w", context.Cause(lctx)), l.Unlock(ctx))
 	}
 	return true, l.Unlock(ctx)
 }

@@ -15,7 +15,11 @@ func TestMemSubjectRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
+	defer func() {
+		if err := closeFn(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if drv.Nodes() != 3 {
 		t.Fatalf("nodes = %d", drv.Nodes())
 	}
@@ -121,7 +125,11 @@ func TestRoundCounterAnnounces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer closeFn()
+	defer func() {
+		if err := closeFn(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, ok := drv.(core.Announcer); !ok {
 		t.Skip("mem does not announce releases")
 	}
@@ -152,7 +160,9 @@ func TestHotKeyOnMem(t *testing.T) {
 		}
 		const sections = 20
 		r, hh := measure.RunHandoff(context.Background(), h, measure.HandoffSpec{Contenders: 4, Key: "hot", Sections: sections})
-		closeFn()
+		if err := closeFn(); err != nil {
+			t.Error(err)
+		}
 		if !hh.Exclusive() || r.Errors != 0 || r.Ops != sections || hh.Handoffs != sections-1 {
 			t.Errorf("%s: %+v %+v", mode, r, hh)
 		}

@@ -44,7 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("redlock-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./cmd/redlock-bench [flags]\n\n%s\n\nflags:\n", usageText)
+		logf(stderr, "usage: go run ./cmd/redlock-bench [flags]\n\n%s\n\nflags:\n", usageText)
 		fs.PrintDefaults()
 	}
 	var (
@@ -108,31 +108,31 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--user, --password, --tls and --tls-ca apply to external servers (--nodes)")
 	}
 	if c.plan.Drivers, err = matrix.ParseNames(drivers, target.Drivers()); err != nil {
-		return nil, fmt.Errorf("--drivers: %v", err)
+		return nil, fmt.Errorf("--drivers: %w", err)
 	}
 	if c.plan.NodeCounts, err = matrix.ParseInts(counts); err != nil {
-		return nil, fmt.Errorf("--node-counts: %v", err)
+		return nil, fmt.Errorf("--node-counts: %w", err)
 	}
 	if c.plan.FanOuts, err = matrix.ParseNames(fans, []string{"sequential", "multiplexed"}); err != nil || len(c.plan.FanOuts) == 0 {
-		return nil, fmt.Errorf("--fanout: %v", orEmpty(err))
+		return nil, fmt.Errorf("--fanout: %w", orEmpty(err))
 	}
 	if c.plan.Concurrency, err = matrix.ParseInts(conc); err != nil {
-		return nil, fmt.Errorf("--concurrency: %v", err)
+		return nil, fmt.Errorf("--concurrency: %w", err)
 	}
 	if c.plan.Peers, err = matrix.ParseNames(peers, matrix.AllPeers); err != nil {
-		return nil, fmt.Errorf("--peers: %v", err)
+		return nil, fmt.Errorf("--peers: %w", err)
 	}
 	if c.plan.Variants, err = matrix.ParseNames(variants, target.Variants); err != nil {
-		return nil, fmt.Errorf("--variants: %v", err)
+		return nil, fmt.Errorf("--variants: %w", err)
 	}
 	if c.plan.Curve, err = parseIntsOrNone(curve); err != nil {
-		return nil, fmt.Errorf("--curve: %v", err)
+		return nil, fmt.Errorf("--curve: %w", err)
 	}
 	if c.plan.HandoffContenders, err = parseIntsOrNone(handoff); err != nil {
-		return nil, fmt.Errorf("--handoff: %v", err)
+		return nil, fmt.Errorf("--handoff: %w", err)
 	}
 	if c.plan.HandoffDrivers, err = matrix.ParseNames(handoffDrivers, target.Drivers()); err != nil {
-		return nil, fmt.Errorf("--handoff-drivers: %v", err)
+		return nil, fmt.Errorf("--handoff-drivers: %w", err)
 	}
 	if variantsOnly {
 		if len(c.plan.Drivers) == 0 || len(c.plan.Variants) == 0 {

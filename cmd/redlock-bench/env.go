@@ -50,7 +50,7 @@ func cpuModel() string {
 	if err != nil {
 		return "unknown"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: a failed Close loses nothing
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if k, v, ok := strings.Cut(s.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {

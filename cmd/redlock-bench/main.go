@@ -134,16 +134,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "redlock-bench:", err)
+		logln(stderr, "redlock-bench:", err)
 		return 2
 	}
 	if cfg.listDrivers {
-		fmt.Fprintf(stdout, "drivers: %s\npeers:   %s\n", strings.Join(target.Drivers(), " "), strings.Join(matrix.AllPeers, " "))
+		if _, err := fmt.Fprintf(stdout, "drivers: %s\npeers:   %s\n", strings.Join(target.Drivers(), " "), strings.Join(matrix.AllPeers, " ")); err != nil {
+			logln(stderr, "redlock-bench:", err)
+			return 1
+		}
 		return 0
 	}
 	if cfg.replot != "" {
 		if err := replot(cfg, stdout); err != nil {
-			fmt.Fprintln(stderr, "redlock-bench:", err)
+			logln(stderr, "redlock-bench:", err)
 			return 1
 		}
 		return 0
@@ -152,21 +155,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.pin && !env.Pinned && os.Getenv(pinnedEnv) != "1" {
 		code, err := reexecPinned(args, stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "redlock-bench:", err)
+			logln(stderr, "redlock-bench:", err)
 		}
 		return code
 	}
 	if !env.Pinned {
-		fmt.Fprintln(stderr, pinAdvice)
+		logln(stderr, pinAdvice)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := bench(ctx, cfg, env, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "redlock-bench:", err)
+		logln(stderr, "redlock-bench:", err)
 		return 1
 	}
 	return 0
 }
+
+// logln and logf print diagnostics and progress to w, standard error. A
+// write that fails there has nowhere to be reported, so they ignore it.
+func logln(w io.Writer, args ...any) { _, _ = fmt.Fprintln(w, args...) }
+
+func logf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
 
 // bench starts the servers and proxies, runs every cell, and reports.
 func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.Writer) error {
@@ -184,7 +193,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		set, err = servers.StartRedis("", maxN)
 		mode = "redis-server"
 	default:
-		fmt.Fprint(stderr, miniBanner)
+		logf(stderr, "%s", miniBanner)
 		set, err = servers.StartMini(maxN)
 		mode = "miniredis"
 		env.Notes = append(env.Notes, "miniredis in-process servers: NOT a real deployment")
@@ -192,7 +201,11 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	defer set.Close()
+	defer func() {
+		if err := set.Close(); err != nil {
+			logln(stderr, "redlock-bench: stopping the servers:", err)
+		}
+	}()
 	env.Servers = set.Kind()
 	if mode == "external" {
 		env.Servers = fmt.Sprintf("external (%d nodes)", len(cfg.nodes))
@@ -224,7 +237,11 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			if err != nil {
 				return err
 			}
-			defer p.Close()
+			defer func() {
+				if err := p.Close(); err != nil {
+					logln(stderr, "redlock-bench: closing a latency proxy:", err)
+				}
+			}()
 			pa = append(pa, p.Addr())
 		}
 		addrs[matrix.Proxy] = pa
@@ -245,7 +262,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		}
 	}
 
-	fmt.Fprintf(stderr, "servers: %s %v; GOMAXPROCS=%d, CPUs %s; %s per cell after %s warm-up\n",
+	logf(stderr, "servers: %s %v; GOMAXPROCS=%d, CPUs %s; %s per cell after %s warm-up\n",
 		env.Servers, set.Addrs(), env.GOMAXPROCS, env.Affinity, cfg.duration, cfg.warmup)
 	cells := cfg.plan.Cells()
 	var ours, peers []matrix.Cell
@@ -307,7 +324,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if cfg.pipeDepth > 0 && !cfg.plan.VariantsOnly && !cfg.plan.HandoffOnly && !strings.HasPrefix(mode, "miniredis") {
 		// The servers' pipelined limit, on the servers of the targets'
 		// cells, after every cell: the CPU targets' reference.
-		fmt.Fprintf(stderr, "the servers' pipelined limit: %d servers, %d pairs per batch, %s\n", tn, cfg.pipeDepth, cfg.duration)
+		logf(stderr, "the servers' pipelined limit: %d servers, %d pairs per batch, %s\n", tn, cfg.pipeDepth, cfg.duration)
 		p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
 			Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
 			Depth: cfg.pipeDepth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
@@ -320,19 +337,25 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		}
 	}
 	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
-	fmt.Fprintln(stdout)
+	if _, err := fmt.Fprintln(stdout); err != nil {
+		return err
+	}
 	if err := report.Table(stdout, recs); err != nil {
 		return err
 	}
 	if err := printMultiProc(stdout, mp); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\ntargets (N=%d, %d clients; ratios within this run):\n", tn, tc)
+	if _, err := fmt.Fprintf(stdout, "\ntargets (N=%d, %d clients; ratios within this run):\n", tn, tc); err != nil {
+		return err
+	}
 	if err := report.Targets(stdout, result.Targets); err != nil {
 		return err
 	}
 	if strings.HasPrefix(mode, "miniredis") {
-		fmt.Fprint(stdout, miniBanner)
+		if _, err := fmt.Fprint(stdout, miniBanner); err != nil {
+			return err
+		}
 	}
 	mpFiles, err := writeMultiProcPlot(out, result)
 	if err != nil {
@@ -342,19 +365,21 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	wrote(stdout, cfg, out, append(files, mpFiles...), "results/"+mode)
+	if err := wrote(stdout, cfg, out, append(files, mpFiles...), "results/"+mode); err != nil {
+		return err
+	}
 	return mpErr
 }
 
 // wrote says which files went where, last, and for the default directory
 // how to write the committed one instead.
-func wrote(w io.Writer, cfg *config, dir string, files []string, committed string) {
-	fmt.Fprintf(w, "\nwrote %s\n", strings.Join(files, ", "))
+func wrote(w io.Writer, cfg *config, dir string, files []string, committed string) error {
+	where := "to " + displayPath(dir)
 	if cfg.out == "" && !cfg.commit {
-		fmt.Fprintf(w, "to %s (ignored by git; --commit-results writes %s instead)\n", displayPath(dir), committed)
-		return
+		where += " (ignored by git; --commit-results writes " + committed + " instead)"
 	}
-	fmt.Fprintf(w, "to %s\n", displayPath(dir))
+	_, err := fmt.Fprintf(w, "\nwrote %s\n%s\n", strings.Join(files, ", "), where)
+	return err
 }
 
 // peerCells builds the peer command and runs req's cells with it.
@@ -367,7 +392,11 @@ func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *p
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			prog.log("peers: removing %s: %v", tmp, err)
+		}
+	}()
 	prog.log("building the peer command in %s (first time: downloads the peers' modules)", dir)
 	bin, err := buildPeers(dir, tmp)
 	if err != nil {
@@ -381,13 +410,13 @@ func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *p
 // --out or --commit-results (in place) says otherwise.
 func replot(cfg *config, stdout io.Writer) error {
 	src := filepath.Join(cfg.replot, "run.json")
-	b, err := os.ReadFile(src)
+	b, err := os.ReadFile(src) //nolint:gosec // G304: the run.json of the directory the user gave --replot
 	if err != nil {
 		return err
 	}
 	var r report.Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return fmt.Errorf("%s: %v", src, err)
+		return fmt.Errorf("%s: %w", src, err)
 	}
 	out, err := outDir(cfg, "")
 	if err != nil {
@@ -401,8 +430,7 @@ func replot(cfg *config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	wrote(stdout, cfg, out, append(files, mpFiles...), displayPath(cfg.replot)+" in place")
-	return nil
+	return wrote(stdout, cfg, out, append(files, mpFiles...), displayPath(cfg.replot)+" in place")
 }
 
 func firstLine(s string) string {

@@ -73,7 +73,7 @@ func (m *mpConfig) apply(c *config) error {
 	}
 	var err error
 	if m.modes, err = matrix.ParseNames(m.modesFlag, multiproc.Modes); err != nil || len(m.modes) == 0 {
-		return fmt.Errorf("--multiproc-modes: %v", orEmpty(err))
+		return fmt.Errorf("--multiproc-modes: %w", orEmpty(err))
 	}
 	if !target.Has(m.driver) || target.InMemory(m.driver) {
 		return fmt.Errorf("--multiproc-driver: %q is not one of %v", m.driver, serverDrivers())
@@ -156,22 +156,24 @@ func printMultiProc(w io.Writer, recs []multiproc.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w)
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
 	return multiproc.Table(w, recs)
 }
 
 // writeMultiProcPlot draws the scenario's plot into dir and returns the
 // files written; it removes an earlier run's when this one has none.
 func writeMultiProcPlot(dir string, run report.Run) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: results are for reading, as the repository is
 		return nil, err
 	}
 	drawn, err := plots.WriteMultiProc(dir, run.MultiProc)
 	if err != nil {
-		return nil, fmt.Errorf("plots: %v", err)
+		return nil, fmt.Errorf("plots: %w", err)
 	}
 	if len(drawn) == 0 {
-		if err := os.Remove(filepath.Join(dir, multiproc.PlotFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(filepath.Join(dir, multiproc.PlotFile)); err != nil && !errors.Is(err, fs.ErrNotExist) { //nolint:gosec // G703: dir is the output directory the user chose
 			return nil, err
 		}
 	}

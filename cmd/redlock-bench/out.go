@@ -33,7 +33,7 @@ func outDir(cfg *config, mode string) (string, error) {
 	root, err := repoRoot()
 	switch {
 	case cfg.commit && err != nil:
-		return "", fmt.Errorf("--commit-results: %v (use --out)", err)
+		return "", fmt.Errorf("--commit-results: %w (use --out)", err)
 	case cfg.commit:
 		return filepath.Join(root, "results", mode), nil
 	case err != nil:
@@ -46,16 +46,16 @@ func outDir(cfg *config, mode string) (string, error) {
 // it creates, removes the plots of an earlier run that this one does not
 // draw, and returns the names of the files written.
 func writeResults(dir string, run report.Run) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // G301: results are for reading, as the repository is
 		return nil, err
 	}
 	drawn, err := plots.Write(dir, run.Records, run.Env.ProxyDelayMs)
 	if err != nil {
-		return nil, fmt.Errorf("plots: %v", err)
+		return nil, fmt.Errorf("plots: %w", err)
 	}
 	for _, f := range plots.Files {
 		if !slices.Contains(drawn, f) {
-			if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) { //nolint:gosec // G703: dir is the output directory the user chose
 				return nil, err
 			}
 		}

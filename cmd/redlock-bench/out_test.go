@@ -52,7 +52,7 @@ func TestLatestIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range append([]string{"run.json", "results.md"}, "latency_vs_nodes.png") {
-		cmd := exec.Command(git, "check-ignore", "-q", filepath.Join(latestDir, f))
+		cmd := exec.Command(git, "check-ignore", "-q", filepath.Join(latestDir, f)) //nolint:gosec // G204: git from PATH on a fixed path
 		cmd.Dir = root
 		err := cmd.Run()
 		var ee *exec.ExitError
@@ -70,7 +70,7 @@ func TestLatestIsIgnored(t *testing.T) {
 func TestWriteResultsRemovesStalePlots(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, "proxy_latency.png")
-	if err := os.WriteFile(stale, []byte("an earlier run's plot"), 0o644); err != nil {
+	if err := os.WriteFile(stale, []byte("an earlier run's plot"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var recs []matrix.Record

@@ -29,7 +29,7 @@ func findPeersDir(dir string) (string, error) {
 	}
 	root, err := repoRoot()
 	if err != nil {
-		return "", fmt.Errorf("%v: set --peers-dir or --peers none", err)
+		return "", fmt.Errorf("%w: set --peers-dir or --peers none", err)
 	}
 	return filepath.Join(root, "bench", "peers"), nil
 }
@@ -42,7 +42,7 @@ func repoRoot() (string, error) {
 		return "", err
 	}
 	for d := wd; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && //nolint:gosec // G304: the go.mod of the working directory or a parent
 			strings.Contains(string(b), "module github.com/redlock-go/redlock\n") {
 			return d, nil
 		}
@@ -59,11 +59,11 @@ func buildPeers(dir, tmp string) (string, error) {
 		return "", errors.New("the go tool is not on PATH")
 	}
 	bin := filepath.Join(tmp, "peerbench")
-	cmd := exec.Command(gotool, "build", "-o", bin, "./cmd/peerbench")
+	cmd := exec.Command(gotool, "build", "-o", bin, "./cmd/peerbench") //nolint:gosec // G204: the go tool from PATH builds the peers module
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build in %s: %v\n%s", dir, err, out)
+		return "", fmt.Errorf("go build in %s: %w\n%s", dir, err, out)
 	}
 	return bin, nil
 }
@@ -71,7 +71,7 @@ func buildPeers(dir, tmp string) (string, error) {
 // runChild runs bin (with extra environment variables env) on the cells of
 // req, calling onStart as each cell starts and onRecord as it ends.
 func runChild(ctx context.Context, bin string, env []string, req matrix.PeerRequest, onStart func(matrix.Cell), onRecord func(matrix.Record)) error {
-	in, err := json.Marshal(req)
+	in, err := json.Marshal(req) //nolint:gosec // G117: the child needs the servers' password; it goes to its stdin, never to a file
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func runChild(ctx context.Context, bin string, env []string, req matrix.PeerRequ
 		line := sc.Bytes()
 		var msg matrix.PeerMessage
 		if err := json.Unmarshal(line, &msg); err != nil {
-			return fmt.Errorf("%s: bad output %q: %v", filepath.Base(bin), line, err)
+			return fmt.Errorf("%s: bad output %q: %w", filepath.Base(bin), line, err)
 		}
 		switch {
 		case msg.Start != nil:
@@ -102,7 +102,7 @@ func runChild(ctx context.Context, bin string, env []string, req matrix.PeerRequ
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("%s: %v", filepath.Base(bin), err)
+		return fmt.Errorf("%s: %w", filepath.Base(bin), err)
 	}
 	return sc.Err()
 }

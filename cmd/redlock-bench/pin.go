@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -26,8 +25,8 @@ func reexecPinned(args []string, stderr io.Writer) (int, error) {
 	if err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(stderr, "pinning: re-running under taskset -c 0 with GOMAXPROCS=1\n")
-	cmd := exec.Command(ts, append([]string{"-c", "0", self}, args...)...)
+	logf(stderr, "pinning: re-running under taskset -c 0 with GOMAXPROCS=1\n")
+	cmd := exec.Command(ts, append([]string{"-c", "0", self}, args...)...) //nolint:gosec // G204: taskset from PATH re-runs this very binary with the user's arguments
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1", pinnedEnv+"=1")
 	if err := cmd.Run(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -31,7 +30,7 @@ func newProgress(w io.Writer, total int) *progress {
 func (p *progress) step(name string) {
 	p.done++
 	if !p.tty {
-		fmt.Fprintf(p.w, "[%d/%d] %s\n", p.done, p.total, name)
+		logf(p.w, "[%d/%d] %s\n", p.done, p.total, name)
 		return
 	}
 	const width = 30
@@ -39,7 +38,7 @@ func (p *progress) step(name string) {
 	if len(name) > 70 {
 		name = "…" + name[len(name)-69:]
 	}
-	fmt.Fprintf(p.w, "\r\033[K[%s%s] %d/%d %s %s",
+	logf(p.w, "\r\033[K[%s%s] %d/%d %s %s",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled),
 		p.done, p.total, time.Since(p.start).Truncate(time.Second), name)
 }
@@ -47,15 +46,15 @@ func (p *progress) step(name string) {
 // finish ends the bar's line and says how long the cells took.
 func (p *progress) finish() {
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		logf(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, "%d cells in %s\n", p.done, time.Since(p.start).Truncate(time.Second))
+	logf(p.w, "%d cells in %s\n", p.done, time.Since(p.start).Truncate(time.Second))
 }
 
 // log prints a line without breaking the bar.
 func (p *progress) log(format string, args ...any) {
 	if p.tty {
-		fmt.Fprint(p.w, "\r\033[K")
+		logf(p.w, "\r\033[K")
 	}
-	fmt.Fprintf(p.w, format+"\n", args...)
+	logf(p.w, format+"\n", args...)
 }

@@ -25,14 +25,14 @@ const workerEnv = "REDLOCK_BENCH_WORKER"
 func worker(stdin io.Reader, stdout, stderr io.Writer) int {
 	var req matrix.PeerRequest
 	if err := json.NewDecoder(stdin).Decode(&req); err != nil {
-		fmt.Fprintln(stderr, "redlock-bench worker: reading the request:", err)
+		logln(stderr, "redlock-bench worker: reading the request:", err)
 		return 2
 	}
 	opts := target.DialOptions{Username: req.Username, Password: req.Password, PoolSize: req.PoolSize}
 	if req.TLS {
 		var err error
 		if opts.TLS, err = matrix.ClientTLS(req.TLSCA); err != nil {
-			fmt.Fprintln(stderr, "redlock-bench worker:", err)
+			logln(stderr, "redlock-bench worker:", err)
 			return 2
 		}
 	}
@@ -43,9 +43,15 @@ func worker(stdin io.Reader, stdout, stderr io.Writer) int {
 		if ctx.Err() != nil {
 			return 1
 		}
-		enc.Encode(matrix.PeerMessage{Start: &c})
+		if err := enc.Encode(matrix.PeerMessage{Start: &c}); err != nil {
+			logln(stderr, "redlock-bench worker: writing to the parent:", err)
+			return 1
+		}
 		rec := measureCell(ctx, req, opts, c)
-		enc.Encode(matrix.PeerMessage{Done: &rec})
+		if err := enc.Encode(matrix.PeerMessage{Done: &rec}); err != nil {
+			logln(stderr, "redlock-bench worker: writing to the parent:", err)
+			return 1
+		}
 	}
 	return 0
 }
@@ -75,7 +81,9 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		rec.Note = "dial: " + err.Error()
 		return rec
 	}
-	defer closeDrv()
+	// The cell is measured before this runs: a failed close of its
+	// connections changes nothing in the record.
+	defer func() { _ = closeDrv() }()
 	if c.Scenario == matrix.Handoff {
 		// One Client over the driver, shared by every contender.
 		h, err := target.NewHotKey(drv, c.Variant, req.TTL)

@@ -45,7 +45,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "redlock-sim: no configuration starts with %q\n", *only)
 		os.Exit(2)
 	}
-	if !campaign(os.Stdout, cfgs, *seed, *schedules) {
+	ok, err := campaign(os.Stdout, cfgs, *seed, *schedules)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redlock-sim: writing the report:", err)
+		os.Exit(1)
+	}
+	if !ok {
 		os.Exit(1)
 	}
 }
@@ -168,13 +173,33 @@ func broken(cfg sim.Config) bool {
 	return strings.HasPrefix(cfg.Name, "broken:") || strings.HasPrefix(cfg.Name, "bug:")
 }
 
+// printer prints to w and keeps the first write error, so that a report
+// printed line by line is checked once, at its end.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) println(args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintln(p.w, args...)
+	}
+}
+
 // campaign runs and prints every configuration and reports whether each
-// came out as it must.
-func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool {
+// came out as it must, and the first error writing to w.
+func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool, error) {
+	out := &printer{w: w}
 	start := time.Now()
-	fmt.Fprintf(out, "redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
-		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision())
-	fmt.Fprintf(out, "%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s\n",
+	out.printf("redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
+		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision()) //nolint:gosec // G115: main checks schedules >= 1
+	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
 		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss",
 		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip")
@@ -204,7 +229,7 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		fmt.Fprintf(out, "%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
+		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
 			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses,
@@ -219,9 +244,9 @@ func campaign(out io.Writer, cfgs []sim.Config, seed uint64, schedules int) bool
 	if len(failed) > 0 {
 		failovers(out, failed)
 	}
-	fmt.Fprintf(out, "\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
+	out.printf("\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
 		total.Schedules, time.Since(start).Round(time.Second), within, withinCfgs)
-	fmt.Fprintln(out, `Columns: acquisitions, extensions, acquisitions that returned a fence
+	out.println(`Columns: acquisitions, extensions, acquisitions that returned a fence
 (Fencing) and fence raise rounds run; faults injected (messages lost,
 commands applied late, node crashes, restarts without data, fence counters
 lost in a crash, client pauses, client crashes, majority outages, stale
@@ -233,12 +258,12 @@ completed before it, a loss declared at or after the end of validity, a
 waiter whose quorum was announced free waiting past its retry delay, a
 Fair waiter overtaken more than Config.MaxOvertaken times in one wait).`)
 	if len(firsts) > 0 {
-		fmt.Fprintln(out, "\nFirst violation per configuration:")
+		out.println("\nFirst violation per configuration:")
 		for _, s := range firsts {
-			fmt.Fprintln(out, "  "+s)
+			out.println("  " + s)
 		}
 	}
-	return ok
+	return ok, out.err
 }
 
 // revision returns the commit the binary was built from, with "+dirty"
@@ -273,9 +298,9 @@ type result struct {
 // announcements prints what release announcements did in the waiter
 // configurations, and each announced configuration's mean handoff against
 // its polling twin's.
-func announcements(out io.Writer, rs []result) {
+func announcements(out *printer, rs []result) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	fmt.Fprintf(out, "\nRelease announcements and handoffs:\n%-58s %8s %8s %7s | %8s %8s | %7s %5s %8s %8s | %8s %8s %7s | %6s %6s %6s %6s %6s %6s\n",
+	out.printf("\nRelease announcements and handoffs:\n%-58s %8s %8s %7s | %8s %8s | %7s %5s %8s %8s | %8s %8s %7s | %6s %6s %6s %6s %6s %6s\n",
 		"configuration", "acquired", "attempts", "per acq", "handoffs", "mean ms",
 		"woken", "%", "woken ms", "other ms",
 		"publish", "fed", "missed", "drop", "late", "dup", "forged", "subdrp", "nottl")
@@ -288,13 +313,13 @@ func announcements(out io.Writer, rs []result) {
 			per = float64(r.Attempts) / float64(r.Acquisitions)
 			pct = 100 * float64(a.Won) / float64(r.Acquisitions)
 		}
-		fmt.Fprintf(out, "%-58s %8d %8d %7.2f | %8d %8.2f | %7d %5.1f %8.2f %8.2f | %8d %8d %7d | %6d %6d %6d %6d %6d %6d\n",
+		out.printf("%-58s %8d %8d %7.2f | %8d %8.2f | %7d %5.1f %8.2f %8.2f | %8d %8d %7d | %6d %6d %6d %6d %6d %6d\n",
 			x.cfg.Name, r.Acquisitions, r.Attempts, per, h.N, ms(h.Mean()),
 			a.Won, pct, ms(h.MeanAnnounced()), ms(h.MeanOther()),
 			a.Published, a.Fed, a.Missed, a.Dropped, a.Late, a.Duplicated, a.Forged, a.SubDrops, a.UnknownTTL)
 	}
 	queues(out, rs)
-	fmt.Fprintln(out, `Columns: acquisitions and attempts (rounds that tried to set the key);
+	out.println(`Columns: acquisitions and attempts (rounds that tried to set the key);
 handoffs (releases while another client waited, each until the next
 acquisition) and their mean real time; acquisitions won by an attempt an
 announcement woke, their share, and the mean handoff they and the others
@@ -308,24 +333,24 @@ duplicated, forged; subscriptions dropped; held replies without a TTL).`)
 		}
 		polled, ok := mean[strings.Replace(x.cfg.Name, "announced", "polling", 1)]
 		if a := mean[x.cfg.Name]; ok && a > 0 {
-			fmt.Fprintf(out, "Handoff with announcements %.2f ms, polling %.2f ms: %.1fx shorter (%s).\n",
+			out.printf("Handoff with announcements %.2f ms, polling %.2f ms: %.1fx shorter (%s).\n",
 				ms(a), ms(polled), float64(polled)/float64(a), strings.TrimPrefix(x.cfg.Name, "waiters, announced "))
 		}
 	}
 }
 
 // queues prints what the Fair queues did in the queue configurations.
-func queues(out io.Writer, rs []result) {
-	fmt.Fprintf(out, "\nFair queues:\n%-58s %8s %9s %8s %8s %8s %8s\n",
+func queues(out *printer, rs []result) {
+	out.printf("\nFair queues:\n%-58s %8s %9s %8s %8s %8s %8s\n",
 		"configuration", "acquired", "handoffs", "lost", "skewed", "overtake", "max")
 	for _, x := range rs {
 		if !x.cfg.Fair {
 			continue
 		}
 		q := x.r.Queue
-		fmt.Fprintf(out, "%-58s %8d %9d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Handoffs, q.Lost, q.Skewed, q.Overtakes, q.MaxOvertaken)
+		out.printf("%-58s %8d %9d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Handoffs, q.Lost, q.Skewed, q.Overtakes, q.MaxOvertaken)
 	}
-	fmt.Fprintln(out, `Columns: acquisitions; keys handed to a waiter; queue entries lost and
+	out.println(`Columns: acquisitions; keys handed to a waiter; queue entries lost and
 tickets moved (QueueLoss, QueueSkew); acquisitions won while a waiter with
 an earlier ticket waited (once per such waiter), and the most times one
 waiter was overtaken in one wait.`)
@@ -333,15 +358,15 @@ waiter was overtaken in one wait.`)
 
 // failovers prints what the failovers did in the configurations of
 // members with replicas.
-func failovers(out io.Writer, rs []result) {
-	fmt.Fprintf(out, "\nFailovers:\n%-58s %8s %8s %9s %7s %7s %8s %9s\n",
+func failovers(out *printer, rs []result) {
+	out.printf("\nFailovers:\n%-58s %8s %8s %9s %7s %7s %8s %9s\n",
 		"configuration", "acquired", "fenced", "failover", "behind", "dropped", "linkdrop", "waitshort")
 	for _, x := range rs {
 		r, f := x.r, x.r.Faults
-		fmt.Fprintf(out, "%-58s %8d %8d %9d %7d %7d %8d %9d\n", x.cfg.Name, r.Acquisitions, r.Fenced,
+		out.printf("%-58s %8d %8d %9d %7d %7d %8d %9d\n", x.cfg.Name, r.Acquisitions, r.Fenced,
 			f.Failovers, f.Behind, f.Dropped, f.ReplicaDrops, f.WaitsShort)
 	}
-	fmt.Fprintln(out, `Columns: acquisitions, and those that returned a fence; failovers, and
+	out.println(`Columns: acquisitions, and those that returned a fence; failovers, and
 among them promotions of a replica that lacked writes its master had
 applied and of a replica whose link had dropped; replica links dropped;
 WAITs that fell short (each a vote the driver refused).`)

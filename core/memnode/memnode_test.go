@@ -145,7 +145,7 @@ func TestSystemClockReadings(t *testing.T) {
 	}
 	before := time.Now()
 	now := c.now()
-	if now.Before(before) || now.Sub(time.Now()) > 0 {
+	if now.Before(before) || time.Until(now) > 0 {
 		t.Fatalf("now() %v is not between two time.Now readings from %v", now, before)
 	}
 	if _, ttl, ok := c.Get(0, "ahead"); !ok || ttl <= 0 || ttl > time.Minute {

@@ -34,7 +34,7 @@ func open(t *testing.T, a []string, opts radix.Options) *radix.Driver {
 	t.Helper()
 	d, err := radix.Dial(a, opts)
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	return d
 }
 
@@ -76,7 +76,7 @@ func TestNewOverUserPools(t *testing.T) {
 	for i, s := range ss {
 		p, err := radixv4.PoolConfig{Size: 2}.New(ctx, "tcp", s.Addr)
 		require.NoError(t, err)
-		t.Cleanup(func() { p.Close() })
+		t.Cleanup(func() { assert.NoError(t, p.Close()) })
 		clients[i] = p
 	}
 	d, err := radix.New(clients, nil)
@@ -132,10 +132,10 @@ func TestTimeoutLeavesNoStaleReply(t *testing.T) {
 			} else {
 				p, err := radixv4.PoolConfig{Size: 1}.New(context.Background(), "tcp", srv.Addr)
 				require.NoError(t, err)
-				t.Cleanup(func() { p.Close() })
+				t.Cleanup(func() { assert.NoError(t, p.Close()) })
 				nd, err := radix.New([]radixv4.Client{p}, nil)
 				require.NoError(t, err)
-				t.Cleanup(func() { nd.Close() })
+				t.Cleanup(func() { assert.NoError(t, nd.Close()) })
 				d = nd
 			}
 			require.Equal(t, core.StatusMissing, conformance.SendOne(d, 0, release("warm", tok), time.Second).Status)

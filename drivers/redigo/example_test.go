@@ -19,7 +19,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // a malformed or repeated address: errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close() // after every lock is unlocked
+	defer func() { // after every lock is unlocked
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	client, err := redlock.NewClient(drv, redlock.Options{
 		Config: redlock.Config{TTL: 10 * time.Second},
@@ -34,7 +38,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // redlock.ErrTaken at the deadline, redlock.ErrQuorumUnreachable, ...
 	}
-	defer lock.Unlock(context.Background())
+	defer func() {
+		if err := lock.Unlock(context.Background()); err != nil {
+			log.Print(err) // the lock was lost, or no quorum answered: the keys expire with the TTL
+		}
+	}()
 	if err := issue(lock.Context()); err != nil { // cancelled the moment the lock is lost
 		log.Print(err)
 	}

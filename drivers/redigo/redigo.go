@@ -248,10 +248,12 @@ func (c *conn) read(ctx context.Context, replies []engine.Reply) error {
 			return context.DeadlineExceeded
 		}
 		v, err := redis.ReceiveWithTimeout(c.c, d)
-		if rerr, ok := err.(redis.Error); ok { // redigo returns error replies unwrapped
-			replies[i] = engine.Reply{Kind: engine.KindError, Err: rerr}
-			continue
-		} else if err != nil {
+		if err != nil {
+			var rerr redis.Error // declared here: As moves it to the heap, on errors only
+			if errors.As(err, &rerr) {
+				replies[i] = engine.Reply{Kind: engine.KindError, Err: rerr}
+				continue
+			}
 			return err
 		}
 		switch v := v.(type) {

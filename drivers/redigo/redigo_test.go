@@ -32,7 +32,7 @@ func TestNewOverUserPools(t *testing.T) {
 		pools[i] = &redis.Pool{MaxIdle: 2, DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialContext(ctx, "tcp", s.Addr)
 		}}
-		t.Cleanup(func() { pools[i].Close() })
+		t.Cleanup(func() { assert.NoError(t, pools[i].Close()) })
 	}
 	d, err := redigo.New(pools, nil)
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestSubscriptionOverPools(t *testing.T) {
 			pools[i] = &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
 				return redis.DialContext(ctx, "tcp", a, do...)
 			}}
-			t.Cleanup(func() { pools[i].Close() })
+			t.Cleanup(func() { assert.NoError(t, pools[i].Close()) })
 		}
 		return redigo.PoolSubscriber(pools)
 	})

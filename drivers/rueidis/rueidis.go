@@ -218,7 +218,7 @@ func subscribe(c rd.Client, closeClient func()) (engine.Subscription, error) {
 	})
 	select {
 	case err := <-s.ended: // the dedicated connection's dial failed
-		s.Close()
+		_ = s.Close() // always nil; it returns the dedicated connection and closes Dial's client
 		return nil, cmp.Or(err, rd.ErrClosing)
 	default:
 		return s, nil

@@ -50,14 +50,14 @@ func serve(t *testing.T, s *Store) *Server {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := Serve(s, l)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() }) // a second Close fails: tests may close it first
 	return srv
 }
 
 func dial(t *testing.T, srv *Server) *Client {
 	c, err := Dial(context.Background(), srv.Addr(), 5*time.Second)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	return c
 }
 
@@ -77,7 +77,7 @@ func TestOverTheNetwork(t *testing.T) {
 	// A malformed line is answered, and the connection stays in step.
 	raw, err := net.Dial("tcp", srv.Addr())
 	require.NoError(t, err)
-	defer raw.Close()
+	defer func() { assert.NoError(t, raw.Close()) }()
 	_, err = raw.Write([]byte("X 1 \"a\"\nW -1 \"a\"\n"))
 	require.NoError(t, err)
 	cl := &Client{c: raw, timeout: 5 * time.Second}

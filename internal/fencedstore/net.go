@@ -46,7 +46,7 @@ func (srv *Server) Close() error {
 	srv.mu.Lock()
 	srv.closed = true
 	for c := range srv.conns {
-		c.Close()
+		_ = c.Close() // serve closes it too: whichever is second fails, by design
 	}
 	srv.mu.Unlock()
 	err := srv.l.Close()
@@ -64,7 +64,7 @@ func (srv *Server) accept() {
 		srv.mu.Lock()
 		if srv.closed {
 			srv.mu.Unlock()
-			c.Close()
+			_ = c.Close() // refused: nothing was read or written on it
 			return
 		}
 		srv.conns[c] = struct{}{}
@@ -81,7 +81,7 @@ func (srv *Server) serve(c net.Conn) {
 		srv.mu.Lock()
 		delete(srv.conns, c)
 		srv.mu.Unlock()
-		c.Close()
+		_ = c.Close() // Server.Close may have closed it first
 	}()
 	r, w := bufio.NewReader(c), bufio.NewWriter(c)
 	for {
@@ -94,13 +94,15 @@ func (srv *Server) serve(c net.Conn) {
 			err = srv.s.Write(fence, value)
 		}
 		var stale *staleError
+		// w is a bufio.Writer: it keeps the first write error, which the
+		// Flush below returns.
 		switch {
 		case err == nil:
-			w.WriteString("OK\n")
+			_, _ = w.WriteString("OK\n")
 		case errors.As(err, &stale):
-			fmt.Fprintf(w, "STALE %d\n", stale.highest)
+			_, _ = fmt.Fprintf(w, "STALE %d\n", stale.highest)
 		default:
-			fmt.Fprintf(w, "ERR %s\n", strconv.Quote(err.Error()))
+			_, _ = fmt.Fprintf(w, "ERR %s\n", strconv.Quote(err.Error()))
 		}
 		if w.Flush() != nil {
 			return

@@ -94,7 +94,9 @@ func dial(t *testing.T, s *redistest.Server) redis.Conn {
 	t.Helper()
 	c, err := Dial(s.Addr)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
+	// Close returns the connection's earlier error, if any, and a test
+	// that kills its server gives it one: the Close here only frees it.
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -108,7 +110,7 @@ func newDriver(t *testing.T, servers ...*redistest.Server) *redigo.Driver {
 	}
 	drv, err := redigo.Dial(addrs, redigo.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { drv.Close() })
+	t.Cleanup(func() { require.NoError(t, drv.Close()) })
 	return drv
 }
 
@@ -205,7 +207,7 @@ func (r *replLink) accept() {
 		}
 		mc, err := net.DialTimeout("tcp", r.master, 5*time.Second)
 		if err != nil { // the master is gone
-			rc.Close()
+			_ = rc.Close() // nothing was relayed on it
 			continue
 		}
 		r.mu.Lock()
@@ -214,9 +216,11 @@ func (r *replLink) accept() {
 		r.wg.Add(2)
 		go func() { // replica → master
 			defer r.wg.Done()
-			io.Copy(mc, rc)
-			mc.Close()
-			rc.Close()
+			// A relay ends when either side closes; either way, both
+			// sides close, and the second Close of each fails by design.
+			_, _ = io.Copy(mc, rc)
+			_ = mc.Close()
+			_ = rc.Close()
 		}()
 		go func() { // master → replica, unless cut
 			defer r.wg.Done()
@@ -228,13 +232,15 @@ func (r *replLink) accept() {
 					if r.cut {
 						r.held = append(r.held, buf[:n]...)
 					} else {
-						rc.Write(buf[:n])
+						// A failed write means the replica's side closed:
+						// the other relay then closes mc, and Read fails.
+						_, _ = rc.Write(buf[:n])
 					}
 					r.mu.Unlock()
 				}
 				if err != nil {
-					mc.Close()
-					rc.Close()
+					_ = mc.Close() // as above: the other relay may have closed both
+					_ = rc.Close()
 					return
 				}
 			}
@@ -257,10 +263,11 @@ func (r *replLink) Holds(s string) bool {
 }
 
 func (r *replLink) close() {
-	r.ln.Close()
+	// Teardown: the relays may have closed any of these already.
+	_ = r.ln.Close()
 	r.mu.Lock()
 	for _, c := range r.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
