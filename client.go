@@ -40,6 +40,13 @@ type Options struct {
 	// must be the driver's; NewClient refuses any other, and a driver that
 	// does not say which clock it reads (no Clock method).
 	Clock Clock
+	// Observer receives typed events of what the Client does: see
+	// Observer. The zero Observer costs nothing.
+	Observer Observer
+	// Logger gets the Client's warnings (one: that the driver does not
+	// announce releases, so Lock polls). Nil logs nothing. A driver of
+	// this module takes its own, drivers.Options.Logger, at Dial.
+	Logger *slog.Logger
 }
 
 // Lease is the automatic extension of a Client's locks: each lock is
@@ -77,6 +84,9 @@ type Client struct {
 	// not queue (a queued waiter that never comes is handed a release for
 	// nothing), and it cannot take a key handed to a waiter.
 	try core.Spec
+
+	obs       Observer
+	observing bool // obs has a function set
 }
 
 // clockedDriver is a Driver that says which clock its deadlines read.
@@ -119,7 +129,8 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec}
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
+		obs: opts.Observer, observing: opts.Observer.any()}
 	if cfg.Fair {
 		cfg.Fair = false
 		if c.try, err = core.NewSpec(d, cfg); err != nil {
@@ -134,9 +145,13 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
 	case opts.Poll:
 	case announces:
-		c.room = newWaitRoom(ann, spec, clock)
+		c.room = newWaitRoom(ann, spec, clock, c.obs.Waiters)
 	default:
-		slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		log.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
 	}
 	return c, nil
 }
@@ -227,16 +242,44 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if ctx == nil {
 		return Lock{}, errNilContext
 	}
-	g, err := c.acquire(ctx, key, once)
+	if c.observing {
+		return c.lockObserved(ctx, key, once)
+	}
+	g, _, err := c.acquire(ctx, key, once, nil)
 	if err != nil {
 		return Lock{}, err
 	}
+	return c.locked(ctx, g, time.Time{}), nil
+}
+
+// locked returns the Lock of g, acquired at at (zero: not observed).
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
 	if !c.lease {
-		return Lock{c: c, ctx: ctx, grant: g}, nil
+		return Lock{c: c, ctx: ctx, grant: g, at: at}
 	}
-	st := c.newState(ctx, g)
+	st := c.newState(ctx, g, at)
 	st.start(c)
-	return Lock{c: c, ctx: ctx, grant: g, leased: st}, nil
+	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at}
+}
+
+// lockObserved is lock for a Client with an Observer.
+func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock, error) {
+	start := c.clock.Now()
+	vl := c.newVoteLog(ctx)
+	defer vl.free()
+	g, attempts, err := c.acquire(ctx, key, once, vl)
+	end := c.clock.Now()
+	if f := c.obs.Acquire; f != nil {
+		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
+			Attempts: attempts, Start: start, Duration: end.Sub(start), Fence: g.Fence(), Votes: vl.list()})
+	}
+	if err != nil {
+		return Lock{}, err
+	}
+	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
+		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
+	}
+	return c.locked(ctx, g, end), nil
 }
 
 var errNilContext = invalid("context is nil (use context.Background())")
@@ -245,14 +288,17 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
 // TryLock gives up at the first wait; Lock waits on the Client's wait
 // room, or polls where nothing is announced.
-func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant, error) {
+//
+// It returns the number of acquire rounds sent too. vl, when not nil,
+// keeps the votes of the last acquire round for an observer.
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, _ error) {
 	spec := c.spec
 	if once {
 		spec = c.try
 	}
 	a, err := spec.Acquire(key, core.Token{}, c.clock.Now())
 	if err != nil {
-		return core.Grant{}, err
+		return core.Grant{}, 0, err
 	}
 	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
 	if c.fair && !once && c.room.waiting(key) { // Fair has a room
@@ -264,7 +310,9 @@ func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
-			c.advance(ctx, &a)
+			if c.advance(ctx, &a, vl) {
+				attempts++
+			}
 		case core.PhaseWait:
 			if once {
 				a.GiveUp(c.clock.Now())
@@ -277,9 +325,12 @@ func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant
 		default:
 			g, err := a.Result()
 			if w != nil {
+				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
+					f(HandoffEvent{Context: ctx, Key: key, Duration: c.clock.Now().Sub(w.heardAt)})
+				}
 				c.room.leave(key, w, err == nil)
 			}
-			return g, err
+			return g, attempts, err
 		}
 	}
 }
@@ -298,6 +349,9 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 			now := c.clock.Now()
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
+			}
+			if heard != 0 {
+				w.heardAt = now // a release heard: the attempt it starts may win
 			}
 			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
@@ -327,24 +381,46 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 // advance drives a's round over the driver and moves it on (RoundDone);
 // ctx ending during an attempt cancels it, and a cleanup round runs
 // detached from ctx's cancellation, bounded by the node timeout only.
-func (c *Client) advance(ctx context.Context, a *core.Acquisition) {
-	if a.Round().Command().Op == core.OpRelease { // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), nil, time.Time{})
-	} else if ctx.Err() != nil || c.run(ctx, a.Round(), ctx.Done(), time.Time{}) {
+//
+// It reports whether the round was an attempt (an acquire round) that was
+// sent; vl, when not nil, hears the answers, and keeps an attempt's.
+func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) (attempt bool) {
+	switch op := a.Round().Command().Op; {
+	case op == core.OpRelease: // the cleanup of a failed attempt
+		c.run(ctx, a.Round(), nil, time.Time{}, vl, false)
+	case ctx.Err() != nil:
 		a.Cancel(c.clock.Now(), ctx.Err())
-		return
+		return false
+	default:
+		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
+		if c.run(ctx, a.Round(), ctx.Done(), time.Time{}, vl, attempt) {
+			a.Cancel(c.clock.Now(), ctx.Err())
+			return attempt
+		}
 	}
 	a.RoundDone(c.clock.Now())
+	return attempt
 }
 
 // run drives r over one driver batch until it is done. It returns true if
 // cancel closed first (cancel may be nil), or if the clock reads until or
-// later between two replies (until may be zero: no such bound).
-func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time) (cancelled bool) {
+// later between two replies (until may be zero: no such bound). vl, when
+// not nil, hears every answer for an observer, and keeps the round's when
+// keep (the votes kept before are dropped).
+func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.spec.Config().FanOut == core.Sequential
 	var now time.Time
+	var cmd core.Command
+	var sentAt time.Time
+	if vl != nil {
+		cmd = r.Command()
+		if keep {
+			clear(vl.votes[:vl.n])
+			vl.n = 0
+		}
+	}
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
 			return true
@@ -360,6 +436,16 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			if !ok {
 				break
 			}
+			if vl != nil && node >= 0 && node < core.MaxNodes {
+				at := now
+				if at.IsZero() { // multiplexed: one reading for the round's sends
+					if sentAt.IsZero() {
+						sentAt = c.clock.Now()
+					}
+					at = sentAt
+				}
+				vl.sent[node] = at
+			}
 			b.Send(node, cmd, deadline)
 		}
 		if r.Done() { // a cleanup that awaits nobody
@@ -369,7 +455,9 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 		if !ok {
 			return true
 		}
-		r.Receive(rep)
+		if r.Receive(rep) && vl != nil {
+			c.voted(vl, &cmd, &rep, keep)
+		}
 	}
 	return false
 }
