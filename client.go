@@ -85,8 +85,8 @@ type Client struct {
 	// nothing), and it cannot take a key handed to a waiter.
 	try core.Spec
 
-	obs       Observer
-	observing bool // obs has a function set
+	obs    Observer
+	timing bool // obs has a function whose event carries times and votes
 }
 
 // clockedDriver is a Driver that says which clock its deadlines read.
@@ -130,7 +130,7 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
-		obs: opts.Observer, observing: opts.Observer.any()}
+		obs: opts.Observer, timing: opts.Observer.timed()}
 	if cfg.Fair {
 		cfg.Fair = false
 		if c.try, err = core.NewSpec(d, cfg); err != nil {
@@ -242,14 +242,22 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if ctx == nil {
 		return Lock{}, errNilContext
 	}
-	if c.observing {
+	if c.timing {
 		return c.lockObserved(ctx, key, once)
 	}
-	g, _, err := c.acquire(ctx, key, once, nil)
+	g, _, at, err := c.acquire(ctx, key, once, nil)
 	if err != nil {
 		return Lock{}, err
 	}
-	return c.locked(ctx, g, time.Time{}), nil
+	c.fenced(ctx, key, g)
+	return c.locked(ctx, g, at), nil
+}
+
+// fenced tells the Observer the fence g raised, under Config.Fencing.
+func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
+	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
+		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
+	}
 }
 
 // locked returns the Lock of g, acquired at at (zero: not observed).
@@ -262,13 +270,13 @@ func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
 	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at}
 }
 
-// lockObserved is lock for a Client with an Observer.
+// lockObserved is lock for a Client with an Observer that times.
 func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock, error) {
-	start := c.clock.Now()
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
-	g, attempts, err := c.acquire(ctx, key, once, vl)
-	end := c.clock.Now()
+	start := c.now(vl) // the acquisition's start too
+	g, attempts, _, err := c.acquire(ctx, key, once, vl)
+	end := vl.last // the acquisition's last reading: its end
 	if f := c.obs.Acquire; f != nil {
 		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
 			Attempts: attempts, Start: start, Duration: end.Sub(start), Fence: g.Fence(), Votes: vl.list()})
@@ -276,9 +284,7 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 	if err != nil {
 		return Lock{}, err
 	}
-	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
-		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
-	}
+	c.fenced(ctx, key, g)
 	return c.locked(ctx, g, end), nil
 }
 
@@ -289,39 +295,43 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // TryLock gives up at the first wait; Lock waits on the Client's wait
 // room, or polls where nothing is announced.
 //
-// It returns the number of acquire rounds sent too. vl, when not nil,
-// keeps the votes of the last acquire round for an observer.
-func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, _ error) {
+// It returns the number of acquire rounds sent too, and the clock's
+// reading at the end of the last round (for a grant: when it was won).
+// vl, when not nil, keeps the votes of the last acquire round for an
+// observer.
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, _ error) {
 	spec := c.spec
 	if once {
 		spec = c.try
 	}
-	a, err := spec.Acquire(key, core.Token{}, c.clock.Now())
+	a, err := spec.Acquire(key, core.Token{}, c.startAt(vl))
 	if err != nil {
-		return core.Grant{}, 0, err
+		return core.Grant{}, 0, time.Time{}, err
 	}
 	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
 	if c.fair && !once && c.room.waiting(key) { // Fair has a room
 		// Others of this Client wait for the key: wait behind them rather
 		// than attempt, served by the Client's place in the nodes' queue.
 		w = c.room.join(key, ctx)
-		a.WaitAgain(c.clock.Now())
+		a.WaitAgain(c.now(vl))
 	}
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
-			if c.advance(ctx, &a, vl) {
+			attempt, now := c.advance(ctx, &a, vl)
+			if attempt {
 				attempts++
 			}
+			at = now
 		case core.PhaseWait:
 			if once {
-				a.GiveUp(c.clock.Now())
+				a.GiveUp(c.now(vl))
 				continue
 			}
 			if w == nil && c.room != nil {
 				w = c.room.join(key, ctx)
 			}
-			c.wait(ctx, &a, w)
+			c.wait(ctx, &a, w, vl)
 		default:
 			g, err := a.Result()
 			if w != nil {
@@ -330,14 +340,14 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				}
 				c.room.leave(key, w, err == nil)
 			}
-			return g, attempts, err
+			return g, attempts, at, err
 		}
 	}
 }
 
 // wait is one wait of PhaseWait: until WakeAt, an announcement the head
 // hears, its turn for a waiter behind the head, or ctx's end.
-func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
+func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *voteLog) {
 	var poke <-chan struct{}
 	head := true
 	if w != nil {
@@ -346,7 +356,7 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 		var fresh bool
 		heard, fresh, head = w.take()
 		if head {
-			now := c.clock.Now()
+			now := c.now(vl)
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
@@ -367,12 +377,12 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 	}
 	switch c.sleep(d, poke, ctx.Done()) {
 	case slept:
-		a.Wake(c.clock.Now())
+		a.Wake(c.now(vl))
 	case cancelled:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.GiveUp(c.clock.Now()) // the key was still held: the last attempt's error
+			a.GiveUp(c.now(vl)) // the key was still held: the last attempt's error
 		} else {
-			a.Cancel(c.clock.Now(), ctx.Err())
+			a.Cancel(c.now(vl), ctx.Err())
 		}
 	}
 	// poked: hear what came
@@ -383,23 +393,27 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 // detached from ctx's cancellation, bounded by the node timeout only.
 //
 // It reports whether the round was an attempt (an acquire round) that was
-// sent; vl, when not nil, hears the answers, and keeps an attempt's.
-func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) (attempt bool) {
+// sent, and the reading it moved a on at; vl, when not nil, hears the
+// answers, and keeps an attempt's.
+func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) (attempt bool, now time.Time) {
 	switch op := a.Round().Command().Op; {
 	case op == core.OpRelease: // the cleanup of a failed attempt
 		c.run(ctx, a.Round(), nil, time.Time{}, vl, false)
 	case ctx.Err() != nil:
-		a.Cancel(c.clock.Now(), ctx.Err())
-		return false
+		now = c.now(vl)
+		a.Cancel(now, ctx.Err())
+		return false, now
 	default:
 		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
 		if c.run(ctx, a.Round(), ctx.Done(), time.Time{}, vl, attempt) {
-			a.Cancel(c.clock.Now(), ctx.Err())
-			return attempt
+			now = c.now(vl)
+			a.Cancel(now, ctx.Err())
+			return attempt, now
 		}
 	}
-	a.RoundDone(c.clock.Now())
-	return attempt
+	now = c.now(vl)
+	a.RoundDone(now)
+	return attempt, now
 }
 
 // run drives r over one driver batch until it is done. It returns true if
@@ -438,9 +452,9 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			}
 			if vl != nil && node >= 0 && node < core.MaxNodes {
 				at := now
-				if at.IsZero() { // multiplexed: one reading for the round's sends
+				if at.IsZero() { // multiplexed: the round started at the last reading
 					if sentAt.IsZero() {
-						sentAt = c.clock.Now()
+						sentAt = c.startAt(vl)
 					}
 					at = sentAt
 				}

@@ -28,7 +28,7 @@ type Lock struct {
 	c        *Client
 	ctx      context.Context // the acquiring ctx: its values reach Context
 	grant    core.Grant      // as acquired: key, token and fence never change
-	at       time.Time       // when it was acquired, for an Observer; zero without one
+	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
 	// Otherwise st, nil until Context or Extend, written once under
@@ -46,7 +46,7 @@ type lockState struct {
 	mu       sync.Mutex
 	lease    core.Lease
 	values   context.Context // the acquiring ctx's values, without its cancellation
-	at       time.Time       // when it was acquired, for an Observer
+	at       time.Time       // the Lock's at
 	key      string
 	lost     error // the *LostError, once lost
 	unlocked bool
@@ -224,16 +224,16 @@ func (l *Lock) Extend(ctx context.Context) error {
 // (cancel: ctx's Done) or the watcher's Wake started (cancel: the stop
 // channel, lease true). st.extending is held.
 func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct{}, lease bool) error {
-	if !c.observing {
+	if !c.timing {
 		return c.extendRound(ctx, st, cancel, nil)
 	}
-	start := c.clock.Now()
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
+	start := c.now(vl)
 	err := c.extendRound(ctx, st, cancel, vl)
 	if f := c.obs.Extend; f != nil && err != ErrUnlocked {
 		f(ExtendEvent{Context: ctx, Key: st.key, Lease: lease, Outcome: OutcomeOf(err), Err: err,
-			Start: start, Duration: c.clock.Now().Sub(start), Votes: vl.list()})
+			Start: start, Duration: vl.last.Sub(start), Votes: vl.list()})
 	}
 	return err
 }
@@ -250,7 +250,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 		return st.lost
 	}
 	if st.lease.Phase() != core.PhaseRound {
-		if err := st.lease.Extend(c.clock.Now()); err != nil {
+		if err := st.lease.Extend(c.startAt(vl)); err != nil {
 			lost := c.settle(st)
 			st.mu.Unlock()
 			if lost != nil {
@@ -265,7 +265,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	if c.run(ctx, r, cancel, until, vl, true) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		st.lease.Wake(c.clock.Now()) // past LoseAt, the lease abandons the round and declares the loss
+		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
 		if lost := c.settle(st); lost != nil {
 			return lost
 		}
@@ -273,7 +273,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	err := st.lease.RoundDone(c.clock.Now())
+	err := st.lease.RoundDone(c.now(vl))
 	if lost := c.settle(st); lost != nil {
 		return lost
 	}
@@ -346,7 +346,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		g = g.WithFollowers(c.room.waiting(g.Key())) // Fair has a room
 	}
 	var err error
-	if c.observing {
+	if c.timing {
 		err = c.releaseObserved(ctx, g, l.at, lost)
 	} else {
 		err = c.release(ctx, g, nil)
@@ -363,7 +363,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // release runs g's release round to its end; vl, when not nil, hears
 // its answers.
 func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
-	r, err := c.spec.Release(g, c.clock.Now())
+	r, err := c.spec.Release(g, c.startAt(vl))
 	if err != nil {
 		return err
 	}
@@ -374,9 +374,9 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
 // releaseObserved is release for a Client with an Observer, of a lock
 // acquired at at and lost with lost (nil: not lost).
 func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error) error {
-	start := c.clock.Now()
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
+	start := c.now(vl) // the round's start too
 	err := c.release(ctx, g, vl)
 	if f := c.obs.Release; f != nil {
 		res := err
@@ -384,7 +384,7 @@ func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time
 			res = lost // what Unlock returns
 		}
 		f(ReleaseEvent{Context: ctx, Key: g.Key(), Outcome: OutcomeOf(res), Err: res,
-			Start: start, Duration: c.clock.Now().Sub(start), Held: start.Sub(at), Votes: vl.list()})
+			Start: start, Duration: vl.last.Sub(start), Held: start.Sub(at), Votes: vl.list()})
 	}
 	return err
 }

@@ -15,6 +15,11 @@ import (
 // Observer observes nothing, and a Client without one reads no extra
 // clock and allocates nothing for it.
 //
+// Acquire, Vote, Release and Extend events carry times and votes: with
+// any of them set the Client reads the clock at each answer and keeps a
+// round's answers in a pooled buffer (no allocation); with none of them,
+// Loss, Waiters, Handoff and Fence cost next to nothing.
+//
 // The functions are called synchronously on the goroutine that learnt the
 // fact (the caller of TryLock, Lock, Extend or Unlock, or a Lock's
 // watcher), some with the Client's internal locks held (Loss, Waiters):
@@ -46,10 +51,12 @@ type Observer struct {
 	Fence func(FenceEvent)
 }
 
-// any reports whether o observes anything.
-func (o *Observer) any() bool {
-	return o.Acquire != nil || o.Vote != nil || o.Release != nil || o.Extend != nil ||
-		o.Loss != nil || o.Waiters != nil || o.Handoff != nil || o.Fence != nil
+// timed reports whether o has a function whose events carry times and
+// votes: only then does the Client read the clock for them and keep the
+// votes. Loss, Waiters, Handoff and Fence alone cost no more than a
+// clock reading per acquisition (Loss: the hold time).
+func (o *Observer) timed() bool {
+	return o.Acquire != nil || o.Vote != nil || o.Release != nil || o.Extend != nil
 }
 
 // Outcome is how an operation ended, derived with errors.Is from the
@@ -203,6 +210,7 @@ type voteLog struct {
 	votes [core.MaxNodes]VoteEvent
 	sent  [core.MaxNodes]time.Time
 	n     int
+	last  time.Time // the last clock reading of the operation; zero: none yet
 }
 
 var voteLogs = sync.Pool{New: func() any { return new(voteLog) }}
@@ -210,18 +218,37 @@ var voteLogs = sync.Pool{New: func() any { return new(voteLog) }}
 // newVoteLog returns a voteLog for ctx's operation, or nil when the Client
 // observes nothing.
 func (c *Client) newVoteLog(ctx context.Context) *voteLog {
-	if !c.observing {
+	if !c.timing {
 		return nil
 	}
 	vl := voteLogs.Get().(*voteLog)
-	vl.ctx, vl.n = ctx, 0
+	vl.ctx = ctx
 	return vl
+}
+
+// now reads the clock; vl, when not nil, keeps the reading as its last.
+// An observed operation's start and end are readings it takes anyway.
+func (c *Client) now(vl *voteLog) time.Time {
+	t := c.clock.Now()
+	if vl != nil {
+		vl.last = t
+	}
+	return t
+}
+
+// startAt returns vl's last reading if it has one (the operation's start,
+// taken by the observing caller), or a new one.
+func (c *Client) startAt(vl *voteLog) time.Time {
+	if vl != nil && !vl.last.IsZero() {
+		return vl.last
+	}
+	return c.now(vl)
 }
 
 func (vl *voteLog) free() {
 	if vl != nil {
 		clear(vl.votes[:vl.n]) // drop the references: sent is overwritten before it is read
-		vl.ctx, vl.n = nil, 0
+		vl.ctx, vl.n, vl.last = nil, 0, time.Time{}
 		voteLogs.Put(vl)
 	}
 }
@@ -237,7 +264,7 @@ func (vl *voteLog) list() []VoteEvent {
 // voted records rep, an answer that counted in a round of cmd: kept when
 // keep, and told to the observer.
 func (c *Client) voted(vl *voteLog, cmd *core.Command, rep *core.Reply, keep bool) {
-	now := c.clock.Now()
+	now := c.now(vl)
 	ev := VoteEvent{Context: vl.ctx, Op: cmd.Op, Key: cmd.Key, Node: rep.Node,
 		Name: c.drv.NodeName(rep.Node), Status: rep.Status, Err: rep.Err, At: now}
 	if rep.Node >= 0 && rep.Node < core.MaxNodes {

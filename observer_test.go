@@ -278,10 +278,20 @@ func TestOutcomeOf(t *testing.T) {
 }
 
 // TestObserverLeaseLoss: the Lease's extensions are observed as such, and
-// a loss says its cause and how long the lock was held, on a step clock.
+// a loss says its cause and how long the lock was held, on a step clock;
+// the same with an Observer of losses alone, which times nothing else.
 func TestObserverLeaseLoss(t *testing.T) {
+	t.Run("all", func(t *testing.T) { testObserverLeaseLoss(t, false) })
+	t.Run("loss-only", func(t *testing.T) { testObserverLeaseLoss(t, true) })
+}
+
+func testObserverLeaseLoss(t *testing.T, lossOnly bool) {
 	rec := newRecorder()
-	f := newFixture(t, redlock.Options{Lease: &redlock.Lease{Fraction: 0.5}, Observer: rec.observer()})
+	obs := rec.observer()
+	if lossOnly {
+		obs = redlock.Observer{Loss: obs.Loss}
+	}
+	f := newFixture(t, redlock.Options{Lease: &redlock.Lease{Fraction: 0.5}, Observer: obs})
 	l := f.tryLock(t, "k")
 	start := f.clock.Now()
 	f.clock.set(f.clock.next(t)) // the first extension, at half the validity
@@ -303,6 +313,11 @@ func TestObserverLeaseLoss(t *testing.T) {
 	assert.ErrorIs(t, loss.Cause, redlock.ErrTaken)
 	assert.Equal(t, f.clock.Now().Sub(start), loss.Held, "held from the acquisition until the loss")
 	assert.Positive(t, loss.Held)
+	if lossOnly {
+		assert.Empty(t, rec.extends)
+		assert.Empty(t, rec.releases)
+		return
+	}
 
 	require.Len(t, rec.extends, 2)
 	assert.True(t, rec.extends[0].Lease)
@@ -356,6 +371,41 @@ func TestObserverWaitersAndHandoff(t *testing.T) {
 	assert.Less(t, rec.handoffs[0].Duration, waited.Duration, "the handoff is the end of the wait")
 }
 
+// TestObserverUntimed: Fence and Handoff without the timed events.
+func TestObserverUntimed(t *testing.T) {
+	rec := newRecorder()
+	all := rec.observer()
+	nodes := newCounting(memnode.New(3, core.SystemClock{}))
+	c, err := redlock.NewClient(nodes, redlock.Options{
+		Observer: redlock.Observer{Fence: all.Fence, Handoff: all.Handoff, Waiters: all.Waiters},
+		Config:   redlock.Config{Fencing: true, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	holder, err := c.TryLock(context.Background(), "k")
+	require.NoError(t, err)
+	got := make(chan *redlock.Lock)
+	go func() {
+		l, err := c.Lock(context.Background(), "k")
+		assert.NoError(t, err)
+		got <- &l
+	}()
+	nodes.waitRefused(2)
+	require.NoError(t, holder.Unlock(context.Background()))
+	l := <-got
+	require.NoError(t, l.Unlock(context.Background()))
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	f1, _ := holder.Fence()
+	f2, _ := l.Fence()
+	require.Less(t, f1, f2)
+	assert.Equal(t, []redlock.FenceEvent{{Context: context.Background(), Key: "k", Fence: f1},
+		{Context: context.Background(), Key: "k", Fence: f2}}, rec.fences)
+	assert.Len(t, rec.handoffs, 1)
+	assert.Len(t, rec.waiters, 2)
+	assert.Empty(t, rec.acquires)
+	assert.Empty(t, rec.votes)
+}
+
 // TestObserverNoneAllocates: a TryLock and Unlock pair allocates nothing
 // without an Observer, and nothing with one whose functions do nothing.
 // (The race detector makes sync.Pool drop objects: skipped under it.)
@@ -373,7 +423,8 @@ func TestObserverNoneAllocates(t *testing.T) {
 		Handoff: func(redlock.HandoffEvent) {},
 		Fence:   func(redlock.FenceEvent) {},
 	}
-	for name, obs := range map[string]redlock.Observer{"nil": {}, "no-op": nop} {
+	untimed := redlock.Observer{Loss: nop.Loss, Waiters: nop.Waiters, Handoff: nop.Handoff, Fence: nop.Fence}
+	for name, obs := range map[string]redlock.Observer{"nil": {}, "no-op": nop, "untimed": untimed} {
 		t.Run(name, func(t *testing.T) {
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
 			require.NoError(t, err)
@@ -412,13 +463,14 @@ func TestLoggerOption(t *testing.T) {
 }
 
 // BenchmarkObserverOverhead: the uncontended TryLock+Unlock pair on
-// memnode without an Observer and with one whose every function counts,
-// alternated five times in one process, each turn b.N pairs, reporting
-// the medians of the turns: ns/op without, observed-ns/op with, and
-// delta-% between them.
+// memnode without an Observer, with one of the untimed events alone
+// (Loss, Waiters, Handoff, Fence) and with one whose every function
+// counts, alternated five times in one process, each turn b.N pairs. It
+// reports the medians of the turns: ns/op without, untimed-ns/op and
+// timed-ns/op with, and each one's delta-% from ns/op.
 func BenchmarkObserverOverhead(b *testing.B) {
 	var events atomic.Int64
-	count := redlock.Observer{
+	timed := redlock.Observer{
 		Acquire: func(redlock.AcquireEvent) { events.Add(1) },
 		Vote:    func(redlock.VoteEvent) { events.Add(1) },
 		Release: func(redlock.ReleaseEvent) { events.Add(1) },
@@ -428,6 +480,7 @@ func BenchmarkObserverOverhead(b *testing.B) {
 		Handoff: func(redlock.HandoffEvent) { events.Add(1) },
 		Fence:   func(redlock.FenceEvent) { events.Add(1) },
 	}
+	untimed := redlock.Observer{Loss: timed.Loss, Waiters: timed.Waiters, Handoff: timed.Handoff, Fence: timed.Fence}
 	ctx := context.Background()
 	turn := func(obs redlock.Observer) float64 {
 		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
@@ -447,19 +500,22 @@ func BenchmarkObserverOverhead(b *testing.B) {
 		return float64(time.Since(start).Nanoseconds()) / float64(b.N)
 	}
 	b.ReportAllocs()
-	var off, on []float64
+	var none, unt, tim []float64
 	for range 5 {
-		off = append(off, turn(redlock.Observer{}))
-		on = append(on, turn(count))
+		none = append(none, turn(redlock.Observer{}))
+		unt = append(unt, turn(untimed))
+		tim = append(tim, turn(timed))
 	}
 	if events.Load() == 0 {
 		b.Fatal("the observer heard nothing")
 	}
-	b.Logf("N=%d without %.0f, with %.0f ns/op", b.N, off, on)
-	m0, m1 := median(off), median(on)
+	b.Logf("N=%d ns/op: none %.0f, untimed %.0f, timed %.0f", b.N, none, unt, tim)
+	m0, mu, mt := median(none), median(unt), median(tim)
 	b.ReportMetric(m0, "ns/op")
-	b.ReportMetric(m1, "observed-ns/op")
-	b.ReportMetric(100*(m1-m0)/m0, "delta-%")
+	b.ReportMetric(mu, "untimed-ns/op")
+	b.ReportMetric(mt, "timed-ns/op")
+	b.ReportMetric(100*(mu-m0)/m0, "untimed-delta-%")
+	b.ReportMetric(100*(mt-m0)/m0, "timed-delta-%")
 }
 
 func median(xs []float64) float64 {
