@@ -249,7 +249,12 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if err != nil {
 		return Lock{}, err
 	}
-	c.fenced(ctx, key, g)
+	if c.obs.Fence != nil {
+		c.fenced(ctx, key, g)
+	}
+	if !c.lease { // as locked does, inline: the uncontended path
+		return Lock{c: c, ctx: ctx, grant: g, at: at}, nil
+	}
 	return c.locked(ctx, g, at), nil
 }
 
@@ -304,7 +309,13 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	if once {
 		spec = c.try
 	}
-	a, err := spec.Acquire(key, core.Token{}, c.startAt(vl))
+	var now time.Time
+	if vl != nil {
+		now = c.startAt(vl)
+	} else {
+		now = c.clock.Now()
+	}
+	a, err := spec.Acquire(key, core.Token{}, now)
 	if err != nil {
 		return core.Grant{}, 0, time.Time{}, err
 	}
@@ -426,14 +437,8 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 	defer b.Close()
 	sequential := c.spec.Config().FanOut == core.Sequential
 	var now time.Time
-	var cmd core.Command
-	var sentAt time.Time
 	if vl != nil {
-		cmd = r.Command()
-		if keep {
-			clear(vl.votes[:vl.n])
-			vl.n = 0
-		}
+		vl.begin(r, keep)
 	}
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
@@ -450,15 +455,8 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			if !ok {
 				break
 			}
-			if vl != nil && node >= 0 && node < core.MaxNodes {
-				at := now
-				if at.IsZero() { // multiplexed: the round started at the last reading
-					if sentAt.IsZero() {
-						sentAt = c.startAt(vl)
-					}
-					at = sentAt
-				}
-				vl.sent[node] = at
+			if vl != nil {
+				c.sending(vl, node, now)
 			}
 			b.Send(node, cmd, deadline)
 		}
@@ -470,7 +468,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			return true
 		}
 		if r.Receive(rep) && vl != nil {
-			c.voted(vl, &cmd, &rep, keep)
+			c.voted(vl, rep)
 		}
 	}
 	return false

@@ -363,7 +363,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // release runs g's release round to its end; vl, when not nil, hears
 // its answers.
 func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
-	r, err := c.spec.Release(g, c.startAt(vl))
+	var now time.Time
+	if vl != nil {
+		now = c.startAt(vl)
+	} else {
+		now = c.clock.Now()
+	}
+	r, err := c.spec.Release(g, now)
 	if err != nil {
 		return err
 	}

@@ -211,6 +211,39 @@ type voteLog struct {
 	sent  [core.MaxNodes]time.Time
 	n     int
 	last  time.Time // the last clock reading of the operation; zero: none yet
+
+	// The round being run.
+	op     core.Op
+	key    string
+	keep   bool      // its votes are kept
+	sentAt time.Time // a multiplexed round's sends; zero: not yet
+}
+
+// begin starts hearing round r, keeping its votes (and dropping those
+// kept before) when keep.
+func (vl *voteLog) begin(r *core.Round, keep bool) {
+	cmd := r.Command()
+	vl.op, vl.key, vl.keep, vl.sentAt = cmd.Op, cmd.Key, keep, time.Time{}
+	if keep {
+		clear(vl.votes[:vl.n])
+		vl.n = 0
+	}
+}
+
+// sending records that node is sent the round's command; now is zero in
+// a multiplexed round, whose sends all count from the reading that
+// started it.
+func (c *Client) sending(vl *voteLog, node int, now time.Time) {
+	if node < 0 || node >= core.MaxNodes {
+		return
+	}
+	if now.IsZero() {
+		if vl.sentAt.IsZero() {
+			vl.sentAt = c.startAt(vl)
+		}
+		now = vl.sentAt
+	}
+	vl.sent[node] = now
 }
 
 var voteLogs = sync.Pool{New: func() any { return new(voteLog) }}
@@ -248,7 +281,8 @@ func (c *Client) startAt(vl *voteLog) time.Time {
 func (vl *voteLog) free() {
 	if vl != nil {
 		clear(vl.votes[:vl.n]) // drop the references: sent is overwritten before it is read
-		vl.ctx, vl.n, vl.last = nil, 0, time.Time{}
+		vl.ctx, vl.n, vl.last, vl.key = nil, 0, time.Time{}, ""
+
 		voteLogs.Put(vl)
 	}
 }
@@ -261,16 +295,16 @@ func (vl *voteLog) list() []VoteEvent {
 	return vl.votes[:vl.n]
 }
 
-// voted records rep, an answer that counted in a round of cmd: kept when
-// keep, and told to the observer.
-func (c *Client) voted(vl *voteLog, cmd *core.Command, rep *core.Reply, keep bool) {
+// voted records rep, an answer that counted in the round: kept if the
+// round's votes are, and told to the observer.
+func (c *Client) voted(vl *voteLog, rep core.Reply) {
 	now := c.now(vl)
-	ev := VoteEvent{Context: vl.ctx, Op: cmd.Op, Key: cmd.Key, Node: rep.Node,
+	ev := VoteEvent{Context: vl.ctx, Op: vl.op, Key: vl.key, Node: rep.Node,
 		Name: c.drv.NodeName(rep.Node), Status: rep.Status, Err: rep.Err, At: now}
 	if rep.Node >= 0 && rep.Node < core.MaxNodes {
 		ev.Duration = now.Sub(vl.sent[rep.Node])
 	}
-	if keep && vl.n < len(vl.votes) {
+	if vl.keep && vl.n < len(vl.votes) {
 		vl.votes[vl.n] = ev
 		vl.n++
 	}
