@@ -334,6 +334,9 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				attempts++
 			}
 			at = now
+			if w != nil && a.Phase() == core.PhaseWait {
+				w.heardAt = time.Time{} // a new wait: only a release heard in it makes a handoff
+			}
 		case core.PhaseWait:
 			if once {
 				a.GiveUp(c.now(vl))
@@ -372,7 +375,7 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
 			if heard != 0 {
-				w.heardAt = now // a release heard: the attempt it starts may win
+				w.heardAt = now // the attempt it starts may win: a handoff
 			}
 			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {

@@ -371,6 +371,30 @@ func TestObserverWaitersAndHandoff(t *testing.T) {
 	assert.Less(t, rec.handoffs[0].Duration, waited.Duration, "the handoff is the end of the wait")
 }
 
+// TestObserverNoHandoffAtExpiry: a waiter that takes the lock once the
+// holder's keys expire (the holder never unlocks) was not handed it: no
+// Handoff, though it heard its watch start.
+func TestObserverNoHandoffAtExpiry(t *testing.T) {
+	rec := newRecorder()
+	nodes := newCounting(memnode.New(3, core.SystemClock{}))
+	c, err := redlock.NewClient(nodes, redlock.Options{Observer: rec.observer(), Config: redlock.Config{
+		TTL: 200 * time.Millisecond, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	_, err = c.TryLock(context.Background(), "k") // never unlocked
+	require.NoError(t, err)
+	l, err := c.Lock(context.Background(), "k") // at the holder's expiry, learnt from its attempts
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(context.Background()))
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Empty(t, rec.handoffs)
+	waited := rec.acquires[1]
+	assert.False(t, waited.Try)
+	assert.Equal(t, redlock.OutcomeOK, waited.Outcome)
+	assert.GreaterOrEqual(t, waited.Attempts, 2)
+}
+
 // TestObserverUntimed: Fence and Handoff without the timed events.
 func TestObserverUntimed(t *testing.T) {
 	rec := newRecorder()
