@@ -206,11 +206,13 @@ func testObserver(t *testing.T, lockNames bool) {
 	drv, err := redigo.Dial(addrs, redigo.Options{})
 	require.NoError(t, err)
 	defer drv.Close()
+	// Node timeouts long against a loaded machine under -race: no node
+	// times out, which the metrics check.
 	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
-		Fencing: true, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+		Fencing: true, NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
 	require.NoError(t, err)
-	leased, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Lease: &redlock.Lease{Fraction: 0.5},
-		Config: redlock.Config{TTL: 300 * time.Millisecond}})
+	leased, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Lease: &redlock.Lease{Fraction: 0.25},
+		Config: redlock.Config{TTL: 2 * time.Second, NodeTimeout: 250 * time.Millisecond}})
 	require.NoError(t, err)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
