@@ -265,7 +265,7 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 	}
 }
 
-// locked returns the Lock of g, acquired at at (zero: not observed).
+// locked returns the Lock of g, won at at.
 func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
 	if !c.lease {
 		return Lock{c: c, ctx: ctx, grant: g, at: at}
@@ -350,7 +350,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 			g, err := a.Result()
 			if w != nil {
 				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
-					f(HandoffEvent{Context: ctx, Key: key, Duration: c.clock.Now().Sub(w.heardAt)})
+					f(HandoffEvent{Context: ctx, Key: key, Duration: at.Sub(w.heardAt)}) // at: when it was won
 				}
 				c.room.leave(key, w, err == nil)
 			}

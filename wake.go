@@ -62,7 +62,7 @@ type waiter struct {
 	poked bool          // something happened since the last arm
 	ch    chan struct{} // closed by the next poke; nil: not armed
 
-	heardAt time.Time // when the head last heard a release; its goroutine's
+	heardAt time.Time // when, as the head, it last heard a release; only its own goroutine touches it
 }
 
 // notify records node's announcement for the head.
