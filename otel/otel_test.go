@@ -405,3 +405,56 @@ func testObserver(t *testing.T, lockNames bool) {
 		assert.Len(t, s.Events(), 3, "a release hears every node")
 	}
 }
+
+// TestObserverNodeErrors: a node that refuses connections is an error
+// vote: error.type on its db.client.operation.duration point and on its
+// span event, with the error's message. The rounds are sequential, so
+// that every node is heard.
+func TestObserverNodeErrors(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close()) // nobody listens there now
+	addrs := []string{startRedis(t), startRedis(t), closed}
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	obs, err := rlotel.NewObserver(rlotel.WithMeterProvider(mp), rlotel.WithTracerProvider(tp))
+	require.NoError(t, err)
+	drv, err := redigo.Dial(addrs, redigo.Options{})
+	require.NoError(t, err)
+	defer drv.Close()
+	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
+		FanOut: redlock.Sequential, NodeTimeout: time.Second}})
+	require.NoError(t, err)
+	lock, err := client.TryLock(context.Background(), "k")
+	require.NoError(t, err, "two of three nodes are a quorum")
+	require.NoError(t, lock.Unlock(context.Background()))
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	_, port, _ := net.SplitHostPort(closed)
+	for _, op := range []string{"acquire", "release"} {
+		p := find(t, points(t, rm, "db.client.operation.duration"),
+			map[string]string{"db.operation.name": op, "server.port": port})
+		assert.Equal(t, "error", p.attrs["error.type"], op)
+		assert.Equal(t, "error", p.attrs["redlock.node.status"], op)
+		assert.Equal(t, "2", p.attrs["redlock.node"], op)
+		assert.Equal(t, uint64(1), p.count)
+	}
+	spans := rec.Ended()
+	require.Len(t, spans, 2)
+	for _, s := range spans {
+		assert.Equal(t, codes.Unset, s.Status().Code, "%s succeeded", s.Name())
+		require.Len(t, s.Events(), 3, "%s: sequential rounds hear every node", s.Name())
+		failed := eventAttrs(s.Events()[2])
+		assert.Equal(t, port, failed["server.port"])
+		assert.Equal(t, "error", failed["error.type"])
+		assert.NotEmpty(t, failed["exception.message"])
+		for _, e := range s.Events()[:2] {
+			assert.NotContains(t, eventAttrs(e), "error.type")
+		}
+	}
+}
