@@ -30,7 +30,8 @@ import (
 // The otel module (github.com/redlock-go/redlock/otel) makes an Observer
 // that records OpenTelemetry metrics and spans.
 type Observer struct {
-	// Acquire: a TryLock or Lock finished, won or not.
+	// Acquire: a TryLock or Lock finished, won or not (but for a nil
+	// ctx, refused before anything).
 	Acquire func(AcquireEvent)
 	// Vote: one node answered one command (acquire, cleanup, fence
 	// raise, extend or release), or timed out.
