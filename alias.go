@@ -27,6 +27,10 @@ type (
 	FanOut = core.FanOut
 	// Clock is the time source; the zero Config uses the system clock.
 	Clock = core.Clock
+	// Op is a command's kind in a VoteEvent: acquire, release, extend...
+	Op = core.Op
+	// Status is a node's answer in a VoteEvent or a NodeResult.
+	Status = core.Status
 )
 
 // The two fan-outs: see core.Multiplexed and core.Sequential.

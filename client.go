@@ -40,6 +40,13 @@ type Options struct {
 	// must be the driver's; NewClient refuses any other, and a driver that
 	// does not say which clock it reads (no Clock method).
 	Clock Clock
+	// Observer receives typed events of what the Client does: see
+	// Observer. The zero Observer costs nothing.
+	Observer Observer
+	// Logger gets the Client's warnings (one: that the driver does not
+	// announce releases, so Lock polls). Nil logs nothing. A driver of
+	// this module takes its own, drivers.Options.Logger, at Dial.
+	Logger *slog.Logger
 }
 
 // Lease is the automatic extension of a Client's locks: each lock is
@@ -77,6 +84,9 @@ type Client struct {
 	// not queue (a queued waiter that never comes is handed a release for
 	// nothing), and it cannot take a key handed to a waiter.
 	try core.Spec
+
+	obs    Observer
+	timing bool // obs has a function whose event carries times and votes
 }
 
 // clockedDriver is a Driver that says which clock its deadlines read.
@@ -119,7 +129,8 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec}
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
+		obs: opts.Observer, timing: opts.Observer.timed()}
 	if cfg.Fair {
 		cfg.Fair = false
 		if c.try, err = core.NewSpec(d, cfg); err != nil {
@@ -134,9 +145,13 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
 	case opts.Poll:
 	case announces:
-		c.room = newWaitRoom(ann, spec, clock)
+		c.room = newWaitRoom(ann, spec, clock, c.obs.Waiters)
 	default:
-		slog.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		log.Warn("redlock: the driver does not announce releases: Lock polls", "driver", fmt.Sprintf("%T", d))
 	}
 	return c, nil
 }
@@ -227,16 +242,55 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if ctx == nil {
 		return Lock{}, errNilContext
 	}
-	g, err := c.acquire(ctx, key, once)
+	if c.timing {
+		return c.lockObserved(ctx, key, once)
+	}
+	g, _, at, err := c.acquire(ctx, key, once, nil)
 	if err != nil {
 		return Lock{}, err
 	}
-	if !c.lease {
-		return Lock{c: c, ctx: ctx, grant: g}, nil
+	if c.obs.Fence != nil {
+		c.fenced(ctx, key, g)
 	}
-	st := c.newState(ctx, g)
+	if !c.lease { // as locked does, inline: the uncontended path
+		return Lock{c: c, ctx: ctx, grant: g, at: at}, nil
+	}
+	return c.locked(ctx, g, at), nil
+}
+
+// fenced tells the Observer the fence g raised, under Config.Fencing.
+func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
+	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
+		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
+	}
+}
+
+// locked returns the Lock of g, won at at.
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
+	if !c.lease {
+		return Lock{c: c, ctx: ctx, grant: g, at: at}
+	}
+	st := c.newState(ctx, g, at)
 	st.start(c)
-	return Lock{c: c, ctx: ctx, grant: g, leased: st}, nil
+	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at}
+}
+
+// lockObserved is lock for a Client with an Observer that times.
+func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock, error) {
+	vl := c.newVoteLog(ctx)
+	defer vl.free()
+	start := c.now(vl) // the acquisition's start too
+	g, attempts, _, err := c.acquire(ctx, key, once, vl)
+	end := vl.last // the acquisition's last reading: its end
+	if f := c.obs.Acquire; f != nil {
+		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
+			Attempts: attempts, Start: start, Duration: end.Sub(start), Fence: g.Fence(), Votes: vl.list()})
+	}
+	if err != nil {
+		return Lock{}, err
+	}
+	c.fenced(ctx, key, g)
+	return c.locked(ctx, g, end), nil
 }
 
 var errNilContext = invalid("context is nil (use context.Background())")
@@ -245,48 +299,69 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
 // TryLock gives up at the first wait; Lock waits on the Client's wait
 // room, or polls where nothing is announced.
-func (c *Client) acquire(ctx context.Context, key string, once bool) (core.Grant, error) {
+//
+// It returns the number of acquire rounds sent too, and the clock's
+// reading at the end of the last round (for a grant: when it was won).
+// vl, when not nil, keeps the votes of the last acquire round for an
+// observer.
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, _ error) {
 	spec := c.spec
 	if once {
 		spec = c.try
 	}
-	a, err := spec.Acquire(key, core.Token{}, c.clock.Now())
+	var now time.Time
+	if vl != nil {
+		now = c.startAt(vl)
+	} else {
+		now = c.clock.Now()
+	}
+	a, err := spec.Acquire(key, core.Token{}, now)
 	if err != nil {
-		return core.Grant{}, err
+		return core.Grant{}, 0, time.Time{}, err
 	}
 	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
 	if c.fair && !once && c.room.waiting(key) { // Fair has a room
 		// Others of this Client wait for the key: wait behind them rather
 		// than attempt, served by the Client's place in the nodes' queue.
 		w = c.room.join(key, ctx)
-		a.WaitAgain(c.clock.Now())
+		a.WaitAgain(c.now(vl))
 	}
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
-			c.advance(ctx, &a)
+			attempt, now := c.advance(ctx, &a, vl)
+			if attempt {
+				attempts++
+			}
+			at = now
+			if w != nil && a.Phase() == core.PhaseWait {
+				w.heardAt = time.Time{} // a new wait: only a release heard in it makes a handoff
+			}
 		case core.PhaseWait:
 			if once {
-				a.GiveUp(c.clock.Now())
+				a.GiveUp(c.now(vl))
 				continue
 			}
 			if w == nil && c.room != nil {
 				w = c.room.join(key, ctx)
 			}
-			c.wait(ctx, &a, w)
+			c.wait(ctx, &a, w, vl)
 		default:
 			g, err := a.Result()
 			if w != nil {
+				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
+					f(HandoffEvent{Context: ctx, Key: key, Duration: at.Sub(w.heardAt)}) // at: when it was won
+				}
 				c.room.leave(key, w, err == nil)
 			}
-			return g, err
+			return g, attempts, at, err
 		}
 	}
 }
 
 // wait is one wait of PhaseWait: until WakeAt, an announcement the head
 // hears, its turn for a waiter behind the head, or ctx's end.
-func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
+func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *voteLog) {
 	var poke <-chan struct{}
 	head := true
 	if w != nil {
@@ -295,9 +370,12 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 		var fresh bool
 		heard, fresh, head = w.take()
 		if head {
-			now := c.clock.Now()
+			now := c.now(vl)
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
+			}
+			if heard != 0 {
+				w.heardAt = now // the attempt it starts may win: a handoff
 			}
 			a.SetListening(w.q.watch.Listening())
 			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
@@ -313,12 +391,12 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 	}
 	switch c.sleep(d, poke, ctx.Done()) {
 	case slept:
-		a.Wake(c.clock.Now())
+		a.Wake(c.now(vl))
 	case cancelled:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			a.GiveUp(c.clock.Now()) // the key was still held: the last attempt's error
+			a.GiveUp(c.now(vl)) // the key was still held: the last attempt's error
 		} else {
-			a.Cancel(c.clock.Now(), ctx.Err())
+			a.Cancel(c.now(vl), ctx.Err())
 		}
 	}
 	// poked: hear what came
@@ -327,24 +405,44 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter) {
 // advance drives a's round over the driver and moves it on (RoundDone);
 // ctx ending during an attempt cancels it, and a cleanup round runs
 // detached from ctx's cancellation, bounded by the node timeout only.
-func (c *Client) advance(ctx context.Context, a *core.Acquisition) {
-	if a.Round().Command().Op == core.OpRelease { // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), nil, time.Time{})
-	} else if ctx.Err() != nil || c.run(ctx, a.Round(), ctx.Done(), time.Time{}) {
-		a.Cancel(c.clock.Now(), ctx.Err())
-		return
+//
+// It reports whether the round was an attempt (an acquire round) that was
+// sent, and the reading it moved a on at; vl, when not nil, hears the
+// answers, and keeps an attempt's.
+func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) (attempt bool, now time.Time) {
+	switch op := a.Round().Command().Op; {
+	case op == core.OpRelease: // the cleanup of a failed attempt
+		c.run(ctx, a.Round(), nil, time.Time{}, vl, false)
+	case ctx.Err() != nil:
+		now = c.now(vl)
+		a.Cancel(now, ctx.Err())
+		return false, now
+	default:
+		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
+		if c.run(ctx, a.Round(), ctx.Done(), time.Time{}, vl, attempt) {
+			now = c.now(vl)
+			a.Cancel(now, ctx.Err())
+			return attempt, now
+		}
 	}
-	a.RoundDone(c.clock.Now())
+	now = c.now(vl)
+	a.RoundDone(now)
+	return attempt, now
 }
 
 // run drives r over one driver batch until it is done. It returns true if
 // cancel closed first (cancel may be nil), or if the clock reads until or
-// later between two replies (until may be zero: no such bound).
-func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time) (cancelled bool) {
+// later between two replies (until may be zero: no such bound). vl, when
+// not nil, hears every answer for an observer, and keeps the round's when
+// keep (the votes kept before are dropped).
+func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.spec.Config().FanOut == core.Sequential
 	var now time.Time
+	if vl != nil {
+		vl.begin(r, keep)
+	}
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
 			return true
@@ -360,6 +458,9 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			if !ok {
 				break
 			}
+			if vl != nil {
+				c.sending(vl, node, now)
+			}
 			b.Send(node, cmd, deadline)
 		}
 		if r.Done() { // a cleanup that awaits nobody
@@ -369,7 +470,9 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 		if !ok {
 			return true
 		}
-		r.Receive(rep)
+		if r.Receive(rep) && vl != nil {
+			c.voted(vl, rep)
+		}
 	}
 	return false
 }

@@ -28,6 +28,7 @@ type Lock struct {
 	c        *Client
 	ctx      context.Context // the acquiring ctx: its values reach Context
 	grant    core.Grant      // as acquired: key, token and fence never change
+	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
 	// Otherwise st, nil until Context or Extend, written once under
@@ -45,7 +46,9 @@ type lockState struct {
 	mu       sync.Mutex
 	lease    core.Lease
 	values   context.Context // the acquiring ctx's values, without its cancellation
-	lost     error           // the *LostError, once lost
+	at       time.Time       // the Lock's at
+	key      string
+	lost     error // the *LostError, once lost
 	unlocked bool
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -62,8 +65,8 @@ func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
 // newState returns the state of a lock on g taken with ctx.
-func (c *Client) newState(ctx context.Context, g core.Grant) *lockState {
-	st := &lockState{lease: c.spec.Lease(g), values: context.WithoutCancel(ctx)}
+func (c *Client) newState(ctx context.Context, g core.Grant, at time.Time) *lockState {
+	st := &lockState{lease: c.spec.Lease(g), values: context.WithoutCancel(ctx), at: at, key: g.Key()}
 	st.ctx, st.cancel = context.WithCancelCause(st.values)
 	return st
 }
@@ -89,7 +92,7 @@ func (l *Lock) state() *lockState {
 	if l.made.Load() {
 		return l.st
 	}
-	st := l.c.newState(l.ctx, l.grant)
+	st := l.c.newState(l.ctx, l.grant, l.at)
 	l.st = st
 	l.made.Store(true)
 	if l.unlocked.Load() { // Unlock ran meanwhile and did not see st
@@ -204,7 +207,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 	st := l.state()
 	st.extending.Lock()
 	defer st.extending.Unlock()
-	err := l.c.extend(ctx, st, ctx.Done())
+	err := l.c.extend(ctx, st, ctx.Done(), false)
 	st.mu.Lock()
 	poke := st.poke
 	st.mu.Unlock()
@@ -219,8 +222,24 @@ func (l *Lock) Extend(ctx context.Context) error {
 
 // extend runs one extension of st's lease, which the caller asked for
 // (cancel: ctx's Done) or the watcher's Wake started (cancel: the stop
-// channel). st.extending is held.
-func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct{}) error {
+// channel, lease true). st.extending is held.
+func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct{}, lease bool) error {
+	if !c.timing {
+		return c.extendRound(ctx, st, cancel, nil)
+	}
+	vl := c.newVoteLog(ctx)
+	defer vl.free()
+	start := c.now(vl)
+	err := c.extendRound(ctx, st, cancel, vl)
+	if f := c.obs.Extend; f != nil && err != ErrUnlocked {
+		f(ExtendEvent{Context: ctx, Key: st.key, Lease: lease, Outcome: OutcomeOf(err), Err: err,
+			Start: start, Duration: vl.last.Sub(start), Votes: vl.list()})
+	}
+	return err
+}
+
+// extendRound is extend; vl, when not nil, hears the round's answers.
+func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan struct{}, vl *voteLog) error {
 	st.mu.Lock()
 	switch {
 	case st.unlocked:
@@ -231,7 +250,7 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 		return st.lost
 	}
 	if st.lease.Phase() != core.PhaseRound {
-		if err := st.lease.Extend(c.clock.Now()); err != nil {
+		if err := st.lease.Extend(c.startAt(vl)); err != nil {
 			lost := c.settle(st)
 			st.mu.Unlock()
 			if lost != nil {
@@ -243,10 +262,10 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if c.run(ctx, r, cancel, until) {
+	if c.run(ctx, r, cancel, until, vl, true) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
-		st.lease.Wake(c.clock.Now()) // past LoseAt, the lease abandons the round and declares the loss
+		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
 		if lost := c.settle(st); lost != nil {
 			return lost
 		}
@@ -254,7 +273,7 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	err := st.lease.RoundDone(c.clock.Now())
+	err := st.lease.RoundDone(c.now(vl))
 	if lost := c.settle(st); lost != nil {
 		return lost
 	}
@@ -272,9 +291,14 @@ func (c *Client) settle(st *lockState) error {
 		return nil
 	}
 	g := st.lease.Grant()
-	st.lost = &LostError{Key: g.Key(), Cause: st.lease.Err()}
+	cause := st.lease.Err()
+	st.lost = &LostError{Key: g.Key(), Cause: cause}
 	if !st.unlocked {
 		st.cancel(st.lost)
+	}
+	if f := c.obs.Loss; f != nil {
+		f(LossEvent{Context: st.values, Key: g.Key(), Outcome: OutcomeOf(cause), Cause: cause,
+			Held: c.clock.Now().Sub(st.at)})
 	}
 	return st.lost
 }
@@ -321,7 +345,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if c.fair {
 		g = g.WithFollowers(c.room.waiting(g.Key())) // Fair has a room
 	}
-	err := c.release(ctx, g)
+	var err error
+	if c.timing {
+		err = c.releaseObserved(ctx, g, l.at, lost)
+	} else {
+		err = c.release(ctx, g, nil)
+	}
 	if c.room != nil && !c.fair { // Fair: the nodes hand the key to the first waiter
 		c.room.released(l.grant.Key()) // this Client's next waiter tries at once
 	}
@@ -331,14 +360,39 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// release runs g's release round to its end.
-func (c *Client) release(ctx context.Context, g core.Grant) error {
-	r, err := c.spec.Release(g, c.clock.Now())
+// release runs g's release round to its end; vl, when not nil, hears
+// its answers.
+func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
+	var now time.Time
+	if vl != nil {
+		now = c.startAt(vl)
+	} else {
+		now = c.clock.Now()
+	}
+	r, err := c.spec.Release(g, now)
 	if err != nil {
 		return err
 	}
-	c.run(ctx, &r, nil, time.Time{})
+	c.run(ctx, &r, nil, time.Time{}, vl, true)
 	return c.spec.Released(g, &r)
+}
+
+// releaseObserved is release for a Client with an Observer, of a lock
+// acquired at at and lost with lost (nil: not lost).
+func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error) error {
+	vl := c.newVoteLog(ctx)
+	defer vl.free()
+	start := c.now(vl) // the round's start too
+	err := c.release(ctx, g, vl)
+	if f := c.obs.Release; f != nil {
+		res := err
+		if lost != nil {
+			res = lost // what Unlock returns
+		}
+		f(ReleaseEvent{Context: ctx, Key: g.Key(), Outcome: OutcomeOf(res), Err: res,
+			Start: start, Duration: vl.last.Sub(start), Held: start.Sub(at), Votes: vl.list()})
+	}
+	return err
 }
 
 // watch is a Lock's goroutine: it sleeps on the Client's clock until the
@@ -371,7 +425,7 @@ func (c *Client) watch(st *lockState) {
 		extend := st.lease.Phase() == core.PhaseRound
 		st.mu.Unlock()
 		if extend {
-			c.extend(st.values, st, st.stop)
+			c.extend(st.values, st, st.stop, true)
 		}
 		st.extending.Unlock()
 	}

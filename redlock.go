@@ -16,6 +16,13 @@
 // keys to expire) rather than sleeping random delays; Options.Poll turns
 // that off.
 //
+// Options.Observer hears what the Client does as typed events
+// (acquisitions, each node's answer, releases, extensions, losses,
+// waiters, handoffs, fences), at no cost when unset; the module
+// github.com/redlock-go/redlock/otel records them as OpenTelemetry
+// metrics and spans. Options.Logger takes the Client's warnings; nil logs
+// nothing.
+//
 // The algorithm, its assumptions, fencing's argument and the step values
 // for embedders (no I/O, no goroutines, no allocations, WebAssembly and
 // TinyGo) are package core's: core decides when to attempt, clean up,

@@ -20,10 +20,11 @@ import (
 // What a queue's head has heard is core.Queue's decision; the room keeps
 // the waiters in order and wakes them.
 type waitRoom struct {
-	ann   core.Announcer
-	spec  core.Spec
-	clock Clock
-	mu    sync.Mutex // guards keys; held while calling Watch and Stop
+	ann     core.Announcer
+	spec    core.Spec
+	clock   Clock
+	waiters func(WaitersEvent) // Observer.Waiters; nil: none
+	mu      sync.Mutex         // guards keys; held while calling Watch and Stop
 	// keys' queues. A queue's notify runs under the Announcer's own lock
 	// and takes only the queue's mutex, which is never held while calling
 	// the Announcer: the lock order is mu, then the Announcer's, then a
@@ -31,8 +32,8 @@ type waitRoom struct {
 	keys map[string]*keyQueue
 }
 
-func newWaitRoom(ann core.Announcer, spec core.Spec, clock Clock) *waitRoom {
-	return &waitRoom{ann: ann, spec: spec, clock: clock, keys: make(map[string]*keyQueue)}
+func newWaitRoom(ann core.Announcer, spec core.Spec, clock Clock, waiters func(WaitersEvent)) *waitRoom {
+	return &waitRoom{ann: ann, spec: spec, clock: clock, waiters: waiters, keys: make(map[string]*keyQueue)}
 }
 
 // watchLinger is how long a key's watch outlives its last waiter: a
@@ -60,6 +61,8 @@ type waiter struct {
 	// Under q.mu.
 	poked bool          // something happened since the last arm
 	ch    chan struct{} // closed by the next poke; nil: not armed
+
+	heardAt time.Time // when, as the head, it last heard a release; only its own goroutine touches it
 }
 
 // notify records node's announcement for the head.
@@ -114,6 +117,9 @@ func (r *waitRoom) join(key string, ctx context.Context) *waiter {
 	w := &waiter{q: q}
 	q.mu.Lock()
 	q.waiters = append(q.waiters, w)
+	if r.waiters != nil {
+		r.waiters(WaitersEvent{Key: key, Waiters: len(q.waiters), Delta: 1})
+	}
 	q.mu.Unlock()
 	if fresh {
 		q.watch = r.ann.Watch(key, q.notify)
@@ -132,6 +138,9 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
+			if r.waiters != nil {
+				r.waiters(WaitersEvent{Key: key, Waiters: len(q.waiters), Delta: -1})
+			}
 			if j == 0 {
 				q.q.Handover(locked) // the successor, if any, looks at its own wait again
 				q.pokeHead()

@@ -8,6 +8,7 @@ package drivers
 
 import (
 	"crypto/tls"
+	"log/slog"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -39,4 +40,9 @@ type Options struct {
 	// (core.SystemClock). The driver's Clock method returns it, and
 	// redlock.NewClient adopts it, or refuses another.
 	Clock core.Clock
+	// Logger gets the driver's warnings (one: that a node refuses the
+	// subscriptions that announce releases, so waiters poll). Nil logs
+	// nothing; pass the Client's redlock.Options.Logger to see them. A
+	// driver is dialled before any Client exists, so it takes its own.
+	Logger *slog.Logger
 }

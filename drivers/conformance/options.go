@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -79,8 +80,10 @@ func RunDial(t *testing.T, dial DialFunc) {
 			for i, ep := range eps {
 				addrs[i] = ep.Addr
 			}
-			// Every endpoint of one cluster shares its credentials and TLS.
-			d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS})
+			// Every endpoint of one cluster shares its credentials and TLS;
+			// the driver logs where the process does.
+			d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS,
+				Logger: slog.Default()})
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, d.Close()) })
 			return d

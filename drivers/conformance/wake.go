@@ -238,6 +238,10 @@ func testWakeNodeRestarted(t *testing.T, f Factory, mode core.FanOut) {
 // polls with Config.Retry's delays.
 func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	opts := redistest.Options{User: "locker", UserPassword: "pw-of-locker"}
+	log := syncBuffer{logged: make(chan struct{})}
+	prev := slog.Default() // the drivers of RunDial take it as drivers.Options.Logger
+	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+	defer slog.SetDefault(prev)
 	c := startReal(t, f, 3, opts, nil)
 	if c.srv[0].Embedded() {
 		t.Skip("ACL channel rules need redis-server")
@@ -247,10 +251,6 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 		require.NoError(t, err)
 	}
 	requireAnnouncer(t, c.Driver())
-	log := syncBuffer{logged: make(chan struct{})}
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
-	defer slog.SetDefault(prev)
 
 	client := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
 		Retry: redlock.RandomDelay(1, time.Millisecond, 5*time.Millisecond)}})

@@ -87,7 +87,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...) // no read timeout: it idles
 		return subscription(c, err)
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
 }
 
 // New returns a Driver over existing pools, one per master in node order.

@@ -153,7 +153,7 @@ type Config struct {
 	// listens (waiters poll).
 	Subscribe SubscribeDialer
 	// Logger gets the one warning that release notifications are
-	// unavailable; nil means slog.Default().
+	// unavailable (drivers.Options.Logger); nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -200,7 +200,7 @@ func New(cfg Config) *Engine {
 	}
 	e.log = cfg.Logger
 	if e.log == nil {
-		e.log = slog.Default()
+		e.log = slog.New(slog.DiscardHandler)
 	}
 	e.watcher = watcher{e: e, dial: cfg.Subscribe, timeout: dt}
 	e.batches.New = func() any { return newBatch(e) }

@@ -824,6 +824,27 @@ func TestWatchWithoutSubscribe(t *testing.T) {
 	assert.Contains(t, out, "waiters poll")
 }
 
+// TestNilLoggerLogsNothing: without Config.Logger (drivers.Options.Logger
+// nil) the warning goes nowhere, not to slog.Default.
+func TestNilLoggerLogsNothing(t *testing.T) {
+	logs := &syncBuffer{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(logs, nil)))
+	defer slog.SetDefault(prev)
+	e := New(Config{Names: []string{"a:1", "b:1"}, Dial: okDial})
+	t.Cleanup(e.Close)
+	e.watcher.mu.Lock()
+	warned := e.watcher.warned
+	e.watcher.mu.Unlock()
+	require.False(t, warned)
+	e.Watch("k", func(int) {}).Stop()
+	e.watcher.mu.Lock()
+	warned = e.watcher.warned
+	e.watcher.mu.Unlock()
+	assert.True(t, warned, "the warning was given")
+	assert.Empty(t, logs.String(), "to nobody")
+}
+
 // TestRedialDelay: the delay before a subscription redial doubles from
 // redialMin after each failed dial or short-lived failure, never past
 // redialMax, and starts again from redialMin after a session that
