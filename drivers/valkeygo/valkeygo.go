@@ -126,7 +126,7 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		}
 		return subscribe(c, c.Close)
 	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock}, nil
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
