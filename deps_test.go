@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,7 @@ var workshop = []string{
 	module + "/bench",
 	module + "/cmd",
 	module + "/drivers/conformance",
+	module + "/drivers/internal/systest",
 	module + "/internal",
 }
 
@@ -98,6 +100,16 @@ func TestProgramDeps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConformanceDeps: the driver contract a third-party driver author
+// runs reaches neither the root package nor the benchmarks.
+func TestConformanceDeps(t *testing.T) {
+	deps := goList(t, module+"/drivers/conformance")
+	assert.False(t, slices.Contains(deps, module), "drivers/conformance imports the root package")
+	assert.Empty(t, withPrefix(deps, module+"/bench"), "drivers/conformance imports the benchmarks")
+	assert.Empty(t, withPrefix(deps, module+"/drivers/internal/systest"), "drivers/conformance imports the system tests")
+	assert.True(t, slices.Contains(deps, module+"/core"), "go list listed too little to check")
 }
 
 // TestWithPrefix: the matching the two tests rely on.

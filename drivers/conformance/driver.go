@@ -2,18 +2,14 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"net"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/latproxy"
@@ -31,9 +27,9 @@ type Closer interface {
 type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
-// their replies, a stopped node under concurrent Clients, dialling with
-// nodes down, and Close. Run covers the Client-level behaviour. Servers
-// are chosen as in Run.
+// their replies, a stopped node's timeout, dialling with nodes down, one
+// server under two names, and Close. internal/systest covers a Client
+// over the driver.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := func(t *testing.T, addrs []string) Closer {
 		t.Helper()
@@ -187,39 +183,6 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 		}
 	}
 
-	// Many concurrent lockers: every call returns, and the stopped node
-	// never answers OK.
-	for _, mode := range modes {
-		client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second,
-			NodeTimeout: 100 * time.Millisecond, FanOut: mode}})
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		var won atomic.Int32
-		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := 0; k < 5; k++ {
-					key := "stop-" + mode.String() + "-" + strconv.Itoa(g) + "-" + strconv.Itoa(k)
-					lock, err := client.TryLock(context.Background(), key)
-					var e *core.Error
-					if errors.As(err, &e) {
-						for _, n := range e.Nodes {
-							if n.Node == 1 {
-								assert.Contains(t, []core.Status{core.StatusTimeout, core.StatusError}, n.Status)
-							}
-						}
-					}
-					if err == nil {
-						won.Add(1)
-						_ = lock.Unlock(context.Background())
-					}
-				}
-			}()
-		}
-		waitOrFail(t, &wg, 60*time.Second)
-		assert.Positive(t, won.Load(), "the two live nodes make a quorum")
-	}
 	srvs[1].Cont()
 	require.Eventually(t, func() bool {
 		return SendOne(d, 1, acquireCmd("after"), time.Second).Status == core.StatusOK
@@ -232,14 +195,12 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	down.Kill()
 	d := open(t, []string{srvs[0].Addr, down.Addr, srvs[1].Addr})
 
-	// A node timeout of a second: the live nodes' first commands may wait
-	// for their connections, dialled as the driver opened, on a busy
-	// machine; this test is about the node that is down.
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
-	require.NoError(t, err)
-	lock, err := client.TryLock(context.Background(), "k")
-	require.NoError(t, err, "a majority is up")
-	require.NoError(t, lock.Unlock(context.Background()))
+	// A second: the live nodes' first commands may wait for their
+	// connections, dialled as the driver opened, on a busy machine; this
+	// test is about the node that is down.
+	for _, i := range []int{0, 2} {
+		assert.Equal(t, core.StatusOK, SendOne(d, i, acquireCmd("k"), time.Second).Status, "node %d is up", i)
+	}
 
 	r := SendOne(d, 1, acquireCmd("x"), time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
@@ -251,32 +212,4 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	require.Eventually(t, func() bool {
 		return SendOne(d, 1, acquireCmd("y"), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node is dialled again on use")
-}
-
-func waitOrFail(t *testing.T, wg *sync.WaitGroup, d time.Duration) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatal("calls did not return")
-	}
-}
-
-// deadAddr is a loopback address nothing listens on.
-func deadAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	a := l.Addr().String()
-	require.NoError(t, l.Close())
-	return a
-}
-
-func addrsOf(srvs []*redistest.Server) []string {
-	out := make([]string, len(srvs))
-	for i, s := range srvs {
-		out[i] = s.Addr
-	}
-	return out
 }
