@@ -27,8 +27,9 @@ type Closer interface {
 type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
-// their replies, a stopped node's timeout, dialling with nodes down, one
-// server under two names, and Close. internal/systest covers a Client
+// their replies, the scripts with and without the server's script cache,
+// a stopped node's timeout, a Batch closed early with its cleanup,
+// dialling with nodes down, one server under two names, and Close. internal/systest covers a Client
 // over the driver.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := func(t *testing.T, addrs []string) Closer {
@@ -39,7 +40,9 @@ func RunDriver(t *testing.T, dial Dialer) {
 		return d
 	}
 	t.Run("commands", func(t *testing.T) { testCommands(t, open) })
+	t.Run("script-flush", func(t *testing.T) { testScriptFlush(t, open) })
 	t.Run("stopped-node-times-out", func(t *testing.T) { testStoppedNodeTimesOut(t, open) })
+	t.Run("batch-close-early", func(t *testing.T) { testBatchCloseEarly(t, open) })
 	t.Run("dial-with-node-down", func(t *testing.T) { testDialWithNodeDown(t, open) })
 	t.Run("dial-all-down", func(t *testing.T) {
 		d := open(t, []string{deadAddr(t), deadAddr(t)})

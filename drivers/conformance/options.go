@@ -61,8 +61,9 @@ func (dial DialFunc) Defaults() Dialer {
 }
 
 // RunDial runs every contract suite a driver's Dial must pass:
-// DialValidation, RunDriver, and the case of Options.Clock (the driver's
-// Clock method, and deadlines read on that clock).
+// DialValidation, RunDriver, credentials and TLS given in Options, and
+// the case of Options.Clock (the driver's Clock method, and deadlines
+// read on that clock).
 func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("dial-validation", func(t *testing.T) {
 		DialValidation(t, func(addrs []string, opts drivers.Options) error {
@@ -74,6 +75,7 @@ func RunDial(t *testing.T, dial DialFunc) {
 		})
 	})
 	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
+	t.Run("auth", func(t *testing.T) { testAuth(t, dial) })
 	t.Run("clock", func(t *testing.T) { testDialClock(t, dial) })
 }
 
