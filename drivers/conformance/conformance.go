@@ -19,9 +19,9 @@
 // embedded miniredis, and the cases that need a real process skip (with
 // REDLOCK_REQUIRE_REDIS=1 a missing redis-server fails the test instead).
 //
-// This module's drivers also run the system tests of internal/systest:
-// the root package's Client over the driver, with its leases, wake on
-// release, fencing, faults and processes.
+// This module's drivers also run the system tests of
+// drivers/internal/systest: the root package's Client over the driver,
+// with its leases, wake on release, fencing, faults and processes.
 package conformance
 
 import (
@@ -33,7 +33,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -48,11 +47,6 @@ type Endpoint struct {
 	// TLS is non-nil when the server speaks TLS only.
 	TLS *tls.Config
 }
-
-// Factory builds a driver over eps, node i being eps[i]. It must register
-// t.Cleanup to close the driver. The fan-out mode is a core.Config setting,
-// so drivers do not see it.
-type Factory func(t *testing.T, eps []Endpoint) core.Driver
 
 // startServers starts n servers for the suite: redis-server processes, or
 // embedded ones where redistest allows them.

@@ -40,11 +40,15 @@ import (
 // The driver contract's types, under the names the suite has always used.
 type (
 	Endpoint = conformance.Endpoint
-	Factory  = conformance.Factory
 	Closer   = conformance.Closer
 	Dialer   = conformance.Dialer
 	DialFunc = conformance.DialFunc
 )
+
+// Factory builds a driver over eps, node i being eps[i]. It must register
+// t.Cleanup to close the driver. The fan-out mode is a core.Config setting,
+// so drivers do not see it.
+type Factory func(t *testing.T, eps []Endpoint) core.Driver
 
 var modes = []core.FanOut{core.Multiplexed, core.Sequential}
 
