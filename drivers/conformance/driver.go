@@ -187,8 +187,12 @@ func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Close
 	}
 
 	srvs[1].Cont()
+	// A fresh key each try: a try that timed out may still have set its
+	// key once the node answered, and the same key would then be held.
+	try := 0
 	require.Eventually(t, func() bool {
-		return SendOne(d, 1, acquireCmd("after"), time.Second).Status == core.StatusOK
+		try++
+		return SendOne(d, 1, acquireCmd("after-"+strconv.Itoa(try)), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node comes back")
 }
 
@@ -212,7 +216,11 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) 
 	}
 
 	down.Restart()
+	// A fresh key each try: a try that timed out may still have set its
+	// key once the node answered, and the same key would then be held.
+	try := 0
 	require.Eventually(t, func() bool {
-		return SendOne(d, 1, acquireCmd("y"), time.Second).Status == core.StatusOK
+		try++
+		return SendOne(d, 1, acquireCmd("y-"+strconv.Itoa(try)), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node is dialled again on use")
 }
