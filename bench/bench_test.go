@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/servers"
 	"github.com/redlock-go/redlock/bench/target"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/latproxy"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 

@@ -102,13 +102,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/multiproc"
 	"github.com/redlock-go/redlock/bench/report"
 	"github.com/redlock-go/redlock/bench/servers"
 	"github.com/redlock-go/redlock/bench/target"
+	"github.com/redlock-go/redlock/internal/latproxy"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

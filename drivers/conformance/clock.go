@@ -1,21 +1,21 @@
 package conformance
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// shiftedClock is the system clock moved by a fixed amount: a clock of the
-// caller's whose readings are far from time.Now's, so that a driver that
-// took one of its deadlines for a time.Now reading would time every
+// shiftedClock is the system clock moved by a fixed amount: a clock of
+// the caller's whose readings are far from time.Now's, so that a driver
+// that took one of its deadlines for a time.Now reading would time every
 // command out at once (a deadline an hour ago) or never (an hour ahead).
 type shiftedClock struct{ by time.Duration }
 
@@ -27,55 +27,47 @@ func (c *shiftedClock) AfterFunc(d time.Duration, f func()) core.Timer { return 
 type clocked interface{ Clock() core.Clock }
 
 // testDialClock: Options.Clock is the clock the driver reads its
-// deadlines on, and its Clock method says so. A Client given that clock,
-// or none, adopts it and locks, extends and unlocks through the driver,
-// its Until a reading of that clock; a Client given another clock, the
-// system clock included, is refused with ErrInvalidConfig. A driver
+// deadlines on, and its Clock method says so: a command whose deadline is
+// a second ahead on that clock is answered, an hour either side of
+// time.Now, and one whose deadline has passed on it times out. A driver
 // dialled without a clock reads the system clock.
 func testDialClock(t *testing.T, dial DialFunc) {
-	srvs := startServers(t, 3, redistest.Options{})
-	open := func(t *testing.T, clock core.Clock) clocked {
+	srvs := startServers(t, 1, redistest.Options{})
+	open := func(t *testing.T, clock core.Clock) core.Driver {
 		t.Helper()
 		d, err := dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
 		require.NoError(t, err)
 		t.Cleanup(func() { d.Close() })
 		cd, ok := d.(clocked)
-		require.True(t, ok, "%T has no Clock method: redlock.NewClient cannot tell which clock it reads", d)
-		return cd
+		require.True(t, ok, "%T has no Clock method: a Client cannot tell which clock it reads", d)
+		want := clock
+		if want == nil {
+			want = core.SystemClock{}
+		}
+		require.Equal(t, want, cd.Clock(), "Clock returns Options.Clock, or the system clock without one")
+		return d
 	}
-	cfg := core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}
-	for _, by := range []time.Duration{-time.Hour, time.Hour} {
+	send := func(d core.Driver, cmd core.Command, deadline time.Time) core.Reply {
+		b := d.Begin(context.Background())
+		defer b.Close()
+		b.Send(0, cmd, deadline)
+		r, _ := b.Receive(nil)
+		return r
+	}
+	for _, by := range []time.Duration{-time.Hour, time.Hour, 0} {
 		t.Run("shifted="+by.String(), func(t *testing.T) {
-			clock := &shiftedClock{by: by}
-			cd := open(t, clock)
-			require.Equal(t, core.Clock(clock), cd.Clock(), "Clock returns Options.Clock")
-			d := cd.(core.Driver)
-			for _, given := range []core.Clock{clock, nil} {
-				client, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: given})
-				require.NoError(t, err, "Options.Clock %v: the driver's", given)
-				ctx, key := testContext(t), testKey(t, "")
-				lock, err := client.TryLock(ctx, key)
-				require.NoError(t, err)
-				assert.WithinDuration(t, clock.Now().Add(cfg.TTL), lock.Until(), time.Second,
-					"Until is a reading of the driver's clock")
-				require.NoError(t, lock.Extend(ctx))
-				require.NoError(t, lock.Unlock(ctx))
+			var clock core.Clock = &shiftedClock{by: by}
+			if by == 0 {
+				clock = nil
 			}
-			for _, other := range []core.Clock{core.SystemClock{}, &shiftedClock{by: by}} {
-				_, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: other})
-				require.ErrorIs(t, err, core.ErrInvalidConfig, "Options.Clock %T is not the driver's", other)
-			}
+			d := open(t, clock)
+			now := (&shiftedClock{by: by}).Now
+			r := send(d, acquireCmd("k"), now().Add(time.Second))
+			require.Equal(t, core.StatusOK, r.Status, "a deadline a second ahead on the driver's clock: %v", r.Err)
+			r = send(d, releaseCmd("k", driverToken), now().Add(time.Second))
+			require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+			r = send(d, acquireCmd("late"), now().Add(-time.Second))
+			assert.Equal(t, core.StatusTimeout, r.Status, "a deadline a second past on the driver's clock: %v", r.Err)
 		})
 	}
-	t.Run("system", func(t *testing.T) {
-		cd := open(t, nil)
-		assert.Equal(t, core.Clock(core.SystemClock{}), cd.Clock(), "no Options.Clock: the system clock")
-		client, err := redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: core.SystemClock{}})
-		require.NoError(t, err)
-		lock, err := client.TryLock(testContext(t), testKey(t, ""))
-		require.NoError(t, err)
-		require.NoError(t, lock.Unlock(testContext(t)))
-		_, err = redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: &shiftedClock{}})
-		require.ErrorIs(t, err, core.ErrInvalidConfig)
-	})
 }

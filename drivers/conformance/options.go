@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
@@ -53,17 +52,18 @@ func Of[D Closer](dial func([]string, drivers.Options) (D, error)) DialFunc {
 }
 
 // Defaults returns dial with zero Options but a one-second DialTimeout: a
-// Dialer for RunDriver, AllocsPerPair and the benchmarks.
+// Dialer for RunDriver, and for internal/systest's allocation counts and
+// benchmarks.
 func (dial DialFunc) Defaults() Dialer {
 	return func(addrs []string) (Closer, error) {
 		return dial(addrs, drivers.Options{DialTimeout: time.Second})
 	}
 }
 
-// RunDial runs every suite a driver's Dial must pass: DialValidation, Run
-// (each cluster's credentials and TLS passed in Options), RunDriver, and
-// the case of Options.Clock (the driver's Clock method, and
-// redlock.NewClient adopting or refusing a clock).
+// RunDial runs every contract suite a driver's Dial must pass:
+// DialValidation, RunDriver, credentials and TLS given in Options, and
+// the case of Options.Clock (the driver's Clock method, and deadlines
+// read on that clock).
 func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("dial-validation", func(t *testing.T) {
 		DialValidation(t, func(addrs []string, opts drivers.Options) error {
@@ -74,22 +74,8 @@ func RunDial(t *testing.T, dial DialFunc) {
 			return err
 		})
 	})
-	t.Run("locker", func(t *testing.T) {
-		Run(t, func(t *testing.T, eps []Endpoint) core.Driver {
-			addrs := make([]string, len(eps))
-			for i, ep := range eps {
-				addrs[i] = ep.Addr
-			}
-			// Every endpoint of one cluster shares its credentials and TLS;
-			// the driver logs where the process does.
-			d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS,
-				Logger: slog.Default()})
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, d.Close()) })
-			return d
-		})
-	})
 	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
+	t.Run("auth", func(t *testing.T) { testAuth(t, dial) })
 	t.Run("clock", func(t *testing.T) { testDialClock(t, dial) })
 }
 

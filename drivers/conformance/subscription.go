@@ -26,9 +26,9 @@ const eventWait = 10 * time.Second
 // servers: confirmations, messages and unsubscribing, authentication and
 // TLS, an ACL that forbids channels (an EventRefused quoting NOPERM, on a
 // connection that was dialled without complaint), a server killed, Close
-// during Receive, and a node down at the dial. Servers are chosen as in
-// Run; the ACL case needs redis-server. The test binary's goleak check
-// (redistest.Main) catches a goroutine left behind.
+// during Receive, and a node down at the dial. Servers are chosen as the
+// package says; the ACL case needs redis-server. The test binary's goleak
+// check (redistest.Main) catches a goroutine left behind.
 func RunSubscription(t *testing.T, dial SubscribeDial) {
 	t.Run("subscribe-publish-unsubscribe", func(t *testing.T) {
 		srvs := startServers(t, 2, redistest.Options{})

@@ -5,16 +5,21 @@ import (
 
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 )
 
 var dial = conformance.Of(goredis.Dial)
 
+// TestConformance runs the driver contract.
 func TestConformance(t *testing.T) { conformance.RunDial(t, dial) }
 
-func BenchmarkAcquireRelease(b *testing.B) { conformance.BenchAcquireRelease(b, dial.Defaults()) }
+// TestSystem runs the root package's Client over the driver.
+func TestSystem(t *testing.T) { systest.RunDial(t, dial) }
+
+func BenchmarkAcquireRelease(b *testing.B) { systest.BenchAcquireRelease(b, dial.Defaults()) }
 
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
-	conformance.BenchAcquireReleaseParallel(b, dial.Defaults())
+	systest.BenchAcquireReleaseParallel(b, dial.Defaults())
 }
 
 func TestSubscription(t *testing.T) { conformance.RunSubscription(t, goredis.Subscriber) }

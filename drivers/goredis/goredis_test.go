@@ -18,6 +18,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -121,10 +122,10 @@ func TestAllocations(t *testing.T) {
 				}
 			}
 			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
-				check(t, 2, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
+				check(t, 2, systest.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
 			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
-				check(t, 3, conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
+				check(t, 3, systest.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
 			})
 		}
 	}

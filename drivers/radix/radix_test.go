@@ -16,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -333,11 +334,11 @@ func TestAllocations(t *testing.T) {
 				// Batches are pooled, each connection reuses its action
 				// (request buffer and replies), replies are decoded
 				// without allocation.
-				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
+				assert.Zero(t, systest.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
 			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
 				// A fence comes back as an integer below 2^53.
-				assert.Zero(t, conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
+				assert.Zero(t, systest.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
 			})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -56,11 +57,11 @@ func TestAllocations(t *testing.T) {
 			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
 				// Batches are pooled, arguments boxed once per connection,
 				// replies decoded without allocation.
-				assert.Zero(t, conformance.AllocsPerPair(t, dial.Defaults(), n, mode))
+				assert.Zero(t, systest.AllocsPerPair(t, dial.Defaults(), n, mode))
 			})
 			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
 				// The fenced scripts' six arguments fit the boxes too.
-				assert.Zero(t, conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
+				assert.Zero(t, systest.AllocsPerFencedPair(t, dial.Defaults(), n, mode))
 			})
 		}
 	}

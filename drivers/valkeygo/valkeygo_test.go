@@ -15,6 +15,7 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/valkeygo"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -97,7 +98,7 @@ func TestAllocations(t *testing.T) {
 	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		for _, n := range []int{1, 3, 5} {
 			t.Run(mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
-				got := conformance.AllocsPerPair(t, dial.Defaults(), n, mode)
+				got := systest.AllocsPerPair(t, dial.Defaults(), n, mode)
 				t.Logf("%v allocations per acquire+release", got)
 				if mode == core.Sequential || n == 1 {
 					assert.Zero(t, got)
@@ -108,7 +109,7 @@ func TestAllocations(t *testing.T) {
 			t.Run("fenced/"+mode.String()+"/N="+strconv.Itoa(n), func(t *testing.T) {
 				// The same, with two rounds that may leave stragglers: the
 				// fenced acquire and the raise.
-				got := conformance.AllocsPerFencedPair(t, dial.Defaults(), n, mode)
+				got := systest.AllocsPerFencedPair(t, dial.Defaults(), n, mode)
 				t.Logf("%v allocations per fenced acquire+release", got)
 				if mode == core.Sequential || n == 1 {
 					assert.Zero(t, got)

@@ -1,79 +1,73 @@
 package redistest
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
+	"fmt"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// fixtureEnv makes TestLookPathFixture run: it is the package test that
-// TestGoTestCacheSeesRedisServer runs through the go command.
-const fixtureEnv = "REDISTEST_LOOKPATH_FIXTURE"
+// recorder is a testing.TB that records Fatalf and Skipf and ends only
+// the goroutine of serverPath, not the test, so that a test can look at
+// what RedisServerPath does without redis-server.
+type recorder struct {
+	testing.TB
+	name           string
+	fatal, skipped string
+}
 
-func TestLookPathFixture(t *testing.T) {
-	if os.Getenv(fixtureEnv) != "1" {
-		t.Skip("run by TestGoTestCacheSeesRedisServer only")
-	}
+func (r *recorder) Helper()                      {}
+func (r *recorder) Name() string                 { return r.name }
+func (r *recorder) Fatalf(f string, args ...any) { r.fatal = fmt.Sprintf(f, args...); runtime.Goexit() }
+func (r *recorder) Skipf(f string, args ...any) {
+	r.skipped = fmt.Sprintf(f, args...)
+	runtime.Goexit()
+}
+
+// serverPath calls RedisServerPath(r) on a goroutine of its own, which
+// r's Fatalf and Skipf end, and returns what it returned.
+func serverPath(r *recorder) (path string, returned bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		path = RedisServerPath(r)
+		returned = true
+	}()
+	<-done
+	return path, returned
+}
+
+// TestRedisServerPathMissing: without redis-server on PATH, a test skips
+// with a message naming its package and the Debian package, and is
+// counted in the summary; with REDLOCK_REQUIRE_REDIS=1 it fails instead.
+func TestRedisServerPathMissing(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+
+	t.Run("skip", func(t *testing.T) {
+		defer withTally(t)()
+		t.Setenv(RequireEnv, "")
+		r := &recorder{TB: t, name: "TestX"}
+		_, returned := serverPath(r)
+		assert.False(t, returned, "the test must end at the skip")
+		assert.Empty(t, r.fatal)
+		assert.Contains(t, r.skipped, "github.com/redlock-go/redlock/internal/redistest: redis-server not found on PATH")
+		assert.Contains(t, r.skipped, `apt-get install redis-server`)
+		assert.Contains(t, r.skipped, RequireEnv+"=1")
+		assert.Contains(t, Summary(), "1 test skipped (needs redis-server: 1)")
+	})
+	t.Run("required", func(t *testing.T) {
+		defer withTally(t)()
+		t.Setenv(RequireEnv, "1")
+		r := &recorder{TB: t, name: "TestX"}
+		_, returned := serverPath(r)
+		assert.False(t, returned, "the test must end at the failure")
+		assert.Empty(t, r.skipped)
+		assert.Contains(t, r.fatal, "redis-server not found on PATH")
+		assert.Empty(t, Summary(), "a failure is not a skip")
+	})
 	p, err := LookPath()
-	t.Logf("redis-server: %q, %v", p, err)
-}
-
-// TestGoTestCacheSeesRedisServer: a package whose tests looked for
-// redis-server is not replayed from go test's cache once redis-server
-// appears on PATH, but is while nothing changes.
-func TestGoTestCacheSeesRedisServer(t *testing.T) {
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	bin := t.TempDir()
-	root := moduleRoot()
-	require.NotEmpty(t, root)
-	t.Cleanup(func() { os.Remove(probeLink(root, bin)) })
-
-	run := func() string {
-		t.Helper()
-		cmd := exec.Command(goCmd, "test", "-run", "^TestLookPathFixture$", ".")
-		cmd.Env = append(os.Environ(), fixtureEnv+"=1", "GOFLAGS=", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		return string(out)
-	}
-	first := run()
-	require.NotContains(t, first, "(cached)", "a new PATH is a new input")
-	assert.Contains(t, run(), "(cached)", "nothing changed: the result is replayed")
-
-	// redis-server appears in a PATH directory, as an install would do.
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "redis-server"), []byte("#!/bin/sh\n"), 0o755))
-	third := run()
-	assert.True(t, strings.HasPrefix(third, "ok"), "%s", third)
-	assert.NotContains(t, third, "(cached)", "redis-server appeared but the cached result was replayed")
-}
-
-// skipFixtureEnv makes TestSkipFixture skip through redistest.
-const skipFixtureEnv = "REDISTEST_SKIP_FIXTURE"
-
-func TestSkipFixture(t *testing.T) {
-	if os.Getenv(skipFixtureEnv) != "1" {
-		t.Skip("run by TestSkipSummaryIsNeverCached only")
-	}
-	skip(t, reasonNoServer)
-}
-
-// TestSkipSummaryIsNeverCached: a package that skipped tests prints its
-// summary on every run of go test: its result is not replayed from the
-// cache, which would drop the line.
-func TestSkipSummaryIsNeverCached(t *testing.T) {
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	for run := 1; run <= 2; run++ {
-		cmd := exec.Command(goCmd, "test", "-run", "^TestSkipFixture$", ".")
-		cmd.Env = append(os.Environ(), skipFixtureEnv+"=1", "GOFLAGS=")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		assert.NotContains(t, string(out), "(cached)", "run %d replayed from the cache", run)
-		assert.Contains(t, string(out), "1 test skipped (needs redis-server: 1)", "run %d printed no summary", run)
-	}
+	require.Error(t, err, "PATH is an empty directory")
+	assert.Empty(t, p)
 }

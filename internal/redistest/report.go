@@ -3,7 +3,6 @@ package redistest
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,7 +38,6 @@ func skip(t testing.TB, reason string) {
 	}
 	tally.skipped[reason][t.Name()] = true
 	tally.mu.Unlock()
-	recordOpen()
 	t.Skipf("%s: redis-server not found on PATH and this test %s; install it with \"apt-get install redis-server\", or set %s=1 to make this a failure",
 		testPackage(), reason, RequireEnv)
 }
@@ -52,7 +50,6 @@ func ranEmbedded(t testing.TB) {
 	}
 	tally.embedded[t.Name()] = true
 	tally.mu.Unlock()
-	recordOpen()
 }
 
 // Summary returns the package's one-line account of what redistest skipped
@@ -90,15 +87,10 @@ func plural(n int, noun string) string {
 
 // Main is a TestMain for packages whose tests start servers: it runs the
 // tests, checks that none left a goroutine behind (goleak), and prints
-// Summary when it is not empty. A run with a summary is kept out of go
-// test's cache (see keepFromCache), so the line shows on every run, not
-// only the first.
-//
-// go test hides a passing package's output unless -v is given, which would
-// hide the summary exactly when it matters. So, on Linux, when the test
-// binary runs under the go command and that command writes to a pipe or a
-// terminal, the line also goes to the go command's own standard output,
-// beside its "ok" line. Elsewhere it is in the test output (go test -v).
+// Summary, one line for the package, when it is not empty. go test shows
+// it, as it shows each skipped test's t.Skip message, under -v or when the
+// package fails; CI sets REDLOCK_REQUIRE_REDIS=1, so that a missing
+// redis-server fails instead of skipping.
 func Main(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
@@ -108,58 +100,7 @@ func Main(m *testing.M) {
 		}
 	}
 	if s := Summary(); s != "" {
-		keepFromCache(s)
 		fmt.Println(s)
-		if !testing.Verbose() {
-			if f := goCommandOutput(); f != nil {
-				fmt.Fprintln(f, s)
-				f.Close()
-			}
-		}
 	}
 	os.Exit(code)
-}
-
-// The go command does not cache a test result when a file the tests opened
-// inside the module changed less than two seconds before the run ended. The
-// test log records opens only while the tests run, so the first test that
-// skips or runs embedded opens the summary file (recordOpen), and Main
-// rewrites it after the tests (keepFromCache): the next run runs again
-// instead of replaying a result without its summary line.
-
-var recordOnce sync.Once
-
-// recordOpen opens the package's summary file, creating it, once per test
-// binary; it must be called from a running test.
-func recordOpen() {
-	recordOnce.Do(func() {
-		name := summaryFile()
-		if name == "" {
-			return
-		}
-		if f, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, 0o644); err == nil {
-			f.Close()
-		}
-	})
-}
-
-// keepFromCache writes summary to the file recordOpen opened.
-func keepFromCache(summary string) {
-	if name := summaryFile(); name != "" {
-		os.WriteFile(name, []byte(summary+"\n"), 0o644)
-	}
-}
-
-// summaryFile returns the path of the package's summary file in the
-// module's probe directory, or "" outside a writable module.
-func summaryFile() string {
-	root := moduleRoot()
-	if root == "" {
-		return ""
-	}
-	dir := filepath.Join(root, probeDir)
-	if os.MkdirAll(dir, 0o755) != nil {
-		return ""
-	}
-	return filepath.Join(dir, "summary-"+strings.ReplaceAll(testPackage(), "/", "_"))
 }

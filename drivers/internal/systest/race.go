@@ -1,5 +1,5 @@
 //go:build race
 
-package conformance
+package systest
 
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package conformance_test
+package systest_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -22,7 +23,7 @@ import (
 // plain driver, so that the suite's real-server path is tested here rather
 // than first by the production drivers.
 func TestRefDriver(t *testing.T) {
-	conformance.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
+	systest.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
 		d := newRefDriver(eps)
 		t.Cleanup(d.close)
 		return d

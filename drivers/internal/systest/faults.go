@@ -1,4 +1,4 @@
-package conformance
+package systest
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/bench/latproxy"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/latproxy"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 

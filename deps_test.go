@@ -1,0 +1,124 @@
+//go:build !tinygo && !wasm
+
+package redlock_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/redlock-go/redlock"
+
+// driverClients maps each driver under drivers/ to the module of the Redis
+// client it wraps. A program that imports the root package and one driver
+// links that client and no other.
+var driverClients = map[string]string{
+	"goredis":  "github.com/redis/go-redis",
+	"radix":    "github.com/mediocregopher/radix",
+	"redigo":   "github.com/gomodule/redigo",
+	"rueidis":  "github.com/redis/rueidis",
+	"valkeygo": "github.com/valkey-io/valkey-go",
+}
+
+// workshop is what the library's tests, benchmarks and plots use and a
+// program that locks must never link.
+var workshop = []string{
+	"gonum.org/v1/plot",
+	"github.com/HdrHistogram/hdrhistogram-go",
+	"github.com/alicebob/miniredis",
+	"github.com/stretchr/testify",
+	"go.uber.org/goleak",
+	"testing",
+	module + "/bench",
+	module + "/cmd",
+	module + "/drivers/conformance",
+	module + "/drivers/internal/systest",
+	module + "/internal",
+}
+
+// goList returns the import paths of pkgs and everything they import,
+// transitively, as a program built from them would link.
+func goList(t *testing.T, pkgs ...string) []string {
+	t.Helper()
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(goCmd, append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
+	require.NoError(t, err, "go list -deps %v:\n%s", pkgs, out)
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, pkgs[0], "go list listed too little to check")
+	return deps
+}
+
+// withPrefix returns the deps that are path or lie under it: the module
+// or package path itself, or a package whose path continues it after a
+// "/".
+func withPrefix(deps []string, path string) []string {
+	var out []string
+	for _, d := range deps {
+		if d == path || strings.HasPrefix(d, path+"/") {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// TestProgramDeps: a program of the root package and one driver links
+// that driver's client and nothing of the workshop (plots, histograms,
+// miniredis, testify, the benchmarks, the test suites) nor of another
+// driver.
+func TestProgramDeps(t *testing.T) {
+	entries, err := os.ReadDir("drivers")
+	require.NoError(t, err)
+	var drivers []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "conformance" && e.Name() != "internal" {
+			drivers = append(drivers, e.Name())
+		}
+	}
+	require.NotEmpty(t, drivers)
+	for _, drv := range drivers {
+		t.Run(drv, func(t *testing.T) {
+			client, ok := driverClients[drv]
+			require.True(t, ok, "drivers/%s is a driver this test does not know: add its client to driverClients", drv)
+			deps := goList(t, module, module+"/drivers/"+drv)
+			assert.NotEmpty(t, withPrefix(deps, client), "drivers/%s links no %s: is the table right?", drv, client)
+			for _, bad := range workshop {
+				assert.Empty(t, withPrefix(deps, bad), "a program of redlock and drivers/%s links %s", drv, bad)
+			}
+			for other, c := range driverClients {
+				if other != drv {
+					assert.Empty(t, withPrefix(deps, c), "drivers/%s links %s, the client of drivers/%s", drv, c, other)
+					assert.Empty(t, withPrefix(deps, module+"/drivers/"+other), "drivers/%s links drivers/%s", drv, other)
+				}
+			}
+		})
+	}
+}
+
+// TestConformanceDeps: the driver contract a third-party driver author
+// runs reaches neither the root package nor the benchmarks.
+func TestConformanceDeps(t *testing.T) {
+	deps := goList(t, module+"/drivers/conformance")
+	assert.False(t, slices.Contains(deps, module), "drivers/conformance imports the root package")
+	assert.Empty(t, withPrefix(deps, module+"/bench"), "drivers/conformance imports the benchmarks")
+	assert.Empty(t, withPrefix(deps, module+"/drivers/internal/systest"), "drivers/conformance imports the system tests")
+	assert.True(t, slices.Contains(deps, module+"/core"), "go list listed too little to check")
+}
+
+// TestWithPrefix: the matching the two tests rely on.
+func TestWithPrefix(t *testing.T) {
+	deps := []string{"github.com/redis/go-redis/v9", "github.com/redis/rueidis", "github.com/redis/rueidiscompat",
+		module, module + "/core", module + "/bench", module + "/benchmarks", module + "/bench/latproxy"}
+	assert.Equal(t, []string{"github.com/redis/go-redis/v9"}, withPrefix(deps, "github.com/redis/go-redis"))
+	assert.Equal(t, []string{"github.com/redis/rueidis"}, withPrefix(deps, "github.com/redis/rueidis"))
+	assert.Equal(t, []string{module + "/bench", module + "/bench/latproxy"}, withPrefix(deps, module+"/bench"))
+	assert.Equal(t, []string{module + "/core"}, withPrefix(deps, module+"/core"))
+	assert.Empty(t, withPrefix(deps, module+"/internal"))
+}

@@ -1,0 +1,81 @@
+package systest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// shiftedClock is the system clock moved by a fixed amount: a clock of the
+// caller's whose readings are far from time.Now's, so that a driver that
+// took one of its deadlines for a time.Now reading would time every
+// command out at once (a deadline an hour ago) or never (an hour ahead).
+type shiftedClock struct{ by time.Duration }
+
+func (c *shiftedClock) Now() time.Time { return time.Now().Add(c.by) }
+
+func (c *shiftedClock) AfterFunc(d time.Duration, f func()) core.Timer { return time.AfterFunc(d, f) }
+
+// clocked is a driver that says which clock its deadlines read.
+type clocked interface{ Clock() core.Clock }
+
+// testDialClock: Options.Clock is the clock the driver reads its
+// deadlines on, and its Clock method says so. A Client given that clock,
+// or none, adopts it and locks, extends and unlocks through the driver,
+// its Until a reading of that clock; a Client given another clock, the
+// system clock included, is refused with ErrInvalidConfig. A driver
+// dialled without a clock reads the system clock.
+func testDialClock(t *testing.T, dial DialFunc) {
+	srvs := startServers(t, 3, redistest.Options{})
+	open := func(t *testing.T, clock core.Clock) clocked {
+		t.Helper()
+		d, err := dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		cd, ok := d.(clocked)
+		require.True(t, ok, "%T has no Clock method: redlock.NewClient cannot tell which clock it reads", d)
+		return cd
+	}
+	cfg := core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}
+	for _, by := range []time.Duration{-time.Hour, time.Hour} {
+		t.Run("shifted="+by.String(), func(t *testing.T) {
+			clock := &shiftedClock{by: by}
+			cd := open(t, clock)
+			require.Equal(t, core.Clock(clock), cd.Clock(), "Clock returns Options.Clock")
+			d := cd.(core.Driver)
+			for _, given := range []core.Clock{clock, nil} {
+				client, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: given})
+				require.NoError(t, err, "Options.Clock %v: the driver's", given)
+				ctx, key := testContext(t), testKey(t, "")
+				lock, err := client.TryLock(ctx, key)
+				require.NoError(t, err)
+				assert.WithinDuration(t, clock.Now().Add(cfg.TTL), lock.Until(), time.Second,
+					"Until is a reading of the driver's clock")
+				require.NoError(t, lock.Extend(ctx))
+				require.NoError(t, lock.Unlock(ctx))
+			}
+			for _, other := range []core.Clock{core.SystemClock{}, &shiftedClock{by: by}} {
+				_, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: other})
+				require.ErrorIs(t, err, core.ErrInvalidConfig, "Options.Clock %T is not the driver's", other)
+			}
+		})
+	}
+	t.Run("system", func(t *testing.T) {
+		cd := open(t, nil)
+		assert.Equal(t, core.Clock(core.SystemClock{}), cd.Clock(), "no Options.Clock: the system clock")
+		client, err := redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: core.SystemClock{}})
+		require.NoError(t, err)
+		lock, err := client.TryLock(testContext(t), testKey(t, ""))
+		require.NoError(t, err)
+		require.NoError(t, lock.Unlock(testContext(t)))
+		_, err = redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: &shiftedClock{}})
+		require.ErrorIs(t, err, core.ErrInvalidConfig)
+	})
+}
