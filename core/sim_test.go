@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/redlock-go/redlock/core"
@@ -178,18 +179,31 @@ func TestSimulationSeesLateLeaseLoss(t *testing.T) {
 		core.LeaseLosesAtValidity, "late loss", func(v sim.Violations) int { return v.LateLoss })
 }
 
+// simSchedules, when positive, replaces the number of schedules the
+// defect tests run of each configuration: docs/safety.md's counts are
+// these tests' logs at -sim.schedules 1000
+// (results/simulation/checkers-not-blind.txt).
+var simSchedules = flag.Int("sim.schedules", 0, "schedules of each configuration in TestSimulationSees* (0: each test's own)")
+
+func schedulesOr(n int) int {
+	if *simSchedules > 0 {
+		return *simSchedules
+	}
+	return n
+}
+
 // seesDefect runs 100 schedules of each configuration with the fix, which
 // must find nothing, and with the defect that mutate re-introduces, in
 // which count (of the checker that must see it) must be positive.
 func seesDefect(t *testing.T, cfgs []sim.Config, mutate func() func(), what string, count func(sim.Violations) int) {
 	t.Helper()
 	for _, cfg := range cfgs {
-		fixed := sim.Campaign(cfg, 1, 100)
+		fixed := sim.Campaign(cfg, 1, schedulesOr(100))
 		if fixed.Violations.Total() != 0 {
 			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, fixed.Violations, fixed.First)
 		}
 		restore := mutate()
-		broken := sim.Campaign(cfg, 1, 100)
+		broken := sim.Campaign(cfg, 1, schedulesOr(100))
 		restore()
 		if count(broken.Violations) == 0 {
 			t.Fatalf("%s: the %s went unseen in %d schedules: %+v", cfg.Name, what, broken.Schedules, broken.Violations)
@@ -207,11 +221,12 @@ func TestSimulationSeesDriftLeftOut(t *testing.T) {
 		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
 			for _, cfg := range []sim.Config{sim.AssumedWorstClocks(n, fo), sim.AssumedWorstClocksFenced(n, fo)} {
 				restore := core.ValidityWithoutDrift()
-				broken := sim.Campaign(cfg, 1, 60)
+				broken := sim.Campaign(cfg, 1, schedulesOr(60))
 				restore()
 				if broken.Violations.Exclusion == 0 {
 					t.Fatalf("%s: drift left out went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
 				}
+				t.Logf("%s, with the defect: %d schedules, %d mutual-exclusion violations", cfg.Name, broken.Schedules, broken.Violations.Exclusion)
 			}
 		}
 	}
