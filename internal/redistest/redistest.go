@@ -72,6 +72,7 @@ type Server struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been reaped
 	waitErr error
+	stopped bool // SIGSTOP sent and no SIGCONT since
 }
 
 // Start starts a server on a free loopback port, waits until it answers
@@ -301,6 +302,9 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill() // fails only if already reaped
 	<-exited
+	s.mu.Lock()
+	s.stopped = false
+	s.mu.Unlock()
 }
 
 // Stop sends SIGSTOP: the server hangs and its connections stay open. On
@@ -311,6 +315,9 @@ func (s *Server) Stop() {
 		skip(s.t, reasonSIGSTOP)
 	}
 	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 }
 
 // Cont sends SIGCONT to a stopped server. An embedded server is never
@@ -318,6 +325,28 @@ func (s *Server) Stop() {
 func (s *Server) Cont() {
 	if s.mini == nil {
 		s.signal(syscall.SIGCONT)
+		s.mu.Lock()
+		s.stopped = false
+		s.mu.Unlock()
+	}
+}
+
+// alive reports whether the server's process runs and is not stopped, so
+// that it answers commands. An embedded server is taken to be alive.
+func (s *Server) alive() bool {
+	if s.mini != nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.stopped {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
 	}
 }
 
