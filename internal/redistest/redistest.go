@@ -3,6 +3,13 @@
 // persistence, optionally with a password, an ACL user or TLS. Servers can
 // be killed, stopped (SIGSTOP), continued and restarted on the same port
 // to inject faults. Every server is killed and reaped by t.Cleanup.
+//
+// StartSentinelGroup runs a master, its replicas and Sentinels, and
+// StartCluster a Redis Cluster, with helpers to find the current master,
+// fail over (by a kill, a Sentinel's or a manual failover, a takeover),
+// migrate a slot and wait for the topology to settle. Their waits poll the
+// servers' own account (ROLE, INFO, SENTINEL, CLUSTER NODES) until a
+// condition holds, with a generous deadline, and never sleep blindly.
 package redistest
 
 import (

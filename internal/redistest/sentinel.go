@@ -111,7 +111,7 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	}
 	waitFor(t, "replicas in sync with "+master.Addr, func() error {
 		return replicasOnline(master, opts.Replicas)
-	})
+	}, g.Servers...)
 	for i := 0; i < opts.Sentinels; i++ {
 		g.Sentinels = append(g.Sentinels, launch(t, Options{}, func(s *Server, port int) error {
 			return writeSentinelConf(s, port, master, opts)
@@ -120,9 +120,25 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	for _, sen := range g.Sentinels {
 		waitFor(t, "Sentinel "+sen.Addr+" to know the group", func() error {
 			return sentinelKnowsGroup(sen, opts)
-		})
+		}, g.all()...)
 	}
+	logOnFailure(t, g.all())
 	return g
+}
+
+// logOnFailure logs the last lines of the servers' logs at the end of a
+// failed test, before they are killed and their directories removed.
+func logOnFailure(t testing.TB, servers []*Server) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var b strings.Builder
+		for _, s := range servers {
+			b.WriteString(s.lastLogLines(40))
+		}
+		t.Logf("redistest: the test failed; the servers' logs end:\n%s", b.String())
+	})
 }
 
 // dataNodeArgs returns the arguments every data server of a group or a
@@ -230,12 +246,36 @@ func redisMap(r any, err error) (map[string]string, error) {
 }
 
 // waitFor polls cond until it returns nil, failing the test with what is
-// waited for and cond's last error after topologyTimeout.
-func waitFor(t testing.TB, what string, cond func() error) {
+// waited for, cond's last error and the last lines of the logs of
+// servers after topologyTimeout.
+func waitFor(t testing.TB, what string, cond func() error, servers ...*Server) {
 	t.Helper()
 	if err := poll(topologyTimeout, cond); err != nil {
-		t.Fatalf("redistest: waiting for %s: %v", what, err)
+		var logs strings.Builder
+		for _, s := range servers {
+			logs.WriteString(s.lastLogLines(20))
+		}
+		t.Fatalf("redistest: waiting for %s: %v\n%s", what, err, logs.String())
 	}
+}
+
+// lastLogLines returns the last n lines of the server's log, headed by its
+// address and role in the test.
+func (s *Server) lastLogLines(n int) string {
+	data, err := os.ReadFile(s.logPath())
+	if err != nil {
+		return fmt.Sprintf("--- %s: %v\n", s.Addr, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return fmt.Sprintf("--- %s log ---\n%s\n", s.Addr, strings.Join(lines, "\n"))
+}
+
+// all returns the group's data servers and Sentinels.
+func (g *SentinelGroup) all() []*Server {
+	return append(append([]*Server{}, g.Servers...), g.Sentinels...)
 }
 
 // poll calls cond every pollInterval until it returns nil or timeout has
@@ -275,14 +315,14 @@ func (g *SentinelGroup) ServerAt(addr string) *Server {
 
 // MasterAddr returns the address that a majority of the Sentinels give for
 // the master (SENTINEL GET-MASTER-ADDR-BY-NAME), waiting until a majority
-// agree. Unreachable Sentinels count as disagreeing.
+// agree. Killed, stopped and unreachable Sentinels count as disagreeing.
 func (g *SentinelGroup) MasterAddr() string {
 	g.t.Helper()
 	var addr string
 	waitFor(g.t, "a majority of Sentinels to agree on "+g.Name+"'s master", func() (err error) {
 		addr, err = g.majorityMaster()
 		return err
-	})
+	}, g.all()...)
 	return addr
 }
 
@@ -292,6 +332,9 @@ func (g *SentinelGroup) majorityMaster() (string, error) {
 	votes := map[string]int{}
 	var errs []error
 	for _, sen := range g.Sentinels {
+		if !sen.alive() {
+			continue // a stopped Sentinel would hang the call
+		}
 		a, err := SentinelMasterAddr(sen, g.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", sen.Addr, err))
@@ -377,7 +420,7 @@ func (g *SentinelGroup) WaitFailover(t testing.TB, oldMasterAddr string) *Server
 			return fmt.Errorf("%s reports role %s", addr, role)
 		}
 		return nil
-	})
+	}, g.all()...)
 	return s
 }
 
@@ -392,4 +435,152 @@ func Role(s *Server) (string, error) {
 		return "", errors.New("empty ROLE reply")
 	}
 	return redis.String(r[0], nil)
+}
+
+// Failover asks a Sentinel for a failover (SENTINEL FAILOVER), which needs
+// no agreement that the master is down. It waits as WaitFailover does and
+// returns the new master. The old master, if it runs, stays a writable
+// master until the Sentinels convert it to a replica, about 10 s later
+// (they wait for it to report its role for a while): WaitReplicas waits
+// for that.
+func (g *SentinelGroup) Failover(t testing.TB) *Server {
+	t.Helper()
+	old := g.MasterAddr()
+	var asked bool
+	for _, sen := range g.Sentinels {
+		if !sen.alive() {
+			continue
+		}
+		if _, err := sen.Do("SENTINEL", "FAILOVER", g.Name); err != nil {
+			t.Fatalf("redistest: SENTINEL FAILOVER %s on %s: %v", g.Name, sen.Addr, err)
+		}
+		asked = true
+		break
+	}
+	if !asked {
+		t.Fatalf("redistest: Failover: no Sentinel of %s runs", g.Name)
+	}
+	return g.WaitFailover(t, old)
+}
+
+// RestartAsReplica restarts s, killing it first if it runs, with empty
+// data, makes it a replica of the current master (REPLICAOF) without
+// waiting for the Sentinels to do it, and waits until its link is up and a
+// majority of the Sentinels see it as an up replica of the master.
+// Without it, a restarted former master serves as an empty master until
+// the Sentinels convert it, which takes them several seconds.
+func (g *SentinelGroup) RestartAsReplica(t testing.TB, s *Server) {
+	t.Helper()
+	m := g.Master()
+	if m == s {
+		t.Fatalf("redistest: RestartAsReplica: %s is the master", s.Addr)
+	}
+	s.Restart()
+	if _, err := s.Do("REPLICAOF", "127.0.0.1", m.Port); err != nil {
+		t.Fatalf("redistest: REPLICAOF on %s: %v", s.Addr, err)
+	}
+	g.WaitReplicas(t)
+}
+
+// WaitReplicas waits until every running data server other than the
+// master replicates from it with its link up and has its replication
+// offset, and a majority of the Sentinels see each as an up replica of the
+// master. Call it after a failover or a restart to let the group settle.
+func (g *SentinelGroup) WaitReplicas(t testing.TB) {
+	t.Helper()
+	waitFor(t, "the replicas of "+g.Name+"'s master to be in sync", func() error {
+		// Asked each time: the Sentinels may fail over meanwhile.
+		addr, err := g.majorityMaster()
+		if err != nil {
+			return err
+		}
+		m := g.ServerAt(addr)
+		if m == nil {
+			return fmt.Errorf("the Sentinels name %s, none of the group's servers", addr)
+		}
+		var want []*Server
+		for _, s := range g.Servers {
+			if s != m && s.alive() {
+				want = append(want, s)
+			}
+		}
+		if err := replicasSynced(m, want); err != nil {
+			return err
+		}
+		seeing := 0
+		var last error
+		for _, sen := range g.Sentinels {
+			if !sen.alive() {
+				continue
+			}
+			if last = sentinelSeesReplicas(sen, g.Name, m, want); last == nil {
+				seeing++
+			}
+		}
+		if seeing <= len(g.Sentinels)/2 {
+			return fmt.Errorf("%d of %d Sentinels see the replicas: %v", seeing, len(g.Sentinels), last)
+		}
+		return nil
+	}, g.all()...)
+}
+
+// replicasSynced reports whether each of want replicates from master with
+// its link up, at master's replication offset.
+func replicasSynced(master *Server, want []*Server) error {
+	info, err := redis.String(master.Do("INFO", "replication"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", master.Addr, err)
+	}
+	offset := infoField(info, "master_repl_offset")
+	for _, r := range want {
+		rinfo, err := redis.String(r.Do("INFO", "replication"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Addr, err)
+		}
+		if got := infoField(rinfo, "master_port"); got != strconv.Itoa(master.Port) {
+			return fmt.Errorf("%s replicates from port %q, not %d", r.Addr, got, master.Port)
+		}
+		if infoField(rinfo, "master_link_status") != "up" {
+			return fmt.Errorf("%s: link to %s down", r.Addr, master.Addr)
+		}
+		if got := infoField(rinfo, "slave_repl_offset"); got != offset {
+			return fmt.Errorf("%s at offset %s, master at %s", r.Addr, got, offset)
+		}
+	}
+	return nil
+}
+
+// sentinelSeesReplicas reports whether sentinel lists each of want as an
+// up replica of master.
+func sentinelSeesReplicas(sentinel *Server, name string, master *Server, want []*Server) error {
+	reps, err := redis.Values(sentinel.Do("SENTINEL", "REPLICAS", name))
+	if err != nil {
+		return err
+	}
+	up := map[string]bool{}
+	for _, r := range reps {
+		rm, err := redisMap(r, nil)
+		if err != nil {
+			return err
+		}
+		if rm["flags"] == "slave" && rm["master-link-status"] == "ok" && rm["master-port"] == strconv.Itoa(master.Port) {
+			up[rm["ip"]+":"+rm["port"]] = true
+		}
+	}
+	for _, r := range want {
+		if !up[r.Addr] {
+			return fmt.Errorf("Sentinel %s does not see %s up as a replica of %s", sentinel.Addr, r.Addr, master.Addr)
+		}
+	}
+	return nil
+}
+
+// infoField returns the value of field in an INFO reply, or "".
+func infoField(info, field string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }

@@ -78,3 +78,38 @@ func TestSentinelGroupWithPassword(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "slave", role)
 }
+
+func TestSentinelGroupFailoverCommandAndRejoin(t *testing.T) {
+	g := StartSentinelGroup(t, SentinelOptions{})
+	m := g.Master()
+	_, err := m.Do("SET", "k", "v")
+	require.NoError(t, err)
+
+	// SENTINEL FAILOVER: the old master runs on and is demoted.
+	nm := g.Failover(t)
+	assert.NotSame(t, m, nm)
+	assert.Contains(t, g.Servers[1:], nm)
+	v, err := nm.Do("GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v, "a Sentinel failover picks an up-to-date replica")
+	g.WaitReplicas(t)
+	role, err := Role(m)
+	require.NoError(t, err)
+	assert.Equal(t, "slave", role, "the Sentinels demoted the old master")
+
+	// A second failover, by a kill this time.
+	old := g.KillMaster()
+	require.Same(t, nm, old)
+	third := g.WaitFailover(t, old.Addr)
+	assert.NotSame(t, old, third)
+
+	// The killed master comes back empty and catches up as a replica.
+	g.RestartAsReplica(t, old)
+	role, err = Role(old)
+	require.NoError(t, err)
+	assert.Equal(t, "slave", role)
+	v, err = old.Do("GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v, "the restarted server resynchronized")
+	assert.Same(t, third, g.Master())
+}
