@@ -26,9 +26,9 @@ type ClusterOptions struct {
 	// NodeTimeout is cluster-node-timeout, after which an unreachable
 	// node is suspected failing; 2 s if zero.
 	NodeTimeout time.Duration
-	// Server are the nodes' options. Password and User are also given to
-	// the replicas (masterauth, masteruser) and used by MigrateSlot. TLS
-	// and Embedded are not supported.
+	// Server are the nodes' options; MigrateSlot authenticates with them.
+	// The replicas replicate as ReplUser whatever they are (see
+	// dataNodeArgs). TLS and Embedded are not supported.
 	Server Options
 }
 
@@ -75,6 +75,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{Opts: opts, t: t, ids: map[*Server]string{}, bus: map[*Server]int{}}
 	n := opts.Masters * (1 + opts.Replicas)
+	auth := newReplAuth()
 	for i := 0; i < n; i++ {
 		s := launch(t, opts.Server, func(s *Server, port int) error {
 			bus, err := freePort()
@@ -84,7 +85,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			if err != nil {
 				return err
 			}
-			s.extra = append(dataNodeArgs(opts.Server),
+			s.extra = append(dataNodeArgs(opts.Server, auth),
 				"--cluster-enabled", "yes",
 				"--cluster-config-file", "nodes.conf",
 				"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),

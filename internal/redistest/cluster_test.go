@@ -55,6 +55,14 @@ func TestClusterStarts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "slave", role)
 	}
+	// Replication is fenced off from other tests' servers.
+	list, err := redis.String(masters[0].Do("CLIENT", "LIST", "TYPE", "replica"))
+	require.NoError(t, err)
+	assert.Contains(t, list, "user="+ReplUser)
+	_, err = masters[0].Do("PSYNC", "?", "-1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NOPERM")
+
 	assert.Same(t, c.Servers[0], c.MasterForSlot(0))
 	assert.Same(t, c.Servers[2], c.MasterForSlot(ClusterSlots-1))
 

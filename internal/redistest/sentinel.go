@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,7 +27,9 @@ const pollInterval = 20 * time.Millisecond
 // SentinelOptions configure a Sentinel group.
 type SentinelOptions struct {
 	// MasterName is the name the Sentinels monitor the master under;
-	// "mymaster" if empty.
+	// "mymaster-" and random hex digits if empty, so that another test's
+	// Sentinels that reach a server here (its port reused) do not join
+	// this group's.
 	MasterName string
 	// Replicas is the number of replicas of the master; 2 if zero.
 	Replicas int
@@ -41,16 +45,16 @@ type SentinelOptions struct {
 	// of the same master (twice the timeout) and retried elections; 2 s if
 	// zero.
 	FailoverTimeout time.Duration
-	// Server are the data servers' options. Password and User are given
-	// to the replicas (masterauth, masteruser) and to the Sentinels
-	// (auth-pass, auth-user); the Sentinels themselves ask for no
-	// password. TLS and Embedded are not supported.
+	// Server are the data servers' options. The replicas and the
+	// Sentinels authenticate as ReplUser whatever they are (see
+	// dataNodeArgs); the Sentinels themselves ask for no password. TLS
+	// and Embedded are not supported.
 	Server Options
 }
 
 func (o *SentinelOptions) defaults() {
 	if o.MasterName == "" {
-		o.MasterName = "mymaster"
+		o.MasterName = "mymaster-" + string(newReplAuth())[:8]
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
@@ -98,14 +102,15 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 		t.Fatalf("redistest: StartSentinelGroup supports neither TLS nor Embedded servers")
 	}
 	g := &SentinelGroup{Name: opts.MasterName, Opts: opts, t: t}
+	auth := newReplAuth()
 	master := launch(t, opts.Server, func(s *Server, port int) error {
-		s.extra = dataNodeArgs(opts.Server)
+		s.extra = dataNodeArgs(opts.Server, auth)
 		return nil
 	})
 	g.Servers = append(g.Servers, master)
 	for i := 0; i < opts.Replicas; i++ {
 		g.Servers = append(g.Servers, launch(t, opts.Server, func(s *Server, port int) error {
-			s.extra = append(dataNodeArgs(opts.Server), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+			s.extra = append(dataNodeArgs(opts.Server, auth), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 			return nil
 		}))
 	}
@@ -114,7 +119,7 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	}, g.Servers...)
 	for i := 0; i < opts.Sentinels; i++ {
 		g.Sentinels = append(g.Sentinels, launch(t, Options{}, func(s *Server, port int) error {
-			return writeSentinelConf(s, port, master, opts)
+			return writeSentinelConf(s, port, master, opts, auth)
 		}))
 	}
 	for _, sen := range g.Sentinels {
@@ -141,26 +146,52 @@ func logOnFailure(t testing.TB, servers []*Server) {
 	})
 }
 
+// ReplUser is the ACL user the data servers of a Sentinel group or a
+// Cluster replicate as (masteruser), and the Sentinels authenticate as.
+// Its password is random per group or cluster.
+const ReplUser = "redistest-repl"
+
+// replAuth is the password of ReplUser shared by one group or cluster.
+type replAuth string
+
+// newReplAuth returns a random password.
+func newReplAuth() replAuth {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return replAuth(hex.EncodeToString(b[:]))
+}
+
 // dataNodeArgs returns the arguments every data server of a group or a
 // cluster gets: an announced loopback address, replication starting at
-// once, and the credentials to replicate from an authenticated master.
-func dataNodeArgs(o Options) []string {
+// once, and replication fenced off from other tests' servers.
+//
+// The machine is shared: a replica of another test whose master died
+// keeps dialing its master's port, which a server here may now hold, and
+// would attach to it, be counted by WAIT, and take its writes; a replica
+// here whose master died could likewise sync another test's data. So the
+// servers of one group or cluster replicate as ReplUser with a password
+// of their own, and the default user may not run the replication
+// handshake (PSYNC, SYNC, REPLCONF). With Options.Password or User set,
+// the default user already needs a password or is off.
+func dataNodeArgs(o Options, auth replAuth) []string {
 	a := []string{
 		"--replica-announce-ip", "127.0.0.1",
 		"--repl-diskless-sync-delay", "0",
+		"--user", ReplUser, "on", ">" + string(auth), "~*", "&*", "+@all",
+		"--masteruser", ReplUser,
+		"--masterauth", string(auth),
 	}
-	switch {
-	case o.User != "":
-		a = append(a, "--masteruser", o.User, "--masterauth", o.UserPassword)
-	case o.Password != "":
-		a = append(a, "--masterauth", o.Password)
+	if o.User == "" && o.Password == "" {
+		a = append(a, "--user", "default", "on", "nopass", "~*", "&*", "+@all", "-psync", "-sync", "-replconf")
 	}
 	return a
 }
 
 // writeSentinelConf writes the configuration file of a Sentinel that will
 // listen on port and monitor master, and makes s run in Sentinel mode.
-func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions) error {
+func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions, auth replAuth) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\n", port)
 	b.WriteString("sentinel resolve-hostnames no\nsentinel announce-hostnames no\n")
@@ -169,13 +200,8 @@ func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions) e
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", o.MasterName, o.DownAfter.Milliseconds())
 	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", o.MasterName, o.FailoverTimeout.Milliseconds())
 	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", o.MasterName, max(o.Replicas, 1))
-	switch {
-	case o.Server.User != "":
-		fmt.Fprintf(&b, "sentinel auth-user %s %s\n", o.MasterName, o.Server.User)
-		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.UserPassword)
-	case o.Server.Password != "":
-		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.Password)
-	}
+	fmt.Fprintf(&b, "sentinel auth-user %s %s\n", o.MasterName, ReplUser)
+	fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, auth)
 	s.conf = filepath.Join(s.dir, "sentinel.conf")
 	s.extra = []string{"--sentinel"}
 	return os.WriteFile(s.conf, []byte(b.String()), 0o600)

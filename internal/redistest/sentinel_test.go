@@ -13,7 +13,7 @@ func TestSentinelGroupStarts(t *testing.T) {
 	g := StartSentinelGroup(t, SentinelOptions{})
 	require.Len(t, g.Servers, 3)
 	require.Len(t, g.Sentinels, 3)
-	assert.Equal(t, "mymaster", g.Name)
+	assert.Regexp(t, "^mymaster-[0-9a-f]{8}$", g.Name, "a name of its own")
 
 	m := g.Master()
 	assert.Same(t, g.Servers[0], m, "the first server is the master at start")
@@ -112,4 +112,21 @@ func TestSentinelGroupFailoverCommandAndRejoin(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", v, "the restarted server resynchronized")
 	assert.Same(t, third, g.Master())
+}
+
+// TestSentinelGroupFencesReplication: servers of other tests cannot
+// replicate from the group's, and its replicas replicate as ReplUser.
+func TestSentinelGroupFencesReplication(t *testing.T) {
+	g := StartSentinelGroup(t, SentinelOptions{Replicas: 1, Sentinels: 1})
+	m := g.Master()
+	for _, cmd := range [][]any{{"REPLCONF", "listening-port", "1"}, {"PSYNC", "?", "-1"}, {"SYNC"}} {
+		_, err := m.Do(cmd...)
+		require.Error(t, err, "%v", cmd)
+		assert.Contains(t, err.Error(), "NOPERM", "%v", cmd)
+	}
+	list, err := redis.String(m.Do("CLIENT", "LIST", "TYPE", "replica"))
+	require.NoError(t, err)
+	assert.Contains(t, list, "user="+ReplUser)
+	_, err = m.Do("SET", "k", "v")
+	require.NoError(t, err, "the default user keeps every other command")
 }
