@@ -123,11 +123,9 @@ func TestClusterForceFailover(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
 	key := "failover-key"
 	m := c.MasterForKey(key)
-	_, err := m.Do("SET", key, "v")
+	replies, err := m.DoAll([]any{"SET", key, "v"}, []any{"WAIT", 1, 10000})
 	require.NoError(t, err)
-	acked, err := redis.Int(m.Do("WAIT", 1, 10000))
-	require.NoError(t, err)
-	require.Equal(t, 1, acked)
+	require.Equal(t, int64(1), replies[1], "the replica acknowledged the write")
 	reps := c.ReplicasOf(m)
 	require.Len(t, reps, 1)
 	r := reps[0]
@@ -184,11 +182,9 @@ func TestClusterTakeOverFromStoppedMaster(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
 	key := "zombie-key"
 	m := c.MasterForKey(key)
-	_, err := m.Do("SET", key, "v")
+	replies, err := m.DoAll([]any{"SET", key, "v"}, []any{"WAIT", 1, 10000})
 	require.NoError(t, err)
-	acked, err := redis.Int(m.Do("WAIT", 1, 10000))
-	require.NoError(t, err)
-	require.Equal(t, 1, acked)
+	require.Equal(t, int64(1), replies[1], "the replica acknowledged the write")
 	r := c.ReplicasOf(m)[0]
 
 	m.Stop()
