@@ -39,7 +39,10 @@ type SentinelOptions struct {
 	// is down; a majority of Sentinels if zero.
 	Quorum int
 	// DownAfter is down-after-milliseconds: how long the master may be
-	// unreachable before a Sentinel deems it down; 500 ms if zero.
+	// unreachable before a Sentinel deems it down; 1.5 s if zero. Less
+	// risks spurious failovers on a loaded machine: a Sentinel that just
+	// switched masters has DownAfter to connect to the new one and get
+	// an answer to PING, and 500 ms was seen to run out.
 	DownAfter time.Duration
 	// FailoverTimeout is failover-timeout, which also spaces two failovers
 	// of the same master (twice the timeout) and retried elections; 2 s if
@@ -66,7 +69,7 @@ func (o *SentinelOptions) defaults() {
 		o.Quorum = o.Sentinels/2 + 1
 	}
 	if o.DownAfter == 0 {
-		o.DownAfter = 500 * time.Millisecond
+		o.DownAfter = 1500 * time.Millisecond
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 2 * time.Second
@@ -472,20 +475,25 @@ func Role(s *Server) (string, error) {
 func (g *SentinelGroup) Failover(t testing.TB) *Server {
 	t.Helper()
 	old := g.MasterAddr()
-	var asked bool
-	for _, sen := range g.Sentinels {
-		if !sen.alive() {
-			continue
+	// A Sentinel refuses while it sees no good replica yet (NOGOODSLAVE)
+	// or a failover runs (INPROG): ask again until one accepts.
+	waitFor(t, "a Sentinel to accept SENTINEL FAILOVER "+g.Name, func() error {
+		var errs []error
+		for _, sen := range g.Sentinels {
+			if !sen.alive() {
+				continue
+			}
+			_, err := sen.Do("SENTINEL", "FAILOVER", g.Name)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", sen.Addr, err))
 		}
-		if _, err := sen.Do("SENTINEL", "FAILOVER", g.Name); err != nil {
-			t.Fatalf("redistest: SENTINEL FAILOVER %s on %s: %v", g.Name, sen.Addr, err)
+		if len(errs) == 0 {
+			return errors.New("no Sentinel runs")
 		}
-		asked = true
-		break
-	}
-	if !asked {
-		t.Fatalf("redistest: Failover: no Sentinel of %s runs", g.Name)
-	}
+		return errors.Join(errs...)
+	}, g.all()...)
 	return g.WaitFailover(t, old)
 }
 

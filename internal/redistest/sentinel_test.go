@@ -1,8 +1,10 @@
 package redistest
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
@@ -127,4 +129,25 @@ func TestSentinelGroupFencesReplication(t *testing.T) {
 	assert.Contains(t, list, "user="+ReplUser)
 	_, err = m.Do("SET", "k", "v")
 	require.NoError(t, err, "the default user keeps every other command")
+}
+
+// TestSentinelGroupWithAStoppedSentinel: the helpers skip a stopped
+// Sentinel instead of hanging on it, and two of three still fail over.
+func TestSentinelGroupWithAStoppedSentinel(t *testing.T) {
+	g := StartSentinelGroup(t, SentinelOptions{})
+	g.Sentinels[0].Stop()
+	old := g.KillMaster()
+	start := time.Now()
+	nm := g.WaitFailover(t, old.Addr)
+	assert.Contains(t, g.Servers[1:], nm)
+	assert.Less(t, time.Since(start), 30*time.Second)
+	g.Sentinels[0].Cont()
+	// Woken, the third Sentinel learns of the new master.
+	waitFor(t, "the third Sentinel to name the new master", func() error {
+		addr, err := SentinelMasterAddr(g.Sentinels[0], g.Name)
+		if err == nil && addr != nm.Addr {
+			err = fmt.Errorf("it names %s", addr)
+		}
+		return err
+	})
 }
