@@ -187,7 +187,10 @@ func (c *Cluster) alive() []*Server {
 // sees every slot assigned, all of them agree on each slot's owner and
 // each replica's master, each
 // owner reports ROLE master, and every running replica of a running master
-// reports its link up. Killed and stopped nodes are not asked.
+// reports its link up. Killed and stopped nodes are not asked. After a
+// master is killed or stopped, it also waits for the cluster's own
+// failover: a replica is elected once the others deem the master failing
+// (NodeTimeout and a vote).
 func (c *Cluster) WaitHealthy(t testing.TB) {
 	t.Helper()
 	waitFor(t, "the cluster to be healthy on every running node", c.healthy, c.Servers...)

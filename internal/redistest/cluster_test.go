@@ -202,3 +202,23 @@ func TestClusterTakeOverFromStoppedMaster(t *testing.T) {
 	_, err = m.Do("GET", key)
 	assert.Equal(t, r.Addr, movedTo(err), "the old master redirects: %v", err)
 }
+
+// TestClusterAutomaticFailover: after a master's kill WaitHealthy waits
+// for the cluster to promote its replica by itself.
+func TestClusterAutomaticFailover(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	key := "auto-key"
+	m := c.MasterForKey(key)
+	replies, err := m.DoAll([]any{"SET", key, "v"}, []any{"WAIT", 1, 10000})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), replies[1])
+	r := c.ReplicasOf(m)[0]
+
+	m.Kill()
+	c.WaitHealthy(t)
+	assert.Same(t, r, c.MasterForKey(key), "the replica was elected")
+	require.NoError(t, hasRole(r, "master"))
+	v, err := r.Do("GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+}

@@ -151,3 +151,20 @@ func TestSentinelGroupWithAStoppedSentinel(t *testing.T) {
 		return err
 	})
 }
+
+// TestSentinelRestart: a restarted Sentinel keeps its configuration file,
+// which it rewrote with what it learned: it monitors the same master at
+// once and knows the group again.
+func TestSentinelRestart(t *testing.T) {
+	g := StartSentinelGroup(t, SentinelOptions{})
+	sen := g.Sentinels[0]
+	port := sen.Port
+	sen.Restart()
+	assert.Equal(t, port, sen.Port)
+	addr, err := SentinelMasterAddr(sen, g.Name)
+	require.NoError(t, err)
+	assert.Equal(t, g.Servers[0].Addr, addr)
+	waitFor(t, "the restarted Sentinel to know the group", func() error {
+		return sentinelKnowsGroup(sen, g.Opts)
+	})
+}
