@@ -3,6 +3,13 @@
 // persistence, optionally with a password, an ACL user or TLS. Servers can
 // be killed, stopped (SIGSTOP), continued and restarted on the same port
 // to inject faults. Every server is killed and reaped by t.Cleanup.
+//
+// StartSentinelGroup runs a master, its replicas and Sentinels, and
+// StartCluster a Redis Cluster, with helpers to find the current master,
+// fail over (by a kill, a Sentinel's or a manual failover, a takeover),
+// migrate a slot and wait for the topology to settle. Their waits poll the
+// servers' own account (ROLE, INFO, SENTINEL, CLUSTER NODES) until a
+// condition holds, with a generous deadline, and never sleep blindly.
 package redistest
 
 import (
@@ -62,10 +69,17 @@ type Server struct {
 
 	mini *miniredis.Miniredis // set for an embedded server
 
+	// conf, when set, is a configuration file passed as the first
+	// argument (Sentinel needs one it can rewrite); extra are arguments
+	// appended after the usual ones. Both are kept across restarts.
+	conf  string
+	extra []string
+
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been reaped
 	waitErr error
+	stopped bool // SIGSTOP sent and no SIGCONT since
 }
 
 // Start starts a server on a free loopback port, waits until it answers
@@ -78,6 +92,14 @@ func Start(t testing.TB, opts Options) *Server {
 			return startEmbedded(t, opts)
 		}
 	}
+	return launch(t, opts, nil)
+}
+
+// launch starts a redis-server process as Start does. prepare, if not nil,
+// runs before each try with the port the server will listen on, to set
+// s.conf and s.extra; its error stops the tries.
+func launch(t testing.TB, opts Options, prepare func(s *Server, port int) error) *Server {
+	t.Helper()
 	path := RedisServerPath(t)
 	s := &Server{Opts: opts, t: t, path: path, dir: t.TempDir()}
 	if opts.TLS {
@@ -93,6 +115,11 @@ func Start(t testing.TB, opts Options) *Server {
 		var port int
 		if port, err = freePort(); err != nil {
 			break
+		}
+		if prepare != nil {
+			if err = prepare(s, port); err != nil {
+				break
+			}
 		}
 		if err = s.start(port); err == nil || !errors.Is(err, errAddrInUse) {
 			break
@@ -132,7 +159,11 @@ func (s *Server) stdoutPath() string { return filepath.Join(s.dir, "stdout.log")
 // args returns the server's command line. Redis quotes each argument into
 // its configuration, so passwords need no escaping.
 func (s *Server) args(port int) []string {
-	a := []string{
+	var a []string
+	if s.conf != "" {
+		a = append(a, s.conf)
+	}
+	a = append(a,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -140,7 +171,7 @@ func (s *Server) args(port int) []string {
 		"--logfile", s.logPath(),
 		"--daemonize", "no",
 		"--databases", "1",
-	}
+	)
 	if s.Opts.TLS {
 		a = append(a,
 			"--port", "0",
@@ -162,7 +193,7 @@ func (s *Server) args(port int) []string {
 			"--user", s.Opts.User, "on", ">"+s.Opts.UserPassword, "+@all", "~*", "&*",
 		)
 	}
-	return a
+	return append(a, s.extra...)
 }
 
 // start runs the server on port and waits until it answers.
@@ -278,6 +309,9 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill() // fails only if already reaped
 	<-exited
+	s.mu.Lock()
+	s.stopped = false
+	s.mu.Unlock()
 }
 
 // Stop sends SIGSTOP: the server hangs and its connections stay open. On
@@ -288,6 +322,9 @@ func (s *Server) Stop() {
 		skip(s.t, reasonSIGSTOP)
 	}
 	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 }
 
 // Cont sends SIGCONT to a stopped server. An embedded server is never
@@ -295,6 +332,28 @@ func (s *Server) Stop() {
 func (s *Server) Cont() {
 	if s.mini == nil {
 		s.signal(syscall.SIGCONT)
+		s.mu.Lock()
+		s.stopped = false
+		s.mu.Unlock()
+	}
+}
+
+// alive reports whether the server's process runs and is not stopped, so
+// that it answers commands. An embedded server is taken to be alive.
+func (s *Server) alive() bool {
+	if s.mini != nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.stopped {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -347,6 +406,10 @@ func (s *Server) ClientTLS() *tls.Config {
 // server's authentication and TLS, such as Do("GET", k) or
 // Do("SET", k, v, "PX", 5000). Bulk strings come back as string rather
 // than []byte, in arrays too; Redis error replies are returned as error.
+//
+// Each call is a new connection, so a WAIT by Do waits for nothing: it
+// counts the replicas that acknowledged this connection's writes, none.
+// Send the write and its WAIT together with DoAll.
 func (s *Server) Do(args ...any) (any, error) {
 	if len(args) == 0 {
 		return nil, errors.New("redistest: Do without a command")
@@ -366,6 +429,38 @@ func (s *Server) Do(args ...any) (any, error) {
 	defer c.Close()
 	r, err := c.Do(name, args[1:]...)
 	return stringify(r), err
+}
+
+// DoAll runs commands in order over one fresh connection, as Do runs
+// one, such as DoAll([]any{"SET", k, v}, []any{"WAIT", 2, 5000}), and
+// returns their replies. It stops at the first error, a Redis error reply
+// included, and returns the replies before it. Replies may take 15 s.
+func (s *Server) DoAll(cmds ...[]any) ([]any, error) {
+	s.mu.Lock()
+	addr := s.Addr
+	s.mu.Unlock()
+	c, err := redis.Dial("tcp", addr, s.dialOptions(
+		redis.DialReadTimeout(15*time.Second), redis.DialWriteTimeout(5*time.Second))...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []any
+	for _, cmd := range cmds {
+		if len(cmd) == 0 {
+			return out, errors.New("redistest: DoAll: an empty command")
+		}
+		name, ok := cmd[0].(string)
+		if !ok {
+			return out, fmt.Errorf("redistest: DoAll: command name %v is not a string", cmd[0])
+		}
+		r, err := c.Do(name, cmd[1:]...)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, stringify(r))
+	}
+	return out, nil
 }
 
 // dialOptions returns redigo's options for a connection to s, with its
