@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"testing"
 
@@ -32,11 +31,7 @@ func (r *recordingTB) Skipf(format string, args ...any) {
 // launchers skip, or fail under REDLOCK_REQUIRE_REDIS=1, as Start does.
 func TestTopologiesWithoutRedisServer(t *testing.T) {
 	defer withTally(t)()
-	empty := t.TempDir()
-	if root := moduleRoot(); root != "" {
-		t.Cleanup(func() { os.Remove(probeLink(root, empty)) })
-	}
-	t.Setenv("PATH", empty)
+	t.Setenv("PATH", t.TempDir())
 	launchers := map[string]func(testing.TB){
 		"sentinel": func(tb testing.TB) { StartSentinelGroup(tb, SentinelOptions{}) },
 		"cluster":  func(tb testing.TB) { StartCluster(tb, ClusterOptions{}) },
