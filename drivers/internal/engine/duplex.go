@@ -133,8 +133,8 @@ func (n *node) retire() bool {
 // written after it.
 func (n *node) write(p *pipe, now, dl time.Time) {
 	l := n.dup.l
-	p.replies = grow(p.replies, len(p.live))
 	p.barrier = n.encode(p, p.live, false)
+	p.replies = grow(p.replies, len(p.cmds))
 	p.duplex, p.sent, p.deadline = true, now, dl
 	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
 	err := l.conn.Write(c, p.cmds)
