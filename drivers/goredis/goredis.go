@@ -2,7 +2,10 @@
 // github.com/redis/go-redis/v9.
 //
 // Dial makes one go-redis client per Redis master, on one connection; New
-// takes the caller's clients. A node's commands, from every round, go out
+// takes the caller's clients. DialMembers takes quorum members
+// (drivers.Member) that may be Sentinel groups, reached through go-redis's
+// failover client, or whole Clusters, through its ClusterClient, each
+// voting once, with WAIT for their replicas if asked. A node's commands, from every round, go out
 // on one go-redis Conn of its client (Client.Conn), one command or one
 // pipeline at a time, in the order their rounds issued them. The driver
 // engine shared by every driver of this module owns the rest: deadlines,
