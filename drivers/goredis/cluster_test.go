@@ -15,6 +15,7 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -194,5 +195,58 @@ func TestClusterSeedNotInClusterMode(t *testing.T) {
 	assert.ErrorContains(t, err, "cluster:"+ss[1].Addr+": not a Cluster")
 	for _, s := range ss {
 		assert.Zero(t, dbsize(t, s), "nothing left on %s", s.Addr)
+	}
+}
+
+// TestClusterAnnouncesReleases: a Cluster member's subscription, on
+// whichever node the ClusterClient picks, hears the release script's
+// PUBLISH from the key's master: a Cluster broadcasts it.
+func TestClusterAnnouncesReleases(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := goredis.MembersSubscriber(members, goredis.Options{})(ctx, 0)
+	require.NoError(t, err)
+	defer s.Close()
+	ch := wire.ReleaseChannel("announced")
+	require.NoError(t, s.Subscribe(ctx, ch))
+	e, err := s.Receive(ctx)
+	require.NoError(t, err)
+	require.Equal(t, engine.Event{Kind: engine.EventSubscribed, Channel: ch}, e)
+
+	c := membersClient(t, members)
+	lock, err := c.TryLock(ctx, "announced")
+	require.NoError(t, err)
+	require.NoError(t, lock.Unlock(ctx))
+	e, err = s.Receive(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, engine.Event{Kind: engine.EventMessage, Channel: ch}, e)
+}
+
+// TestSameGroupTwiceIsRefused: one Sentinel group, or one Cluster, given
+// as two members under different addresses would vote twice: the second
+// to connect is refused with ErrInvalidConfig. So is a Cluster's master
+// given as a standalone member besides the Cluster.
+func TestSameGroupTwiceIsRefused(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 2, Quorum: 1})
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	seeds := cl.Addrs()
+	for _, members := range [][]drivers.Member{
+		{drivers.NewSentinel(g.Name, g.Sentinels[0].Addr), drivers.NewSentinel(g.Name, g.Sentinels[1].Addr)},
+		{drivers.NewCluster(seeds[0]), drivers.NewCluster(seeds[1], seeds[2])},
+		{drivers.NewCluster(seeds[0]), drivers.NewStandalone(seeds[1])},
+	} {
+		d, err := goredis.DialMembers(members, goredis.Options{})
+		require.NoError(t, err, "no address repeats: found at connect")
+		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
+		require.NoError(t, err)
+		_, err = c.TryLock(context.Background(), "twice")
+		d.Close()
+		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
+		assert.ErrorContains(t, err, "is the same server as node")
+	}
+	for _, s := range append(g.Servers, cl.MasterForKey("twice")) {
+		assert.Nil(t, get(t, s, "twice"), "nothing left on %s", s.Addr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 )
 
@@ -41,4 +42,10 @@ func ClientConn(ctx context.Context, c *redis.Client) (engine.Conn, error) {
 		return nil, err
 	}
 	return cfg.Dial(ctx, 0)
+}
+
+// MembersSubscriber returns the subscription dialer that DialMembers
+// gives the engine.
+func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
+	return subscriber(membersConfig(members, opts))
 }

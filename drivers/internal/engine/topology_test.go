@@ -289,3 +289,28 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 	assert.ErrorIs(t, statuses[2].Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, statuses[2].Err, "run_id m2")
 }
+
+// TestWaitOverDuplex: over a Duplex connection too, WAIT goes behind the
+// write and decides its vote.
+func TestWaitOverDuplex(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.duplex = true
+	f.replicas[0] = 2
+	e, clock := startNodes(t, f, []NodeConfig{waitTwo})
+	for _, acks := range []int64{2, 1} {
+		b := send(e, clock, 0, extend("k", 1), time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		require.Len(t, x.cmds, 2)
+		assert.Equal(t, []string{"WAIT", "2", "50"}, x.cmds[1])
+		x.reply(nil, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: acks})
+		r := wait(t, c)
+		b.Close()
+		if acks == 2 {
+			assert.Equal(t, core.StatusOK, r.Status)
+		} else {
+			assert.Equal(t, core.StatusError, r.Status)
+			assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+		}
+	}
+}
