@@ -54,11 +54,16 @@ import (
 // key's master), by WAIT Replicas WaitTimeout; a WAIT that counts fewer
 // replicas fails the member's vote with drivers.ErrNotReplicated, and a
 // master with fewer connected replicas than Replicas is refused, with
-// core.ErrInvalidConfig, before any lock command is sent to it. WAIT
-// holds the member's connection until the replicas acknowledge, or until
-// WaitTimeout when one is down: the member's other commands, from every
-// lock, queue behind it meanwhile. Keep WaitTimeout well below the
-// Client's NodeTimeout: a WAIT still blocking at a command's deadline
+// core.ErrInvalidConfig, before any lock command is sent to it (a group
+// left with fewer replicas after a failover is refused too, releases
+// included, until its replicas are back). WAIT holds its connection until
+// the replicas acknowledge, or until WaitTimeout when one is down, so a
+// member with WAIT has a second connection (a second client) for the
+// writes with WAIT: the member's releases go on the first and are not held
+// up, except the release of a write still waiting, which follows it as
+// it must. Writes queue behind a WAIT that blocks. Keep WaitTimeout well
+// below the Client's NodeTimeout: a WAIT still blocking at a command's
+// deadline
 // fails the connection, which the driver redials.
 //
 // The run_id check of Dial covers members too: a server reached by two

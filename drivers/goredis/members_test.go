@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,26 +96,29 @@ func TestMembersStandalone(t *testing.T) {
 
 // TestWaitCountsReplicas: a member with WAIT votes once its replica holds
 // the key; with the replica hung, its vote fails with ErrNotReplicated,
-// naming it, and the lock still stands on the other two.
+// naming it, and the lock still stands on the other two. While a WAIT
+// blocks, the member's other commands (a release of another lock) go on
+// its other connection, answered before the WAIT returns.
 func TestWaitCountsReplicas(t *testing.T) {
 	ss := redistest.StartN(t, 4, redistest.Options{})
 	master, replica := ss[0], ss[3]
 	replicate(t, master, replica)
 	members := drivers.Members(master.Addr, ss[1].Addr, ss[2].Addr)
-	members[0] = members[0].WithWait(1, 300*time.Millisecond)
+	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
 	d, err := goredis.DialMembers(members, goredis.Options{})
 	require.NoError(t, err)
 	c := lockClient(t, d)
 	ctx := context.Background()
 
-	acquire := func(key string) core.Reply {
+	run := func(op core.Op, key string) core.Reply {
 		b := d.Begin(ctx)
 		defer b.Close()
-		b.Send(0, core.Command{Op: core.OpAcquire, Key: key, Token: core.TokenFromUint64s(1, 2), TTL: 5 * time.Second}, d.Clock().Now().Add(2*time.Second))
+		b.Send(0, core.Command{Op: op, Key: key, Token: core.TokenFromUint64s(1, 2), TTL: 5 * time.Second}, d.Clock().Now().Add(3*time.Second))
 		r, ok := b.Receive(nil)
-		require.True(t, ok)
+		assert.True(t, ok)
 		return r
 	}
+	acquire := func(key string) core.Reply { return run(core.OpAcquire, key) }
 	r := acquire("waited")
 	require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
 	n, err := replica.Do("EXISTS", "waited")
@@ -123,7 +127,20 @@ func TestWaitCountsReplicas(t *testing.T) {
 
 	replica.Stop()
 	t.Cleanup(replica.Cont)
-	r = acquire("unreplicated")
+	waited := make(chan core.Reply, 1)
+	go func() { waited <- acquire("unreplicated") }()
+	require.Eventually(t, func() bool { // the WAIT is on the wire, blocked
+		info, err := master.Do("INFO", "clients")
+		return err == nil && strings.Contains(info.(string), "blocked_clients:1")
+	}, 10*time.Second, 5*time.Millisecond)
+	// The release of "waited" goes while WAIT blocks the other connection.
+	assert.Equal(t, core.StatusOK, run(core.OpRelease, "waited").Status)
+	select {
+	case r := <-waited:
+		t.Fatalf("the WAIT returned before the release: %v", r)
+	default:
+	}
+	r = <-waited
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
 	assert.ErrorContains(t, r.Err, master.Addr)

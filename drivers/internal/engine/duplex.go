@@ -200,7 +200,7 @@ func (n *node) abandon(p *pipe, err error) {
 			n.requeue(*j)
 			continue
 		}
-		j.b.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))
+		j.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))
 	}
 	clear(p.replies)
 }

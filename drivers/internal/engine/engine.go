@@ -4,7 +4,8 @@
 // replies on the connection it dialled (Conn). The engine does the rest,
 // once for every client:
 //
-//   - Connections: one per node, dialled when the engine starts and again
+//   - Connections: one per node (two for a node with WAIT: see
+//     NodeConfig), dialled when the engine starts and again
 //     after any failure (a broken connection, a missed deadline, a
 //     restart), and closed by Close. Each new connection's server is asked
 //     its run_id (INFO server): a connection to a server another node
@@ -166,9 +167,13 @@ type NodeConfig struct {
 	// Replicas, when positive, makes every acquisition and extension on
 	// the node a pipeline of its script and WAIT Replicas WaitTimeout, on
 	// one connection: a WAIT that replies fewer replicas (it timed out)
-	// fails the node's vote with drivers.ErrNotReplicated. A connection
-	// whose master has fewer connected replicas is refused, with
-	// core.ErrInvalidConfig, before any command goes on it.
+	// fails the node's vote with drivers.ErrNotReplicated. These writes
+	// go on a second connection of the node, its WAIT lane, so that a
+	// WAIT that blocks does not hold up the node's other commands; a
+	// release follows its write there while that is unanswered (see
+	// node.route). A connection whose master has fewer connected
+	// replicas is refused, with core.ErrInvalidConfig, before any command
+	// goes on it.
 	Replicas    int
 	WaitTimeout time.Duration
 	// Cluster: the node is a Redis Cluster, whose keys of one script must
@@ -240,6 +245,11 @@ func New(cfg Config) *Engine {
 		if i < len(cfg.Nodes) {
 			n.cfg = cfg.Nodes[i]
 		}
+		if n.cfg.Replicas > 0 {
+			n.lane = &node{e: e, i: i, cfg: n.cfg, wake: make(chan struct{}, 1), outstanding: map[laneKey]int{}}
+			e.wg.Add(1)
+			go n.lane.loop(dt)
+		}
 		e.nodes[i] = n
 		go n.loop(dt)
 	}
@@ -274,6 +284,9 @@ func (e *Engine) Close() {
 		e.watcher.close()
 		for _, n := range e.nodes {
 			n.close()
+			if n.lane != nil {
+				n.lane.close()
+			}
 		}
 		e.wg.Wait()
 	})

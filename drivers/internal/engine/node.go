@@ -35,6 +35,11 @@ type node struct {
 	closing bool
 	queued  func(n int) // a test's hook: called, under mu, with the queue's length
 
+	// lane is the node's WAIT lane (see route), or nil; a lane's
+	// outstanding counts its jobs not yet answered, by key and token.
+	lane        *node
+	outstanding map[laneKey]int
+
 	// scripts: bit op-OpRelease: the script ran on the connection, EVALSHA
 	// works. Set by whoever decodes a reply, read by the writer.
 	scripts atomic.Uint32
@@ -62,17 +67,63 @@ type pipe struct {
 	duplex   bool            // it was written to a Duplex connection
 }
 
+// route hands j to the node, or to its WAIT lane: a node with WAIT
+// (NodeConfig.Replicas) has a second goroutine and connection, the lane,
+// for the writes followed by WAIT, which holds its connection until the
+// replicas acknowledge (up to WaitTimeout when one is down), so that the
+// node's other commands, from other locks, do not wait behind it. A
+// release goes on the lane when a write of its key and token is still
+// queued or unanswered there: behind the SET it undoes, as on one
+// connection. Otherwise the write was answered, and the release goes on
+// the node's connection.
+func (n *node) route(j job) {
+	if l := n.lane; l != nil {
+		switch j.cmd.Op {
+		case core.OpAcquire, core.OpAcquireFenced, core.OpExtend:
+			l.offer(j, true)
+			return
+		case core.OpRelease:
+			if l.offer(j, false) {
+				return
+			}
+		}
+	}
+	n.enqueue(j)
+}
+
+// laneKey is a write's key and token, which a lane counts until answered.
+type laneKey struct {
+	key string
+	tok core.Token
+}
+
 // enqueue hands j to the node's goroutine, or answers it with
 // core.ErrClosed once Close has begun.
-func (n *node) enqueue(j job) {
+func (n *node) enqueue(j job) { n.offer(j, true) }
+
+// offer is enqueue if take; otherwise it enqueues j only on a lane that
+// has a write of j's key and token outstanding. It reports whether it took
+// j.
+func (n *node) offer(j job, take bool) bool {
 	if j.cmd.Fair && !n.e.fair.Load() {
 		n.e.fair.Store(true) // from now on watches hear turns, whatever becomes of j
 	}
 	n.mu.Lock()
+	if n.outstanding != nil {
+		k := laneKey{j.cmd.Key, j.cmd.Token}
+		if !take && n.outstanding[k] == 0 {
+			n.mu.Unlock()
+			return false
+		}
+		if !n.closing {
+			n.outstanding[k]++
+			j.lane = n
+		}
+	}
 	if n.closing {
 		n.mu.Unlock()
 		j.b.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
-		return
+		return true
 	}
 	n.queue = append(n.queue, j)
 	if n.queued != nil {
@@ -84,6 +135,21 @@ func (n *node) enqueue(j job) {
 	if idle {
 		n.signal()
 	}
+	return true
+}
+
+// deliver answers j's round with r; on a lane, j is no longer
+// outstanding from then on.
+func (j *job) deliver(r core.Reply) {
+	if l := j.lane; l != nil {
+		k := laneKey{j.cmd.Key, j.cmd.Token}
+		l.mu.Lock()
+		if l.outstanding[k]--; l.outstanding[k] <= 0 {
+			delete(l.outstanding, k)
+		}
+		l.mu.Unlock()
+	}
+	j.b.deliver(r)
 }
 
 // requeue puts j back for the node's next pipeline, ahead of the queue:
@@ -300,15 +366,15 @@ func (n *node) pipeline(p *pipe, closing bool) {
 		case j.cmd.Op == core.OpRelease:
 			d = later(d, now.Add(j.budget))
 		case closing:
-			j.b.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
+			j.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
 			continue
 		case !now.Before(d):
-			j.b.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
+			j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
 			continue
 		}
 		if n.cfg.Cluster {
 			if _, err := wire.ClusterWrap(j.cmd.Key); err != nil {
-				j.b.deliver(n.e.fail(n.i, j.cmd.Op, err, false))
+				j.deliver(n.e.fail(n.i, j.cmd.Op, err, false))
 				continue
 			}
 		}
@@ -445,7 +511,7 @@ func (n *node) answer(p *pipe, err error) {
 		default:
 			r = n.e.fail(n.i, j.cmd.Op, err, late)
 		}
-		j.b.deliver(r)
+		j.deliver(r)
 	}
 	clear(p.replies)
 }

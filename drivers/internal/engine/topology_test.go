@@ -92,35 +92,98 @@ func TestWaitFollowsWrites(t *testing.T) {
 	b.Close()
 }
 
-// TestWaitInAPipelineOfRounds: several rounds' commands in one pipeline,
-// each write with its WAIT; every reply reaches its round.
+// TestWaitInAPipelineOfRounds: several rounds' writes in one pipeline of
+// the WAIT lane, each with its WAIT; every reply reaches its round.
 func TestWaitInAPipelineOfRounds(t *testing.T) {
 	f := newFakeNet(t, 1)
 	f.replicas[0] = 2
 	e, clock := startNodes(t, f, []NodeConfig{waitTwo})
-	// Hold the node in an exchange, so that the next rounds queue.
-	b0 := send(e, clock, 0, release("h", 0), time.Second)
+	lane := e.nodes[0].lane
+	// Hold the lane in an exchange, so that the next rounds queue.
+	b0 := send(e, clock, 0, acquire("h", 0), time.Second)
 	c0 := receive(b0, nil)
 	x0 := f.next()
 	var cs []<-chan core.Reply
-	for i, cmd := range []core.Command{acquire("a", 1), release("b", 2), extend("c", 3)} {
+	for i, cmd := range []core.Command{acquire("a", 1), extend("c", 3), acquireFenced("d", 4)} {
 		b := send(e, clock, 0, cmd, time.Second)
 		cs = append(cs, receive(b, nil))
 		t.Cleanup(b.Close)
-		eventuallyQueued(t, e.nodes[0], i+1)
+		eventuallyQueued(t, lane, i+1)
 	}
-	x0.ok()
-	wait(t, c0)
+	x0.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 2})
+	assert.Equal(t, core.StatusOK, wait(t, c0).Status)
 	b0.Close()
 	x := f.next()
-	require.Len(t, x.cmds, 5)
-	assert.Equal(t, []string{"SET", "WAIT", "EVALSHA", "EVAL", "WAIT"}, []string{x.cmds[0][0], x.cmds[1][0], x.cmds[2][0], x.cmds[3][0], x.cmds[4][0]})
-	x.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 2}, Reply{Kind: KindInt, Int: -1}, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: 1})
-	assert.Equal(t, core.StatusOK, wait(t, cs[0]).Status)
-	assert.Equal(t, core.StatusHeld, wait(t, cs[1]).Status)
-	r := wait(t, cs[2])
+	require.Len(t, x.cmds, 6)
+	assert.Same(t, x0.conn, x.conn, "the lane's connection")
+	assert.Equal(t, []string{"SET", "WAIT", "EVAL", "WAIT", "EVAL", "WAIT"}, []string{x.cmds[0][0], x.cmds[1][0], x.cmds[2][0], x.cmds[3][0], x.cmds[4][0], x.cmds[5][0]})
+	x.reply(nil, Reply{Kind: KindNil}, Reply{Kind: KindInt, Int: 2}, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: 1},
+		Reply{Kind: KindInt, Int: 5}, Reply{Kind: KindInt, Int: 2})
+	assert.Equal(t, core.StatusHeld, wait(t, cs[0]).Status)
+	r := wait(t, cs[1])
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	r = wait(t, cs[2])
+	assert.Equal(t, core.StatusOK, r.Status)
+	assert.Equal(t, uint64(5), r.Fence)
+}
+
+// TestWaitLaneKeepsOtherCommandsMoving: while a WAIT blocks the lane,
+// releases of other locks go out on the node's connection; the release
+// of the write that waits queues behind it, on the lane, so that it
+// cannot overtake the SET it undoes.
+func TestWaitLaneKeepsOtherCommandsMoving(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.replicas[0] = 2
+	e, clock := startNodes(t, f, []NodeConfig{waitTwo})
+	lane := e.nodes[0].lane
+	ba := send(e, clock, 0, acquire("a", 1), time.Second)
+	cancel := make(chan struct{})
+	ca := receive(ba, cancel)
+	xa := f.next() // the lane, blocked in WAIT
+
+	bo := send(e, clock, 0, release("other", 2), time.Second)
+	co := receive(bo, nil)
+	xo := f.next()
+	assert.NotSame(t, xa.conn, xo.conn, "another connection")
+	assert.Equal(t, []string{"EVAL other"}, xo.names())
+	xo.ok()
+	assert.Equal(t, core.StatusOK, wait(t, co).Status, "answered while the WAIT blocks")
+	bo.Close()
+
+	// The attempt on "a" is cancelled; its cleanup follows the SET on
+	// the lane.
+	close(cancel)
+	assert.Equal(t, -1, wait(t, ca).Node)
+	ba.Close()
+	bc := send(e, clock, 0, release("a", 1), time.Second)
+	cc := receive(bc, nil)
+	eventuallyQueued(t, lane, 1)
+	select {
+	case x := <-f.exchanges:
+		t.Fatalf("the release overtook its SET: %v", x.names())
+	default:
+	}
+	xa.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 0})
+	xc := f.next()
+	assert.Same(t, xa.conn, xc.conn, "the release went on the lane")
+	assert.Equal(t, []string{"EVAL a"}, xc.names())
+	xc.ok()
+	assert.Equal(t, core.StatusOK, wait(t, cc).Status)
+	bc.Close()
+
+	// Answered, the write is no longer outstanding: its next release goes
+	// on the node's connection.
+	lane.mu.Lock()
+	assert.Empty(t, lane.outstanding)
+	lane.mu.Unlock()
+	bd := send(e, clock, 0, release("a", 1), time.Second)
+	cd := receive(bd, nil)
+	xd := f.next()
+	assert.Same(t, xo.conn, xd.conn)
+	xd.ok()
+	wait(t, cd)
+	bd.Close()
 }
 
 // TestWaitNoScriptSendsWaitAgain: a write that meets NOSCRIPT goes again
@@ -246,7 +309,7 @@ func (c idConn) Identify(context.Context) ([]string, int, error) { return c.ids,
 // member that is one of its masters too.
 func TestIdentifierClaimsEveryServer(t *testing.T) {
 	f := newFakeNet(t, 3)
-	ids := [][]string{{"m1", "m2", "m3"}, {"m4", "m5"}, {"m5"}}
+	ids := [][]string{{"m1", "m2", "m3"}, {"m4", "m5"}, {"m2"}}
 	dial := func(ctx context.Context, i int) (Conn, error) {
 		c, err := f.dial(ctx, i)
 		if err != nil {
@@ -256,20 +319,12 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 	}
 	clock := newManualClock()
 	e := New(Config{Names: []string{"cluster:a", "cluster:b", "cluster:c"}, Dial: dial, Clock: clock,
-		Nodes: []NodeConfig{{Cluster: true}, {Cluster: true, Replicas: 1, WaitTimeout: time.Millisecond}, {Cluster: true, Replicas: 2, WaitTimeout: time.Millisecond}}})
+		Nodes: []NodeConfig{{Cluster: true}, {Cluster: true, Replicas: 1, WaitTimeout: time.Millisecond}, {Cluster: true}}})
 	defer e.Close()
 	for range 3 {
 		<-f.dials
 	}
-	// Node 2 asks more replicas than its masters have: refused for that,
-	// before its run_ids are claimed.
-	b := send(e, clock, 2, acquire("k", 1), time.Second)
-	r := wait(t, receive(b, nil))
-	b.Close()
-	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
-	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
-	ids[2] = []string{"m2"}
-	e.nodes[2].cfg.Replicas = 0
+	var r core.Reply
 	statuses := map[int]core.Reply{}
 	for _, i := range []int{0, 2, 1} {
 		b := send(e, clock, i, acquire("k", 1), time.Second)
@@ -277,17 +332,23 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 		select {
 		case r = <-c:
 		case x := <-f.exchanges:
-			x.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 1})
+			rs := []Reply{{Kind: KindOK}, {Kind: KindInt, Int: 1}}
+			x.reply(nil, rs[:len(x.cmds)]...)
 			r = wait(t, c)
 		}
 		b.Close()
 		statuses[i] = r
 	}
-	assert.Equal(t, core.StatusOK, statuses[0].Status)
-	assert.Equal(t, core.StatusOK, statuses[1].Status)
-	require.Equal(t, core.StatusError, statuses[2].Status)
-	assert.ErrorIs(t, statuses[2].Err, core.ErrInvalidConfig)
-	assert.ErrorContains(t, statuses[2].Err, "run_id m2")
+	assert.Equal(t, core.StatusOK, statuses[1].Status, "no server in common")
+	// Nodes 0 and 2 share m2: the second to connect is refused.
+	refused := statuses[2]
+	if statuses[0].Status != core.StatusOK {
+		refused = statuses[0]
+		assert.Equal(t, core.StatusOK, statuses[2].Status)
+	}
+	require.Equal(t, core.StatusError, refused.Status)
+	assert.ErrorIs(t, refused.Err, core.ErrInvalidConfig)
+	assert.ErrorContains(t, refused.Err, "run_id m2")
 }
 
 // TestWaitOverDuplex: over a Duplex connection too, WAIT goes behind the
@@ -312,5 +373,33 @@ func TestWaitOverDuplex(t *testing.T) {
 			assert.Equal(t, core.StatusError, r.Status)
 			assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
 		}
+	}
+}
+
+// TestIdentifierReplicasAreChecked: a Cluster whose masters have fewer
+// replicas than WAIT asks is refused at connect.
+func TestIdentifierReplicasAreChecked(t *testing.T) {
+	f := newFakeNet(t, 1)
+	dial := func(ctx context.Context, i int) (Conn, error) {
+		c, err := f.dial(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		return idConn{c.(*fakeConn), []string{"m1", "m2"}, 1}, nil
+	}
+	clock := newManualClock()
+	e := New(Config{Names: []string{"cluster:a"}, Dial: dial, Clock: clock,
+		Nodes: []NodeConfig{{Cluster: true, Replicas: 2, WaitTimeout: time.Millisecond}}})
+	defer e.Close()
+	b := send(e, clock, 0, acquire("k", 1), time.Second)
+	r := wait(t, receive(b, nil))
+	b.Close()
+	assert.Equal(t, core.StatusError, r.Status)
+	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
+	select {
+	case x := <-f.exchanges:
+		t.Fatalf("a command went out: %v", x.cmds)
+	default:
 	}
 }
