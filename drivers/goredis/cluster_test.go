@@ -250,3 +250,47 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 		assert.Nil(t, get(t, s, "twice"), "nothing left on %s", s.Addr)
 	}
 }
+
+// TestClusterFair: Config.Fair on a Cluster member: the waiter queues
+// live in the key's slot (one script takes the key and both queues),
+// waiters are served in turn, and leave the queue when served.
+func TestClusterFair(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	fair := func() *redlock.Client {
+		d, err := goredis.DialMembers(members, goredis.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
+		require.NoError(t, err)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	holder, first, second := fair(), fair(), fair()
+	m := cl.MasterForKey("k")
+	queue, err := wire.ClusterName(wire.QueuePrefix, "k")
+	require.NoError(t, err)
+	queued := func(n int64) func() bool {
+		return func() bool { v, err := m.Do("ZCARD", queue); return err == nil && v == n }
+	}
+
+	l, err := holder.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan string, 2)
+	lockThen := func(name string, c *redlock.Client) {
+		lk, err := c.Lock(ctx, "k")
+		got <- name
+		if assert.NoError(t, err, name) {
+			assert.NoError(t, lk.Unlock(ctx), name)
+		}
+	}
+	go lockThen("first", first)
+	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond, "the first queues in %s", queue)
+	go lockThen("second", second)
+	require.Eventually(t, queued(2), 10*time.Second, time.Millisecond, "then the second")
+	require.NoError(t, l.Unlock(ctx))
+	assert.Equal(t, "first", <-got)
+	assert.Equal(t, "second", <-got)
+	require.Eventually(t, queued(0), 10*time.Second, time.Millisecond, "each left the queue when served")
+}

@@ -30,7 +30,10 @@ import (
 // (redis.NewFailoverClient): it asks the Sentinels for the current master
 // and connects to it. After a failure the driver closes that client and
 // makes another, which asks the Sentinels again: after a failover the
-// member's next commands reach the promoted replica. Options'
+// member's next commands reach the promoted replica. The command that
+// meets the old connection first (the failover client closes it on
+// +switch-master, or the dead master never answers) fails, without being
+// sent again: a lost vote, as for a standalone master that restarted. Options'
 // credentials and TLS apply to the master and to the Sentinels' TLS; the
 // Sentinels are asked without credentials. Sentinels that all answer
 // that they do not know the master name make the member's commands fail
