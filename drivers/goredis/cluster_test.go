@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,4 +294,31 @@ func TestClusterFair(t *testing.T) {
 	assert.Equal(t, "first", <-got)
 	assert.Equal(t, "second", <-got)
 	require.Eventually(t, queued(0), 10*time.Second, time.Millisecond, "each left the queue when served")
+}
+
+// TestClusterPipelineKeepsTheLiveMastersReplies: a pipeline over two
+// masters, one of them dead, fails; the other master's reply is still
+// returned, for its command's round (its SET ran).
+func TestClusterPipelineKeepsTheLiveMastersReplies(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := goredis.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, _, err = conn.(engine.Identifier).Identify(ctx) // loads the slots
+	require.NoError(t, err)
+	dead, live := "k0", ""
+	for i := 1; live == ""; i++ {
+		if k := "k" + strconv.Itoa(i); cl.MasterForKey(k) != cl.MasterForKey(dead) {
+			live = k
+		}
+	}
+	cl.MasterForKey(dead).Kill()
+	replies := make([]engine.Reply, 2)
+	err = conn.Exchange(ctx, [][]string{{"SET", dead, "t", "NX", "PX", "10000"}, {"SET", live, "t", "NX", "PX", "10000"}}, replies)
+	require.Error(t, err, "a master is dead")
+	assert.Equal(t, engine.KindNone, replies[0].Kind)
+	assert.Equal(t, engine.KindOK, replies[1].Kind, "the live master's reply")
+	assert.Equal(t, "t", get(t, cl.MasterForKey(live), live))
 }

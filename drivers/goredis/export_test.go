@@ -49,3 +49,12 @@ func ClientConn(ctx context.Context, c *redis.Client) (engine.Conn, error) {
 func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
 	return subscriber(membersConfig(members, opts))
 }
+
+// MemberConn dials m as DialMembers dials a member: the engine's Conn.
+func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
+	cfg, err := membersConfig([]drivers.Member{m}, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
+}
