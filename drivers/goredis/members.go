@@ -163,14 +163,18 @@ func failoverOptions(o redis.Options, m drivers.Member) *redis.FailoverOptions {
 }
 
 // clusterOptions are a Cluster member's client options: Dial's, with a
-// pool of each node's client that its pipelines and WAITs share.
+// pool of each node's client that its pipelines and WAITs share. The pool
+// outnumbers the dials a pipeline makes to a dead master (one per
+// redirection, MaxRedirects 3 and the first): go-redis starts a redial
+// goroutine, which outlives Close by up to a second, once a pool's failed
+// dials reach its size.
 func clusterOptions(o redis.Options, m drivers.Member) *redis.ClusterOptions {
 	return &redis.ClusterOptions{
 		Addrs:    m.Addrs,
 		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
 		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
 		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: 2, PipelinePoolSize: -1,
+		PoolSize: 8, PipelinePoolSize: -1,
 		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
 	}
 }
@@ -324,14 +328,20 @@ func exec(ctx context.Context, p redis.Pipeliner, cmds [][]string, replies []eng
 		_ = p.Process(ctx, noRetryCmd{batch[k]})
 	}
 	_, _ = p.Exec(ctx)
+	// A ClusterClient pipeline runs on each master at once: one master's
+	// failure leaves the others' replies, which count.
+	var failed error
 	for k, cmd := range batch {
 		r, err := replyOf(cmd)
 		if err != nil {
-			return err
+			if failed == nil {
+				failed = err
+			}
+			continue
 		}
 		replies[k] = r
 	}
-	return nil
+	return failed
 }
 
 // replyOf returns cmd's reply, or the connection's failure.
