@@ -64,9 +64,11 @@ import (
 // member with WAIT has a second connection (a second client) for the
 // writes with WAIT: the member's releases go on the first and are not held
 // up, except the release of a write still waiting, which follows it as
-// it must. Writes queue behind a WAIT that blocks. Keep WaitTimeout well
-// below the Client's NodeTimeout: a WAIT still blocking at a command's
-// deadline
+// it must. Writes queue behind a WAIT that blocks: WAIT blocks only
+// while fewer than Replicas replicas are up, when the member's votes fail
+// anyway, and then each write of a pipeline waits WaitTimeout in turn,
+// so that the later ones may time out. Keep WaitTimeout well below the
+// Client's NodeTimeout: a WAIT still blocking at a command's deadline
 // fails the connection, which the driver redials.
 //
 // The run_id check of Dial covers members too: a server reached by two
