@@ -1,7 +1,6 @@
 package redistest
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -27,9 +26,9 @@ type ClusterOptions struct {
 	// NodeTimeout is cluster-node-timeout, after which an unreachable
 	// node is suspected failing; 2 s if zero.
 	NodeTimeout time.Duration
-	// Server are the nodes' options. Password and User are also given to
-	// the replicas (masterauth, masteruser) and used by MigrateSlot. TLS
-	// and Embedded are not supported.
+	// Server are the nodes' options; MigrateSlot authenticates with them.
+	// The replicas replicate as ReplUser whatever they are (see
+	// dataNodeArgs). TLS and Embedded are not supported.
 	Server Options
 }
 
@@ -76,6 +75,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	}
 	c := &Cluster{Opts: opts, t: t, ids: map[*Server]string{}, bus: map[*Server]int{}}
 	n := opts.Masters * (1 + opts.Replicas)
+	auth := newReplAuth()
 	for i := 0; i < n; i++ {
 		s := launch(t, opts.Server, func(s *Server, port int) error {
 			bus, err := freePort()
@@ -85,7 +85,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			if err != nil {
 				return err
 			}
-			s.extra = append(dataNodeArgs(opts.Server),
+			s.extra = append(dataNodeArgs(opts.Server, auth),
 				"--cluster-enabled", "yes",
 				"--cluster-config-file", "nodes.conf",
 				"--cluster-node-timeout", strconv.FormatInt(opts.NodeTimeout.Milliseconds(), 10),
@@ -130,12 +130,13 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 			}
 		}
 		return nil
-	})
+	}, c.Servers...)
 	for i, s := range c.Servers[opts.Masters:] {
 		master := c.Servers[i/opts.Replicas]
 		c.must(s, "CLUSTER", "REPLICATE", c.ids[master])
 	}
 	c.WaitHealthy(t)
+	logOnFailure(t, c.Servers)
 	return c
 }
 
@@ -189,7 +190,7 @@ func (c *Cluster) alive() []*Server {
 // reports its link up. Killed and stopped nodes are not asked.
 func (c *Cluster) WaitHealthy(t testing.TB) {
 	t.Helper()
-	waitFor(t, "the cluster to be healthy on every running node", c.healthy)
+	waitFor(t, "the cluster to be healthy on every running node", c.healthy, c.Servers...)
 }
 
 func (c *Cluster) healthy() error {
@@ -358,7 +359,7 @@ func (c *Cluster) MasterForSlot(slot int) *Server {
 			return fmt.Errorf("slot %d owned by unknown node %q", slot, owner)
 		}
 		return nil
-	})
+	}, c.Servers...)
 	return s
 }
 
@@ -486,15 +487,60 @@ func (c *Cluster) MigrateSlot(t testing.TB, slot int, to *Server) {
 			}
 		}
 		return nil
-	})
+	}, c.Servers...)
 }
 
 // ForceFailover kills replica's master and makes replica take its slots
-// over (CLUSTER FAILOVER TAKEOVER, which needs no vote of the other
-// masters), then waits until replica reports ROLE master and the cluster
-// is healthy on every running node (see WaitHealthy). It returns the old
-// master, killed: Restart brings it back as a replica of the new master.
+// over (see TakeOver). It returns the old master, killed: Restart brings
+// it back as a replica of the new master.
 func (c *Cluster) ForceFailover(t testing.TB, replica *Server) (oldMaster *Server) {
+	t.Helper()
+	oldMaster = c.masterOf(t, replica)
+	oldMaster.Kill()
+	c.TakeOver(t, replica)
+	return oldMaster
+}
+
+// TakeOver makes replica take its master's slots over with CLUSTER
+// FAILOVER TAKEOVER, which needs neither the master nor a vote of the
+// other masters, then waits until replica reports ROLE master and the
+// cluster is healthy on every running node (see WaitHealthy). The master
+// is left as it is: kill or stop it first to model its failure. A master
+// stopped (Stop) during the takeover still takes writes for a moment after
+// Cont, until it learns of the newer configuration and becomes a replica.
+func (c *Cluster) TakeOver(t testing.TB, replica *Server) {
+	t.Helper()
+	c.failover(t, replica, "TAKEOVER")
+}
+
+// Failover runs a manual failover (CLUSTER FAILOVER) on replica: its
+// running master stops taking writes, replica catches up with it and takes
+// its slots over, so that no acknowledged write is lost. It waits until
+// replica reports ROLE master, the old master ROLE slave, and the cluster
+// is healthy; it returns the old master.
+func (c *Cluster) Failover(t testing.TB, replica *Server) (oldMaster *Server) {
+	t.Helper()
+	oldMaster = c.masterOf(t, replica)
+	c.failover(t, replica)
+	waitFor(t, oldMaster.Addr+" to be a replica", func() error { return hasRole(oldMaster, "slave") }, c.Servers...)
+	c.WaitHealthy(t)
+	return oldMaster
+}
+
+// failover runs CLUSTER FAILOVER with opts on replica and waits until it
+// is master and the cluster healthy.
+func (c *Cluster) failover(t testing.TB, replica *Server, opts ...any) {
+	t.Helper()
+	args := append([]any{"CLUSTER", "FAILOVER"}, opts...)
+	if _, err := replica.Do(args...); err != nil {
+		t.Fatalf("redistest: %v on %s: %v", args, replica.Addr, err)
+	}
+	waitFor(t, replica.Addr+" to be master", func() error { return hasRole(replica, "master") }, c.Servers...)
+	c.WaitHealthy(t)
+}
+
+// masterOf returns the master replica replicates from, in its own view.
+func (c *Cluster) masterOf(t testing.TB, replica *Server) *Server {
 	t.Helper()
 	nodes, err := clusterNodes(replica)
 	if err != nil {
@@ -506,25 +552,23 @@ func (c *Cluster) ForceFailover(t testing.TB, replica *Server) (oldMaster *Serve
 			masterID = n.master
 		}
 	}
-	if oldMaster = c.node(masterID); oldMaster == nil {
-		t.Fatalf("redistest: ForceFailover: %s is not a replica of a known node (master %q)", replica.Addr, masterID)
+	m := c.node(masterID)
+	if m == nil {
+		t.Fatalf("redistest: %s is not a replica of a known node (master %q)", replica.Addr, masterID)
 	}
-	oldMaster.Kill()
-	if _, err := replica.Do("CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
-		t.Fatalf("redistest: CLUSTER FAILOVER TAKEOVER on %s: %v", replica.Addr, err)
+	return m
+}
+
+// hasRole reports whether s reports role (ROLE).
+func hasRole(s *Server, role string) error {
+	got, err := Role(s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Addr, err)
 	}
-	waitFor(t, replica.Addr+" to be master", func() error {
-		role, err := Role(replica)
-		if err != nil {
-			return err
-		}
-		if role != "master" {
-			return errors.New("role " + role)
-		}
-		return nil
-	})
-	c.WaitHealthy(t)
-	return oldMaster
+	if got != role {
+		return fmt.Errorf("%s reports role %s, not %s", s.Addr, got, role)
+	}
+	return nil
 }
 
 // KeySlot returns key's hash slot as Redis computes it: CRC16 (XMODEM) of

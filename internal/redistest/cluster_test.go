@@ -55,6 +55,14 @@ func TestClusterStarts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "slave", role)
 	}
+	// Replication is fenced off from other tests' servers.
+	list, err := redis.String(masters[0].Do("CLIENT", "LIST", "TYPE", "replica"))
+	require.NoError(t, err)
+	assert.Contains(t, list, "user="+ReplUser)
+	_, err = masters[0].Do("PSYNC", "?", "-1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "NOPERM")
+
 	assert.Same(t, c.Servers[0], c.MasterForSlot(0))
 	assert.Same(t, c.Servers[2], c.MasterForSlot(ClusterSlots-1))
 
@@ -115,11 +123,9 @@ func TestClusterForceFailover(t *testing.T) {
 	c := StartCluster(t, ClusterOptions{})
 	key := "failover-key"
 	m := c.MasterForKey(key)
-	_, err := m.Do("SET", key, "v")
+	replies, err := m.DoAll([]any{"SET", key, "v"}, []any{"WAIT", 1, 10000})
 	require.NoError(t, err)
-	acked, err := redis.Int(m.Do("WAIT", 1, 10000))
-	require.NoError(t, err)
-	require.Equal(t, 1, acked)
+	require.Equal(t, int64(1), replies[1], "the replica acknowledged the write")
 	reps := c.ReplicasOf(m)
 	require.Len(t, reps, 1)
 	r := reps[0]
@@ -150,4 +156,49 @@ func TestClusterForceFailover(t *testing.T) {
 	})
 	c.WaitHealthy(t)
 	assert.Equal(t, []string{old.Addr}, addrsOf(c.ReplicasOf(r)))
+}
+
+func TestClusterFailoverKeepsWrites(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	key := "graceful-key"
+	m := c.MasterForKey(key)
+	_, err := m.Do("SET", key, "v")
+	require.NoError(t, err)
+	r := c.ReplicasOf(m)[0]
+
+	old := c.Failover(t, r)
+	assert.Same(t, m, old)
+	assert.Same(t, r, c.MasterForKey(key))
+	require.NoError(t, hasRole(m, "slave"), "the old master runs on as a replica")
+	assert.Equal(t, []string{m.Addr}, addrsOf(c.ReplicasOf(r)))
+	v, err := r.Do("GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "v", v, "a manual failover waits for the replica to catch up")
+	_, err = m.Do("GET", key)
+	assert.Equal(t, r.Addr, movedTo(err), "the old master redirects: %v", err)
+}
+
+func TestClusterTakeOverFromStoppedMaster(t *testing.T) {
+	c := StartCluster(t, ClusterOptions{})
+	key := "zombie-key"
+	m := c.MasterForKey(key)
+	replies, err := m.DoAll([]any{"SET", key, "v"}, []any{"WAIT", 1, 10000})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), replies[1], "the replica acknowledged the write")
+	r := c.ReplicasOf(m)[0]
+
+	m.Stop()
+	c.TakeOver(t, r)
+	assert.Same(t, r, c.MasterForKey(key), "the running nodes route to the new master")
+	v, err := r.Do("GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+
+	// Woken, the old master learns of the newer configuration.
+	m.Cont()
+	waitFor(t, "the old master to step down", func() error { return hasRole(m, "slave") })
+	c.WaitHealthy(t)
+	assert.Equal(t, []string{m.Addr}, addrsOf(c.ReplicasOf(r)))
+	_, err = m.Do("GET", key)
+	assert.Equal(t, r.Addr, movedTo(err), "the old master redirects: %v", err)
 }

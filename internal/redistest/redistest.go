@@ -3,6 +3,13 @@
 // persistence, optionally with a password, an ACL user or TLS. Servers can
 // be killed, stopped (SIGSTOP), continued and restarted on the same port
 // to inject faults. Every server is killed and reaped by t.Cleanup.
+//
+// StartSentinelGroup runs a master, its replicas and Sentinels, and
+// StartCluster a Redis Cluster, with helpers to find the current master,
+// fail over (by a kill, a Sentinel's or a manual failover, a takeover),
+// migrate a slot and wait for the topology to settle. Their waits poll the
+// servers' own account (ROLE, INFO, SENTINEL, CLUSTER NODES) until a
+// condition holds, with a generous deadline, and never sleep blindly.
 package redistest
 
 import (
@@ -399,6 +406,10 @@ func (s *Server) ClientTLS() *tls.Config {
 // server's authentication and TLS, such as Do("GET", k) or
 // Do("SET", k, v, "PX", 5000). Bulk strings come back as string rather
 // than []byte, in arrays too; Redis error replies are returned as error.
+//
+// Each call is a new connection, so a WAIT by Do waits for nothing: it
+// counts the replicas that acknowledged this connection's writes, none.
+// Send the write and its WAIT together with DoAll.
 func (s *Server) Do(args ...any) (any, error) {
 	if len(args) == 0 {
 		return nil, errors.New("redistest: Do without a command")
@@ -418,6 +429,38 @@ func (s *Server) Do(args ...any) (any, error) {
 	defer c.Close()
 	r, err := c.Do(name, args[1:]...)
 	return stringify(r), err
+}
+
+// DoAll runs commands in order over one fresh connection, as Do runs
+// one, such as DoAll([]any{"SET", k, v}, []any{"WAIT", 2, 5000}), and
+// returns their replies. It stops at the first error, a Redis error reply
+// included, and returns the replies before it. Replies may take 15 s.
+func (s *Server) DoAll(cmds ...[]any) ([]any, error) {
+	s.mu.Lock()
+	addr := s.Addr
+	s.mu.Unlock()
+	c, err := redis.Dial("tcp", addr, s.dialOptions(
+		redis.DialReadTimeout(15*time.Second), redis.DialWriteTimeout(5*time.Second))...)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var out []any
+	for _, cmd := range cmds {
+		if len(cmd) == 0 {
+			return out, errors.New("redistest: DoAll: an empty command")
+		}
+		name, ok := cmd[0].(string)
+		if !ok {
+			return out, fmt.Errorf("redistest: DoAll: command name %v is not a string", cmd[0])
+		}
+		r, err := c.Do(name, cmd[1:]...)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, stringify(r))
+	}
+	return out, nil
 }
 
 // dialOptions returns redigo's options for a connection to s, with its

@@ -192,3 +192,25 @@ func TestTLS(t *testing.T) {
 func TestTestPackage(t *testing.T) {
 	assert.Equal(t, "github.com/redlock-go/redlock/internal/redistest", testPackage())
 }
+
+// TestDoAllOneConnection: DoAll's commands share a connection, Do's do
+// not; DoAll stops at the first error reply.
+func TestDoAllOneConnection(t *testing.T) {
+	s := Start(t, Options{})
+	ids, err := s.DoAll([]any{"CLIENT", "ID"}, []any{"CLIENT", "ID"})
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	assert.Equal(t, ids[0], ids[1])
+	id1, err := s.Do("CLIENT", "ID")
+	require.NoError(t, err)
+	id2, err := s.Do("CLIENT", "ID")
+	require.NoError(t, err)
+	assert.NotEqual(t, id1, id2)
+
+	r, err := s.DoAll([]any{"SET", "k", "v"}, []any{"INCR", "k"}, []any{"DEL", "k"})
+	require.Error(t, err)
+	assert.Equal(t, []any{"OK"}, r)
+	v, err := s.Do("GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v, "the commands after the error did not run")
+}

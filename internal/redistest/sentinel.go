@@ -1,6 +1,8 @@
 package redistest
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,7 +27,9 @@ const pollInterval = 20 * time.Millisecond
 // SentinelOptions configure a Sentinel group.
 type SentinelOptions struct {
 	// MasterName is the name the Sentinels monitor the master under;
-	// "mymaster" if empty.
+	// "mymaster-" and random hex digits if empty, so that another test's
+	// Sentinels that reach a server here (its port reused) do not join
+	// this group's.
 	MasterName string
 	// Replicas is the number of replicas of the master; 2 if zero.
 	Replicas int
@@ -35,22 +39,25 @@ type SentinelOptions struct {
 	// is down; a majority of Sentinels if zero.
 	Quorum int
 	// DownAfter is down-after-milliseconds: how long the master may be
-	// unreachable before a Sentinel deems it down; 500 ms if zero.
+	// unreachable before a Sentinel deems it down; 1.5 s if zero. Less
+	// risks spurious failovers on a loaded machine: a Sentinel that just
+	// switched masters has DownAfter to connect to the new one and get
+	// an answer to PING, and 500 ms was seen to run out.
 	DownAfter time.Duration
 	// FailoverTimeout is failover-timeout, which also spaces two failovers
 	// of the same master (twice the timeout) and retried elections; 2 s if
 	// zero.
 	FailoverTimeout time.Duration
-	// Server are the data servers' options. Password and User are given
-	// to the replicas (masterauth, masteruser) and to the Sentinels
-	// (auth-pass, auth-user); the Sentinels themselves ask for no
-	// password. TLS and Embedded are not supported.
+	// Server are the data servers' options. The replicas and the
+	// Sentinels authenticate as ReplUser whatever they are (see
+	// dataNodeArgs); the Sentinels themselves ask for no password. TLS
+	// and Embedded are not supported.
 	Server Options
 }
 
 func (o *SentinelOptions) defaults() {
 	if o.MasterName == "" {
-		o.MasterName = "mymaster"
+		o.MasterName = "mymaster-" + string(newReplAuth())[:8]
 	}
 	if o.Replicas == 0 {
 		o.Replicas = 2
@@ -62,7 +69,7 @@ func (o *SentinelOptions) defaults() {
 		o.Quorum = o.Sentinels/2 + 1
 	}
 	if o.DownAfter == 0 {
-		o.DownAfter = 500 * time.Millisecond
+		o.DownAfter = 1500 * time.Millisecond
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 2 * time.Second
@@ -98,53 +105,96 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 		t.Fatalf("redistest: StartSentinelGroup supports neither TLS nor Embedded servers")
 	}
 	g := &SentinelGroup{Name: opts.MasterName, Opts: opts, t: t}
+	auth := newReplAuth()
 	master := launch(t, opts.Server, func(s *Server, port int) error {
-		s.extra = dataNodeArgs(opts.Server)
+		s.extra = dataNodeArgs(opts.Server, auth)
 		return nil
 	})
 	g.Servers = append(g.Servers, master)
 	for i := 0; i < opts.Replicas; i++ {
 		g.Servers = append(g.Servers, launch(t, opts.Server, func(s *Server, port int) error {
-			s.extra = append(dataNodeArgs(opts.Server), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+			s.extra = append(dataNodeArgs(opts.Server, auth), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 			return nil
 		}))
 	}
 	waitFor(t, "replicas in sync with "+master.Addr, func() error {
 		return replicasOnline(master, opts.Replicas)
-	})
+	}, g.Servers...)
 	for i := 0; i < opts.Sentinels; i++ {
 		g.Sentinels = append(g.Sentinels, launch(t, Options{}, func(s *Server, port int) error {
-			return writeSentinelConf(s, port, master, opts)
+			return writeSentinelConf(s, port, master, opts, auth)
 		}))
 	}
 	for _, sen := range g.Sentinels {
 		waitFor(t, "Sentinel "+sen.Addr+" to know the group", func() error {
 			return sentinelKnowsGroup(sen, opts)
-		})
+		}, g.all()...)
 	}
+	logOnFailure(t, g.all())
 	return g
+}
+
+// logOnFailure logs the last lines of the servers' logs at the end of a
+// failed test, before they are killed and their directories removed.
+func logOnFailure(t testing.TB, servers []*Server) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var b strings.Builder
+		for _, s := range servers {
+			b.WriteString(s.lastLogLines(40))
+		}
+		t.Logf("redistest: the test failed; the servers' logs end:\n%s", b.String())
+	})
+}
+
+// ReplUser is the ACL user the data servers of a Sentinel group or a
+// Cluster replicate as (masteruser), and the Sentinels authenticate as.
+// Its password is random per group or cluster.
+const ReplUser = "redistest-repl"
+
+// replAuth is the password of ReplUser shared by one group or cluster.
+type replAuth string
+
+// newReplAuth returns a random password.
+func newReplAuth() replAuth {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return replAuth(hex.EncodeToString(b[:]))
 }
 
 // dataNodeArgs returns the arguments every data server of a group or a
 // cluster gets: an announced loopback address, replication starting at
-// once, and the credentials to replicate from an authenticated master.
-func dataNodeArgs(o Options) []string {
+// once, and replication fenced off from other tests' servers.
+//
+// The machine is shared: a replica of another test whose master died
+// keeps dialing its master's port, which a server here may now hold, and
+// would attach to it, be counted by WAIT, and take its writes; a replica
+// here whose master died could likewise sync another test's data. So the
+// servers of one group or cluster replicate as ReplUser with a password
+// of their own, and the default user may not run the replication
+// handshake (PSYNC, SYNC, REPLCONF). With Options.Password or User set,
+// the default user already needs a password or is off.
+func dataNodeArgs(o Options, auth replAuth) []string {
 	a := []string{
 		"--replica-announce-ip", "127.0.0.1",
 		"--repl-diskless-sync-delay", "0",
+		"--user", ReplUser, "on", ">" + string(auth), "~*", "&*", "+@all",
+		"--masteruser", ReplUser,
+		"--masterauth", string(auth),
 	}
-	switch {
-	case o.User != "":
-		a = append(a, "--masteruser", o.User, "--masterauth", o.UserPassword)
-	case o.Password != "":
-		a = append(a, "--masterauth", o.Password)
+	if o.User == "" && o.Password == "" {
+		a = append(a, "--user", "default", "on", "nopass", "~*", "&*", "+@all", "-psync", "-sync", "-replconf")
 	}
 	return a
 }
 
 // writeSentinelConf writes the configuration file of a Sentinel that will
 // listen on port and monitor master, and makes s run in Sentinel mode.
-func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions) error {
+func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions, auth replAuth) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\n", port)
 	b.WriteString("sentinel resolve-hostnames no\nsentinel announce-hostnames no\n")
@@ -153,13 +203,8 @@ func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions) e
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", o.MasterName, o.DownAfter.Milliseconds())
 	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", o.MasterName, o.FailoverTimeout.Milliseconds())
 	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", o.MasterName, max(o.Replicas, 1))
-	switch {
-	case o.Server.User != "":
-		fmt.Fprintf(&b, "sentinel auth-user %s %s\n", o.MasterName, o.Server.User)
-		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.UserPassword)
-	case o.Server.Password != "":
-		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.Password)
-	}
+	fmt.Fprintf(&b, "sentinel auth-user %s %s\n", o.MasterName, ReplUser)
+	fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, auth)
 	s.conf = filepath.Join(s.dir, "sentinel.conf")
 	s.extra = []string{"--sentinel"}
 	return os.WriteFile(s.conf, []byte(b.String()), 0o600)
@@ -230,12 +275,36 @@ func redisMap(r any, err error) (map[string]string, error) {
 }
 
 // waitFor polls cond until it returns nil, failing the test with what is
-// waited for and cond's last error after topologyTimeout.
-func waitFor(t testing.TB, what string, cond func() error) {
+// waited for, cond's last error and the last lines of the logs of
+// servers after topologyTimeout.
+func waitFor(t testing.TB, what string, cond func() error, servers ...*Server) {
 	t.Helper()
 	if err := poll(topologyTimeout, cond); err != nil {
-		t.Fatalf("redistest: waiting for %s: %v", what, err)
+		var logs strings.Builder
+		for _, s := range servers {
+			logs.WriteString(s.lastLogLines(20))
+		}
+		t.Fatalf("redistest: waiting for %s: %v\n%s", what, err, logs.String())
 	}
+}
+
+// lastLogLines returns the last n lines of the server's log, headed by its
+// address and role in the test.
+func (s *Server) lastLogLines(n int) string {
+	data, err := os.ReadFile(s.logPath())
+	if err != nil {
+		return fmt.Sprintf("--- %s: %v\n", s.Addr, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return fmt.Sprintf("--- %s log ---\n%s\n", s.Addr, strings.Join(lines, "\n"))
+}
+
+// all returns the group's data servers and Sentinels.
+func (g *SentinelGroup) all() []*Server {
+	return append(append([]*Server{}, g.Servers...), g.Sentinels...)
 }
 
 // poll calls cond every pollInterval until it returns nil or timeout has
@@ -275,14 +344,14 @@ func (g *SentinelGroup) ServerAt(addr string) *Server {
 
 // MasterAddr returns the address that a majority of the Sentinels give for
 // the master (SENTINEL GET-MASTER-ADDR-BY-NAME), waiting until a majority
-// agree. Unreachable Sentinels count as disagreeing.
+// agree. Killed, stopped and unreachable Sentinels count as disagreeing.
 func (g *SentinelGroup) MasterAddr() string {
 	g.t.Helper()
 	var addr string
 	waitFor(g.t, "a majority of Sentinels to agree on "+g.Name+"'s master", func() (err error) {
 		addr, err = g.majorityMaster()
 		return err
-	})
+	}, g.all()...)
 	return addr
 }
 
@@ -292,6 +361,9 @@ func (g *SentinelGroup) majorityMaster() (string, error) {
 	votes := map[string]int{}
 	var errs []error
 	for _, sen := range g.Sentinels {
+		if !sen.alive() {
+			continue // a stopped Sentinel would hang the call
+		}
 		a, err := SentinelMasterAddr(sen, g.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", sen.Addr, err))
@@ -377,7 +449,7 @@ func (g *SentinelGroup) WaitFailover(t testing.TB, oldMasterAddr string) *Server
 			return fmt.Errorf("%s reports role %s", addr, role)
 		}
 		return nil
-	})
+	}, g.all()...)
 	return s
 }
 
@@ -392,4 +464,157 @@ func Role(s *Server) (string, error) {
 		return "", errors.New("empty ROLE reply")
 	}
 	return redis.String(r[0], nil)
+}
+
+// Failover asks a Sentinel for a failover (SENTINEL FAILOVER), which needs
+// no agreement that the master is down. It waits as WaitFailover does and
+// returns the new master. The old master, if it runs, stays a writable
+// master until the Sentinels convert it to a replica, about 10 s later
+// (they wait for it to report its role for a while): WaitReplicas waits
+// for that.
+func (g *SentinelGroup) Failover(t testing.TB) *Server {
+	t.Helper()
+	old := g.MasterAddr()
+	// A Sentinel refuses while it sees no good replica yet (NOGOODSLAVE)
+	// or a failover runs (INPROG): ask again until one accepts.
+	waitFor(t, "a Sentinel to accept SENTINEL FAILOVER "+g.Name, func() error {
+		var errs []error
+		for _, sen := range g.Sentinels {
+			if !sen.alive() {
+				continue
+			}
+			_, err := sen.Do("SENTINEL", "FAILOVER", g.Name)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", sen.Addr, err))
+		}
+		if len(errs) == 0 {
+			return errors.New("no Sentinel runs")
+		}
+		return errors.Join(errs...)
+	}, g.all()...)
+	return g.WaitFailover(t, old)
+}
+
+// RestartAsReplica restarts s, killing it first if it runs, with empty
+// data, makes it a replica of the current master (REPLICAOF) without
+// waiting for the Sentinels to do it, and waits until its link is up and a
+// majority of the Sentinels see it as an up replica of the master.
+// Without it, a restarted former master serves as an empty master until
+// the Sentinels convert it, which takes them several seconds.
+func (g *SentinelGroup) RestartAsReplica(t testing.TB, s *Server) {
+	t.Helper()
+	m := g.Master()
+	if m == s {
+		t.Fatalf("redistest: RestartAsReplica: %s is the master", s.Addr)
+	}
+	s.Restart()
+	if _, err := s.Do("REPLICAOF", "127.0.0.1", m.Port); err != nil {
+		t.Fatalf("redistest: REPLICAOF on %s: %v", s.Addr, err)
+	}
+	g.WaitReplicas(t)
+}
+
+// WaitReplicas waits until every running data server other than the
+// master replicates from it with its link up and has its replication
+// offset, and a majority of the Sentinels see each as an up replica of the
+// master. Call it after a failover or a restart to let the group settle.
+func (g *SentinelGroup) WaitReplicas(t testing.TB) {
+	t.Helper()
+	waitFor(t, "the replicas of "+g.Name+"'s master to be in sync", func() error {
+		// Asked each time: the Sentinels may fail over meanwhile.
+		addr, err := g.majorityMaster()
+		if err != nil {
+			return err
+		}
+		m := g.ServerAt(addr)
+		if m == nil {
+			return fmt.Errorf("the Sentinels name %s, none of the group's servers", addr)
+		}
+		var want []*Server
+		for _, s := range g.Servers {
+			if s != m && s.alive() {
+				want = append(want, s)
+			}
+		}
+		if err := replicasSynced(m, want); err != nil {
+			return err
+		}
+		seeing := 0
+		var last error
+		for _, sen := range g.Sentinels {
+			if !sen.alive() {
+				continue
+			}
+			if last = sentinelSeesReplicas(sen, g.Name, m, want); last == nil {
+				seeing++
+			}
+		}
+		if seeing <= len(g.Sentinels)/2 {
+			return fmt.Errorf("%d of %d Sentinels see the replicas: %v", seeing, len(g.Sentinels), last)
+		}
+		return nil
+	}, g.all()...)
+}
+
+// replicasSynced reports whether each of want replicates from master with
+// its link up, at master's replication offset.
+func replicasSynced(master *Server, want []*Server) error {
+	info, err := redis.String(master.Do("INFO", "replication"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", master.Addr, err)
+	}
+	offset := infoField(info, "master_repl_offset")
+	for _, r := range want {
+		rinfo, err := redis.String(r.Do("INFO", "replication"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Addr, err)
+		}
+		if got := infoField(rinfo, "master_port"); got != strconv.Itoa(master.Port) {
+			return fmt.Errorf("%s replicates from port %q, not %d", r.Addr, got, master.Port)
+		}
+		if infoField(rinfo, "master_link_status") != "up" {
+			return fmt.Errorf("%s: link to %s down", r.Addr, master.Addr)
+		}
+		if got := infoField(rinfo, "slave_repl_offset"); got != offset {
+			return fmt.Errorf("%s at offset %s, master at %s", r.Addr, got, offset)
+		}
+	}
+	return nil
+}
+
+// sentinelSeesReplicas reports whether sentinel lists each of want as an
+// up replica of master.
+func sentinelSeesReplicas(sentinel *Server, name string, master *Server, want []*Server) error {
+	reps, err := redis.Values(sentinel.Do("SENTINEL", "REPLICAS", name))
+	if err != nil {
+		return err
+	}
+	up := map[string]bool{}
+	for _, r := range reps {
+		rm, err := redisMap(r, nil)
+		if err != nil {
+			return err
+		}
+		if rm["flags"] == "slave" && rm["master-link-status"] == "ok" && rm["master-port"] == strconv.Itoa(master.Port) {
+			up[rm["ip"]+":"+rm["port"]] = true
+		}
+	}
+	for _, r := range want {
+		if !up[r.Addr] {
+			return fmt.Errorf("Sentinel %s does not see %s up as a replica of %s", sentinel.Addr, r.Addr, master.Addr)
+		}
+	}
+	return nil
+}
+
+// infoField returns the value of field in an INFO reply, or "".
+func infoField(info, field string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
