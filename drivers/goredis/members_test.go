@@ -62,13 +62,9 @@ func replicate(t *testing.T, m, r *redistest.Server) {
 	require.NoError(t, err)
 	_, err = r.Do("REPLICAOF", "127.0.0.1", m.Port)
 	require.NoError(t, err)
-	_, err = m.Do("SET", "replicate:probe", "1")
+	rs, err := m.DoAll([]any{"SET", "replicate:probe", "1"}, []any{"WAIT", 1, 10000}, []any{"DEL", "replicate:probe"})
 	require.NoError(t, err)
-	n, err := m.Do("WAIT", 1, 10000)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), n, "the replica caught up")
-	_, err = m.Do("DEL", "replicate:probe")
-	require.NoError(t, err)
+	require.Equal(t, int64(1), rs[1], "the replica caught up")
 }
 
 // TestMembersStandalone: Dial's nodes as members, locked through the

@@ -174,7 +174,9 @@ type NodeConfig struct {
 	// node.route). A connection whose master has fewer connected
 	// replicas is refused, with core.ErrInvalidConfig, before any command
 	// goes on it.
-	Replicas    int
+	Replicas int
+	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
+	// 1); it must be positive when Replicas is.
 	WaitTimeout time.Duration
 	// Cluster: the node is a Redis Cluster, whose keys of one script must
 	// share a hash slot: a key's fence counter and queues get the names
