@@ -66,8 +66,9 @@ import (
 // up, except the release of a write still waiting, which follows it as
 // it must. Writes queue behind a WAIT that blocks: WAIT blocks only
 // while fewer than Replicas replicas are up, when the member's votes fail
-// anyway, and then each write of a pipeline waits WaitTimeout in turn,
-// so that the later ones may time out. Keep WaitTimeout well below the
+// anyway. One WAIT follows the last write of each pipeline and answers
+// for all of them (on a Cluster each write has its own, on its master,
+// and they wait in turn). Keep WaitTimeout well below the
 // Client's NodeTimeout: a WAIT still blocking at a command's deadline
 // fails the connection, which the driver redials.
 //

@@ -165,9 +165,12 @@ type Config struct {
 // NodeConfig is what a node asks beyond a plain master.
 type NodeConfig struct {
 	// Replicas, when positive, makes every acquisition and extension on
-	// the node a pipeline of its script and WAIT Replicas WaitTimeout, on
-	// one connection: a WAIT that replies fewer replicas (it timed out)
-	// fails the node's vote with drivers.ErrNotReplicated. These writes
+	// the node count only once WAIT Replicas WaitTimeout, sent behind it
+	// on its connection, says enough replicas hold it: one WAIT behind a
+	// pipeline's last write answers for all its writes (on a Cluster,
+	// whose writes go to several masters, each write has its own). A WAIT
+	// that replies fewer replicas (it timed out) fails the vote with
+	// drivers.ErrNotReplicated. These writes
 	// go on a second connection of the node, its WAIT lane, so that a
 	// WAIT that blocks does not hold up the node's other commands; a
 	// release follows its write there while that is unanswered (see

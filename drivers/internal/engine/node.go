@@ -55,7 +55,8 @@ type pipe struct {
 	jobs     []job
 	live     []int // indexes in jobs of the commands sent
 	cmds     [][]string
-	at       []int // per live command: its index in cmds (a WAIT follows it in some)
+	at       []int // per live command: its index in cmds
+	wat      []int // per live command: the index in cmds of its WAIT, or -1
 	args     []string
 	text     []byte // the tokens and TTLs that args view
 	replies  []Reply
@@ -463,17 +464,26 @@ func (n *node) retryNoScript(p *pipe, c context.Context) error {
 	for m, k := range again {
 		idx[m] = p.live[k]
 	}
-	at := slices.Clone(p.at)
+	at, wat := slices.Clone(p.at), slices.Clone(p.wat)
 	n.encode(p, idx, true)
 	rs := make([]Reply, len(p.cmds))
 	err := n.conn.Exchange(c, p.cmds, rs)
+	// The retry's WAITs answer for the writes retried; the first ones
+	// still answer for the others. They go after the pipeline's replies.
+	added := map[int]int{} // index in rs -> index in p.replies
 	for m, k := range again {
 		p.replies[at[k]] = rs[p.at[m]]
-		if n.waits(p.jobs[idx[m]].cmd.Op) {
-			p.replies[at[k]+1] = rs[p.at[m]+1]
+		if wat[k] >= 0 {
+			i, ok := added[p.wat[m]]
+			if !ok {
+				p.replies = append(p.replies, rs[p.wat[m]])
+				i = len(p.replies) - 1
+				added[p.wat[m]] = i
+			}
+			wat[k] = i
 		}
 	}
-	p.at = append(p.at[:0], at...)
+	p.at, p.wat = append(p.at[:0], at...), append(p.wat[:0], wat...)
 	return err
 }
 
@@ -499,7 +509,7 @@ func (n *node) answer(p *pipe, err error) {
 			}
 			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
 			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
-				rerr = n.replicated(p.replies[p.at[k]+1])
+				rerr = n.replicated(p.replies[p.wat[k]])
 			}
 			if rerr != nil {
 				r = n.e.fail(n.i, j.cmd.Op, rerr, false)
@@ -599,7 +609,8 @@ func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpAcquire) }
 // whether a command other than a release went as EVALSHA.
 func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	text, args, cmds := p.text[:0], p.args[:0], p.cmds[:0]
-	p.at = p.at[:0]
+	p.at, p.wat = p.at[:0], p.wat[:0]
+	waits := false
 	scripts := uint8(n.scripts.Load())
 	for _, i := range idx {
 		cmd := &p.jobs[i].cmd
@@ -646,16 +657,43 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 		}
 		p.at = append(p.at, len(cmds))
 		cmds = append(cmds, args[first:len(args):len(args)])
-		if n.waits(op) {
-			first = len(args)
-			args = append(args, "WAIT")
-			text, args = appendInt(text, args, int64(n.cfg.Replicas))
-			text, args = appendInt(text, args, max(wire.Millis(n.cfg.WaitTimeout), 1))
-			cmds = append(cmds, args[first:len(args):len(args)])
+		switch {
+		case !n.waits(op):
+			p.wat = append(p.wat, -1)
+		case n.cfg.Cluster: // each write's own master: its WAIT right behind it
+			p.wat = append(p.wat, len(cmds))
+			text, args, cmds = n.appendWait(text, args, cmds)
+		default:
+			p.wat = append(p.wat, trailing)
+			waits = true
 		}
+	}
+	if waits {
+		// One WAIT, behind the pipeline's last write, answers for every
+		// write before it on the connection: one replication round trip
+		// for the pipeline, not one per write.
+		for k := range p.wat {
+			if p.wat[k] == trailing {
+				p.wat[k] = len(cmds)
+			}
+		}
+		text, args, cmds = n.appendWait(text, args, cmds)
 	}
 	p.text, p.args, p.cmds = text, args, cmds
 	return sha
+}
+
+// trailing marks, while encode runs, a write answered by the pipeline's
+// last WAIT.
+const trailing = -2
+
+// appendWait appends WAIT Replicas WaitTimeout to cmds.
+func (n *node) appendWait(text []byte, args []string, cmds [][]string) ([]byte, []string, [][]string) {
+	first := len(args)
+	args = append(args, "WAIT")
+	text, args = appendInt(text, args, int64(n.cfg.Replicas))
+	text, args = appendInt(text, args, max(wire.Millis(n.cfg.WaitTimeout), 1))
+	return text, args, append(cmds, args[first:len(args):len(args)])
 }
 
 // appendName appends the name of key's auxiliary key under prefix: as
