@@ -57,9 +57,9 @@ import (
 // key's master), by WAIT Replicas WaitTimeout; a WAIT that counts fewer
 // replicas fails the member's vote with drivers.ErrNotReplicated, and a
 // master with fewer connected replicas than Replicas is refused, with
-// core.ErrInvalidConfig, before any lock command is sent to it (a group
-// left with fewer replicas after a failover is refused too, releases
-// included, until its replicas are back). WAIT holds its connection until
+// core.ErrInvalidConfig, before any acquisition or extension is sent to
+// it (so are those of a group left with fewer replicas by a failover,
+// until its replicas are back; its releases still go). WAIT holds its connection until
 // the replicas acknowledge, or until WaitTimeout when one is down, so a
 // member with WAIT has a second connection (a second client) for the
 // writes with WAIT: the member's releases go on the first and are not held

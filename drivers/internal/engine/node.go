@@ -260,12 +260,16 @@ func (n *node) connect(deadline time.Time, base context.Context) error {
 // identify asks a new connection's server for its run_id (INFO server) and
 // claims it for the node (Engine.claim). A server that does not tell (an
 // ACL user without INFO, a server without run_id) is not checked. An
-// Identifier names its servers itself. A node with WAIT (NodeConfig.Replicas)
+// Identifier names its servers itself. A WAIT lane (NodeConfig.Replicas)
 // also asks how many replicas its master has (INFO replication), and
-// refuses the connection if they are fewer.
+// refuses the connection if they are fewer: no write goes out whose WAIT
+// cannot count enough. The node's own connection, which carries releases
+// only, is not refused for that: a group left with too few replicas
+// after a failover still releases its locks.
 func (n *node) identify(c context.Context, conn Conn) error {
 	var ids []string
-	replicas := -1 // unknown
+	replicas := -1                                      // unknown
+	check := n.cfg.Replicas > 0 && n.outstanding != nil // a lane
 	if id, ok := conn.(Identifier); ok {
 		var err error
 		if ids, replicas, err = id.Identify(c); err != nil {
@@ -273,7 +277,7 @@ func (n *node) identify(c context.Context, conn Conn) error {
 		}
 	} else {
 		cmds := [][]string{{"INFO", "server"}, {"INFO", "replication"}}
-		if n.cfg.Replicas <= 0 {
+		if !check {
 			cmds = cmds[:1]
 		}
 		r := make([]Reply, len(cmds))
@@ -287,7 +291,7 @@ func (n *node) identify(c context.Context, conn Conn) error {
 			replicas = connectedReplicas(r[1].Text)
 		}
 	}
-	if n.cfg.Replicas > 0 && replicas < n.cfg.Replicas {
+	if check && replicas < n.cfg.Replicas {
 		have := "an unknown number of"
 		if replicas >= 0 {
 			have = strconv.Itoa(replicas)

@@ -247,9 +247,10 @@ func TestWaitNoScriptSendsWaitAgain(t *testing.T) {
 	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
 }
 
-// TestWaitRefusesAMasterWithTooFewReplicas: a connection whose master has
+// TestWaitRefusesAMasterWithTooFewReplicas: a WAIT lane whose master has
 // fewer connected replicas than Replicas is refused, before any command
-// goes on it, with core.ErrInvalidConfig naming the member.
+// goes on it, with core.ErrInvalidConfig naming the member; the node's
+// own connection still carries releases.
 func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	f := newFakeNet(t, 2)
 	f.replicas[0], f.replicas[1] = 1, 2
@@ -266,10 +267,16 @@ func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 		t.Fatalf("a command went out: %v", x.cmds)
 	default:
 	}
-	// The other member, with its replicas, works.
-	b = send(e, clock, 1, acquire("k", 1), time.Second)
+	b = send(e, clock, 0, release("k", 1), time.Second)
 	c := receive(b, nil)
 	x := f.next()
+	x.reply(nil, Reply{Kind: KindInt, Int: 0})
+	assert.Equal(t, core.StatusMissing, wait(t, c).Status, "a release goes out")
+	b.Close()
+	// The other member, with its replicas, works.
+	b = send(e, clock, 1, acquire("k", 1), time.Second)
+	c = receive(b, nil)
+	x = f.next()
 	x.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 2})
 	assert.Equal(t, core.StatusOK, wait(t, c).Status)
 	b.Close()
