@@ -323,7 +323,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	if c.fair && !once && c.room.waiting(key) { // Fair has a room
 		// Others of this Client wait for the key: wait behind them rather
 		// than attempt, served by the Client's place in the nodes' queue.
-		w = c.room.join(key, ctx)
+		w = c.room.join(ctx, key)
 		a.WaitAgain(c.now(vl))
 	}
 	for {
@@ -343,7 +343,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				continue
 			}
 			if w == nil && c.room != nil {
-				w = c.room.join(key, ctx)
+				w = c.room.join(ctx, key)
 			}
 			c.wait(ctx, &a, w, vl)
 		default:

@@ -186,7 +186,7 @@ func TestLockDeadlineEndsAWait(t *testing.T) {
 				end()
 				err := <-got
 				assert.ErrorIs(t, err, tc.want, tc.name)
-				if tc.want == redlock.ErrTaken {
+				if errors.Is(tc.want, redlock.ErrTaken) {
 					assert.NotErrorIs(t, err, redlock.ErrCancelled, tc.name)
 				}
 				lingering := 0

@@ -5,8 +5,6 @@ package redlock_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -48,8 +46,8 @@ var workshop = []string{
 // transitively, as a program built from them would link.
 func goList(t *testing.T, pkgs ...string) []string {
 	t.Helper()
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(goCmd, append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput()
+	// go test puts its own GOROOT/bin first in the test's PATH.
+	out, err := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...).CombinedOutput() //nolint:gosec // G204: the test's own package paths
 	require.NoError(t, err, "go list -deps %v:\n%s", pkgs, out)
 	deps := strings.Fields(string(out))
 	require.Contains(t, deps, pkgs[0], "go list listed too little to check")

@@ -18,8 +18,6 @@ var (
 	// ErrNoFencing is the error of Lock.Fence on a Client without
 	// Config.Fencing. It matches ErrInvalidConfig.
 	ErrNoFencing = &kindError{"redlock: fence requested but Config.Fencing is off", ErrInvalidConfig}
-	// errExpired is the cause of a lock whose validity ran out unextended.
-	errExpired = &kindError{"redlock: lock validity ran out", ErrNotHeld}
 )
 
 // kindError is an error of its own that also matches a broader kind.

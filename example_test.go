@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -25,7 +26,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer lock.Unlock(context.Background())
+	defer func() {
+		if err := lock.Unlock(context.Background()); err != nil {
+			log.Print(err) // a *redlock.LostError if the lock was lost during the work
+		}
+	}()
 
 	select {
 	case <-lock.Context().Done(): // the lock was lost: stop
@@ -41,10 +46,14 @@ func ExampleClient_TryLock() {
 	first, _ := client.TryLock(context.Background(), "job")
 	_, err := client.TryLock(context.Background(), "job")
 	fmt.Println(errors.Is(err, redlock.ErrTaken))
-	first.Unlock(context.Background())
+	if err := first.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	again, err := client.TryLock(context.Background(), "job")
 	fmt.Println(err)
-	again.Unlock(context.Background())
+	if err := again.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	// Output:
 	// true
 	// <nil>
@@ -65,7 +74,9 @@ func ExampleClient_Lock() {
 		}
 		got <- err
 	}()
-	holder.Unlock(context.Background())
+	if err := holder.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	fmt.Println(<-got)
 	// Output: <nil>
 }
@@ -86,11 +97,13 @@ func ExampleLock_Unlock() {
 func ExampleLock_Extend() {
 	client, _ := redlock.NewClient(nodes(), redlock.Options{Config: redlock.Config{MaxExtensions: 1}})
 	lock, _ := client.TryLock(context.Background(), "job")
-	defer lock.Unlock(context.Background())
 	before := lock.Until()
 	fmt.Println(lock.Extend(context.Background()), !lock.Until().Before(before))
 	err := lock.Extend(context.Background())
 	fmt.Println(errors.Is(err, redlock.ErrExtensionLimit))
+	if err := lock.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	// Output:
 	// <nil> true
 	// true
@@ -99,19 +112,23 @@ func ExampleLock_Extend() {
 func ExampleLock_Until() {
 	client, _ := redlock.NewClient(nodes(), redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	lock, _ := client.TryLock(context.Background(), "job")
-	defer lock.Unlock(context.Background())
 	// The validity is the TTL less the round's time and the drift
 	// allowance (1% + 2 ms): just under 9.898 s.
 	left := time.Until(lock.Until())
 	fmt.Println(left > 9*time.Second && left <= 9898*time.Millisecond)
+	if err := lock.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	// Output: true
 }
 
 func ExampleLock_Token() {
 	client, _ := redlock.NewClient(nodes(), redlock.Options{})
 	lock, _ := client.TryLock(context.Background(), "job")
-	defer lock.Unlock(context.Background())
 	fmt.Println(len(lock.Token().String()), lock.Token() != redlock.Token{})
+	if err := lock.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	// Output: 32 true
 }
 
@@ -121,13 +138,17 @@ func ExampleLock_Fence() {
 		lock, _ := client.TryLock(context.Background(), "ledger")
 		fence, _ := lock.Fence()
 		fmt.Println(fence) // pass it with every write to the ledger
-		lock.Unlock(context.Background())
+		if err := lock.Unlock(context.Background()); err != nil {
+			panic(err)
+		}
 	}
 	plain, _ := redlock.NewClient(nodes(), redlock.Options{})
 	lock, _ := plain.TryLock(context.Background(), "ledger")
-	defer lock.Unlock(context.Background())
 	_, err := lock.Fence()
 	fmt.Println(err)
+	if err := lock.Unlock(context.Background()); err != nil {
+		panic(err)
+	}
 	// Output:
 	// 1
 	// 2
@@ -142,12 +163,15 @@ func ExampleLock_Context() {
 		Lease:  &redlock.Lease{Fraction: 1.0 / 3},
 	})
 	lock, _ := client.TryLock(context.Background(), "job")
-	defer lock.Unlock(context.Background())
 	for i := 0; i < 3; i++ {
 		cluster.Restart(i) // every node forgets the key: the next extension finds it gone
 	}
 	<-lock.Context().Done()
 	cause := context.Cause(lock.Context())
 	fmt.Println(errors.Is(cause, redlock.ErrLost), errors.Is(cause, redlock.ErrNotHeld))
-	// Output: true true
+	err := lock.Unlock(context.Background()) // releases what is left; says why the lock was lost
+	fmt.Println(errors.Is(err, redlock.ErrLost))
+	// Output:
+	// true true
+	// true
 }

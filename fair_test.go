@@ -41,7 +41,11 @@ func fairProcess(t *testing.T, driver string, addrs []string) *redlock.Client {
 	t.Helper()
 	d, err := fairDials[driver](addrs)
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Errorf("close %s driver: %v", driver, err)
+		}
+	})
 	c, err := redlock.NewClient(d, redlock.Options{Config: redlock.Config{Fair: true, NodeTimeout: time.Second}})
 	require.NoError(t, err) // a long NodeTimeout: these tests are about order, not timeouts
 	return c

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,7 +232,7 @@ func (c *Client) extend(ctx context.Context, st *lockState, cancel <-chan struct
 	defer vl.free()
 	start := c.now(vl)
 	err := c.extendRound(ctx, st, cancel, vl)
-	if f := c.obs.Extend; f != nil && err != ErrUnlocked {
+	if f := c.obs.Extend; f != nil && !errors.Is(err, ErrUnlocked) {
 		f(ExtendEvent{Context: ctx, Key: st.key, Lease: lease, Outcome: OutcomeOf(err), Err: err,
 			Start: start, Duration: vl.last.Sub(start), Votes: vl.list()})
 	}
@@ -425,7 +426,9 @@ func (c *Client) watch(st *lockState) {
 		extend := st.lease.Phase() == core.PhaseRound
 		st.mu.Unlock()
 		if extend {
-			c.extend(st.values, st, st.stop, true)
+			// A failed extension is in st's lease; the loop's settle
+			// declares the loss and the Observer has heard it.
+			_ = c.extend(st.values, st, st.stop, true)
 		}
 		st.extending.Unlock()
 	}

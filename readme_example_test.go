@@ -31,7 +31,11 @@ func Example_readmeQuickstart() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Lease: &redlock.Lease{Fraction: 1.0 / 3}})
 	if err != nil {
 		log.Fatal(err)
@@ -40,7 +44,11 @@ func Example_readmeQuickstart() {
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, redlock.ErrTaken), redlock.ErrQuorumUnreachable, ...
 	}
-	defer lock.Unlock(context.Background())
+	defer func() {
+		if err := lock.Unlock(context.Background()); err != nil {
+			log.Print(err) // a *redlock.LostError if the lock was lost during the work
+		}
+	}()
 	work(lock.Context()) // cancelled the moment the lock is lost; context.Cause says why
 }
 
@@ -61,9 +69,10 @@ func Example_readmeTryLock() {
 	fmt.Println(first.Unlock(ctx))
 	second, err := client.Lock(ctx, "invoice:42") // tries again until it holds the lock, or ctx ends
 	fmt.Println(err)
-	defer second.Unlock(ctx)
+	fmt.Println(second.Unlock(ctx))
 	// Output:
 	// true
+	// <nil>
 	// <nil>
 	// <nil>
 }

@@ -101,7 +101,7 @@ func (w *waiter) poke() {
 // queue is new, in which case the key's watch starts, and its
 // subscriptions' first confirmations wake the head to attempt again, as a
 // release may have gone unheard.
-func (r *waitRoom) join(key string, ctx context.Context) *waiter {
+func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	q := r.keys[key]

@@ -26,7 +26,11 @@ func Example_prometheus() {
 		panic(err)
 	}
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer provider.Shutdown(context.Background())
+	defer func() {
+		if err := provider.Shutdown(context.Background()); err != nil {
+			fmt.Println("shutdown:", err)
+		}
+	}()
 	observer, err := rlotel.NewObserver(rlotel.WithMeterProvider(provider))
 	if err != nil {
 		panic(err)

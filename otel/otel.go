@@ -233,7 +233,7 @@ func (o *observer) onAcquire(e redlock.AcquireEvent) {
 	o.attempts.Record(ctx, int64(e.Attempts), set)
 	span := append(kv, AttemptsKey.Int(e.Attempts))
 	if e.Fence != 0 {
-		span = append(span, FenceKey.Int64(int64(e.Fence)))
+		span = append(span, FenceKey.Int64(int64(e.Fence))) //nolint:gosec // G115: a fence is a Redis INCR counter, at most 2^63-1
 	}
 	o.span(ctx, "redlock.acquire", e.Start, e.Duration, e.Outcome, e.Err, span, e.Votes)
 }
@@ -277,7 +277,7 @@ func (o *observer) onHandoff(e redlock.HandoffEvent) {
 }
 
 func (o *observer) onFence(e redlock.FenceEvent) {
-	o.fence.Record(ctxOf(e.Context), int64(e.Fence), metric.WithAttributes(o.plain(e.Key)...))
+	o.fence.Record(ctxOf(e.Context), int64(e.Fence), metric.WithAttributes(o.plain(e.Key)...)) //nolint:gosec // G115: a fence is a Redis INCR counter, at most 2^63-1
 }
 
 // span records an operation that ran from start for d as a client span,

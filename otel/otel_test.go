@@ -44,7 +44,8 @@ func startRedis(t *testing.T) string {
 	require.NoError(t, err)
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, l.Close())
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
+	cmd := exec.Command(bin, //nolint:gosec // G204: redis-server from PATH on a port the test chose
+		"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
 		"--loglevel", "notice")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func points(t *testing.T, rm metricdata.ResourceMetrics, name string) []point {
 func attrsOf(s attribute.Set) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.ToSlice() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -151,7 +152,7 @@ func find(t *testing.T, ps []point, want map[string]string) point {
 func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -159,7 +160,7 @@ func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 func eventAttrs(e sdktrace.Event) map[string]string {
 	m := map[string]string{}
 	for _, kv := range e.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -205,7 +206,7 @@ func testObserver(t *testing.T, lockNames bool) {
 
 	drv, err := redigo.Dial(addrs, redigo.Options{})
 	require.NoError(t, err)
-	defer drv.Close()
+	defer func() { assert.NoError(t, drv.Close()) }()
 	// Node timeouts long against a loaded machine under -race: no node
 	// times out, which the metrics check.
 	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
@@ -425,7 +426,7 @@ func TestObserverNodeErrors(t *testing.T) {
 	require.NoError(t, err)
 	drv, err := redigo.Dial(addrs, redigo.Options{})
 	require.NoError(t, err)
-	defer drv.Close()
+	defer func() { assert.NoError(t, drv.Close()) }()
 	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
 		FanOut: redlock.Sequential, NodeTimeout: time.Second}})
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ func testAuth(t *testing.T, dial DialFunc) {
 				t.Helper()
 				d, err := dial(addrsOf(srvs), o)
 				require.NoError(t, err, "Dial connects lazily or to servers that are up")
-				t.Cleanup(func() { d.Close() })
+				t.Cleanup(func() { assert.NoError(t, d.Close()) })
 				return d
 			}
 			t.Run("right", func(t *testing.T) {
@@ -66,7 +66,7 @@ func testAuth(t *testing.T, dial DialFunc) {
 					if err != nil {
 						return // refused at the dial: as good
 					}
-					t.Cleanup(func() { d.Close() })
+					t.Cleanup(func() { assert.NoError(t, d.Close()) })
 					for i, srv := range srvs {
 						start := time.Now()
 						r := SendOne(d, i, acquireCmd("k"), 2*time.Second)

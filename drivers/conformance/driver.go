@@ -36,7 +36,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		t.Helper()
 		d, err := dial(addrs)
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		return d
 	}
 	t.Run("commands", func(t *testing.T) { testCommands(t, open) })
@@ -75,7 +75,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		srvs := startServers(t, 2, redistest.Options{})
 		p, err := latproxy.Start(srvs[0].Addr, 0)
 		require.NoError(t, err)
-		t.Cleanup(func() { p.Close() })
+		t.Cleanup(func() { assert.NoError(t, p.Close()) })
 		d := open(t, []string{srvs[0].Addr, srvs[1].Addr, p.Addr()})
 		var refused []int
 		for i := range 3 {

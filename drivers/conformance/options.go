@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -69,7 +71,9 @@ func RunDial(t *testing.T, dial DialFunc) {
 		DialValidation(t, func(addrs []string, opts drivers.Options) error {
 			d, err := dial(addrs, opts)
 			if d != nil {
-				d.Close()
+				if cerr := d.Close(); cerr != nil {
+					return errors.Join(err, fmt.Errorf("close after dial: %w", cerr))
+				}
 			}
 			return err
 		})

@@ -17,7 +17,11 @@ func Example() {
 	if err != nil {
 		panic(err) // only invalid configuration fails Dial
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			fmt.Println("close:", err)
+		}
+	}()
 
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
 	if err != nil {
@@ -29,7 +33,11 @@ func Example() {
 		fmt.Println("not locked:", err) // ErrTaken, ErrQuorumUnreachable, ...
 		return
 	}
-	defer lock.Unlock(ctx)
+	defer func() {
+		if err := lock.Unlock(ctx); err != nil {
+			fmt.Println("unlock:", err) // the lock was lost, or no quorum answered: the keys expire with the TTL
+		}
+	}()
 	fence, _ := lock.Fence()
 	fmt.Println("locked until", lock.Until(), "with fence", fence)
 	// ... writes that carry the fence, for storage that refuses a lower one ...

@@ -218,7 +218,7 @@ func subscribe(c vk.Client, closeClient func()) (engine.Subscription, error) {
 	})
 	select {
 	case err := <-s.ended: // the dedicated connection's dial failed
-		s.Close()
+		_ = s.Close() // always nil; it closes the dedicated connection and Dial's client
 		return nil, cmp.Or(err, vk.ErrClosing)
 	default:
 		return s, nil

@@ -79,7 +79,7 @@ func TestDB(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d, err := valkeygo.Dial([]string{srv.Addr}, valkeygo.Options{DB: 1})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	r := conformance.SendOne(d, 0, core.Command{Op: core.OpAcquire, Key: "db", Token: core.TokenFromUint64s(1, 2), TTL: time.Second}, 5*time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorContains(t, r.Err, "DB index is out of range")

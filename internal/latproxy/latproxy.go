@@ -110,7 +110,7 @@ func (p *Proxy) Close() error {
 	p.closed = true
 	p.notifyLocked()
 	for c := range p.conns {
-		c.Close()
+		_ = c.Close() // a reset side is closed already; either way it is gone
 	}
 	p.mu.Unlock()
 	err := p.ln.Close()
@@ -172,9 +172,9 @@ func (p *Proxy) forwarding() bool {
 // than an orderly end of stream.
 func reset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0) // failing, the peer sees an orderly end instead
 	}
-	c.Close()
+	_ = c.Close() // an error means closed already: closeBoth and untrack both close
 }
 
 // track registers c, or closes it and returns false once the proxy is
@@ -194,7 +194,7 @@ func (p *Proxy) untrack(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
 	p.mu.Unlock()
-	c.Close()
+	_ = c.Close() // an error means closed already, by reset or closeBoth
 }
 
 func (p *Proxy) accept() {
@@ -225,7 +225,7 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.untrack(server)
 	for _, c := range []net.Conn{client, server} {
 		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
+			_ = tc.SetNoDelay(true) // Go's default already; failing costs latency, not correctness
 		}
 	}
 	var wg sync.WaitGroup
@@ -280,7 +280,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 				failed = true
 			}
 			if failed {
-				src.Close() // unblock the reader; keep draining the queue
+				_ = src.Close() // unblock the reader; keep draining the queue (an error: closed already)
 			}
 		}
 		b := c.data[:cap(c.data)]
@@ -304,6 +304,6 @@ func (p *Proxy) closeBoth(a, b net.Conn) {
 		reset(b)
 		return
 	}
-	a.Close()
-	b.Close()
+	_ = a.Close() // an error means the other pipe closed it first
+	_ = b.Close()
 }

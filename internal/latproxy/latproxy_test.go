@@ -14,7 +14,11 @@ func echo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	t.Cleanup(func() {
+		if err := ln.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -22,12 +26,12 @@ func echo(t *testing.T) string {
 				return
 			}
 			go func() {
-				defer c.Close()
+				defer func() { _ = c.Close() }() // the server side of a test's connection: nothing to report
 				buf := make([]byte, 4096)
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
-						c.Write(buf[:n])
+						_, _ = c.Write(buf[:n]) // a failed write shows in the next Read
 					}
 					if err != nil {
 						return
@@ -47,12 +51,20 @@ func dialEcho(t *testing.T, delay time.Duration) (net.Conn, *bufio.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return c, bufio.NewReader(c)
 }
 
@@ -117,17 +129,31 @@ func TestCloseEndsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	c.Write([]byte("x\n"))
-	bufio.NewReader(c).ReadString('\n')
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := c.Write([]byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
-	go func() { p.Close(); close(done) }()
+	var closeErr error
+	go func() { closeErr = p.Close(); close(done) }()
 	select {
 	case <-done:
+		if closeErr != nil {
+			t.Fatal(closeErr)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not return")
 	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Read(make([]byte, 1)); err == nil {
 		t.Fatal("connection still open after Close")
 	}

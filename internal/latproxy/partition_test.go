@@ -36,7 +36,12 @@ func startRecorder(t *testing.T) *recorder {
 	}
 	rec := &recorder{addr: ln.Addr().String()}
 	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	t.Cleanup(func() {
+		if err := ln.Close(); err != nil {
+			t.Error(err)
+		}
+		wg.Wait()
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -48,7 +53,7 @@ func startRecorder(t *testing.T) *recorder {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer c.Close()
+				defer func() { _ = c.Close() }() // the server side of a test's connection: nothing to report
 				buf := make([]byte, 4096)
 				for {
 					n, err := c.Read(buf)
@@ -56,7 +61,7 @@ func startRecorder(t *testing.T) *recorder {
 						rec.mu.Lock()
 						rec.got.Write(buf[:n])
 						rec.mu.Unlock()
-						c.Write(buf[:n])
+						_, _ = c.Write(buf[:n]) // a failed write shows in the next Read
 					}
 					if err != nil {
 						if errors.Is(err, io.EOF) {
@@ -85,7 +90,7 @@ func startProxy(t *testing.T, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { _ = p.Close() }) // a test may have closed it: the second Close's error is expected
 	return p
 }
 
@@ -100,7 +105,7 @@ func dial(t *testing.T, p *Proxy) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // a test may have closed it: the second Close's error is expected
 	return &client{c, bufio.NewReader(c)}
 }
 
@@ -112,7 +117,9 @@ func (c *client) line(t *testing.T, s string, d time.Duration) (string, error) {
 			return "", err
 		}
 	}
-	c.SetReadDeadline(time.Now().Add(d))
+	if err := c.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return "", err
+	}
 	return c.r.ReadString('\n')
 }
 
@@ -175,7 +182,11 @@ func TestDropEndsAndRefuses(t *testing.T) {
 	// A new connection: the dial may complete (the kernel accepts before
 	// the proxy does), but the first read fails at once.
 	if nc, err := net.Dial("tcp", p.Addr()); err == nil {
-		t.Cleanup(func() { nc.Close() })
+		t.Cleanup(func() {
+			if err := nc.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		nc := &client{nc, bufio.NewReader(nc)}
 		_, err = nc.line(t, "refused\n", hangGuard)
 		requireEnded(t, "new connection under Drop", err)
@@ -244,7 +255,9 @@ func TestBlackHoleHoldsEndOfStream(t *testing.T) {
 			if _, err := c.Write([]byte(tc.last)); err != nil {
 				t.Fatal(err)
 			}
-			c.Close()
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
 			// Watch for hangWindow on another connection, which sends
 			// nothing: neither the data nor the end of stream gets through.
 			got, err := dial(t, p).line(t, "", hangWindow)
@@ -296,9 +309,13 @@ func TestCloseWhileBlackHoled(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { p.Close(); close(done) }()
+	var closeErr error
+	go func() { closeErr = p.Close(); close(done) }()
 	select {
 	case <-done:
+		if closeErr != nil {
+			t.Fatal(closeErr)
+		}
 	case <-time.After(hangGuard):
 		t.Fatal("Close waited on the black hole")
 	}

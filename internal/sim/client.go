@@ -116,7 +116,7 @@ func (j jitter) Uint64() uint64 {
 type names int
 
 func (n names) Nodes() int                       { return int(n) }
-func (n names) NodeName(i int) string            { return "sim:" + string(rune('0'+i)) }
+func (n names) NodeName(i int) string            { return "sim:" + string(rune('0'+i)) } //nolint:gosec // G115: 0 <= i < Nodes <= core.MaxNodes
 func (n names) Begin(context.Context) core.Batch { panic("sim: the core is driven step by step") }
 
 func newClient(w *world, id int, ppm int64) *client {
@@ -489,7 +489,7 @@ func (c *client) timer() {
 // the extension's commands may still reach the nodes, behind it or not.
 func (c *client) unlock() {
 	if c.state == extending {
-		c.lease.Cancel(nil)
+		_ = c.lease.Cancel(nil) // its ErrCancelled is Unlock's business; the release follows
 		c.w.res.Faults.UnlockRaces++
 	}
 	c.state = holding

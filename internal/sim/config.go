@@ -334,6 +334,8 @@ func (h Handoffs) MeanAnnounced() time.Duration {
 	return time.Duration(h.AnnouncedTime / int64(h.Announced))
 }
 
+// MeanOther returns the mean time of the handoffs not won by an announced
+// attempt, 0 without such handoffs.
 func (h Handoffs) MeanOther() time.Duration {
 	if h.N == h.Announced {
 		return 0

@@ -143,7 +143,7 @@ func (w *world) replWrite(e event) {
 	s := r.pending[0]
 	r.pending = slices.Delete(r.pending, 0, 1)
 	r.data, r.applied = s.data, s.off
-	w.schedule(event{at: w.now + w.replDelay(), kind: evReplAck, n: e.n, c: e.c, gen: r.gen, dur: int64(s.off)})
+	w.schedule(event{at: w.now + w.replDelay(), kind: evReplAck, n: e.n, c: e.c, gen: r.gen, dur: int64(s.off)}) //nolint:gosec // G115: an offset counts one schedule's writes, far below 2^63
 }
 
 // replAck records a replica's acknowledgement and returns the WAITs it
@@ -153,7 +153,7 @@ func (w *world) replAck(e event) {
 	if e.gen != r.gen || !r.linked {
 		return
 	}
-	r.acked = max(r.acked, uint64(e.dur))
+	r.acked = max(r.acked, uint64(e.dur)) //nolint:gosec // G115: dur holds an offset here (replWrite), never negative
 	w.waits = slices.DeleteFunc(w.waits, func(p pendingWait) bool {
 		if p.n != e.n || !w.acked(p.n, p.target) {
 			return false

@@ -182,7 +182,7 @@ func (w *world) schedule(e event) {
 		idx, w.free = w.free[n-1], w.free[:n-1]
 		w.slab[idx] = e
 	} else {
-		idx = int32(len(w.slab))
+		idx = int32(len(w.slab)) //nolint:gosec // G115: the slab holds the events in flight, far below 2^31
 		w.slab = append(w.slab, e)
 	}
 	w.queue = append(w.queue, slot{at: e.at, seq: w.seq, idx: idx})

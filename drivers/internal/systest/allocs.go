@@ -38,7 +38,11 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
 		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}})
 	if err != nil {

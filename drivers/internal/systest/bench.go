@@ -40,7 +40,9 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 				}
 			})
 		}
-		d.Close()
+		if err := d.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -51,7 +53,11 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 	const n, clients = 5, 32
 	d := openBench(b, dial, n)
-	defer d.Close()
+	defer func() {
+		if err := d.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
 		NodeTimeout: 50 * time.Millisecond}})
 	if err != nil {

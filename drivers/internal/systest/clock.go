@@ -38,7 +38,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 		t.Helper()
 		d, err := dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		cd, ok := d.(clocked)
 		require.True(t, ok, "%T has no Clock method: redlock.NewClient cannot tell which clock it reads", d)
 		return cd

@@ -58,7 +58,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		t.Helper()
 		d, err := dial(addrs)
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		return d
 	}
 	t.Run("stopped-node-concurrent-clients", func(t *testing.T) { testStoppedNodeConcurrent(t, open) })

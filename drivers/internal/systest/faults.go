@@ -35,7 +35,7 @@ func startProxied(t *testing.T, f Factory, n int, delay time.Duration) *proxiedC
 		for i := range eps {
 			p, err := latproxy.Start(eps[i].Addr, delay)
 			require.NoError(t, err)
-			t.Cleanup(func() { p.Close() })
+			t.Cleanup(func() { assert.NoError(t, p.Close()) })
 			proxies = append(proxies, p)
 			eps[i].Addr = p.Addr()
 		}
@@ -84,7 +84,7 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 			ctx, key := testContext(t), testKey(t, "")
 			h := &hookDriver{Driver: c.Driver()}
 			client := clientOver(t, h, mode, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: nodeTimeout}})
-			lock := acquireSettled(t, c, client, ctx, key)
+			lock := acquireSettled(ctx, t, c, client, key)
 			until := lock.Until()
 
 			cut := all(n)[n-core.Quorum(n):] // a majority
@@ -158,7 +158,7 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 			requireAbsent(t, c, key, all(n)...)
 
 			// And the driver works again on every node.
-			lock2 := acquireSettled(t, c, client, ctx, testKey(t, "-2"))
+			lock2 := acquireSettled(ctx, t, c, client, testKey(t, "-2"))
 			require.NoError(t, lock2.Unlock(ctx))
 			requireAbsent(t, c, lock2.Key(), all(n)...)
 		})
@@ -175,7 +175,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 			c := startProxied(t, f, n, 0)
 			ctx, key := testContext(t), testKey(t, "")
 			client := newClient(t, c, mode, core.Config{})
-			lock := acquireSettled(t, c, client, ctx, key)
+			lock := acquireSettled(ctx, t, c, client, key)
 			until := lock.Until()
 
 			// Shorten every key, so that the extension shows where it
@@ -212,7 +212,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 			for _, i := range cut {
 				c.Del(i, key)
 			}
-			requireEveryNodeTakes(t, c, client, ctx, testKey(t, "-2"), "after the partition heals, an acquire must set the key on every node")
+			requireEveryNodeTakes(ctx, t, c, client, testKey(t, "-2"), "after the partition heals, an acquire must set the key on every node")
 		})
 	}
 }

@@ -125,7 +125,7 @@ func testFencesGrow(t *testing.T, c cluster, mode core.FanOut) {
 
 	a := fencedClient(t, c, mode, core.Config{})
 	b := fencedClient(t, c, mode, core.Config{})
-	first := acquireSettled(t, c, a, ctx, key)
+	first := acquireSettled(ctx, t, c, a, key)
 	require.Equal(t, uint64(1), fenceOf(t, first), "every counter was 0")
 	requireSettles(t, c, all(n), func(i int) string {
 		if f := c.Fence(i, key); f != 1 {
@@ -134,7 +134,7 @@ func testFencesGrow(t *testing.T, c cluster, mode core.FanOut) {
 		return ""
 	})
 	_, err = b.TryLock(ctx, key)
-	requireError(t, err, core.ErrTaken)
+	requireKind(t, err, core.ErrTaken)
 	for i := range n {
 		assert.Equal(t, uint64(1), c.Fence(i, key), "node %d: a refused acquisition changes no counter", i)
 	}
@@ -250,7 +250,7 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 	high := lossThreshold(n)
 	var low, top uint64 = 1 << 62, 0
 	for i := range n {
-		v := uint64(n - i) // low: ..., 2, 1
+		v := uint64(n - i) //nolint:gosec // G115: i < n. Low: ..., 2, 1
 		if i < high {
 			v = 40 - 10*uint64(i) // high: 40, 30, 20
 			low = min(low, v)

@@ -163,7 +163,7 @@ func (m *memCluster) Fence(i int, key string) uint64 { return m.c.Fence(i, key) 
 // offers: fenced acquires and releases of key on node i alone, which must
 // not hold key. It panics if the counter is above v already.
 func (m *memCluster) SetFence(i int, key string, v uint64) {
-	tok := core.TokenFromUint64s(0x5e7fe4ce, uint64(i))
+	tok := core.TokenFromUint64s(0x5e7fe4ce, uint64(i)) //nolint:gosec // G115: a node index, never negative
 	for f := m.c.Fence(i, key); f < v; f = m.c.Fence(i, key) {
 		r := SendOne(m.c, i, core.Command{Op: core.OpAcquireFenced, Key: key, Token: tok, TTL: time.Minute}, time.Second)
 		if r.Status != core.StatusOK {

@@ -2,6 +2,7 @@ package systest
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -142,7 +143,7 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 			assert.ErrorIs(t, l.Extend(testContext(t)), redlock.ErrLost)
 			assert.ErrorIs(t, l.Unlock(testContext(t)), redlock.ErrLost)
 			requireAbsent(t, c, key, without(all(c.N()), lost...)...)
-			if tc.want == redlock.ErrTaken {
+			if errors.Is(tc.want, redlock.ErrTaken) {
 				requireHolds(t, c, key, foreignToken, 0, lost...)
 			}
 		})

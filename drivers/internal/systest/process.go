@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -117,7 +118,11 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) 
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		srv := fencedstore.Serve(store, ln)
-		defer srv.Close()
+		defer func() {
+			if err := srv.Close(); err != nil {
+				t.Errorf("fenced store: close: %v", err)
+			}
+		}()
 		spec.Store = srv.Addr()
 	}
 
@@ -131,7 +136,7 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) 
 		s.Child = i
 		env, err := json.Marshal(s)
 		require.NoError(t, err)
-		cmd := exec.CommandContext(ctx, os.Args[0],
+		cmd := exec.CommandContext(ctx, os.Args[0], //nolint:gosec // G204: the test binary itself, run as a child
 			"-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v=true",
 			"-test.timeout="+mpTimeout.String())
 		cmd.Env = append(os.Environ(), childEnv+"="+string(env))
@@ -279,11 +284,15 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	stores := make([]fencedstore.Writer, s.Goroutines) // nil without fencing
 	for g := range conns {
 		conns[g] = dial()
-		defer conns[g].Close()
+		defer func() { _ = conns[g].Close() }() // a failed connection's error, already reported, comes again
 		if s.Store != "" {
 			c, err := fencedstore.Dial(ctx, s.Store, 10*time.Second)
 			require.NoError(t, err)
-			defer c.Close()
+			defer func() {
+				if err := c.Close(); err != nil {
+					t.Errorf("child %d goroutine %d: fenced store: close: %v", s.Child, g, err)
+				}
+			}()
 			stores[g] = c
 		}
 	}
@@ -302,7 +311,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	for g, conn := range conns {
 		wg.Go(func() {
 			for range s.Rounds {
-				if !criticalSection(t, ctx, take, conn, stores[g], s, g) {
+				if !criticalSection(ctx, t, take, conn, stores[g], s, g) {
 					return
 				}
 			}
@@ -316,7 +325,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 // SET, writes the lock's fence to store if there is one, records the
 // section and releases the lock. It reports failures with t.Errorf and
 // returns false after one.
-func criticalSection(t *testing.T, ctx context.Context, take taker, conn redis.Conn, store fencedstore.Writer, s childSpec, g int) bool {
+func criticalSection(ctx context.Context, t *testing.T, take taker, conn redis.Conn, store fencedstore.Writer, s childSpec, g int) bool {
 	lock, err := take(ctx)
 	if err != nil {
 		t.Errorf("child %d goroutine %d: acquire: %v", s.Child, g, err)
@@ -329,7 +338,7 @@ func criticalSection(t *testing.T, ctx context.Context, take taker, conn redis.C
 	}()
 	start := time.Now().UnixNano()
 	v, err := redis.Int(conn.Do("GET", s.Counter))
-	if err != nil && err != redis.ErrNil {
+	if err != nil && !errors.Is(err, redis.ErrNil) {
 		t.Errorf("child %d goroutine %d: GET: %v", s.Child, g, err)
 		return false
 	}

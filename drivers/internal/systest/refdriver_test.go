@@ -115,7 +115,7 @@ func newRefDriver(eps []conformance.Endpoint) *refDriver {
 func (d *refDriver) close() {
 	d.wg.Wait() // every command ends within stragglerBound
 	for _, p := range d.pools {
-		p.Close() // idempotent
+		_ = p.Close() // idempotent; a redis.Pool's Close returns nil
 	}
 }
 
@@ -263,7 +263,7 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 	if err != nil {
 		return wire.Fail(node, addr, cmd.Op, err)
 	}
-	defer conn.Close() // a broken connection is discarded by the pool
+	defer func() { _ = conn.Close() }() // a broken connection is discarded by the pool; its error is the command's
 	const timeout = stragglerBound
 	tok := cmd.Token.String()
 	if cmd.Op == core.OpAcquire {

@@ -24,6 +24,7 @@
 package systest
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -39,9 +40,13 @@ import (
 
 // The driver contract's types, under the names the suite has always used.
 type (
+	// Endpoint is how a driver reaches one Redis master.
 	Endpoint = conformance.Endpoint
-	Closer   = conformance.Closer
-	Dialer   = conformance.Dialer
+	// Closer is a driver that owns connections or goroutines.
+	Closer = conformance.Closer
+	// Dialer opens a driver over plain-TCP, password-less addrs.
+	Dialer = conformance.Dialer
+	// DialFunc is a driver's Dial.
 	DialFunc = conformance.DialFunc
 )
 
@@ -202,7 +207,7 @@ func (c *realCluster) contAll() {
 func (c *realCluster) Get(i int, key string) (string, time.Duration, bool) {
 	c.t.Helper()
 	v, err := redis.String(c.srv[i].Do("GET", key))
-	if err == redis.ErrNil {
+	if errors.Is(err, redis.ErrNil) {
 		return "", 0, false
 	}
 	require.NoError(c.t, err, "GET %q on node %d (%s)", key, i, c.srv[i].Addr)

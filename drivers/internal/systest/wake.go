@@ -186,7 +186,7 @@ func waiting(t *testing.T, c cluster, mode core.FanOut) (w *attemptWatch, holder
 	w = watchAttempts(t, c)
 	client := wakeClient(t, w, mode)
 	key := testKey(t, "")
-	holder = tryLock(t, client, testContext(t), key)
+	holder = tryLock(testContext(t), t, client, key)
 	w.attempts(t, 1)
 	got = lockAsync(t, client, key)
 	w.attempts(t, 2)
