@@ -1,9 +1,17 @@
 package drivers
 
 import (
+	"errors"
 	"strings"
 	"time"
 )
+
+// ErrNotReplicated is the cause of a member's failed vote when fewer of
+// its replicas than Member.Replicas acknowledged the write (WAIT replied
+// fewer, its timeout having passed): the vote counts as none, and the
+// error names the member. The key may be on the master: a failed
+// acquisition's cleanup releases it there.
+var ErrNotReplicated = errors.New("redlock: too few replicas acknowledged the write")
 
 // Topology says what kind of failure domain a Member is.
 type Topology uint8

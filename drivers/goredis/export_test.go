@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 )
 
@@ -37,6 +38,21 @@ func DialConn(ctx context.Context, addr string) (engine.Conn, error) {
 // ClientConn is the engine's Conn that New makes over c.
 func ClientConn(ctx context.Context, c *redis.Client) (engine.Conn, error) {
 	cfg, err := newConfig([]*redis.Client{c}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
+}
+
+// MembersSubscriber returns the subscription dialer that DialMembers
+// gives the engine.
+func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
+	return subscriber(membersConfig(members, opts))
+}
+
+// MemberConn dials m as DialMembers dials a member: the engine's Conn.
+func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
+	cfg, err := membersConfig([]drivers.Member{m}, Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@
 // github.com/redis/go-redis/v9.
 //
 // Dial makes one go-redis client per Redis master, on one connection; New
-// takes the caller's clients. A node's commands, from every round, go out
+// takes the caller's clients. DialMembers takes quorum members
+// (drivers.Member) that may be Sentinel groups, reached through go-redis's
+// failover client, or whole Clusters, through its ClusterClient, each
+// voting once, with WAIT for their replicas if asked. A node's commands, from every round, go out
 // on one go-redis Conn of its client (Client.Conn), one command or one
 // pipeline at a time, in the order their rounds issued them. The driver
 // engine shared by every driver of this module owns the rest: deadlines,
@@ -36,6 +39,7 @@ package goredis
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -71,7 +75,24 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 	if err != nil {
 		return engine.Config{}, err
 	}
-	base := redis.Options{
+	base := baseOptions(opts, timeout)
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		o := base
+		o.Addr = addrs[i]
+		return connOf(ctx, redis.NewClient(&o), nil)
+	}
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		o := base
+		o.Addr = addrs[i]
+		c := redis.NewClient(&o)
+		return subscribe(ctx, c.Subscribe(ctx), c.Close)
+	}
+	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
+}
+
+// baseOptions are the options of the clients Dial and DialMembers make.
+func baseOptions(opts Options, timeout time.Duration) redis.Options {
+	return redis.Options{
 		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
 		DialTimeout: timeout, DialerRetries: 1, // the engine redials
 		MaxRetries: -1, // a SET NX sent again would find its own key: held
@@ -84,25 +105,6 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 		// notifications, client-side caching); no CLIENT SETINFO on connect.
 		Protocol: 2, DisableIdentity: true,
 	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		o := base
-		o.Addr = addrs[i]
-		c := redis.NewClient(&o)
-		rc := c.Conn()
-		if err := rc.Ping(ctx).Err(); err != nil {
-			rc.Close()
-			c.Close()
-			return nil, err
-		}
-		return newConn(rc, func() error { rc.Close(); return c.Close() }), nil
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		o := base
-		o.Addr = addrs[i]
-		c := redis.NewClient(&o)
-		return subscribe(ctx, c, c.Close)
-	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
 }
 
 // New returns a Driver over existing clients, one per master in node
@@ -140,7 +142,7 @@ func newConfig(clients []*redis.Client, names []string) (engine.Config, error) {
 		return newConn(rc, rc.Close), nil
 	}
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		return subscribe(ctx, clients[i], func() error { return nil })
+		return subscribe(ctx, clients[i].Subscribe(ctx), func() error { return nil })
 	}
 	return engine.Config{Names: names, Dial: dial, Subscribe: sub}, nil
 }

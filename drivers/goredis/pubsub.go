@@ -16,10 +16,10 @@ type sub struct {
 	close func() error // closes the client Dial made
 }
 
-// subscribe opens c's PubSub and connects it with a PING (go-redis
+// subscribe connects ps, a client's new PubSub, with a PING (go-redis
 // connects lazily), so that a node down or refused credentials fail here.
-func subscribe(ctx context.Context, c *redis.Client, closeClient func() error) (engine.Subscription, error) {
-	s := sub{c.Subscribe(ctx), closeClient}
+func subscribe(ctx context.Context, ps *redis.PubSub, closeClient func() error) (engine.Subscription, error) {
+	s := sub{ps, closeClient}
 	if err := s.ps.Ping(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -62,10 +62,17 @@ type Server struct {
 
 	mini *miniredis.Miniredis // set for an embedded server
 
+	// conf, when set, is a configuration file passed as the first
+	// argument (Sentinel needs one it can rewrite); extra are arguments
+	// appended after the usual ones. Both are kept across restarts.
+	conf  string
+	extra []string
+
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been reaped
 	waitErr error
+	stopped bool // SIGSTOP sent and no SIGCONT since
 }
 
 // Start starts a server on a free loopback port, waits until it answers
@@ -78,6 +85,14 @@ func Start(t testing.TB, opts Options) *Server {
 			return startEmbedded(t, opts)
 		}
 	}
+	return launch(t, opts, nil)
+}
+
+// launch starts a redis-server process as Start does. prepare, if not nil,
+// runs before each try with the port the server will listen on, to set
+// s.conf and s.extra; its error stops the tries.
+func launch(t testing.TB, opts Options, prepare func(s *Server, port int) error) *Server {
+	t.Helper()
 	path := RedisServerPath(t)
 	s := &Server{Opts: opts, t: t, path: path, dir: t.TempDir()}
 	if opts.TLS {
@@ -93,6 +108,11 @@ func Start(t testing.TB, opts Options) *Server {
 		var port int
 		if port, err = freePort(); err != nil {
 			break
+		}
+		if prepare != nil {
+			if err = prepare(s, port); err != nil {
+				break
+			}
 		}
 		if err = s.start(port); err == nil || !errors.Is(err, errAddrInUse) {
 			break
@@ -132,7 +152,11 @@ func (s *Server) stdoutPath() string { return filepath.Join(s.dir, "stdout.log")
 // args returns the server's command line. Redis quotes each argument into
 // its configuration, so passwords need no escaping.
 func (s *Server) args(port int) []string {
-	a := []string{
+	var a []string
+	if s.conf != "" {
+		a = append(a, s.conf)
+	}
+	a = append(a,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
@@ -140,7 +164,7 @@ func (s *Server) args(port int) []string {
 		"--logfile", s.logPath(),
 		"--daemonize", "no",
 		"--databases", "1",
-	}
+	)
 	if s.Opts.TLS {
 		a = append(a,
 			"--port", "0",
@@ -162,7 +186,7 @@ func (s *Server) args(port int) []string {
 			"--user", s.Opts.User, "on", ">"+s.Opts.UserPassword, "+@all", "~*", "&*",
 		)
 	}
-	return a
+	return append(a, s.extra...)
 }
 
 // start runs the server on port and waits until it answers.
@@ -278,6 +302,9 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill() // fails only if already reaped
 	<-exited
+	s.mu.Lock()
+	s.stopped = false
+	s.mu.Unlock()
 }
 
 // Stop sends SIGSTOP: the server hangs and its connections stay open. On
@@ -288,6 +315,9 @@ func (s *Server) Stop() {
 		skip(s.t, reasonSIGSTOP)
 	}
 	s.signal(syscall.SIGSTOP)
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 }
 
 // Cont sends SIGCONT to a stopped server. An embedded server is never
@@ -295,6 +325,28 @@ func (s *Server) Stop() {
 func (s *Server) Cont() {
 	if s.mini == nil {
 		s.signal(syscall.SIGCONT)
+		s.mu.Lock()
+		s.stopped = false
+		s.mu.Unlock()
+	}
+}
+
+// alive reports whether the server's process runs and is not stopped, so
+// that it answers commands. An embedded server is taken to be alive.
+func (s *Server) alive() bool {
+	if s.mini != nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.stopped {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
 	}
 }
 

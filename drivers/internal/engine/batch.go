@@ -21,6 +21,8 @@ type job struct {
 	// resent: the command is going again (node.requeue), which it does
 	// at most once.
 	resent bool
+	// lane: the WAIT lane that counts the job outstanding (node.route).
+	lane *node
 }
 
 // batch is one round (core.Batch). It is used by one goroutine; node
@@ -155,7 +157,7 @@ func (b *batch) queue(releasesOnly bool) {
 			b.waiting |= 1 << j.node
 		}
 		b.inflight.Add(1)
-		b.e.nodes[j.node].enqueue(j)
+		b.e.nodes[j.node].route(j)
 	}
 	clear(b.pend)
 	b.pend = b.pend[:0]

@@ -133,8 +133,8 @@ func (n *node) retire() bool {
 // written after it.
 func (n *node) write(p *pipe, now, dl time.Time) {
 	l := n.dup.l
-	p.replies = grow(p.replies, len(p.live))
 	p.barrier = n.encode(p, p.live, false)
+	p.replies = grow(p.replies, len(p.cmds))
 	p.duplex, p.sent, p.deadline = true, now, dl
 	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
 	err := l.conn.Write(c, p.cmds)
@@ -200,7 +200,7 @@ func (n *node) abandon(p *pipe, err error) {
 			n.requeue(*j)
 			continue
 		}
-		j.b.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))
+		j.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))
 	}
 	clear(p.replies)
 }

@@ -4,7 +4,8 @@
 // replies on the connection it dialled (Conn). The engine does the rest,
 // once for every client:
 //
-//   - Connections: one per node, dialled when the engine starts and again
+//   - Connections: one per node (two for a node with WAIT: see
+//     NodeConfig), dialled when the engine starts and again
 //     after any failure (a broken connection, a missed deadline, a
 //     restart), and closed by Close. Each new connection's server is asked
 //     its run_id (INFO server): a connection to a server another node
@@ -55,6 +56,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,9 +154,42 @@ type Config struct {
 	// hears releases; nil: the client cannot subscribe, and Watch never
 	// listens (waiters poll).
 	Subscribe SubscribeDialer
+	// Nodes, when not nil, holds what each node (as Names) asks beyond a
+	// plain master: WAIT after its writes, the Cluster's names.
+	Nodes []NodeConfig
 	// Logger gets the one warning that release notifications are
 	// unavailable (drivers.Options.Logger); nil logs nothing.
 	Logger *slog.Logger
+}
+
+// NodeConfig is what a node asks beyond a plain master.
+type NodeConfig struct {
+	// Replicas, when positive, makes every acquisition and extension on
+	// the node a pipeline of its script and WAIT Replicas WaitTimeout, on
+	// one connection: a WAIT that replies fewer replicas (it timed out)
+	// fails the node's vote with drivers.ErrNotReplicated. These writes
+	// go on a second connection of the node, its WAIT lane, so that a
+	// WAIT that blocks does not hold up the node's other commands; a
+	// release follows its write there while that is unanswered (see
+	// node.route). A connection whose master has fewer connected
+	// replicas is refused, with core.ErrInvalidConfig, before any command
+	// goes on it.
+	Replicas    int
+	WaitTimeout time.Duration
+	// Cluster: the node is a Redis Cluster, whose keys of one script must
+	// share a hash slot: a key's fence counter and queues get the names
+	// of wire.ClusterName, and a key that has none (wire.ErrUntaggable)
+	// is refused without being sent.
+	Cluster bool
+}
+
+// Identifier is a Conn over several servers (a Cluster client) that
+// identifies them itself, in place of the engine's INFO on the
+// connection.
+type Identifier interface {
+	// Identify returns the run_id of every master the connection reaches,
+	// and the fewest replicas connected to any of them.
+	Identify(ctx context.Context) (runIDs []string, replicas int, err error)
 }
 
 // Engine is a core.Driver over the connections Config.Dial makes. It is safe
@@ -170,7 +205,7 @@ type Engine struct {
 	wg      sync.WaitGroup
 
 	mu     sync.Mutex
-	runIDs []string // per node: the run_id of its connection's server
+	runIDs [][]string // per node: the run_ids of its connection's servers
 
 	log     *slog.Logger
 	watcher watcher
@@ -188,7 +223,7 @@ func New(cfg Config) *Engine {
 		clock:  cfg.Clock,
 		dial:   cfg.Dial,
 		nodes:  make([]*node, len(cfg.Names)),
-		runIDs: make([]string, len(cfg.Names)),
+		runIDs: make([][]string, len(cfg.Names)),
 		waiter: newWaiterID(),
 	}
 	if e.clock == nil {
@@ -207,6 +242,14 @@ func New(cfg Config) *Engine {
 	e.wg.Add(len(e.nodes))
 	for i := range e.nodes {
 		n := &node{e: e, i: i, wake: make(chan struct{}, 1)}
+		if i < len(cfg.Nodes) {
+			n.cfg = cfg.Nodes[i]
+		}
+		if n.cfg.Replicas > 0 {
+			n.lane = &node{e: e, i: i, cfg: n.cfg, wake: make(chan struct{}, 1), outstanding: map[laneKey]int{}}
+			e.wg.Add(1)
+			go n.lane.loop(dt)
+		}
 		e.nodes[i] = n
 		go n.loop(dt)
 	}
@@ -241,6 +284,9 @@ func (e *Engine) Close() {
 		e.watcher.close()
 		for _, n := range e.nodes {
 			n.close()
+			if n.lane != nil {
+				n.lane.close()
+			}
 		}
 		e.wg.Wait()
 	})
@@ -260,19 +306,25 @@ func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
 // errNoReply is the cause of a command that timed out in its round.
 var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
 
-// claim records that node i's connection reaches the server whose run_id
-// is id, and refuses it, with core.ErrInvalidConfig, if another node's
-// connection reaches that server: one server under two addresses that no
-// name lookup relates (a proxy, NAT, a second interface) would vote twice.
-func (e *Engine) claim(i int, id string) error {
+// claim records that node i's connection reaches the servers whose run_ids
+// are ids, and refuses it, with core.ErrInvalidConfig, if another node's
+// connection reaches one of them: one server under two addresses that no
+// name lookup relates (a proxy, NAT, a second interface), or one Sentinel
+// group or Cluster given as two members, would vote twice.
+func (e *Engine) claim(i int, ids ...string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for j, other := range e.runIDs {
-		if j != i && other == id {
-			return fmt.Errorf("%w: node %d (%s) is the same server as node %d (%s): both have run_id %s",
-				core.ErrInvalidConfig, i, e.names[i], j, e.names[j], id)
+	for j, others := range e.runIDs {
+		if j == i {
+			continue
+		}
+		for _, id := range ids {
+			if slices.Contains(others, id) {
+				return fmt.Errorf("%w: node %d (%s) is the same server as node %d (%s): both have run_id %s",
+					core.ErrInvalidConfig, i, e.names[i], j, e.names[j], id)
+			}
 		}
 	}
-	e.runIDs[i] = id
+	e.runIDs[i] = slices.Clone(ids)
 	return nil
 }

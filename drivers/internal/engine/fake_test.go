@@ -151,6 +151,7 @@ type fakeNet struct {
 	dials     chan int
 	dialErr   []error  // per node, returned by Dial when set
 	runID     []string // per node, its server's run_id in INFO
+	replicas  []int    // per node, its master's connected replicas in INFO
 	duplex    bool     // dial Duplex connections (fakeDuplex)
 	writeErr  error    // returned by a fakeDuplex's next Write when set
 
@@ -165,7 +166,7 @@ type fakeConn struct {
 }
 
 func newFakeNet(t *testing.T, n int) *fakeNet {
-	f := &fakeNet{t: t, exchanges: make(chan *exchange, 64), dials: make(chan int, 64), dialErr: make([]error, n), runID: make([]string, n)}
+	f := &fakeNet{t: t, exchanges: make(chan *exchange, 64), dials: make(chan int, 64), dialErr: make([]error, n), runID: make([]string, n), replicas: make([]int, n)}
 	for i := range f.runID {
 		f.runID[i] = strings.Repeat(strconv.Itoa(i), 40)
 	}
@@ -244,8 +245,15 @@ func (c *fakeDuplex) Close() error {
 func (c *fakeConn) Exchange(ctx context.Context, cmds [][]string, replies []Reply) error {
 	if cmds[0][0] == "INFO" { // the engine's identity check after a dial: answered here
 		c.net.mu.Lock()
-		replies[0] = String("# Server\r\nredis_version:7.0.15\r\nrun_id:" + c.net.runID[c.node] + "\r\ntcp_port:6379\r\n")
-		c.net.mu.Unlock()
+		defer c.net.mu.Unlock()
+		for i, cmd := range cmds {
+			switch cmd[1] {
+			case "server":
+				replies[i] = String("# Server\r\nredis_version:7.0.15\r\nrun_id:" + c.net.runID[c.node] + "\r\ntcp_port:6379\r\n")
+			case "replication":
+				replies[i] = String("# Replication\r\nrole:master\r\nconnected_slaves:" + strconv.Itoa(c.net.replicas[c.node]) + "\r\nmaster_repl_offset:0\r\n")
+			}
+		}
 		return nil
 	}
 	dl, _ := ctx.Deadline()

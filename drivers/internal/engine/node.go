@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
@@ -22,6 +25,7 @@ import (
 type node struct {
 	e    *Engine
 	i    int
+	cfg  NodeConfig
 	wake chan struct{}
 
 	mu      sync.Mutex
@@ -30,6 +34,11 @@ type node struct {
 	idle    bool // the goroutine waits for wake
 	closing bool
 	queued  func(n int) // a test's hook: called, under mu, with the queue's length
+
+	// lane is the node's WAIT lane (see route), or nil; a lane's
+	// outstanding counts its jobs not yet answered, by key and token.
+	lane        *node
+	outstanding map[laneKey]int
 
 	// scripts: bit op-OpRelease: the script ran on the connection, EVALSHA
 	// works. Set by whoever decodes a reply, read by the writer.
@@ -46,6 +55,7 @@ type pipe struct {
 	jobs     []job
 	live     []int // indexes in jobs of the commands sent
 	cmds     [][]string
+	at       []int // per live command: its index in cmds (a WAIT follows it in some)
 	args     []string
 	text     []byte // the tokens and TTLs that args view
 	replies  []Reply
@@ -57,17 +67,63 @@ type pipe struct {
 	duplex   bool            // it was written to a Duplex connection
 }
 
+// route hands j to the node, or to its WAIT lane: a node with WAIT
+// (NodeConfig.Replicas) has a second goroutine and connection, the lane,
+// for the writes followed by WAIT, which holds its connection until the
+// replicas acknowledge (up to WaitTimeout when one is down), so that the
+// node's other commands, from other locks, do not wait behind it. A
+// release goes on the lane when a write of its key and token is still
+// queued or unanswered there: behind the SET it undoes, as on one
+// connection. Otherwise the write was answered, and the release goes on
+// the node's connection.
+func (n *node) route(j job) {
+	if l := n.lane; l != nil {
+		switch j.cmd.Op {
+		case core.OpAcquire, core.OpAcquireFenced, core.OpExtend:
+			l.offer(j, true)
+			return
+		case core.OpRelease:
+			if l.offer(j, false) {
+				return
+			}
+		}
+	}
+	n.enqueue(j)
+}
+
+// laneKey is a write's key and token, which a lane counts until answered.
+type laneKey struct {
+	key string
+	tok core.Token
+}
+
 // enqueue hands j to the node's goroutine, or answers it with
 // core.ErrClosed once Close has begun.
-func (n *node) enqueue(j job) {
+func (n *node) enqueue(j job) { n.offer(j, true) }
+
+// offer is enqueue if take; otherwise it enqueues j only on a lane that
+// has a write of j's key and token outstanding. It reports whether it took
+// j.
+func (n *node) offer(j job, take bool) bool {
 	if j.cmd.Fair && !n.e.fair.Load() {
 		n.e.fair.Store(true) // from now on watches hear turns, whatever becomes of j
 	}
 	n.mu.Lock()
+	if n.outstanding != nil {
+		k := laneKey{j.cmd.Key, j.cmd.Token}
+		if !take && n.outstanding[k] == 0 {
+			n.mu.Unlock()
+			return false
+		}
+		if !n.closing {
+			n.outstanding[k]++
+			j.lane = n
+		}
+	}
 	if n.closing {
 		n.mu.Unlock()
 		j.b.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
-		return
+		return true
 	}
 	n.queue = append(n.queue, j)
 	if n.queued != nil {
@@ -79,6 +135,21 @@ func (n *node) enqueue(j job) {
 	if idle {
 		n.signal()
 	}
+	return true
+}
+
+// deliver answers j's round with r; on a lane, j is no longer
+// outstanding from then on.
+func (j *job) deliver(r core.Reply) {
+	if l := j.lane; l != nil {
+		k := laneKey{j.cmd.Key, j.cmd.Token}
+		l.mu.Lock()
+		if l.outstanding[k]--; l.outstanding[k] <= 0 {
+			delete(l.outstanding, k)
+		}
+		l.mu.Unlock()
+	}
+	j.b.deliver(r)
 }
 
 // requeue puts j back for the node's next pipeline, ahead of the queue:
@@ -187,16 +258,61 @@ func (n *node) connect(deadline time.Time, base context.Context) error {
 
 // identify asks a new connection's server for its run_id (INFO server) and
 // claims it for the node (Engine.claim). A server that does not tell (an
-// ACL user without INFO, a server without run_id) is not checked.
+// ACL user without INFO, a server without run_id) is not checked. An
+// Identifier names its servers itself. A node with WAIT (NodeConfig.Replicas)
+// also asks how many replicas its master has (INFO replication), and
+// refuses the connection if they are fewer.
 func (n *node) identify(c context.Context, conn Conn) error {
-	var r [1]Reply
-	if err := conn.Exchange(c, [][]string{{"INFO", "server"}}, r[:]); err != nil {
-		return err
+	var ids []string
+	replicas := -1 // unknown
+	if id, ok := conn.(Identifier); ok {
+		var err error
+		if ids, replicas, err = id.Identify(c); err != nil {
+			return err
+		}
+	} else {
+		cmds := [][]string{{"INFO", "server"}, {"INFO", "replication"}}
+		if n.cfg.Replicas <= 0 {
+			cmds = cmds[:1]
+		}
+		r := make([]Reply, len(cmds))
+		if err := conn.Exchange(c, cmds, r); err != nil {
+			return err
+		}
+		if id := runID(r[0].Text); id != "" {
+			ids = []string{id}
+		}
+		if len(r) > 1 {
+			replicas = connectedReplicas(r[1].Text)
+		}
 	}
-	if id := runID(r[0].Text); id != "" {
-		return n.e.claim(n.i, id)
+	if n.cfg.Replicas > 0 && replicas < n.cfg.Replicas {
+		have := "an unknown number of"
+		if replicas >= 0 {
+			have = strconv.Itoa(replicas)
+		}
+		return fmt.Errorf("%w: node %d (%s): WAIT for %d replicas, but the master has %s connected",
+			core.ErrInvalidConfig, n.i, n.e.names[n.i], n.cfg.Replicas, have)
+	}
+	if len(ids) > 0 {
+		return n.e.claim(n.i, ids...)
 	}
 	return nil
+}
+
+// connectedReplicas returns the connected_slaves field of an INFO
+// replication reply, or -1.
+func connectedReplicas(info string) int {
+	_, after, ok := strings.Cut(info, "connected_slaves:")
+	if !ok {
+		return -1
+	}
+	v, _, _ := strings.Cut(after, "\n")
+	k, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return -1
+	}
+	return k
 }
 
 // runID returns the run_id field of an INFO reply, or "".
@@ -250,11 +366,17 @@ func (n *node) pipeline(p *pipe, closing bool) {
 		case j.cmd.Op == core.OpRelease:
 			d = later(d, now.Add(j.budget))
 		case closing:
-			j.b.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
+			j.deliver(n.e.fail(n.i, j.cmd.Op, core.ErrClosed, false))
 			continue
 		case !now.Before(d):
-			j.b.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
+			j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
 			continue
+		}
+		if n.cfg.Cluster {
+			if _, err := wire.ClusterWrap(j.cmd.Key); err != nil {
+				j.deliver(n.e.fail(n.i, j.cmd.Op, err, false))
+				continue
+			}
 		}
 		dl = later(dl, d)
 		p.live = append(p.live, k)
@@ -307,8 +429,8 @@ func later(a, b time.Time) time.Time {
 // then sends again as EVAL those that met NOSCRIPT. It returns the
 // connection's failure, after which the connection is closed.
 func (n *node) exchange(p *pipe, dl time.Time) error {
-	p.replies = grow(p.replies, len(p.live))
 	n.encode(p, p.live, false)
+	p.replies = grow(p.replies, len(p.cmds))
 	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
 	err := n.conn.Exchange(c, p.cmds, p.replies)
 	if err == nil {
@@ -329,7 +451,7 @@ func (n *node) exchange(p *pipe, dl time.Time) error {
 func (n *node) retryNoScript(p *pipe, c context.Context) error {
 	var again []int // indexes in live
 	for k := range p.live {
-		if r := p.replies[k]; r.Kind == KindError && wire.IsNoScript(r.Err) {
+		if r := p.replies[p.at[k]]; r.Kind == KindError && wire.IsNoScript(r.Err) {
 			again = append(again, k)
 			n.scripts.And(^uint32(scriptBit(p.jobs[p.live[k]].cmd.Op)))
 		}
@@ -341,12 +463,17 @@ func (n *node) retryNoScript(p *pipe, c context.Context) error {
 	for m, k := range again {
 		idx[m] = p.live[k]
 	}
+	at := slices.Clone(p.at)
 	n.encode(p, idx, true)
-	rs := make([]Reply, len(idx))
+	rs := make([]Reply, len(p.cmds))
 	err := n.conn.Exchange(c, p.cmds, rs)
 	for m, k := range again {
-		p.replies[k] = rs[m]
+		p.replies[at[k]] = rs[p.at[m]]
+		if n.waits(p.jobs[idx[m]].cmd.Op) {
+			p.replies[at[k]+1] = rs[p.at[m]+1]
+		}
 	}
+	p.at = append(p.at[:0], at...)
 	return err
 }
 
@@ -361,8 +488,8 @@ func (n *node) answer(p *pipe, err error) {
 		late := !now.Before(j.deadline)
 		var r core.Reply
 		switch {
-		case k < len(p.replies) && p.replies[k].Kind != KindNone:
-			rep := p.replies[k]
+		case k < len(p.at) && p.at[k] < len(p.replies) && p.replies[p.at[k]].Kind != KindNone:
+			rep := p.replies[p.at[k]]
 			if rep.Kind == KindError && wire.IsNoScript(rep.Err) && p.duplex {
 				n.scripts.And(^uint32(scriptBit(j.cmd.Op)))
 				if !j.resent {
@@ -371,6 +498,9 @@ func (n *node) answer(p *pipe, err error) {
 				}
 			}
 			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
+			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
+				rerr = n.replicated(p.replies[p.at[k]+1])
+			}
 			if rerr != nil {
 				r = n.e.fail(n.i, j.cmd.Op, rerr, false)
 			} else {
@@ -381,9 +511,30 @@ func (n *node) answer(p *pipe, err error) {
 		default:
 			r = n.e.fail(n.i, j.cmd.Op, err, late)
 		}
-		j.b.deliver(r)
+		j.deliver(r)
 	}
 	clear(p.replies)
+}
+
+// waits reports whether a command of op is followed by WAIT on this node:
+// an acquisition or an extension, when NodeConfig.Replicas is set.
+func (n *node) waits(op core.Op) bool {
+	return n.cfg.Replicas > 0 && (op == core.OpAcquire || op == core.OpAcquireFenced || op == core.OpExtend)
+}
+
+// replicated returns nil if the reply to WAIT counts at least
+// NodeConfig.Replicas replicas, or an error that wraps
+// drivers.ErrNotReplicated (or the WAIT's error reply).
+func (n *node) replicated(r Reply) error {
+	switch {
+	case r.Kind == KindInt && r.Int >= int64(n.cfg.Replicas):
+		return nil
+	case r.Kind == KindInt:
+		return fmt.Errorf("%w: WAIT %d %v: %d acknowledged", drivers.ErrNotReplicated, n.cfg.Replicas, n.cfg.WaitTimeout, r.Int)
+	case r.Kind == KindError:
+		return fmt.Errorf("%w: WAIT: %w", drivers.ErrNotReplicated, r.Err)
+	}
+	return fmt.Errorf("%w: WAIT: no reply", drivers.ErrNotReplicated)
 }
 
 // status decodes the reply to a command of op, an OpAcquireFenced's
@@ -448,6 +599,7 @@ func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpAcquire) }
 // whether a command other than a release went as EVALSHA.
 func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	text, args, cmds := p.text[:0], p.args[:0], p.cmds[:0]
+	p.at = p.at[:0]
 	scripts := uint8(n.scripts.Load())
 	for _, i := range idx {
 		cmd := &p.jobs[i].cmd
@@ -473,11 +625,11 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 			}
 			args = append(args, keyCounts[keys], cmd.Key)
 			if wire.Keys(op) == 2 {
-				text, args = appendName(text, args, core.FenceKeyPrefix, cmd.Key)
+				text, args = n.appendName(text, args, core.FenceKeyPrefix, cmd.Key)
 			}
 			if cmd.Fair {
-				text, args = appendName(text, args, wire.QueuePrefix, cmd.Key)
-				text, args = appendName(text, args, wire.QueueDuePrefix, cmd.Key)
+				text, args = n.appendName(text, args, wire.QueuePrefix, cmd.Key)
+				text, args = n.appendName(text, args, wire.QueueDuePrefix, cmd.Key)
 			}
 			args = append(args, tok)
 		}
@@ -492,10 +644,35 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 		if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
 			text, args = n.e.appendFairArgs(text, args, cmd)
 		}
+		p.at = append(p.at, len(cmds))
 		cmds = append(cmds, args[first:len(args):len(args)])
+		if n.waits(op) {
+			first = len(args)
+			args = append(args, "WAIT")
+			text, args = appendInt(text, args, int64(n.cfg.Replicas))
+			text, args = appendInt(text, args, max(wire.Millis(n.cfg.WaitTimeout), 1))
+			cmds = append(cmds, args[first:len(args):len(args)])
+		}
 	}
 	p.text, p.args, p.cmds = text, args, cmds
 	return sha
+}
+
+// appendName appends the name of key's auxiliary key under prefix: as
+// wire.ClusterName on a Cluster (pipeline refused the keys it cannot
+// name), prefix+key elsewhere.
+func (n *node) appendName(text []byte, args []string, prefix, key string) ([]byte, []string) {
+	if n.cfg.Cluster {
+		if wrap, _ := wire.ClusterWrap(key); wrap {
+			start := len(text)
+			text = append(text, prefix...)
+			text = append(text, '{')
+			text = append(text, key...)
+			text = append(text, '}')
+			return text, append(args, view(text[start:]))
+		}
+	}
+	return appendName(text, args, prefix, key)
 }
 
 // view returns b's bytes as a string without copying. A buffer that grows

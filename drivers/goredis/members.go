@@ -1,0 +1,366 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DialMembers validates members (wire rules: one to core.MaxNodes, no
+// server address in two of them, a master name for a Sentinel group, a
+// positive WaitTimeout with Replicas) and opts, then starts connecting to
+// every member in the background, as Dial does for standalone masters; it
+// keeps its own copy of members. It fails only for invalid configuration,
+// with an error matching core.ErrInvalidConfig. Each member is one node of
+// the driver, named by Member.String in errors.
+//
+// A standalone member is dialled as Dial dials a node.
+//
+// A Sentinel group is reached through go-redis's failover client
+// (redis.NewFailoverClient): it asks the Sentinels for the current master
+// and connects to it. After a failure the driver closes that client and
+// makes another, which asks the Sentinels again: after a failover the
+// member's next commands reach the promoted replica. The command that
+// meets the old connection first (the failover client closes it on
+// +switch-master, or the dead master never answers) fails, without being
+// sent again: a lost vote, as for a standalone master that restarted. Options'
+// credentials and TLS apply to the master and to the Sentinels' TLS; the
+// Sentinels are asked without credentials. Sentinels that all answer
+// that they do not know the master name make the member's commands fail
+// with core.ErrInvalidConfig.
+//
+// A Cluster member is one go-redis ClusterClient: each command goes to
+// the master of its key's hash slot, following MOVED and ASK, and is
+// never sent again after a connection failure (a lost reply fails the
+// vote). The key's fence counter and waiter queues get names in its slot
+// (see wire.ClusterName: "redlock:fence:{k}" for the key k, the old name
+// for a key with a hash tag), so the scripts run on a Cluster; a key with
+// a '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
+// Cluster member needs DB 0. Release announcements are published with
+// PUBLISH, which a Cluster broadcasts to every node, and heard through one
+// subscription of the ClusterClient (sharded pub/sub is not used).
+// A seed that is not in cluster mode makes the member's commands fail with
+// core.ErrInvalidConfig.
+//
+// Replicas (Member.WithWait): each acquisition and extension on the member
+// is followed, on its connection (on a Cluster, the connection of the
+// key's master), by WAIT Replicas WaitTimeout; a WAIT that counts fewer
+// replicas fails the member's vote with drivers.ErrNotReplicated, and a
+// master with fewer connected replicas than Replicas is refused, with
+// core.ErrInvalidConfig, before any lock command is sent to it (a group
+// left with fewer replicas after a failover is refused too, releases
+// included, until its replicas are back). WAIT holds its connection until
+// the replicas acknowledge, or until WaitTimeout when one is down, so a
+// member with WAIT has a second connection (a second client) for the
+// writes with WAIT: the member's releases go on the first and are not held
+// up, except the release of a write still waiting, which follows it as
+// it must. Writes queue behind a WAIT that blocks. Keep WaitTimeout well
+// below the Client's NodeTimeout: a WAIT still blocking at a command's
+// deadline
+// fails the connection, which the driver redials.
+//
+// The run_id check of Dial covers members too: a server reached by two
+// members (the same Sentinel group or Cluster given twice, or a Cluster's
+// master given as a standalone member) fails the second to connect with
+// core.ErrInvalidConfig.
+func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
+	cfg, err := membersConfig(members, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// membersConfig is DialMembers's engine configuration.
+func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
+	if err := wire.CheckMembers("goredis", members, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup); err != nil {
+		return engine.Config{}, err
+	}
+	var all []string
+	ms := make([]drivers.Member, len(members))
+	names := make([]string, len(members))
+	nodes := make([]engine.NodeConfig, len(members))
+	for i, m := range members {
+		m.Addrs = slices.Clone(m.Addrs)
+		ms[i], names[i] = m, m.String()
+		nodes[i] = engine.NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == drivers.ClusterGroup}
+		all = append(all, m.Addrs...)
+		if m.Topology == drivers.ClusterGroup && opts.DB != 0 {
+			return engine.Config{}, fmt.Errorf("%w: goredis: member %d %s: a Cluster has only DB 0, not %d", core.ErrInvalidConfig, i, m, opts.DB)
+		}
+	}
+	_, timeout, err := wire.CheckDial("goredis", all, opts)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	base := baseOptions(opts, timeout)
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		m := ms[i]
+		switch m.Topology {
+		case drivers.SentinelGroup:
+			c := redis.NewFailoverClient(failoverOptions(base, m))
+			return connOf(ctx, c, func(err error) error { return sentinelError(m, err) })
+		case drivers.ClusterGroup:
+			return dialCluster(ctx, clusterOptions(base, m), m)
+		}
+		o := base
+		o.Addr = m.Addrs[0]
+		return connOf(ctx, redis.NewClient(&o), nil)
+	}
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		m := ms[i]
+		switch m.Topology {
+		case drivers.SentinelGroup:
+			c := redis.NewFailoverClient(failoverOptions(base, m))
+			return subscribe(ctx, c.Subscribe(ctx), c.Close)
+		case drivers.ClusterGroup:
+			c := redis.NewClusterClient(clusterOptions(base, m))
+			return subscribe(ctx, c.Subscribe(ctx), c.Close)
+		}
+		o := base
+		o.Addr = m.Addrs[0]
+		c := redis.NewClient(&o)
+		return subscribe(ctx, c.Subscribe(ctx), c.Close)
+	}
+	return engine.Config{Names: names, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger, Nodes: nodes}, nil
+}
+
+// connOf takes one connection of c (Client.Conn) and pings it; wrap, if
+// not nil, rewrites the ping's error.
+func connOf(ctx context.Context, c *redis.Client, wrap func(error) error) (engine.Conn, error) {
+	rc := c.Conn()
+	if err := rc.Ping(ctx).Err(); err != nil {
+		rc.Close()
+		c.Close()
+		if wrap != nil {
+			err = wrap(err)
+		}
+		return nil, err
+	}
+	return newConn(rc, func() error { rc.Close(); return c.Close() }), nil
+}
+
+// failoverOptions are a Sentinel member's client options: Dial's.
+func failoverOptions(o redis.Options, m drivers.Member) *redis.FailoverOptions {
+	return &redis.FailoverOptions{
+		MasterName: m.MasterName, SentinelAddrs: m.Addrs,
+		Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig,
+		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize: o.PoolSize, MaxActiveConns: o.MaxActiveConns, PipelinePoolSize: o.PipelinePoolSize,
+		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
+	}
+}
+
+// clusterOptions are a Cluster member's client options: Dial's, with a
+// pool of each node's client that its pipelines and WAITs share. The pool
+// outnumbers the dials a pipeline makes to a dead master (one per
+// redirection, MaxRedirects 3 and the first): go-redis starts a redial
+// goroutine, which outlives Close by up to a second, once a pool's failed
+// dials reach its size.
+func clusterOptions(o redis.Options, m drivers.Member) *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:    m.Addrs,
+		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		PoolSize: 8, PipelinePoolSize: -1,
+		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
+	}
+}
+
+// sentinelError makes err, a Sentinel member's failed dial, match
+// core.ErrInvalidConfig when the Sentinels answered that they do not know
+// the master name (a nil reply to SENTINEL GET-MASTER-ADDR-BY-NAME).
+func sentinelError(m drivers.Member, err error) error {
+	if errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+	}
+	return err
+}
+
+// clusterError makes err match core.ErrInvalidConfig when a seed is a
+// server not in cluster mode.
+func clusterError(m drivers.Member, err error) error {
+	if err != nil && strings.Contains(err.Error(), "cluster support disabled") {
+		return fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+	}
+	return err
+}
+
+// dialCluster makes a Cluster member's ClusterClient, which connects
+// lazily: the engine's Identify, right after, loads its slots.
+func dialCluster(_ context.Context, o *redis.ClusterOptions, m drivers.Member) (engine.Conn, error) {
+	return &clusterConn{c: redis.NewClusterClient(o), m: m}, nil
+}
+
+// clusterConn is a Cluster member's engine Conn: its ClusterClient. Runs
+// of commands go out as one ClusterClient pipeline, split by node and
+// routed by key; a write followed by WAIT goes with it, as one pipeline,
+// to the master of its key's slot (ClusterClient.MasterForKey), since WAIT
+// counts the replicas of its connection's writes.
+type clusterConn struct {
+	c *redis.ClusterClient
+	m drivers.Member
+}
+
+// noRetryCmd is a command that go-redis never sends again after a
+// connection failure: a SET NX whose reply was lost would find its own
+// key, held. MOVED and ASK, after which the command did not run, are
+// still followed.
+type noRetryCmd struct{ *redis.Cmd }
+
+func (noRetryCmd) NoRetry() bool { return true }
+
+func (c *clusterConn) Close() error { return c.c.Close() }
+
+// Identify returns the run_id of each master of the Cluster, and the
+// fewest connected replicas any has (engine.Identifier).
+func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
+	var mu sync.Mutex
+	var ids []string
+	fewest := -1
+	err := c.c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		server, err := m.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		repl, err := m.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if id := field(server, "run_id"); id != "" {
+			ids = append(ids, id)
+		}
+		n := -1
+		fmt.Sscan(field(repl, "connected_slaves"), &n)
+		if fewest < 0 || n < fewest {
+			fewest = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, clusterError(c.m, err)
+	}
+	return ids, fewest, nil
+}
+
+// field returns the value of name in an INFO reply, or "".
+func field(info, name string) string {
+	_, after, ok := strings.Cut(info, name+":")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(v)
+}
+
+// Exchange sends cmds in order: each run without WAIT as one
+// ClusterClient pipeline, each write with its WAIT on its key's master.
+// An error reply (MOVED after the redirections ran out, CLUSTERDOWN) is a
+// reply; any other failure is the connection's.
+func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	for i := 0; i < len(cmds); {
+		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
+			if err := c.waited(ctx, cmds[i:i+2], replies[i:i+2]); err != nil {
+				return err
+			}
+			i += 2
+			continue
+		}
+		j := i + 1
+		for j < len(cmds) && (j+1 >= len(cmds) || cmds[j+1][0] != "WAIT") {
+			j++
+		}
+		pipe := c.c.Pipeline()
+		if err := exec(ctx, pipe, cmds[i:j], replies[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// waited sends a write and its WAIT to the master of the write's key.
+func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	m, err := c.c.MasterForKey(ctx, keyOf(cmds[0]))
+	if err != nil {
+		return err
+	}
+	err = exec(ctx, m.Pipeline(), cmds, replies)
+	if err == nil && replies[0].Kind == engine.KindError && strings.HasPrefix(replies[0].Err.Error(), "MOVED") {
+		// The slot moved: the ClusterClient learns where for the next.
+		c.c.ReloadState(ctx)
+	}
+	return err
+}
+
+// keyOf returns the key of a command of the engine: SET's, or a script's
+// first.
+func keyOf(words []string) string {
+	if words[0] == "SET" || len(words) < 4 {
+		return words[1]
+	}
+	return words[3]
+}
+
+// exec sends cmds as one pipeline of p and reads their replies.
+func exec(ctx context.Context, p redis.Pipeliner, cmds [][]string, replies []engine.Reply) error {
+	batch := make([]*redis.Cmd, len(cmds))
+	for k, words := range cmds {
+		args := make([]any, len(words))
+		for w := range words {
+			args[w] = words[w]
+		}
+		batch[k] = redis.NewCmd(ctx, args...)
+		_ = p.Process(ctx, noRetryCmd{batch[k]})
+	}
+	_, _ = p.Exec(ctx)
+	// A ClusterClient pipeline runs on each master at once: one master's
+	// failure leaves the others' replies, which count.
+	var failed error
+	for k, cmd := range batch {
+		r, err := replyOf(cmd)
+		if err != nil {
+			if failed == nil {
+				failed = err
+			}
+			continue
+		}
+		replies[k] = r
+	}
+	return failed
+}
+
+// replyOf returns cmd's reply, or the connection's failure.
+func replyOf(cmd *redis.Cmd) (engine.Reply, error) {
+	v, err := cmd.Result()
+	var re redis.Error
+	switch {
+	case errors.Is(err, redis.Nil):
+		return engine.Reply{Kind: engine.KindNil}, nil
+	case errors.As(err, &re):
+		return engine.Reply{Kind: engine.KindError, Err: err}, nil
+	case err != nil:
+		return engine.Reply{}, err
+	}
+	switch v := v.(type) {
+	case string:
+		return engine.String(v), nil
+	case int64:
+		return engine.Reply{Kind: engine.KindInt, Int: v}, nil
+	}
+	return engine.Other(v), nil
+}

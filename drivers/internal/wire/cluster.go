@@ -1,0 +1,70 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// A Cluster runs a script only if all its keys share one hash slot: the
+// slot of the key's hash tag, the text between its first '{' and the first
+// '}' after it when that text is not empty, or else of the whole key. The
+// auxiliary keys of a lock key on a Cluster member (its fence counter and
+// waiter queues) are therefore named so as to hash with it:
+//
+//   - a key with a hash tag keeps today's names, prefix + key: the prefixes
+//     hold no '{', so the key's tag is the name's;
+//   - a key without '}' is wrapped: prefix + "{" + key + "}", whose tag is
+//     the whole key;
+//   - a key with a '}' but no tag cannot be given such a name, and is
+//     refused (ErrUntaggable).
+//
+// Standalone and Sentinel members keep prefix + key whatever the key, so
+// that clients of this version and of earlier ones share the counters.
+
+// ErrUntaggable is the cause of a command refused on a Cluster member
+// because its key holds a '}' but no hash tag, so that no auxiliary key can
+// share its hash slot. It wraps core.ErrInvalidConfig.
+var ErrUntaggable = fmt.Errorf("%w: a key with '}' and no hash tag cannot be used on a Cluster", core.ErrInvalidConfig)
+
+// HashTag returns the text of key's hash tag and true, or "" and false if
+// key has none (no '{' followed by a '}' with something between).
+func HashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// ClusterWrap reports how a Cluster member names key's auxiliary keys:
+// wrapped (prefix + "{" + key + "}") or not (prefix + key), or
+// ErrUntaggable.
+func ClusterWrap(key string) (wrap bool, err error) {
+	if _, ok := HashTag(key); ok {
+		return false, nil
+	}
+	if strings.IndexByte(key, '}') >= 0 {
+		return false, ErrUntaggable
+	}
+	return true, nil
+}
+
+// ClusterName returns the name, on a Cluster member, of key's auxiliary
+// key under prefix (core.FenceKeyPrefix, QueuePrefix, QueueDuePrefix): one
+// that hashes to key's slot.
+func ClusterName(prefix, key string) (string, error) {
+	wrap, err := ClusterWrap(key)
+	switch {
+	case err != nil:
+		return "", err
+	case wrap:
+		return prefix + "{" + key + "}", nil
+	}
+	return prefix + key, nil
+}

@@ -1,0 +1,82 @@
+package wire
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// slot is Redis Cluster's key hash slot (CRC16/XMODEM of the hash tag, or
+// the key, modulo 16384), written out here so that the test does not take
+// the naming's own reading of hash tags on trust.
+func slot(key string) uint16 {
+	s := key
+	for i := 0; i < len(key); i++ {
+		if key[i] == '{' {
+			for j := i + 1; j < len(key); j++ {
+				if key[j] == '}' {
+					if j > i+1 {
+						s = key[i+1 : j]
+					}
+					break
+				}
+			}
+			break
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+func TestSlotReference(t *testing.T) {
+	// From the Redis Cluster specification: CRC16 of "123456789" is 0x31C3.
+	assert.Equal(t, uint16(0x31C3%16384), slot("123456789"))
+	assert.Equal(t, slot("user1000"), slot("{user1000}.following"))
+}
+
+func TestClusterNamesShareTheKeysSlot(t *testing.T) {
+	for _, key := range []string{"k", "orders:42", "{user}:a", "a{b}c", "x{y", "a}{b}", "{{a}}", "a{", "{", "lock{ }"} {
+		for _, prefix := range []string{core.FenceKeyPrefix, QueuePrefix, QueueDuePrefix} {
+			name, err := ClusterName(prefix, key)
+			require.NoError(t, err, key)
+			assert.Equal(t, slot(key), slot(name), "%q: %q", key, name)
+			assert.NotEqual(t, name, key)
+		}
+	}
+}
+
+func TestClusterNamesKeepTaggedNames(t *testing.T) {
+	name, err := ClusterName(core.FenceKeyPrefix, "{user}:a")
+	require.NoError(t, err)
+	assert.Equal(t, core.FenceKeyPrefix+"{user}:a", name, "a tagged key keeps the standalone name")
+	name, err = ClusterName(core.FenceKeyPrefix, "k")
+	require.NoError(t, err)
+	assert.Equal(t, core.FenceKeyPrefix+"{k}", name)
+	// Two keys with one tag keep two counters.
+	a, _ := ClusterName(core.FenceKeyPrefix, "{t}a")
+	b, _ := ClusterName(core.FenceKeyPrefix, "{t}b")
+	assert.NotEqual(t, a, b)
+}
+
+func TestUntaggableKeysAreRefused(t *testing.T) {
+	for _, key := range []string{"a}b", "{}a}", "}", "{}z"} {
+		_, err := ClusterName(core.FenceKeyPrefix, key)
+		require.Error(t, err, key)
+		assert.True(t, errors.Is(err, ErrUntaggable), key)
+		assert.True(t, errors.Is(err, core.ErrInvalidConfig), key)
+	}
+}

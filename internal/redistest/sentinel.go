@@ -1,0 +1,395 @@
+package redistest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// topologyTimeout bounds the waits for a replication, Sentinel or Cluster
+// topology to settle or to fail over. It is generous because the test
+// machine may be heavily loaded; the waits poll and return as soon as the
+// condition holds.
+const topologyTimeout = 60 * time.Second
+
+// pollInterval is how often the topology waits poll.
+const pollInterval = 20 * time.Millisecond
+
+// SentinelOptions configure a Sentinel group.
+type SentinelOptions struct {
+	// MasterName is the name the Sentinels monitor the master under;
+	// "mymaster" if empty.
+	MasterName string
+	// Replicas is the number of replicas of the master; 2 if zero.
+	Replicas int
+	// Sentinels is the number of Sentinels; 3 if zero.
+	Sentinels int
+	// Quorum is the number of Sentinels that must agree that the master
+	// is down; a majority of Sentinels if zero.
+	Quorum int
+	// DownAfter is down-after-milliseconds: how long the master may be
+	// unreachable before a Sentinel deems it down; 500 ms if zero.
+	DownAfter time.Duration
+	// FailoverTimeout is failover-timeout, which also spaces two failovers
+	// of the same master (twice the timeout) and retried elections; 2 s if
+	// zero.
+	FailoverTimeout time.Duration
+	// Server are the data servers' options. Password and User are given
+	// to the replicas (masterauth, masteruser) and to the Sentinels
+	// (auth-pass, auth-user); the Sentinels themselves ask for no
+	// password. TLS and Embedded are not supported.
+	Server Options
+}
+
+func (o *SentinelOptions) defaults() {
+	if o.MasterName == "" {
+		o.MasterName = "mymaster"
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 2
+	}
+	if o.Sentinels == 0 {
+		o.Sentinels = 3
+	}
+	if o.Quorum == 0 {
+		o.Quorum = o.Sentinels/2 + 1
+	}
+	if o.DownAfter == 0 {
+		o.DownAfter = 500 * time.Millisecond
+	}
+	if o.FailoverTimeout == 0 {
+		o.FailoverTimeout = 2 * time.Second
+	}
+}
+
+// SentinelGroup is a master, its replicas and the Sentinels that monitor
+// them, every one a redis-server process on loopback.
+type SentinelGroup struct {
+	// Name is the master's name at the Sentinels.
+	Name string
+	// Servers are the data servers; Servers[0] was the master at start.
+	// Which one is the master now is for the Sentinels to say: see
+	// Master.
+	Servers []*Server
+	// Sentinels are the Sentinel processes.
+	Sentinels []*Server
+	// Opts are the options the group was started with, defaults filled.
+	Opts SentinelOptions
+
+	t testing.TB
+}
+
+// StartSentinelGroup starts a master, opts.Replicas replicas and
+// opts.Sentinels Sentinels monitoring them, on free loopback ports. It
+// returns once every replica's link to the master is up and every Sentinel
+// knows the master, every replica and every other Sentinel, so that a
+// failover can start at once. Every process is killed by t.Cleanup.
+func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
+	t.Helper()
+	opts.defaults()
+	if opts.Server.TLS || opts.Server.Embedded {
+		t.Fatalf("redistest: StartSentinelGroup supports neither TLS nor Embedded servers")
+	}
+	g := &SentinelGroup{Name: opts.MasterName, Opts: opts, t: t}
+	master := launch(t, opts.Server, func(s *Server, port int) error {
+		s.extra = dataNodeArgs(opts.Server)
+		return nil
+	})
+	g.Servers = append(g.Servers, master)
+	for i := 0; i < opts.Replicas; i++ {
+		g.Servers = append(g.Servers, launch(t, opts.Server, func(s *Server, port int) error {
+			s.extra = append(dataNodeArgs(opts.Server), "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+			return nil
+		}))
+	}
+	waitFor(t, "replicas in sync with "+master.Addr, func() error {
+		return replicasOnline(master, opts.Replicas)
+	})
+	for i := 0; i < opts.Sentinels; i++ {
+		g.Sentinels = append(g.Sentinels, launch(t, Options{}, func(s *Server, port int) error {
+			return writeSentinelConf(s, port, master, opts)
+		}))
+	}
+	for _, sen := range g.Sentinels {
+		waitFor(t, "Sentinel "+sen.Addr+" to know the group", func() error {
+			return sentinelKnowsGroup(sen, opts)
+		})
+	}
+	return g
+}
+
+// dataNodeArgs returns the arguments every data server of a group or a
+// cluster gets: an announced loopback address, replication starting at
+// once, and the credentials to replicate from an authenticated master.
+func dataNodeArgs(o Options) []string {
+	a := []string{
+		"--replica-announce-ip", "127.0.0.1",
+		"--repl-diskless-sync-delay", "0",
+	}
+	switch {
+	case o.User != "":
+		a = append(a, "--masteruser", o.User, "--masterauth", o.UserPassword)
+	case o.Password != "":
+		a = append(a, "--masterauth", o.Password)
+	}
+	return a
+}
+
+// writeSentinelConf writes the configuration file of a Sentinel that will
+// listen on port and monitor master, and makes s run in Sentinel mode.
+func writeSentinelConf(s *Server, port int, master *Server, o SentinelOptions) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "port %d\nbind 127.0.0.1\n", port)
+	b.WriteString("sentinel resolve-hostnames no\nsentinel announce-hostnames no\n")
+	b.WriteString("sentinel announce-ip 127.0.0.1\n")
+	fmt.Fprintf(&b, "sentinel monitor %s 127.0.0.1 %d %d\n", o.MasterName, master.Port, o.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", o.MasterName, o.DownAfter.Milliseconds())
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", o.MasterName, o.FailoverTimeout.Milliseconds())
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s %d\n", o.MasterName, max(o.Replicas, 1))
+	switch {
+	case o.Server.User != "":
+		fmt.Fprintf(&b, "sentinel auth-user %s %s\n", o.MasterName, o.Server.User)
+		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.UserPassword)
+	case o.Server.Password != "":
+		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", o.MasterName, o.Server.Password)
+	}
+	s.conf = filepath.Join(s.dir, "sentinel.conf")
+	s.extra = []string{"--sentinel"}
+	return os.WriteFile(s.conf, []byte(b.String()), 0o600)
+}
+
+// replicasOnline reports whether master sees n replicas whose link is
+// online.
+func replicasOnline(master *Server, n int) error {
+	info, err := redis.String(master.Do("INFO", "replication"))
+	if err != nil {
+		return err
+	}
+	online := strings.Count(info, "state=online")
+	if online < n {
+		return fmt.Errorf("%d of %d replicas online", online, n)
+	}
+	return nil
+}
+
+// sentinelKnowsGroup reports whether sentinel sees the master up, with
+// every replica up and every other Sentinel.
+func sentinelKnowsGroup(sentinel *Server, o SentinelOptions) error {
+	m, err := redisMap(sentinel.Do("SENTINEL", "MASTER", o.MasterName))
+	if err != nil {
+		return err
+	}
+	if m["flags"] != "master" {
+		return fmt.Errorf("master flags %q", m["flags"])
+	}
+	if m["num-other-sentinels"] != strconv.Itoa(o.Sentinels-1) {
+		return fmt.Errorf("knows %s other Sentinels of %d", m["num-other-sentinels"], o.Sentinels-1)
+	}
+	reps, err := redis.Values(sentinel.Do("SENTINEL", "REPLICAS", o.MasterName))
+	if err != nil {
+		return err
+	}
+	up := 0
+	for _, r := range reps {
+		rm, err := redisMap(r, nil)
+		if err != nil {
+			return err
+		}
+		if rm["flags"] == "slave" && rm["master-link-status"] == "ok" {
+			up++
+		}
+	}
+	if up != o.Replicas {
+		return fmt.Errorf("sees %d of %d replicas up", up, o.Replicas)
+	}
+	return nil
+}
+
+// redisMap turns a flat reply of field, value pairs, as Server.Do returns
+// it, into a map.
+func redisMap(r any, err error) (map[string]string, error) {
+	vs, err := redis.Strings(r, err)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs)%2 != 0 {
+		return nil, fmt.Errorf("odd number of fields and values: %q", vs)
+	}
+	m := make(map[string]string, len(vs)/2)
+	for i := 0; i < len(vs); i += 2 {
+		m[vs[i]] = vs[i+1]
+	}
+	return m, nil
+}
+
+// waitFor polls cond until it returns nil, failing the test with what is
+// waited for and cond's last error after topologyTimeout.
+func waitFor(t testing.TB, what string, cond func() error) {
+	t.Helper()
+	if err := poll(topologyTimeout, cond); err != nil {
+		t.Fatalf("redistest: waiting for %s: %v", what, err)
+	}
+}
+
+// poll calls cond every pollInterval until it returns nil or timeout has
+// passed, and returns its last error.
+func poll(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %v: %w", timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// SentinelAddrs returns the Sentinels' addresses.
+func (g *SentinelGroup) SentinelAddrs() []string {
+	out := make([]string, len(g.Sentinels))
+	for i, s := range g.Sentinels {
+		out[i] = s.Addr
+	}
+	return out
+}
+
+// ServerAt returns the group's data server at addr, or nil.
+func (g *SentinelGroup) ServerAt(addr string) *Server {
+	for _, s := range g.Servers {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	return nil
+}
+
+// MasterAddr returns the address that a majority of the Sentinels give for
+// the master (SENTINEL GET-MASTER-ADDR-BY-NAME), waiting until a majority
+// agree. Unreachable Sentinels count as disagreeing.
+func (g *SentinelGroup) MasterAddr() string {
+	g.t.Helper()
+	var addr string
+	waitFor(g.t, "a majority of Sentinels to agree on "+g.Name+"'s master", func() (err error) {
+		addr, err = g.majorityMaster()
+		return err
+	})
+	return addr
+}
+
+// majorityMaster returns the master address a majority of the Sentinels
+// give.
+func (g *SentinelGroup) majorityMaster() (string, error) {
+	votes := map[string]int{}
+	var errs []error
+	for _, sen := range g.Sentinels {
+		a, err := SentinelMasterAddr(sen, g.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sen.Addr, err))
+			continue
+		}
+		votes[a]++
+		if votes[a] > len(g.Sentinels)/2 {
+			return a, nil
+		}
+	}
+	return "", fmt.Errorf("no majority: %v %v", votes, errors.Join(errs...))
+}
+
+// SentinelMasterAddr asks one Sentinel for the address of master name.
+func SentinelMasterAddr(sentinel *Server, name string) (string, error) {
+	r, err := redis.Strings(sentinel.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", name))
+	if err != nil {
+		return "", err
+	}
+	if len(r) != 2 {
+		return "", fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME %s: %q", name, r)
+	}
+	return r[0] + ":" + r[1], nil
+}
+
+// Master returns the data server that a majority of the Sentinels name as
+// the master. It does not ask the server itself, which may be dead; see
+// WaitFailover.
+func (g *SentinelGroup) Master() *Server {
+	g.t.Helper()
+	addr := g.MasterAddr()
+	s := g.ServerAt(addr)
+	if s == nil {
+		g.t.Fatalf("redistest: the Sentinels name %s as %s's master, which is none of the group's servers", addr, g.Name)
+	}
+	return s
+}
+
+// Replicas returns the data servers other than Master, running or not, in
+// the order of Servers.
+func (g *SentinelGroup) Replicas() []*Server {
+	g.t.Helper()
+	m := g.Master()
+	var out []*Server
+	for _, s := range g.Servers {
+		if s != m {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// KillMaster kills the current master (see Master) and returns it.
+func (g *SentinelGroup) KillMaster() *Server {
+	g.t.Helper()
+	m := g.Master()
+	m.Kill()
+	return m
+}
+
+// WaitFailover waits until a majority of the Sentinels name a master other
+// than oldMasterAddr and that server reports the master role, and returns
+// it.
+func (g *SentinelGroup) WaitFailover(t testing.TB, oldMasterAddr string) *Server {
+	t.Helper()
+	var s *Server
+	waitFor(t, "a failover of "+g.Name+" away from "+oldMasterAddr, func() error {
+		addr, err := g.majorityMaster()
+		if err != nil {
+			return err
+		}
+		if addr == oldMasterAddr {
+			return fmt.Errorf("the Sentinels still name %s", addr)
+		}
+		if s = g.ServerAt(addr); s == nil {
+			return fmt.Errorf("the Sentinels name %s, none of the group's servers", addr)
+		}
+		role, err := Role(s)
+		if err != nil {
+			return err
+		}
+		if role != "master" {
+			return fmt.Errorf("%s reports role %s", addr, role)
+		}
+		return nil
+	})
+	return s
+}
+
+// Role returns the role s reports (ROLE): "master", "slave" or
+// "sentinel".
+func Role(s *Server) (string, error) {
+	r, err := redis.Values(s.Do("ROLE"))
+	if err != nil {
+		return "", err
+	}
+	if len(r) == 0 {
+		return "", errors.New("empty ROLE reply")
+	}
+	return redis.String(r[0], nil)
+}
