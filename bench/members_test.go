@@ -8,6 +8,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -32,6 +33,8 @@ import (
 var (
 	membersN5 = flag.Bool("members.n5", false,
 		"BenchmarkMembers: run the N=5 cells too (about 50 more redis-server processes); they run anyway when -short is off and REDLOCK_BENCH_MEMBERS_N5=1")
+	membersRounds = flag.Int("members.rounds", 1,
+		"BenchmarkMembers: measure each N's cells this many times, interleaved (the second round's names end in #01, and so on); -count repeats each cell in a row instead")
 	membersOut = flag.String("members.out", "",
 		"BenchmarkMembers: write table.md and members_latency.png into this directory after each run of the benchmark")
 )
@@ -103,16 +106,15 @@ func shapeFor(n int) membersShape {
 // replica and 1 Sentinel; each Cluster is 3 masters with a replica each.
 // The N=5 cells run only with -members.n5 (or REDLOCK_BENCH_MEMBERS_N5=1)
 // and -short off, so that the CI smoke (-benchtime 1x) stays cheap.
-// -members.out=DIR writes DIR/table.md and DIR/members_latency.png,
-// with the medians over -count runs.
+// -members.rounds=R measures each N's cells R times, interleaved, so
+// that a noisy machine's slow spells spread over every kind; -members.out=DIR
+// writes DIR/table.md and DIR/members_latency.png, with the medians over
+// the rounds and -count repeats.
 //
-//	go test -run '^$' -bench Members -benchtime 2000x -count 3 ./bench -members.n5 -members.out ../results/members
+//	go test -run '^$' -bench Members -benchtime 2000x ./bench -members.n5 -members.rounds 3 -members.out ../results/members
 func BenchmarkMembers(b *testing.B) {
 	redistest.RedisServerPath(b) // skips (or fails) without redis-server
 	quietSentinelLogs.Do(func() { redis.SetLogger(sentinelFilter{}) })
-	membersMu.Lock()
-	membersRound++
-	membersMu.Unlock()
 	env := &membersEnv{parent: b}
 	b.Cleanup(env.close)
 	ns := []int{3}
@@ -120,10 +122,12 @@ func BenchmarkMembers(b *testing.B) {
 		ns = append(ns, 5)
 	}
 	for _, n := range ns {
-		for _, k := range membersKinds {
-			b.Run(fmt.Sprintf("nodes=%d/%s", n, k.name()), func(b *testing.B) {
-				env.run(b, n, k)
-			})
+		for range max(*membersRounds, 1) {
+			for _, k := range membersKinds {
+				b.Run(fmt.Sprintf("nodes=%d/%s", n, k.name()), func(b *testing.B) {
+					env.run(b, n, k)
+				})
+			}
 		}
 	}
 	if *membersOut != "" {
@@ -171,10 +175,6 @@ var (
 	membersMu   sync.Mutex
 	membersRows = map[string][]measure.Result{}
 	membersSeen []membersCell
-	// membersRound counts the runs of BenchmarkMembers (-count);
-	// membersLastRound is the round of each cell's last result.
-	membersRound     int
-	membersLastRound = map[string]int{}
 )
 
 type membersCell struct {
@@ -447,72 +447,87 @@ func (e *membersEnv) run(b *testing.B, n int, k membersKind) {
 			b.Fatalf("%.2f WAITs per pair on the masters, want at least %d (one per member's acquisition)", w, n)
 		}
 	}
-	// A cell runs with growing b.N; the last run of each -count round is
-	// the one kept.
+	// A cell runs with growing b.N, each -count repeat from b.N = 1: the
+	// last run of each repeat is kept. The rounds of -members.rounds are
+	// kept under one name.
 	membersMu.Lock()
 	defer membersMu.Unlock()
-	name := strings.TrimPrefix(b.Name(), "BenchmarkMembers/")
+	name := roundSuffix.ReplaceAllString(strings.TrimPrefix(b.Name(), "BenchmarkMembers/"), "")
 	if i := slices.IndexFunc(membersSeen, func(c membersCell) bool { return c.name == name }); i < 0 {
 		membersSeen = append(membersSeen, membersCell{name: name, nodes: n, label: k.label})
 	}
-	if rs := membersRows[name]; membersLastRound[name] == membersRound && len(rs) > 0 {
+	if rs := membersRows[name]; b.N > 1 && len(rs) > 0 {
 		rs[len(rs)-1] = r
 	} else {
 		membersRows[name] = append(rs, r)
 	}
-	membersLastRound[name] = membersRound
 }
 
-// writeMembers writes the medians of the cells measured so far, over the
-// -count runs, to dir/table.md and dir/members_latency.png.
+// roundSuffix is the suffix testing gives the second and later
+// sub-benchmarks of one name.
+var roundSuffix = regexp.MustCompile(`#\d+$`)
+
+// writeMembers writes the cells measured so far to dir/table.md and
+// dir/members_latency.png: each cell's median p50 and p99 over its runs
+// (rounds and -count repeats), and its ratio to the standalone cell of
+// the same N as the median of the runs' ratios, each run against the
+// standalone run of the same round (the ratio of the medians when the
+// counts of runs differ).
 func writeMembers(dir string) error {
 	membersMu.Lock()
 	defer membersMu.Unlock()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	type row struct {
-		membersCell
-		p50, p99 float64
-		runs     int
-		ops      int64
-		p50s     []float64
-	}
-	var rows []row
-	base := map[int][2]float64{}
-	for _, c := range membersSeen {
-		rs := membersRows[c.name]
-		var p50s, p99s []float64
-		var ops int64
+	p50 := func(r measure.Result) float64 { return r.P50Us }
+	p99 := func(r measure.Result) float64 { return r.P99Us }
+	of := func(rs []measure.Result, f func(measure.Result) float64) []float64 {
+		var vs []float64
 		for _, r := range rs {
-			p50s, p99s = append(p50s, r.P50Us), append(p99s, r.P99Us)
-			ops = r.Ops
+			vs = append(vs, f(r))
 		}
-		rw := row{membersCell: c, p50: median(p50s), p99: median(p99s), runs: len(rs), ops: ops, p50s: p50s}
-		rows = append(rows, rw)
+		return vs
+	}
+	base := map[int][]measure.Result{}
+	for _, c := range membersSeen {
 		if c.label == "standalone" {
-			base[c.nodes] = [2]float64{rw.p50, rw.p99}
+			base[c.nodes] = membersRows[c.name]
 		}
 	}
-	var sb strings.Builder
-	sb.WriteString("| N | members | p50 µs | p99 µs | p50 / standalone | p99 / standalone | runs × pairs | p50 of each run |\n")
-	sb.WriteString("|---|---|---:|---:|---:|---:|---|---|\n")
-	ratio := func(v, b float64) string {
-		if b == 0 {
+	ratio := func(rs, bs []measure.Result, f func(measure.Result) float64) string {
+		if len(bs) == 0 {
 			return "–"
 		}
-		return fmt.Sprintf("%.2f×", v/b)
+		if len(rs) != len(bs) {
+			return fmt.Sprintf("%.2f×", median(of(rs, f))/median(of(bs, f)))
+		}
+		var q []float64
+		for i := range rs {
+			q = append(q, f(rs[i])/f(bs[i]))
+		}
+		return fmt.Sprintf("%.2f×", median(q))
+	}
+	var sb strings.Builder
+	sb.WriteString("| N | members | p50 µs | p99 µs | p50 / standalone | p99 / standalone | runs × pairs | p50 of each run µs | p99 of each run µs |\n")
+	sb.WriteString("|---|---|---:|---:|---:|---:|---|---|---|\n")
+	list := func(vs []float64) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, fmt.Sprintf("%.0f", v))
+		}
+		return strings.Join(out, ", ")
 	}
 	var pts []plots.MembersPoint
-	for _, r := range rows {
-		bs := base[r.nodes]
-		var each []string
-		for _, v := range r.p50s {
-			each = append(each, fmt.Sprintf("%.0f", v))
+	for _, c := range membersSeen {
+		rs := membersRows[c.name]
+		if len(rs) == 0 {
+			continue
 		}
-		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.0f | %s | %s | %d × %d | %s |\n",
-			r.nodes, r.label, r.p50, r.p99, ratio(r.p50, bs[0]), ratio(r.p99, bs[1]), r.runs, r.ops, strings.Join(each, ", "))
-		pts = append(pts, plots.MembersPoint{Label: r.label, Nodes: r.nodes, P50Us: r.p50, P99Us: r.p99})
+		m50, m99 := median(of(rs, p50)), median(of(rs, p99))
+		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.0f | %s | %s | %d × %d | %s | %s |\n",
+			c.nodes, c.label, m50, m99, ratio(rs, base[c.nodes], p50), ratio(rs, base[c.nodes], p99),
+			len(rs), rs[len(rs)-1].Ops, list(of(rs, p50)), list(of(rs, p99)))
+		pts = append(pts, plots.MembersPoint{Label: c.label, Nodes: c.nodes, P50Us: m50, P99Us: m99})
 	}
 	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(sb.String()), 0o644); err != nil {
 		return err
