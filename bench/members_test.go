@@ -94,7 +94,8 @@ func shapeFor(n int) membersShape {
 // kind of member: N standalone masters; N Sentinel groups, without WAIT
 // and with WAIT for all of each group's replicas; N Clusters, without
 // WAIT and with WAIT for each master's replica. It reports p50-µs and
-// p99-µs of a pair and, on WAIT cells, waits/op: the WAIT commands the
+// p99-µs of a pair, client-cpu-µs/op (the test process's CPU time per
+// pair, getrusage) and, on WAIT cells, waits/op: the WAIT commands the
 // masters ran per pair (INFO commandstats), N when every acquisition
 // waited. Each cell first checks exclusion (a second TryLock of a held
 // key is ErrTaken, and succeeds once it is released), and fails if a
@@ -436,6 +437,9 @@ func (e *membersEnv) run(b *testing.B, n int, k membersKind) {
 	}
 	b.ReportMetric(r.P50Us, "p50-µs")
 	b.ReportMetric(r.P99Us, "p99-µs")
+	if r.ClientCPUUsPerOp > 0 {
+		b.ReportMetric(r.ClientCPUUsPerOp, "client-cpu-µs/op")
+	}
 	if e.waits != nil {
 		after, err := e.waits()
 		if err != nil {
