@@ -50,6 +50,13 @@
 // TestHotKeyExclusive checks exclusion and the handoff count on every
 // driver of it, woken and polling.
 //
+// BenchmarkMembers is the uncontended pair over goredis.DialMembers by
+// kind of member (standalone masters, Sentinel groups, Clusters; the last
+// two with and without WAIT for every replica), N=3, and N=5 with
+// -members.n5; -members.rounds interleaves its cells and -members.out
+// writes its table and plot. bench/peers' BenchmarkClusters runs redsync
+// and rueidislock on Clusters beside it.
+//
 // Without redis-server on PATH the redis sub-benchmarks are skipped with a
 // message, or fail when REDLOCK_REQUIRE_REDIS=1.
 //
