@@ -177,11 +177,21 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 	for run := range 8 {
 		t.Run("run="+strconv.Itoa(run), func(t *testing.T) {
 			w := watchExtends(c.Driver())
+			// The loss's time is read where the Client declares it (the
+			// Observer's Loss, called then), not when this goroutine next
+			// runs: on a loaded machine that can be ms later.
+			lossAt := make(chan time.Time, 1)
 			client := clientOver(t, w, mode, redlock.Options{
 				Config: redlock.Config{TTL: 400 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
 					Retry: core.DefaultRetry, Jitter: fixedRand(math.MaxUint64)},
 				Lease: &redlock.Lease{Fraction: 1.0 / 3},
-				Poll:  true}) // Lock polls: w does not relay announcements
+				Observer: redlock.Observer{Loss: func(redlock.LossEvent) {
+					select {
+					case lossAt <- time.Now():
+					default: // one loss per lock; never block the Client
+					}
+				}},
+				Poll: true}) // Lock polls: w does not relay announcements
 			key := testKey(t, "")
 			l, err := client.Lock(testContext(t), key) // Lock: retried while a node continued last run reconnects
 			require.NoError(t, err)
@@ -196,7 +206,7 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 			}
 			require.Zero(t, w.extends(), "an extension was sent before the majority was stopped: the run cannot tell the Until in force")
 			cause := awaitDone(t, &l)
-			done := time.Now()
+			done := <-lossAt
 			assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
 			assert.True(t, done.Before(until),
 				"the lock's Context was done %v after Until: the loss was reported once the lock was already invalid",
