@@ -16,8 +16,7 @@ import (
 // pendingLinks are files the README links to that another change writes.
 // A missing one is logged, not failed; once it exists it is checked like
 // any other link. Remove an entry when its file lands.
-var pendingLinks = map[string]string{
-}
+var pendingLinks = map[string]string{}
 
 // mdFence is one fenced block of a markdown file.
 type mdFence struct {

@@ -26,7 +26,7 @@ func membersClient(t *testing.T, members []drivers.Member) *redlock.Client {
 	t.Helper()
 	d, err := goredis.DialMembers(members, goredis.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true}})
 	require.NoError(t, err)
 	return c
@@ -188,7 +188,7 @@ func TestClusterSeedNotInClusterMode(t *testing.T) {
 	members := []drivers.Member{drivers.NewStandalone(ss[0].Addr), drivers.NewCluster(ss[1].Addr)}
 	d, err := goredis.DialMembers(members, goredis.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
 	_, err = c.TryLock(context.Background(), "notcluster")
@@ -209,7 +209,7 @@ func TestClusterAnnouncesReleases(t *testing.T) {
 	defer cancel()
 	s, err := goredis.MembersSubscriber(members, goredis.Options{})(ctx, 0)
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { assert.NoError(t, s.Close()) }()
 	ch := wire.ReleaseChannel("announced")
 	require.NoError(t, s.Subscribe(ctx, ch))
 	e, err := s.Receive(ctx)
@@ -243,7 +243,7 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
 		assert.ErrorContains(t, err, "is the same server as node")
 	}
@@ -261,7 +261,7 @@ func TestClusterFair(t *testing.T) {
 	fair := func() *redlock.Client {
 		d, err := goredis.DialMembers(members, goredis.Options{})
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
 		require.NoError(t, err)
 		return c
@@ -305,7 +305,7 @@ func TestClusterPipelineKeepsTheLiveMastersReplies(t *testing.T) {
 	defer cancel()
 	conn, err := goredis.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { assert.NoError(t, conn.Close()) }()
 	_, _, err = conn.(engine.Identifier).Identify(ctx) // loads the slots
 	require.NoError(t, err)
 	dead, live := "k0", ""

@@ -21,7 +21,11 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // a malformed or repeated address: errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close() // after every lock is unlocked
+	defer func() { // after every lock is unlocked
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
@@ -51,7 +55,11 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer drv.Close() // leaves the clients open
+	defer func() { // leaves the clients open
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	// New's driver reads the system clock: leave Options.Clock nil.
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
@@ -67,7 +75,11 @@ func ExampleDialMembers_standalone() {
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
@@ -89,7 +101,11 @@ func ExampleDialMembers_sentinel() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// connection until it returns.
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
@@ -116,7 +132,11 @@ func ExampleDialMembers_cluster() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
 	if err != nil {
 		log.Fatal(err)

@@ -23,7 +23,7 @@ func dialConn(t *testing.T, srv *redistest.Server) (context.Context, engine.Conn
 	t.Cleanup(cancel)
 	c, err := goredis.DialConn(ctx, srv.Addr)
 	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	return ctx, c
 }
 
@@ -80,7 +80,7 @@ func TestExchangeFails(t *testing.T) {
 func TestExchangeIsNotRetried(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { assert.NoError(t, ln.Close()) }()
 	var sets atomic.Int32
 	go func() { // answers a HELLO as an old server, counts a SET, closes
 		for {
@@ -99,12 +99,12 @@ func TestExchangeIsNotRetried(t *testing.T) {
 				}
 				_, _ = c.Write([]byte("-ERR unknown command 'hello'\r\n"))
 			}
-			c.Close()
+			_ = c.Close() // the test server's end: the client sees the connection go, as it should
 		}
 	}()
 	client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: 5, Protocol: 2,
 		DisableIdentity: true, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: time.Millisecond})
-	defer client.Close()
+	defer func() { assert.NoError(t, client.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, cmds := range [][][]string{{{"SET", "k", "v", "NX"}}, {{"SET", "k", "v", "NX"}, {"PING"}}} {

@@ -28,7 +28,7 @@ func TestNewValidation(t *testing.T) {
 	// Clients connect lazily: these never touch the network.
 	p := redis.NewClient(&redis.Options{Addr: "a:1"})
 	q := redis.NewClient(&redis.Options{Addr: "b:1"})
-	t.Cleanup(func() { p.Close(); q.Close() })
+	t.Cleanup(func() { assert.NoError(t, p.Close()); assert.NoError(t, q.Close()) })
 	conformance.NewValidation(t, goredis.New, p, q)
 }
 
@@ -37,7 +37,7 @@ func TestNewOverUserClients(t *testing.T) {
 	clients := make([]*redis.Client, 3)
 	for i, s := range ss {
 		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
-		t.Cleanup(func() { clients[i].Close() })
+		t.Cleanup(func() { assert.NoError(t, clients[i].Close()) })
 	}
 	d, err := goredis.New(clients, nil)
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestOneConnectionPerNode(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d, err := goredis.Dial([]string{srv.Addr}, goredis.Options{})
 	require.NoError(t, err)
-	defer d.Close()
+	defer func() { assert.NoError(t, d.Close()) }()
 	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -97,7 +97,7 @@ func TestDBIsSelected(t *testing.T) {
 	srv := redistest.Start(t, redistest.Options{})
 	d, err := goredis.Dial([]string{srv.Addr}, goredis.Options{DB: 1, DialTimeout: time.Second})
 	require.NoError(t, err)
-	defer d.Close()
+	defer func() { assert.NoError(t, d.Close()) }()
 	cmd := core.Command{Op: core.OpAcquire, Key: "k", Token: core.TokenFromUint64s(1, 2), TTL: time.Second}
 	r := conformance.SendOne(d, 0, cmd, time.Second)
 	assert.Equal(t, core.StatusError, r.Status)
@@ -138,7 +138,7 @@ func TestSubscriptionOverClients(t *testing.T) {
 		for i, a := range addrs {
 			clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: opts.Username, Password: opts.Password,
 				TLSConfig: opts.TLS, DialTimeout: opts.DialTimeout, Protocol: 2, MaxRetries: -1})
-			t.Cleanup(func() { clients[i].Close() })
+			t.Cleanup(func() { assert.NoError(t, clients[i].Close()) })
 		}
 		return goredis.ClientSubscriber(clients)
 	})

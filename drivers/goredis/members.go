@@ -143,14 +143,14 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 func connOf(ctx context.Context, c *redis.Client, wrap func(error) error) (engine.Conn, error) {
 	rc := c.Conn()
 	if err := rc.Ping(ctx).Err(); err != nil {
-		rc.Close()
-		c.Close()
+		_ = rc.Close() // the ping's error is the one to report
+		_ = c.Close()
 		if wrap != nil {
 			err = wrap(err)
 		}
 		return nil, err
 	}
-	return newConn(rc, func() error { rc.Close(); return c.Close() }), nil
+	return newConn(rc, func() error { return errors.Join(rc.Close(), c.Close()) }), nil
 }
 
 // failoverOptions are a Sentinel member's client options: Dial's.
@@ -248,7 +248,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 			ids = append(ids, id)
 		}
 		n := -1
-		fmt.Sscan(field(repl, "connected_slaves"), &n)
+		_, _ = fmt.Sscan(field(repl, "connected_slaves"), &n) // n stays -1 if the field is missing or no number
 		if fewest < 0 || n < fewest {
 			fewest = n
 		}

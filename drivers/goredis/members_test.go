@@ -41,7 +41,7 @@ func TestDialMembersValidation(t *testing.T) {
 // lockClient is a redlock.Client over d, closed with the test.
 func lockClient(t *testing.T, d *goredis.Driver) *redlock.Client {
 	t.Helper()
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	return c
@@ -176,7 +176,7 @@ func TestUntaggableKeyIsFineOffCluster(t *testing.T) {
 	require.NoError(t, err)
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second, Fencing: true}})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	lock, err := c.TryLock(context.Background(), "a}b")
 	require.NoError(t, err)
 	n, err := ss[0].Do("GET", core.FenceKeyPrefix+"a}b")

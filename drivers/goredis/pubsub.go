@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,7 +22,7 @@ type sub struct {
 func subscribe(ctx context.Context, ps *redis.PubSub, closeClient func() error) (engine.Subscription, error) {
 	s := sub{ps, closeClient}
 	if err := s.ps.Ping(ctx); err != nil {
-		s.Close()
+		_ = s.Close() // the ping's error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -36,17 +37,19 @@ func (s sub) Unsubscribe(ctx context.Context, chs ...string) error {
 }
 
 func (s sub) Close() error {
-	s.ps.Close() // pool.ErrClosed the second time
+	_ = s.ps.Close() // pool.ErrClosed once Receive closed it; the client's Close is reported
 	return s.close()
 }
 
 func (s sub) Receive(ctx context.Context) (engine.Event, error) {
 	for {
 		v, err := s.ps.Receive(ctx)
-		if _, ok := err.(redis.Error); ok { // an error reply, such as an ACL's NOPERM
-			return engine.Event{Kind: engine.EventRefused, Err: err}, nil
-		} else if err != nil {
-			s.ps.Close()
+		if err != nil {
+			var rerr redis.Error
+			if errors.As(err, &rerr) { // an error reply, such as an ACL's NOPERM
+				return engine.Event{Kind: engine.EventRefused, Err: err}, nil
+			}
+			_ = s.ps.Close() // so that go-redis does not redial; err is the failure to report
 			return engine.Event{}, err
 		}
 		var e engine.Event

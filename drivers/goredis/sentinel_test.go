@@ -24,7 +24,7 @@ func sentinelClient(t *testing.T, g *redistest.SentinelGroup, replicas int, ttl 
 	}
 	d, err := goredis.DialMembers([]drivers.Member{m}, goredis.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	return c
@@ -142,7 +142,7 @@ func TestSentinelBadInput(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.m.String())
 		assert.ErrorContains(t, err, tc.msg)
 		assert.ErrorContains(t, err, tc.m.String())

@@ -233,8 +233,12 @@ func (c *Cluster) healthy() error {
 		if !s.alive() {
 			return fmt.Errorf("slots owned by %s, which is down", s.Addr)
 		}
-		if role, err := Role(s); err != nil || role != "master" {
-			return fmt.Errorf("slot owner %s reports role %q (%v)", s.Addr, role, err)
+		role, err := Role(s)
+		if err != nil {
+			return fmt.Errorf("slot owner %s reports role %q (%w)", s.Addr, role, err)
+		}
+		if role != "master" {
+			return fmt.Errorf("slot owner %s reports role %q", s.Addr, role)
 		}
 	}
 	for _, s := range alive {

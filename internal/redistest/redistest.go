@@ -147,7 +147,7 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("probing for a free port: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only probed: the port is what matters
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
@@ -202,11 +202,11 @@ func (s *Server) start(port int) error {
 	if err != nil {
 		return err
 	}
-	defer out.Close() // the child has its own copy
+	defer func() { _ = out.Close() }() // the child has its own copy
 	// Truncate the log so that a failure shows this start's lines only.
 	_ = os.Truncate(s.logPath(), 0)
 
-	cmd := exec.Command(s.path, s.args(port)...)
+	cmd := exec.Command(s.path, s.args(port)...) //nolint:gosec // G204: the redis-server Options chose, or the one on PATH: starting it is the point
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
@@ -246,7 +246,10 @@ func (s *Server) waitReady(cmd *exec.Cmd, exited chan struct{}) error {
 			if strings.Contains(tail, "in use") {
 				return fmt.Errorf("port %d: %w\n%s", s.Port, errAddrInUse, tail)
 			}
-			return fmt.Errorf("redis-server on port %d exited during startup (%v); log:\n%s", s.Port, werr, tail)
+			if werr == nil { // exit status 0
+				return fmt.Errorf("redis-server on port %d exited during startup; log:\n%s", s.Port, tail)
+			}
+			return fmt.Errorf("redis-server on port %d exited during startup (%w); log:\n%s", s.Port, werr, tail)
 		default:
 		}
 		var pid int
@@ -260,7 +263,7 @@ func (s *Server) waitReady(cmd *exec.Cmd, exited chan struct{}) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.Kill()
-	return fmt.Errorf("redis-server on port %d not ready after %v: %v; log:\n%s", s.Port, startTimeout, last, s.logTail())
+	return fmt.Errorf("redis-server on port %d not ready after %v: %w; log:\n%s", s.Port, startTimeout, last, s.logTail())
 }
 
 // pid returns the process id of the server answering on Addr.
@@ -281,7 +284,7 @@ func (s *Server) pid() (int, error) {
 func (s *Server) logTail() string {
 	var b strings.Builder
 	for _, p := range []string{s.stdoutPath(), s.logPath()} {
-		data, err := os.ReadFile(p)
+		data, err := os.ReadFile(p) //nolint:gosec // G304: the server's own log files, in its directory
 		if err != nil || len(bytes.TrimSpace(data)) == 0 {
 			continue
 		}
@@ -426,7 +429,7 @@ func (s *Server) Do(args ...any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the reply is read: the close changes nothing
 	r, err := c.Do(name, args[1:]...)
 	return stringify(r), err
 }
@@ -444,7 +447,7 @@ func (s *Server) DoAll(cmds ...[]any) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // the replies are read: the close changes nothing
 	var out []any
 	for _, cmd := range cmds {
 		if len(cmd) == 0 {
@@ -515,7 +518,7 @@ func (s *Server) Subscribe(t testing.TB, channels ...string) *Subscriber {
 		t.Fatalf("redistest: subscribe: %v", err)
 	}
 	sub := &Subscriber{psc: redis.PubSubConn{Conn: c}}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() }) // the connection's failure, if any, Next has met
 	args := make([]any, len(channels))
 	for i, ch := range channels {
 		args[i] = ch

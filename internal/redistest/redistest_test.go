@@ -77,7 +77,7 @@ func TestStopCont(t *testing.T) {
 	// answers.
 	c, err := redis.Dial("tcp", s.Addr, redis.DialReadTimeout(200*time.Millisecond))
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }() // redigo returns the PING's timeout again
 	_, err = c.Do("PING")
 	require.Error(t, err)
 	var ne net.Error
@@ -106,7 +106,7 @@ func TestRestartSamePortEmpty(t *testing.T) {
 	// server dies.
 	c, err := redis.Dial("tcp", s.Addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { assert.NoError(t, c.Close()) }()
 
 	s.Restart()
 	assert.Equal(t, port, s.Port)
@@ -134,7 +134,7 @@ func TestPassword(t *testing.T) {
 
 	c, err := redis.Dial("tcp", s.Addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { assert.NoError(t, c.Close()) }()
 	_, err = c.Do("PING")
 	assert.ErrorContains(t, err, "NOAUTH")
 	_, err = c.Do("AUTH", "wrong")
@@ -152,7 +152,7 @@ func TestACLUser(t *testing.T) {
 	// The default user is disabled.
 	c, err := redis.Dial("tcp", s.Addr)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { assert.NoError(t, c.Close()) }()
 	_, err = c.Do("GET", "k")
 	assert.Error(t, err)
 	_, err = c.Do("AUTH", "locker", "wrong")
@@ -176,7 +176,7 @@ func TestTLS(t *testing.T) {
 		redis.DialReadTimeout(time.Second))
 	if err == nil {
 		_, err = c.Do("PING")
-		c.Close()
+		_ = c.Close() // redigo returns the PING's failure again
 	}
 	assert.Error(t, err)
 

@@ -374,7 +374,10 @@ func (g *SentinelGroup) majorityMaster() (string, error) {
 			return a, nil
 		}
 	}
-	return "", fmt.Errorf("no majority: %v %v", votes, errors.Join(errs...))
+	if len(errs) == 0 {
+		return "", fmt.Errorf("no majority: %v", votes)
+	}
+	return "", fmt.Errorf("no majority: %v %w", votes, errors.Join(errs...))
 }
 
 // SentinelMasterAddr asks one Sentinel for the address of master name.
@@ -547,12 +550,17 @@ func (g *SentinelGroup) WaitReplicas(t testing.TB) {
 			if !sen.alive() {
 				continue
 			}
-			if last = sentinelSeesReplicas(sen, g.Name, m, want); last == nil {
+			if err := sentinelSeesReplicas(sen, g.Name, m, want); err != nil {
+				last = err
+			} else {
 				seeing++
 			}
 		}
 		if seeing <= len(g.Sentinels)/2 {
-			return fmt.Errorf("%d of %d Sentinels see the replicas: %v", seeing, len(g.Sentinels), last)
+			if last == nil { // too few are up
+				return fmt.Errorf("%d of %d Sentinels see the replicas", seeing, len(g.Sentinels))
+			}
+			return fmt.Errorf("%d of %d Sentinels see the replicas: %w", seeing, len(g.Sentinels), last)
 		}
 		return nil
 	}, g.all()...)
@@ -603,7 +611,7 @@ func sentinelSeesReplicas(sentinel *Server, name string, master *Server, want []
 	}
 	for _, r := range want {
 		if !up[r.Addr] {
-			return fmt.Errorf("Sentinel %s does not see %s up as a replica of %s", sentinel.Addr, r.Addr, master.Addr)
+			return fmt.Errorf("sentinel %s does not see %s up as a replica of %s", sentinel.Addr, r.Addr, master.Addr)
 		}
 	}
 	return nil

@@ -27,12 +27,12 @@ type pki struct {
 var (
 	pkiOnce sync.Once
 	pkiVal  *pki
-	pkiErr  error
+	errPKI  error
 )
 
 func getPKI() (*pki, error) {
-	pkiOnce.Do(func() { pkiVal, pkiErr = newPKI() })
-	return pkiVal, pkiErr
+	pkiOnce.Do(func() { pkiVal, errPKI = newPKI() })
+	return pkiVal, errPKI
 }
 
 func newPKI() (*pki, error) {

@@ -67,7 +67,7 @@ func (l *link) fail(err error) {
 	l.once.Do(func() {
 		l.err = err
 		l.failed.Store(true)
-		l.conn.Close()
+		_ = l.conn.Close() // the failure that matters is err; closing only ends a Write or Read
 	})
 }
 
@@ -136,7 +136,7 @@ func (n *node) write(p *pipe, now, dl time.Time) {
 	p.barrier = n.encode(p, p.live, false)
 	p.replies = grow(p.replies, len(p.cmds))
 	p.duplex, p.sent, p.deadline = true, now, dl
-	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
+	c := dctxFor(p.base, &p.ctx, n.e.clock, dl)
 	err := l.conn.Write(c, p.cmds)
 	finishCtx(&p.ctx, c, err)
 	if err != nil {
@@ -162,7 +162,7 @@ func (n *node) read(l *link) {
 		if failure != nil {
 			n.abandon(p, failure)
 		} else {
-			c := dctxFor(&p.ctx, n.e.clock, p.base, p.deadline)
+			c := dctxFor(p.base, &p.ctx, n.e.clock, p.deadline)
 			err := l.conn.Read(c, p.replies)
 			finishCtx(&p.ctx, c, err)
 			if err != nil {
@@ -179,11 +179,11 @@ func (n *node) read(l *link) {
 
 // errConnFailed is the failure recorded for a connection given up
 // without one of its own (Close).
-var errConnFailed = connFailed{}
+var errConnFailed = connFailedError{}
 
-type connFailed struct{}
+type connFailedError struct{}
 
-func (connFailed) Error() string { return "the connection failed before the reply" }
+func (connFailedError) Error() string { return "the connection failed before the reply" }
 
 // abandon answers the jobs of a pipe written to a connection that failed
 // before its replies were read, as if it had never gone out: a release

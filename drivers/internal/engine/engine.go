@@ -95,19 +95,19 @@ type Dialer func(ctx context.Context, node int) (Conn, error)
 type Kind uint8
 
 const (
-	// KindNone: no reply was read (the zero value).
+	// KindNone means no reply was read (the zero value).
 	KindNone Kind = iota
-	// KindOK: the simple string OK.
+	// KindOK is the simple string OK.
 	KindOK
-	// KindNil: a nil reply (RESP2 null bulk or array, RESP3 null).
+	// KindNil is a nil reply (RESP2 null bulk or array, RESP3 null).
 	KindNil
-	// KindInt: an integer, in Reply.Int.
+	// KindInt is an integer, in Reply.Int.
 	KindInt
-	// KindError: an error reply, in Reply.Err (such as NOSCRIPT, WRONGPASS).
+	// KindError is an error reply, in Reply.Err (such as NOSCRIPT, WRONGPASS).
 	KindError
-	// KindString: a string other than OK, simple or bulk, in Reply.Text.
+	// KindString is a string other than OK, simple or bulk, in Reply.Text.
 	KindString
-	// KindOther: any other reply; Reply.Err describes it.
+	// KindOther is any other reply; Reply.Err describes it.
 	KindOther
 )
 

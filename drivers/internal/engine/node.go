@@ -190,7 +190,7 @@ func (n *node) close() {
 // Close.
 func (n *node) loop(dialTimeout time.Duration) {
 	defer n.e.wg.Done()
-	n.connect(n.e.clock.Now().Add(dialTimeout), nil)
+	_ = n.connect(context.Background(), n.e.clock.Now().Add(dialTimeout)) // ahead of the first command; a failed dial is made again, and reported, by pipeline
 	for {
 		p := n.next() // waits for a free pipe while the reader holds them all
 		n.mu.Lock()
@@ -224,7 +224,7 @@ func (n *node) loop(dialTimeout time.Duration) {
 				continue
 			}
 			if n.conn != nil {
-				n.conn.Close()
+				_ = n.conn.Close() // the engine is closing: every command is answered, no one is left to tell
 				n.conn = nil
 			}
 			return
@@ -234,15 +234,15 @@ func (n *node) loop(dialTimeout time.Duration) {
 
 // connect dials the node if it has no connection, and reports the dial's
 // error.
-func (n *node) connect(deadline time.Time, base context.Context) error {
+func (n *node) connect(base context.Context, deadline time.Time) error {
 	if n.conn != nil {
 		return nil
 	}
-	c := dctxFor(&n.dctx, n.e.clock, base, deadline)
+	c := dctxFor(base, &n.dctx, n.e.clock, deadline)
 	conn, err := n.e.dial(c, n.i)
 	if err == nil {
 		if err = n.identify(c, conn); err != nil {
-			conn.Close()
+			_ = conn.Close() // the identify error is the one to report
 		}
 	}
 	finishCtx(&n.dctx, c, err)
@@ -331,7 +331,7 @@ func runID(info string) string {
 }
 
 // context returns the reusable context in *slot for a dial or a pipeline.
-func dctxFor(slot **dctx, clock Clock, base context.Context, deadline time.Time) *dctx {
+func dctxFor(base context.Context, slot **dctx, clock Clock, deadline time.Time) *dctx {
 	if *slot == nil {
 		*slot = newDctx(clock)
 	}
@@ -397,7 +397,7 @@ func (n *node) pipeline(p *pipe, closing bool) {
 	if n.dup.l != nil && n.dup.l.failed.Load() {
 		n.retire() // the reader met a failure: a new connection
 	}
-	err := n.connect(dl, p.base)
+	err := n.connect(p.base, dl)
 	if err == nil && n.dup.l != nil {
 		n.write(p, now, dl)
 		return
@@ -436,14 +436,14 @@ func later(a, b time.Time) time.Time {
 func (n *node) exchange(p *pipe, dl time.Time) error {
 	n.encode(p, p.live, false)
 	p.replies = grow(p.replies, len(p.cmds))
-	c := dctxFor(&p.ctx, n.e.clock, p.base, dl)
+	c := dctxFor(p.base, &p.ctx, n.e.clock, dl)
 	err := n.conn.Exchange(c, p.cmds, p.replies)
 	if err == nil {
-		err = n.retryNoScript(p, c)
+		err = n.retryNoScript(c, p)
 	}
 	finishCtx(&p.ctx, c, err)
 	if err != nil {
-		n.conn.Close()
+		_ = n.conn.Close() // err is the failure to report; the connection is dropped
 		n.conn = nil
 		p.text, p.args, p.cmds = nil, nil, nil // the client may still read them
 	}
@@ -453,7 +453,7 @@ func (n *node) exchange(p *pipe, dl time.Time) error {
 // retryNoScript sends again, as EVAL, the scripts that met NOSCRIPT (a
 // SCRIPT FLUSH, or a server that lost its cache without the connection
 // breaking).
-func (n *node) retryNoScript(p *pipe, c context.Context) error {
+func (n *node) retryNoScript(c context.Context, p *pipe) error {
 	var again []int // indexes in live
 	for k := range p.live {
 		if r := p.replies[p.at[k]]; r.Kind == KindError && wire.IsNoScript(r.Err) {
@@ -615,7 +615,7 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	text, args, cmds := p.text[:0], p.args[:0], p.cmds[:0]
 	p.at, p.wat = p.at[:0], p.wat[:0]
 	waits := false
-	scripts := uint8(n.scripts.Load())
+	scripts := uint8(n.scripts.Load()) //nolint:gosec // G115: only scriptBit's uint8 bits are ever set
 	for _, i := range idx {
 		cmd := &p.jobs[i].cmd
 		op := cmd.Op
@@ -720,7 +720,7 @@ func (n *node) appendName(text []byte, args []string, prefix, key string) ([]byt
 // view returns b's bytes as a string without copying. A buffer that grows
 // while encoding leaves earlier views on the old array, which nothing
 // writes again.
-func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) } //nolint:gosec // G103: p.text is not written again while a view is read (see exchange)
 
 func grow(r []Reply, n int) []Reply {
 	if cap(r) < n {

@@ -39,14 +39,15 @@ type SubscribeDialer func(ctx context.Context, node int) (Subscription, error)
 type EventKind uint8
 
 const (
-	// EventMessage: a message was published on Event.Channel.
+	// EventMessage means a message was published on Event.Channel.
 	EventMessage EventKind = iota + 1
-	// EventSubscribed: the server confirmed the subscription to Event.Channel.
+	// EventSubscribed means the server confirmed the subscription to
+	// Event.Channel.
 	EventSubscribed
-	// EventUnsubscribed: the server confirmed the end of the
+	// EventUnsubscribed means the server confirmed the end of the
 	// subscription to Event.Channel.
 	EventUnsubscribed
-	// EventRefused: the server answered a command with an error reply,
+	// EventRefused means the server answered a command with an error reply,
 	// in Event.Err (an ACL's NOPERM, a proxy without pub/sub).
 	EventRefused
 )

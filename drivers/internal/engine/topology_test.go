@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -78,7 +79,7 @@ func TestWaitFollowsWrites(t *testing.T) {
 			var ne *wire.NodeError
 			require.ErrorAs(t, r.Err, &ne, tc.name)
 			assert.Equal(t, "memberA", ne.Addr)
-			assert.ErrorContains(t, r.Err, "WAIT 2 50ms: "+string(rune('0'+tc.acks))+" acknowledged")
+			assert.ErrorContains(t, r.Err, "WAIT 2 50ms: "+strconv.FormatInt(tc.acks, 10)+" acknowledged")
 		} else {
 			assert.NoError(t, r.Err, tc.name)
 		}

@@ -201,7 +201,7 @@ func (s *subscriber) session() (refused, connected bool) {
 	read := make(chan bool, 1)
 	go func() { read <- s.read(conn) }()
 	defer func() {
-		conn.Close()
+		_ = conn.Close() // the session is over, whatever ended it; the next dials anew
 		w.mu.Lock()
 		for ch := range s.confirmed {
 			w.fire(ch, s.i) // listened to no more: poll
@@ -211,7 +211,7 @@ func (s *subscriber) session() (refused, connected bool) {
 	}()
 	for {
 		if err := s.write(conn); err != nil {
-			conn.Close()
+			_ = conn.Close() // to end read; the write's failure ends the session
 			return <-read, true
 		}
 		select {
@@ -219,7 +219,7 @@ func (s *subscriber) session() (refused, connected bool) {
 		case refused = <-read:
 			return refused, true
 		case <-s.stop:
-			conn.Close()
+			_ = conn.Close() // to end read: the watcher is closing
 			<-read
 			return false, true
 		}
@@ -286,7 +286,7 @@ func (s *subscriber) read(conn Subscription) (refused bool) {
 		}
 		w.mu.Unlock()
 		if ev.Kind == EventRefused {
-			conn.Close()
+			_ = conn.Close() // refused: waiters poll instead, as logged above
 			return true
 		}
 	}

@@ -183,7 +183,7 @@ func (f *fakeSubNet) callsAll(n int) []subCall {
 func (f *fakeSubNet) expectAll(conns []*fakeSub, cmd string, channels ...string) {
 	f.t.Helper()
 	for i, c := range f.callsAll(len(conns)) {
-		assert.Same(f.t, conns[i], c.conn, "node %d: on its one subscription connection", i)
+		assert.Same(f.t, conns[i], c.conn, "node %d: on its one subscription connection", i) //nolint:gosec // G602: callsAll returns len(conns) calls
 		assert.Equal(f.t, cmd, c.cmd, "node %d", i)
 		assert.ElementsMatch(f.t, channels, c.channels, "node %d: %s", i, cmd)
 	}

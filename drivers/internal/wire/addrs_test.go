@@ -87,7 +87,7 @@ func TestCheckClients(t *testing.T) {
 	}
 	// Values of a type that cannot be compared are never taken for one
 	// another, and do not panic.
-	type funcs struct{ f func() }
+	type funcs struct{ _ func() }
 	_, err = CheckClients("d", []any{funcs{}, funcs{}}, []string{"x", "y"}, nil)
 	assert.NoError(t, err)
 }

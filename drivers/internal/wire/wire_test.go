@@ -35,7 +35,7 @@ func TestEncodings(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
-	assert.True(t, IsNoScript(errors.New("NOSCRIPT No matching script. Please use EVAL.")))
+	assert.True(t, IsNoScript(errors.New("NOSCRIPT No matching script. Please use EVAL."))) //nolint:revive // error-strings: the server's reply, verbatim
 	assert.False(t, IsNoScript(errors.New("ERR something NOSCRIPT")))
 	assert.False(t, IsNoScript(nil))
 
