@@ -75,6 +75,8 @@ type Server struct {
 	conf  string
 	extra []string
 
+	ownsDir bool // from Launch: Close removes dir
+
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has been reaped
@@ -108,24 +110,7 @@ func launch(t testing.TB, opts Options, prepare func(s *Server, port int) error)
 		}
 	}
 	t.Cleanup(s.Kill)
-	// Another process may take the port between our probe and the
-	// server's bind: retry with a new port.
-	var err error
-	for try := 0; try < 5; try++ {
-		var port int
-		if port, err = freePort(); err != nil {
-			break
-		}
-		if prepare != nil {
-			if err = prepare(s, port); err != nil {
-				break
-			}
-		}
-		if err = s.start(port); err == nil || !errors.Is(err, errAddrInUse) {
-			break
-		}
-	}
-	if err != nil {
+	if err := s.startOnFreePort(prepare); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 	return s
