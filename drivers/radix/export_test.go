@@ -3,6 +3,7 @@ package radix
 import (
 	radixv4 "github.com/mediocregopher/radix/v4"
 
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 )
 
@@ -21,4 +22,10 @@ func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 		panic(err)
 	}
 	return cfg.Subscribe
+}
+
+// MembersSubscriber returns the subscription dialer that DialMembers
+// gives the engine.
+func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
+	return subscriber(membersConfig(members, opts))
 }

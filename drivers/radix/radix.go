@@ -200,12 +200,19 @@ func (e *event) UnmarshalRESP(br resp.BufferedReader, _ *resp.Opts) error {
 	}
 }
 
-// conn is the engine's Conn: a radix connection made by Dial, or a
-// client given to New.
+// conn is the engine's Conn: a radix connection made by Dial, a client
+// given to New, or a Sentinel member's radix Sentinel.
 type conn struct {
-	c   radixv4.Client
+	c   doer
 	own bool    // made by Dial: Close closes it
 	a   *action // reused while the exchanges succeed
+}
+
+// doer is what conn uses of its client: a radix Client, or a Sentinel
+// (a MultiClient, whose Do goes to the master).
+type doer interface {
+	Do(ctx context.Context, a radixv4.Action) error
+	Close() error
 }
 
 func (c *conn) Close() error {
