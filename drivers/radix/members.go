@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
@@ -127,9 +129,9 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 		m := ms[i]
 		switch m.Topology {
 		case drivers.SentinelGroup:
-			return dialSentinel(ctx, m, dialer, sentinels, 2)
+			return dialSentinel(ctx, m, dialer, sentinels)
 		case drivers.ClusterGroup:
-			return dialCluster(ctx, m, clusterDialer, 2)
+			return dialCluster(ctx, m, clusterDialer)
 		}
 		c, err := dialer.Dial(ctx, "tcp", m.Addrs[0])
 		if err != nil {
@@ -145,14 +147,14 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 		d := dialer
 		switch m.Topology {
 		case drivers.SentinelGroup:
-			sc, err := dialSentinel(ctx, m, dialer, sentinels, 1)
+			sc, err := dialSentinel(ctx, m, dialer, sentinels)
 			if err != nil {
 				return nil, err
 			}
 			addr = sc.primary
 			sc.Close()
 		case drivers.ClusterGroup:
-			cc, err := dialCluster(ctx, m, clusterDialer, 1)
+			cc, err := dialCluster(ctx, m, clusterDialer)
 			if err != nil {
 				return nil, err
 			}
@@ -180,12 +182,13 @@ type sentinelConn struct {
 	primary string
 }
 
-// dialSentinel makes a radix Sentinel for m whose pools hold size
-// connections each.
-func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radixv4.Dialer, size int) (*sentinelConn, error) {
-	cfg := radixv4.SentinelConfig{PoolConfig: radixv4.PoolConfig{Dialer: dialer, Size: size}, SentinelDialer: sentinels}
+// dialSentinel makes a radix Sentinel for m.
+func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radixv4.Dialer) (*sentinelConn, error) {
+	pools := newPools(dialer, false)
+	cfg := radixv4.SentinelConfig{PoolConfig: radixv4.PoolConfig{CustomPool: pools.make}, SentinelDialer: sentinels}
 	sc, err := cfg.New(ctx, m.MasterName, m.Addrs)
 	if err != nil {
+		pools.closeAll()
 		if strings.Contains(err.Error(), "No such master with that name") {
 			return nil, fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
 		}
@@ -198,6 +201,76 @@ func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radix
 	}
 	return &sentinelConn{conn: conn{c: sc, own: true}, sc: sc, primary: primary}, nil
 }
+
+// pools makes the pools of a radix Sentinel or Cluster
+// (PoolConfig.CustomPool).
+//
+// Both make a pool to every server of the group (a Sentinel's master and
+// replicas, every node of a Cluster), and fail to start, or to follow a
+// MOVED, when one does not answer (a server that just died, which the
+// Sentinels or the Cluster have not yet seen down), without closing the
+// pools they made. A pool that cannot be made is therefore a deadPool,
+// whose Do fails with the dial's error: a command routed to it fails, and
+// the engine dials the member again. The first pool of a Cluster is the
+// exception (seeded): its error makes radix try the next seed. The pools
+// made are closed if the Sentinel or Cluster still fails to start.
+//
+// Each pool holds one connection (the member's commands go one Action at
+// a time): a radix pool closed while it dials its other connections in
+// the background leaks them.
+type pools struct {
+	dialer radixv4.Dialer
+	mu     sync.Mutex
+	made   []radixv4.Client
+	seeded bool // a Cluster's: an error is returned until a pool is made
+}
+
+func newPools(dialer radixv4.Dialer, seeded bool) *pools {
+	return &pools{dialer: dialer, seeded: seeded}
+}
+
+func (ps *pools) make(ctx context.Context, network, addr string) (radixv4.Client, error) {
+	p, err := radixv4.PoolConfig{Dialer: ps.dialer, Size: 1}.New(ctx, network, addr)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if err != nil {
+		if ps.seeded && len(ps.made) == 0 {
+			return nil, err
+		}
+		return deadPool{addr, err}, nil
+	}
+	ps.made = append(ps.made, p)
+	return p, nil
+}
+
+func (ps *pools) closeAll() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.made {
+		p.Close()
+	}
+	ps.made = nil
+}
+
+// deadPool stands for a pool that could not be made: every Action fails
+// with the dial's error.
+type deadPool struct {
+	addr string
+	err  error
+}
+
+func (p deadPool) Do(context.Context, radixv4.Action) error {
+	return fmt.Errorf("radix: %s: %w", p.addr, p.err)
+}
+
+func (p deadPool) Addr() net.Addr { return deadAddr(p.addr) }
+func (deadPool) Close() error     { return nil }
+
+// deadAddr is a deadPool's address.
+type deadAddr string
+
+func (deadAddr) Network() string  { return "tcp" }
+func (a deadAddr) String() string { return string(a) }
 
 // sentinelPrimary returns the address of the master sc sends to.
 func sentinelPrimary(sc *radixv4.Sentinel) (string, error) {
@@ -232,12 +305,14 @@ type clusterConn struct {
 	m drivers.Member
 }
 
-// dialCluster makes a radix Cluster for m whose pools hold size
-// connections each. CLUSTERDOWN is a reply: radix does not delay it.
-func dialCluster(ctx context.Context, m drivers.Member, dialer radixv4.Dialer, size int) (*clusterConn, error) {
-	cfg := radixv4.ClusterConfig{PoolConfig: radixv4.PoolConfig{Dialer: dialer, Size: size}, OnDownDelayActionsBy: -1}
+// dialCluster makes a radix Cluster for m. CLUSTERDOWN is a reply:
+// radix does not delay it.
+func dialCluster(ctx context.Context, m drivers.Member, dialer radixv4.Dialer) (*clusterConn, error) {
+	pools := newPools(dialer, true)
+	cfg := radixv4.ClusterConfig{PoolConfig: radixv4.PoolConfig{CustomPool: pools.make}, OnDownDelayActionsBy: -1}
 	c, err := cfg.New(ctx, m.Addrs)
 	if err != nil {
+		pools.closeAll()
 		if strings.Contains(err.Error(), "cluster support disabled") {
 			return nil, fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
 		}

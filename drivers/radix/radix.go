@@ -27,6 +27,10 @@
 // would still have read or discarded, so a late reply never answers a
 // later command.
 //
+// DialMembers takes drivers.Member values: standalone masters, Sentinel
+// groups (through radix's Sentinel) and Clusters (through radix's
+// Cluster), each one vote, with WAIT where asked (see DialMembers).
+//
 // New's clients remain the caller's: Close does not close them. Each
 // pipeline runs through Client.Do on a connection of its own (the Action
 // does not share connections), and after a failed pipeline radix's pool
