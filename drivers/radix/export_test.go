@@ -1,6 +1,8 @@
 package radix
 
 import (
+	"context"
+
 	radixv4 "github.com/mediocregopher/radix/v4"
 
 	"github.com/redlock-go/redlock/drivers"
@@ -28,4 +30,13 @@ func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 // gives the engine.
 func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
 	return subscriber(membersConfig(members, opts))
+}
+
+// MemberConn dials m as DialMembers dials a member: the engine's Conn.
+func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
+	cfg, err := membersConfig([]drivers.Member{m}, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
 }

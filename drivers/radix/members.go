@@ -52,10 +52,12 @@ import (
 // command is an Action whose key routes it (Cluster.Do) to the master of
 // its hash slot; MOVED and ASK, after which the command did not run, are
 // followed by radix, and a command is never sent again after a connection
-// failure (a lost reply fails the vote). Commands go one at a time, in
-// order: a pipeline costs a round trip per command. The key's fence counter and
-// waiter queues get names in its slot (see wire.ClusterName), so the
-// scripts run on a Cluster; a key with a '}' and no hash tag is refused
+// failure (a lost reply fails the vote). A pipeline's commands go in
+// order within each hash slot, one Action at a time, and the slots at
+// once: a pipeline costs a round trip per command of its busiest slot,
+// and a master's failure leaves the other masters' replies, which count.
+// The key's fence counter and waiter queues get names in its slot (see
+// wire.ClusterName), so the scripts run on a Cluster; a key with a '}' and no hash tag is refused
 // there, with core.ErrInvalidConfig. A Cluster member needs DB 0. A seed
 // that is not in cluster mode makes the member's commands fail with
 // core.ErrInvalidConfig.
@@ -363,25 +365,76 @@ func field(info, name string) string {
 	return strings.TrimSpace(v)
 }
 
-// Exchange sends cmds in order, each as one Action routed by its key; a
-// write followed by WAIT goes with it, in one Action. An error reply
-// (MOVED after radix's redirections ran out, CLUSTERDOWN) is a reply; any
-// other failure is the connection's.
+// Exchange sends cmds, each as one Action routed by its key (a write
+// followed by WAIT goes with it, in one Action): in order within each
+// hash slot, the slots at once. An error reply (MOVED after radix's
+// redirections ran out, CLUSTERDOWN) is a reply; any other failure is the
+// connection's, returned once every slot's commands are done, the other
+// slots' replies filled in (they ran: their rounds count them).
 func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	var units []unit
+	slots := map[uint16][]int{} // slot: indexes in units, in order
+	var order []uint16
 	for i := 0; i < len(cmds); {
 		n := 1
 		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
 			n = 2
 		}
-		a := &keyed{key: keyOf(cmds[i]), replies: replies[i : i+n : i+n]}
-		for _, cmd := range cmds[i : i+n] {
-			a.req = engine.AppendCommand(a.req, cmd)
+		key := keyOf(cmds[i])
+		slot := radixv4.ClusterSlot([]byte(key))
+		if _, ok := slots[slot]; !ok {
+			order = append(order, slot)
 		}
-		if err := c.c.Do(ctx, a); err != nil && !errors.As(err, new(resp3.SimpleError)) {
-			return err
-		}
+		slots[slot] = append(slots[slot], len(units))
+		units = append(units, unit{key, i, n})
 		i += n
 	}
+	run := func(us []int) error {
+		for _, u := range us {
+			if err := c.do(ctx, units[u], cmds, replies); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(order) == 1 {
+		return run(slots[order[0]])
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for k, slot := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = run(slots[slot])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unit is a command, or a write and its WAIT, of an Exchange: cmds[i:i+n].
+type unit struct {
+	key  string
+	i, n int
+}
+
+// do sends one unit as one Action.
+func (c *clusterConn) do(ctx context.Context, u unit, cmds [][]string, replies []engine.Reply) error {
+	a := &keyed{key: u.key, replies: make([]engine.Reply, u.n)}
+	for _, cmd := range cmds[u.i : u.i+u.n] {
+		a.req = engine.AppendCommand(a.req, cmd)
+	}
+	err := c.c.Do(ctx, a)
+	if err != nil && !errors.As(err, new(resp3.SimpleError)) {
+		return err // a may still be read into: radix's now
+	}
+	copy(replies[u.i:u.i+u.n], a.replies)
 	return nil
 }
 
