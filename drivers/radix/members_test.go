@@ -2,6 +2,7 @@ package radix_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,78 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 	for _, s := range append(g.Servers, cl.MasterForKey("twice")) {
 		assert.Nil(t, get(t, s, "twice"), "nothing left on %s", s.Addr)
 	}
+}
+
+// replicate makes r a replica of m and returns once it holds m's writes
+// (WAIT on the master counts it).
+func replicate(t *testing.T, m, r *redistest.Server) {
+	t.Helper()
+	_, err := m.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+	require.NoError(t, err)
+	_, err = r.Do("REPLICAOF", "127.0.0.1", m.Port)
+	require.NoError(t, err)
+	_, err = m.Do("SET", "replicate:probe", "1")
+	require.NoError(t, err)
+	n, err := m.Do("WAIT", 1, 10000)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the replica caught up")
+	_, err = m.Do("DEL", "replicate:probe")
+	require.NoError(t, err)
+}
+
+// TestWaitCountsReplicas: a member with WAIT votes once its replica holds
+// the key; with the replica hung, its vote fails with ErrNotReplicated,
+// naming it, and the lock still stands on the other two. While a WAIT
+// blocks, the member's other commands (a release of another lock) go on
+// its other connection, answered before the WAIT returns.
+func TestWaitCountsReplicas(t *testing.T) {
+	ss := redistest.StartN(t, 4, redistest.Options{})
+	master, replica := ss[0], ss[3]
+	replicate(t, master, replica)
+	members := drivers.Members(master.Addr, ss[1].Addr, ss[2].Addr)
+	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
+	d, err := radix.DialMembers(members, radix.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second}})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	run := func(op core.Op, key string) core.Reply {
+		b := d.Begin(ctx)
+		defer b.Close()
+		b.Send(0, core.Command{Op: op, Key: key, Token: core.TokenFromUint64s(1, 2), TTL: 5 * time.Second}, d.Clock().Now().Add(3*time.Second))
+		r, ok := b.Receive(nil)
+		assert.True(t, ok)
+		return r
+	}
+	r := run(core.OpAcquire, "waited")
+	require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+	assert.Equal(t, core.TokenFromUint64s(1, 2).String(), get(t, replica, "waited"), "the replica holds the key once the vote counts")
+
+	replica.Stop()
+	t.Cleanup(replica.Cont)
+	waited := make(chan core.Reply, 1)
+	go func() { waited <- run(core.OpAcquire, "unreplicated") }()
+	require.Eventually(t, func() bool { // the WAIT is on the wire, blocked
+		info, err := master.Do("INFO", "clients")
+		return err == nil && strings.Contains(info.(string), "blocked_clients:1")
+	}, 10*time.Second, 5*time.Millisecond)
+	// The release of "waited" goes while WAIT blocks the other connection.
+	assert.Equal(t, core.StatusOK, run(core.OpRelease, "waited").Status)
+	select {
+	case r := <-waited:
+		t.Fatalf("the WAIT returned before the release: %v", r)
+	default:
+	}
+	r = <-waited
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.ErrorContains(t, r.Err, master.Addr)
+	assert.ErrorContains(t, r.Err, "0 acknowledged")
+
+	lock, err := c.TryLock(ctx, "two-of-three")
+	require.NoError(t, err, "the two other members carry the quorum")
+	require.NoError(t, lock.Unlock(ctx))
+	replica.Cont()
 }
