@@ -3,9 +3,11 @@ package radix_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/radix"
 )
 
@@ -40,4 +42,60 @@ func Example() {
 	}()
 	fmt.Println("locked until", lock.Until())
 	// ... work that must finish before lock.Until(); lock.Extend(ctx) for more time ...
+}
+
+// Sentinel groups as members, through radix's Sentinel: each group votes
+// once, through whichever server its Sentinels name as the master.
+// WithWait makes each vote wait until both replicas hold the key, so that
+// a failover cannot lose it. (Compiled, not run.)
+func ExampleDialMembers_sentinel() {
+	members := []drivers.Member{
+		drivers.NewSentinel("locks-a", "10.0.1.1:26379", "10.0.1.2:26379", "10.0.1.3:26379").WithWait(2, 100*time.Millisecond),
+		drivers.NewSentinel("locks-b", "10.0.2.1:26379", "10.0.2.2:26379", "10.0.2.3:26379").WithWait(2, 100*time.Millisecond),
+		drivers.NewSentinel("locks-c", "10.0.3.1:26379", "10.0.3.2:26379", "10.0.3.3:26379").WithWait(2, 100*time.Millisecond),
+	}
+	drv, err := radix.DialMembers(members, radix.Options{Password: "secret"})
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrInvalidConfig)
+	}
+	defer drv.Close()
+	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
+	// connection until it returns.
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lock, err := client.TryLock(context.Background(), "invoice:42")
+	if err != nil {
+		log.Fatal(err) // a vote short of replicas: errors.Is(err, drivers.ErrNotReplicated)
+	}
+	_ = lock.Unlock(context.Background())
+}
+
+// A Redis Cluster as one member among others, through radix's Cluster: it
+// votes once, through the master of the key's hash slot. A key's fence
+// counter is named in the key's slot ("redlock:fence:{invoice:42}").
+// (Compiled, not run.)
+func ExampleDialMembers_cluster() {
+	members := []drivers.Member{
+		drivers.NewCluster("10.0.4.1:6379", "10.0.4.2:6379", "10.0.4.3:6379").WithWait(1, 100*time.Millisecond),
+		drivers.NewStandalone("10.0.5.1:6379"),
+		drivers.NewSentinel("locks", "10.0.6.1:26379", "10.0.6.2:26379"),
+	}
+	drv, err := radix.DialMembers(members, radix.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer drv.Close()
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lock, err := client.TryLock(context.Background(), "invoice:42")
+	if err != nil {
+		log.Fatal(err) // a key with '}' and no hash tag: redlock.ErrInvalidConfig on the Cluster member
+	}
+	fence, _ := lock.Fence()
+	_ = fence // pass it with every write the lock guards
+	_ = lock.Unlock(context.Background())
 }

@@ -27,6 +27,10 @@
 // would still have read or discarded, so a late reply never answers a
 // later command.
 //
+// DialMembers takes drivers.Member values: standalone masters, Sentinel
+// groups (through radix's Sentinel) and Clusters (through radix's
+// Cluster), each one vote, with WAIT where asked (see DialMembers).
+//
 // New's clients remain the caller's: Close does not close them. Each
 // pipeline runs through Client.Do on a connection of its own (the Action
 // does not share connections), and after a failed pipeline radix's pool
@@ -200,12 +204,19 @@ func (e *event) UnmarshalRESP(br resp.BufferedReader, _ *resp.Opts) error {
 	}
 }
 
-// conn is the engine's Conn: a radix connection made by Dial, or a
-// client given to New.
+// conn is the engine's Conn: a radix connection made by Dial, a client
+// given to New, or a Sentinel member's radix Sentinel.
 type conn struct {
-	c   radixv4.Client
+	c   doer
 	own bool    // made by Dial: Close closes it
 	a   *action // reused while the exchanges succeed
+}
+
+// doer is what conn uses of its client: a radix Client, or a Sentinel
+// (a MultiClient, whose Do goes to the master).
+type doer interface {
+	Do(ctx context.Context, a radixv4.Action) error
+	Close() error
 }
 
 func (c *conn) Close() error {

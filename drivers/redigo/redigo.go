@@ -20,6 +20,12 @@
 // script has run on the new connection its commands carry the script's
 // source (EVAL), since a restarted server has lost its script cache.
 //
+// DialMembers takes the nodes as drivers.Member values, with WAIT
+// (Member.WithWait) where asked. redigo has neither a Sentinel nor a
+// Cluster client, so only standalone masters are members here: a Sentinel
+// group or a Cluster member is refused with core.ErrInvalidConfig, naming
+// it (the goredis and radix drivers serve those).
+//
 // Release notifications (Watch, core.Announcer) come over one more
 // connection per node, in subscribe mode, read without a timeout (it
 // idles): Dial's is dialled as the command connections are; New's with the

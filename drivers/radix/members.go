@@ -1,0 +1,489 @@
+package radix
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	radixv4 "github.com/mediocregopher/radix/v4"
+	"github.com/mediocregopher/radix/v4/resp"
+	"github.com/mediocregopher/radix/v4/resp/resp3"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DialMembers validates members (wire rules: one to core.MaxNodes, no
+// server address in two of them, a master name for a Sentinel group, a
+// positive WaitTimeout with Replicas) and opts, then starts connecting to
+// every member in the background, as Dial does for standalone masters; it
+// keeps its own copy of members. It fails only for invalid configuration,
+// with an error matching core.ErrInvalidConfig. Each member is one node of
+// the driver, named by Member.String in errors. The semantics are those of
+// the goredis driver's DialMembers; what differs is how radix gets there.
+//
+// A standalone member is dialled as Dial dials a node.
+//
+// A Sentinel group is reached through a radix Sentinel
+// (radix.SentinelConfig.New): it asks the Sentinels for the current master,
+// keeps a pool to it (and to each replica, as radix does) and follows
+// +switch-master. Each pipeline is one Action on the master's pool
+// (Sentinel.Do). The driver does not let radix move the member to another
+// master behind its back: a pipeline that finds the Sentinel's master
+// changed since the member connected, or that fails, fails (a lost vote,
+// as for a standalone master that restarted, never sent again), and the
+// driver closes that Sentinel and makes another, which asks the Sentinels
+// again and checks the new master as a new connection is checked (run_id,
+// replicas). Options' credentials, DB and TLS apply to the master; the
+// Sentinels are asked over TLS when it is set, without credentials.
+// Sentinels that answer that they do not know the master name make the
+// member's commands fail with core.ErrInvalidConfig.
+//
+// A Cluster member is one radix Cluster (radix.ClusterConfig.New): each
+// command is an Action whose key routes it (Cluster.Do) to the master of
+// its hash slot; MOVED and ASK, after which the command did not run, are
+// followed by radix, and a command is never sent again after a connection
+// failure (a lost reply fails the vote). A pipeline's commands go in
+// order within each hash slot, one Action at a time, and the slots at
+// once: a pipeline costs a round trip per command of its busiest slot,
+// and a master's failure leaves the other masters' replies, which count.
+// The key's fence counter and waiter queues get names in its slot (see
+// wire.ClusterName), so the scripts run on a Cluster; a key with a '}' and no hash tag is refused
+// there, with core.ErrInvalidConfig. A Cluster member needs DB 0. A seed
+// that is not in cluster mode makes the member's commands fail with
+// core.ErrInvalidConfig.
+//
+// Replicas (Member.WithWait): each acquisition and extension is followed
+// by WAIT Replicas WaitTimeout in the same Action, on the same connection
+// (on a Cluster, routed by the write's key: the WAIT counts the replicas
+// of the master that ran the write); a WAIT that counts fewer fails the
+// vote with drivers.ErrNotReplicated, and a master with fewer connected
+// replicas than Replicas is refused, with core.ErrInvalidConfig, before
+// any lock command is sent to it. As with goredis, a member with WAIT has
+// a second radix Sentinel or Cluster (the engine's WAIT lane) for the
+// writes with WAIT, so that a WAIT that blocks does not hold up the
+// member's releases. Keep WaitTimeout well below the Client's NodeTimeout.
+//
+// Release notifications: each member has one radix connection in
+// subscribe mode, as Dial's nodes do. A Sentinel group's is dialled to the
+// master its Sentinels name when it connects; a Cluster's to a master of
+// the Cluster's topology. Both hear the releases: Redis propagates
+// PUBLISH to a master's replicas and broadcasts it over a whole Cluster,
+// so a subscription left on a demoted master still hears them; one whose
+// server dies is dialled again, and its waiters poll meanwhile.
+//
+// The run_id check of Dial covers members too: a server reached by two
+// members (the same Sentinel group or Cluster given twice, or a Cluster's
+// master given as a standalone member) fails the second to connect with
+// core.ErrInvalidConfig.
+func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
+	cfg, err := membersConfig(members, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// membersConfig is DialMembers's engine configuration.
+func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
+	if err := wire.CheckMembers("radix", members, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup); err != nil {
+		return engine.Config{}, err
+	}
+	var all []string
+	ms := make([]drivers.Member, len(members))
+	names := make([]string, len(members))
+	nodes := make([]engine.NodeConfig, len(members))
+	for i, m := range members {
+		m.Addrs = slices.Clone(m.Addrs)
+		ms[i], names[i] = m, m.String()
+		nodes[i] = engine.NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == drivers.ClusterGroup}
+		all = append(all, m.Addrs...)
+		if m.Topology == drivers.ClusterGroup && opts.DB != 0 {
+			return engine.Config{}, fmt.Errorf("%w: radix: member %d %s: a Cluster has only DB 0, not %d", core.ErrInvalidConfig, i, m, opts.DB)
+		}
+	}
+	_, timeout, err := wire.CheckDial("radix", all, opts)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
+	sentinels := radixv4.Dialer{}
+	if opts.TLS != nil {
+		dialer.NetDialer = &tls.Dialer{Config: opts.TLS}
+		sentinels.NetDialer = &tls.Dialer{Config: opts.TLS}
+	}
+	clusterDialer := dialer
+	if opts.DB != 0 {
+		dialer.SelectDB = strconv.Itoa(opts.DB)
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		m := ms[i]
+		switch m.Topology {
+		case drivers.SentinelGroup:
+			return dialSentinel(ctx, m, dialer, sentinels)
+		case drivers.ClusterGroup:
+			return dialCluster(ctx, m, clusterDialer)
+		}
+		c, err := dialer.Dial(ctx, "tcp", m.Addrs[0])
+		if err != nil {
+			return nil, err
+		}
+		return &duplex{conn: conn{c: c, own: true}, rc: c}, nil
+	}
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		m := ms[i]
+		addr := m.Addrs[0]
+		d := dialer
+		switch m.Topology {
+		case drivers.SentinelGroup:
+			sc, err := dialSentinel(ctx, m, dialer, sentinels)
+			if err != nil {
+				return nil, err
+			}
+			addr = sc.primary
+			sc.Close()
+		case drivers.ClusterGroup:
+			cc, err := dialCluster(ctx, m, clusterDialer)
+			if err != nil {
+				return nil, err
+			}
+			primaries := cc.c.Topo().Primaries()
+			cc.Close()
+			if len(primaries) == 0 {
+				return nil, fmt.Errorf("%s: no master in the Cluster's topology", m)
+			}
+			addr, d = primaries[0].Addr, clusterDialer
+		}
+		c, err := d.Dial(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return sub{c}, nil
+	}
+	return engine.Config{Names: names, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger, Nodes: nodes}, nil
+}
+
+// sentinelConn is a Sentinel member's engine Conn: a radix Sentinel, and
+// the master it named when it connected.
+type sentinelConn struct {
+	conn
+	sc      *radixv4.Sentinel
+	primary string
+}
+
+// dialSentinel makes a radix Sentinel for m.
+func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radixv4.Dialer) (*sentinelConn, error) {
+	pools := newPools(dialer, false)
+	cfg := radixv4.SentinelConfig{PoolConfig: radixv4.PoolConfig{CustomPool: pools.make}, SentinelDialer: sentinels}
+	sc, err := cfg.New(ctx, m.MasterName, m.Addrs)
+	if err != nil {
+		pools.closeAll()
+		if strings.Contains(err.Error(), "No such master with that name") {
+			return nil, fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+		}
+		return nil, err
+	}
+	primary, err := sentinelPrimary(sc)
+	if err != nil {
+		sc.Close()
+		return nil, err
+	}
+	return &sentinelConn{conn: conn{c: sc, own: true}, sc: sc, primary: primary}, nil
+}
+
+// pools makes the pools of a radix Sentinel or Cluster
+// (PoolConfig.CustomPool).
+//
+// Both make a pool to every server of the group (a Sentinel's master and
+// replicas, every node of a Cluster), and fail to start, or to follow a
+// MOVED, when one does not answer (a server that just died, which the
+// Sentinels or the Cluster have not yet seen down), without closing the
+// pools they made. A pool that cannot be made is therefore a deadPool,
+// whose Do fails with the dial's error: a command routed to it fails, and
+// the engine dials the member again. The first pool of a Cluster is the
+// exception (seeded): its error makes radix try the next seed. The pools
+// made are closed if the Sentinel or Cluster still fails to start.
+//
+// Each pool holds one connection (the member's commands go one Action at
+// a time): a radix pool closed while it dials its other connections in
+// the background leaks them.
+type pools struct {
+	dialer radixv4.Dialer
+	mu     sync.Mutex
+	made   []radixv4.Client
+	seeded bool // a Cluster's: an error is returned until a pool is made
+}
+
+func newPools(dialer radixv4.Dialer, seeded bool) *pools {
+	return &pools{dialer: dialer, seeded: seeded}
+}
+
+func (ps *pools) make(ctx context.Context, network, addr string) (radixv4.Client, error) {
+	p, err := radixv4.PoolConfig{Dialer: ps.dialer, Size: 1}.New(ctx, network, addr)
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if err != nil {
+		if ps.seeded && len(ps.made) == 0 {
+			return nil, err
+		}
+		return deadPool{addr, err}, nil
+	}
+	ps.made = append(ps.made, p)
+	return p, nil
+}
+
+func (ps *pools) closeAll() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.made {
+		p.Close()
+	}
+	ps.made = nil
+}
+
+// deadPool stands for a pool that could not be made: every Action fails
+// with the dial's error.
+type deadPool struct {
+	addr string
+	err  error
+}
+
+func (p deadPool) Do(context.Context, radixv4.Action) error {
+	return fmt.Errorf("radix: %s: %w", p.addr, p.err)
+}
+
+func (p deadPool) Addr() net.Addr { return deadAddr(p.addr) }
+func (deadPool) Close() error     { return nil }
+
+// deadAddr is a deadPool's address.
+type deadAddr string
+
+func (deadAddr) Network() string  { return "tcp" }
+func (a deadAddr) String() string { return string(a) }
+
+// sentinelPrimary returns the address of the master sc sends to.
+func sentinelPrimary(sc *radixv4.Sentinel) (string, error) {
+	rs, err := sc.Clients() // one entry: the primary's
+	if err != nil {
+		return "", err
+	}
+	for addr := range rs {
+		return addr, nil
+	}
+	return "", errors.New("radix: the Sentinel names no master")
+}
+
+// Exchange sends cmds to the master the Sentinel named when it connected;
+// once it names another, every Exchange fails, and the engine dials the
+// member again.
+func (c *sentinelConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	now, err := sentinelPrimary(c.sc)
+	if err != nil {
+		return err
+	}
+	if now != c.primary {
+		return fmt.Errorf("radix: the Sentinels switched the master from %s to %s", c.primary, now)
+	}
+	return c.conn.Exchange(ctx, cmds, replies)
+}
+
+// clusterConn is a Cluster member's engine Conn: a radix Cluster, which
+// routes each command by its key.
+type clusterConn struct {
+	c *radixv4.Cluster
+	m drivers.Member
+}
+
+// dialCluster makes a radix Cluster for m. CLUSTERDOWN is a reply:
+// radix does not delay it.
+func dialCluster(ctx context.Context, m drivers.Member, dialer radixv4.Dialer) (*clusterConn, error) {
+	pools := newPools(dialer, true)
+	cfg := radixv4.ClusterConfig{PoolConfig: radixv4.PoolConfig{CustomPool: pools.make}, OnDownDelayActionsBy: -1}
+	c, err := cfg.New(ctx, m.Addrs)
+	if err != nil {
+		pools.closeAll()
+		if strings.Contains(err.Error(), "cluster support disabled") {
+			return nil, fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+		}
+		return nil, err
+	}
+	return &clusterConn{c: c, m: m}, nil
+}
+
+func (c *clusterConn) Close() error { return c.c.Close() }
+
+// Identify returns the run_id of each master of the Cluster, and the
+// fewest connected replicas any has (engine.Identifier).
+func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
+	sets, err := c.c.Clients()
+	if err != nil {
+		return nil, 0, err
+	}
+	var ids []string
+	fewest := -1
+	replies := make([]engine.Reply, 2)
+	for addr, rs := range sets {
+		clear(replies)
+		on := conn{c: rs.Primary}
+		if err := on.Exchange(ctx, [][]string{{"INFO", "server"}, {"INFO", "replication"}}, replies); err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", addr, err)
+		}
+		if id := field(replies[0].Text, "run_id"); id != "" {
+			ids = append(ids, id)
+		}
+		n, err := strconv.Atoi(field(replies[1].Text, "connected_slaves"))
+		if err != nil {
+			n = -1
+		}
+		if fewest < 0 || n < fewest {
+			fewest = n
+		}
+	}
+	return ids, fewest, nil
+}
+
+// field returns the value of name in an INFO reply, or "".
+func field(info, name string) string {
+	_, after, ok := strings.Cut(info, name+":")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, "\n")
+	return strings.TrimSpace(v)
+}
+
+// Exchange sends cmds, each as one Action routed by its key (a write
+// followed by WAIT goes with it, in one Action): in order within each
+// hash slot, the slots at once. An error reply (MOVED after radix's
+// redirections ran out, CLUSTERDOWN) is a reply; any other failure is the
+// connection's, returned once every slot's commands are done, the other
+// slots' replies filled in (they ran: their rounds count them).
+func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	var units []unit
+	slots := map[uint16][]int{} // slot: indexes in units, in order
+	var order []uint16
+	for i := 0; i < len(cmds); {
+		n := 1
+		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
+			n = 2
+		}
+		key := keyOf(cmds[i])
+		slot := radixv4.ClusterSlot([]byte(key))
+		if _, ok := slots[slot]; !ok {
+			order = append(order, slot)
+		}
+		slots[slot] = append(slots[slot], len(units))
+		units = append(units, unit{key, i, n})
+		i += n
+	}
+	run := func(us []int) error {
+		for _, u := range us {
+			if err := c.do(ctx, units[u], cmds, replies); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(order) == 1 {
+		return run(slots[order[0]])
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for k, slot := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = run(slots[slot])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unit is a command, or a write and its WAIT, of an Exchange: cmds[i:i+n].
+type unit struct {
+	key  string
+	i, n int
+}
+
+// do sends one unit as one Action.
+func (c *clusterConn) do(ctx context.Context, u unit, cmds [][]string, replies []engine.Reply) error {
+	a := &keyed{key: u.key, replies: make([]engine.Reply, u.n)}
+	for _, cmd := range cmds[u.i : u.i+u.n] {
+		a.req = engine.AppendCommand(a.req, cmd)
+	}
+	err := c.c.Do(ctx, a)
+	if err != nil && !errors.As(err, new(resp3.SimpleError)) {
+		return err // a may still be read into: radix's now
+	}
+	copy(replies[u.i:u.i+u.n], a.replies)
+	return nil
+}
+
+// keyOf returns the key of a command of the engine: SET's, or a script's
+// first.
+func keyOf(words []string) string {
+	if words[0] == "SET" || len(words) < 4 {
+		return words[1]
+	}
+	return words[3]
+}
+
+// keyed is one command, or a write and its WAIT, as a radix Action that
+// a Cluster routes by key. Its replies are read as action's are; a MOVED
+// or ASK reply to its first command is then returned as the error radix's
+// Cluster follows (the command did not run: sending it again is safe).
+type keyed struct {
+	key     string
+	req     []byte
+	replies []engine.Reply
+}
+
+func (a *keyed) Properties() radixv4.ActionProperties {
+	return radixv4.ActionProperties{Keys: []string{a.key}, CanRetry: true}
+}
+
+func (a *keyed) Perform(ctx context.Context, c radixv4.Conn) error {
+	return c.EncodeDecode(ctx, a, a)
+}
+
+func (a *keyed) MarshalRESP(w io.Writer, _ *resp.Opts) error {
+	_, err := w.Write(a.req)
+	return err
+}
+
+// UnmarshalRESP reads every reply, so that the connection stays usable,
+// before it returns a redirection as an error.
+func (a *keyed) UnmarshalRESP(br resp.BufferedReader, _ *resp.Opts) error {
+	for i := range a.replies {
+		r, err := engine.ReadReply(br)
+		if err != nil {
+			return err
+		}
+		a.replies[i] = r
+	}
+	if r := a.replies[0]; r.Kind == engine.KindError {
+		if msg := r.Err.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
+			return resp3.SimpleError{S: msg}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package radix_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/radix"
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+// sentinelClient is a Client whose one member is g, with or without WAIT.
+func sentinelClient(t *testing.T, g *redistest.SentinelGroup, replicas int, ttl time.Duration) *redlock.Client {
+	t.Helper()
+	m := drivers.NewSentinel(g.Name, g.SentinelAddrs()...)
+	if replicas > 0 {
+		m = m.WithWait(replicas, time.Second)
+	}
+	d, err := radix.DialMembers([]drivers.Member{m}, radix.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
+	require.NoError(t, err)
+	return c
+}
+
+// TestSentinelFailoverWithWait: a lock taken with WAIT for both replicas
+// survives its master's SIGKILL: the promoted replica holds it, a waiter
+// that waited through the failover gets the key only once the holder's
+// validity has ended, and nobody else before.
+func TestSentinelFailoverWithWait(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	const ttl = 4 * time.Second
+	holder := sentinelClient(t, g, 2, ttl)
+	other := sentinelClient(t, g, 0, ttl)
+	ctx := context.Background()
+
+	lock, err := holder.TryLock(ctx, "failover")
+	require.NoError(t, err)
+	for _, r := range g.Replicas() {
+		assert.Equal(t, lock.Token().String(), get(t, r, "failover"), "WAIT: replica %s holds the key", r.Addr)
+	}
+	until := lock.Until()
+
+	got := make(chan time.Time, 1)
+	waiting := make(chan struct{})
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := other.TryLock(wctx, "failover")
+		assert.ErrorIs(t, err, redlock.ErrTaken, "held before the failover")
+		close(waiting)
+		l, err := other.Lock(wctx, "failover")
+		if assert.NoError(t, err) {
+			got <- time.Now()
+			assert.NoError(t, l.Unlock(ctx))
+		}
+		close(got)
+	}()
+	<-waiting
+	old := g.KillMaster()
+	promoted := g.WaitFailover(t, old.Addr)
+	assert.Equal(t, lock.Token().String(), get(t, promoted, "failover"), "the promoted replica holds the key")
+
+	// A command that meets the switch (a connection to the dead master, or
+	// a Sentinel that named it) is a lost vote: ask until the member
+	// answers, from the promoted master.
+	for {
+		_, err = other.TryLock(ctx, "failover")
+		if !errors.Is(err, redlock.ErrQuorumUnreachable) || !time.Now().Before(until) {
+			break
+		}
+	}
+	if time.Now().Before(until) {
+		require.ErrorIs(t, err, redlock.ErrTaken, "no second holder after the failover")
+	}
+	at, ok := <-got
+	require.True(t, ok, "the waiter got the key in the end")
+	assert.False(t, at.Before(until), "the waiter got the key %v before the holder's validity ended", until.Sub(at))
+	assert.Nil(t, get(t, promoted, "failover"), "the waiter's release reached the promoted master")
+}
+
+// TestSentinelBadInput: an unknown master name and WAIT for more replicas
+// than the master has are typed errors naming the member, and nothing is
+// left on any server.
+func TestSentinelBadInput(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		m   drivers.Member
+		msg string
+	}{
+		{drivers.NewSentinel("nosuchmaster", g.SentinelAddrs()...), `the Sentinels know no master "nosuchmaster"`},
+		{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(3, time.Second), "WAIT for 3 replicas, but the master has 2 connected"},
+	} {
+		d, err := radix.DialMembers([]drivers.Member{tc.m}, radix.Options{})
+		require.NoError(t, err)
+		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
+		require.NoError(t, err)
+		_, err = c.TryLock(ctx, "bad")
+		d.Close()
+		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.m.String())
+		assert.ErrorContains(t, err, tc.msg)
+		assert.ErrorContains(t, err, tc.m.String())
+	}
+	for _, s := range g.Servers {
+		assert.Zero(t, dbsize(t, s), "nothing left on %s", s.Addr)
+	}
+}
+
+// TestSentinelAnnouncesReleases: a Sentinel member's subscription, on the
+// master its Sentinels name, hears the release script's PUBLISH.
+func TestSentinelAnnouncesReleases(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 1})
+	members := []drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := radix.MembersSubscriber(members, radix.Options{})(ctx, 0)
+	require.NoError(t, err)
+	defer s.Close()
+	ch := wire.ReleaseChannel("announced")
+	require.NoError(t, s.Subscribe(ctx, ch))
+	e, err := s.Receive(ctx)
+	require.NoError(t, err)
+	require.Equal(t, engine.Event{Kind: engine.EventSubscribed, Channel: ch}, e)
+
+	lock, err := membersClient(t, members).TryLock(ctx, "announced")
+	require.NoError(t, err)
+	require.NoError(t, lock.Unlock(ctx))
+	e, err = s.Receive(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, engine.Event{Kind: engine.EventMessage, Channel: ch}, e)
+}
+
+// TestSentinelForcedFailoverFollowsTheMaster: after a failover that
+// leaves the old master running, as a replica, the member's commands
+// reach the promoted master: the lock taken with WAIT is still held there
+// against another client, extends and unlocks there, and a new lock is
+// written there. Each of the member's two connections (the WAIT lane's
+// and the releases') loses at most its first command to the switch, with
+// an error that says so.
+func TestSentinelForcedFailoverFollowsTheMaster(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	const ttl = 40 * time.Second
+	d, err := radix.DialMembers([]drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(2, time.Second)}, radix.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	holder, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	lock, err := holder.TryLock(ctx, "switched")
+	require.NoError(t, err)
+
+	old := g.Master()
+	_, err = g.Sentinels[0].Do("SENTINEL", "FAILOVER", g.Name)
+	require.NoError(t, err)
+	promoted := g.WaitFailover(t, old.Addr)
+	assert.Equal(t, lock.Token().String(), get(t, promoted, "switched"), "WAIT: the promoted replica holds the key")
+	_, err = sentinelClient(t, g, 0, ttl).TryLock(ctx, "switched")
+	require.ErrorIs(t, err, redlock.ErrTaken, "no second holder after the failover")
+
+	// WAIT 2 refuses the promoted master until both other servers
+	// replicate it.
+	require.Eventually(t, func() bool {
+		info, err := promoted.Do("INFO", "replication")
+		return err == nil && strings.Contains(info.(string), "connected_slaves:2")
+	}, 30*time.Second, 20*time.Millisecond)
+	if err := lock.Extend(ctx); err != nil { // on the WAIT lane
+		require.ErrorContains(t, err, "the Sentinels switched the master")
+		require.NoError(t, lock.Extend(ctx))
+	}
+	release := func() core.Reply { // on the other connection
+		b := d.Begin(ctx)
+		defer b.Close()
+		b.Send(0, core.Command{Op: core.OpRelease, Key: "nothing", Token: core.TokenFromUint64s(1, 2)}, d.Clock().Now().Add(2*time.Second))
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		return r
+	}
+	if r := release(); r.Status == core.StatusError {
+		require.ErrorContains(t, r.Err, "the Sentinels switched the master")
+		r = release()
+		require.Equal(t, core.StatusMissing, r.Status, "%v", r.Err)
+	}
+	require.NoError(t, lock.Unlock(ctx))
+	assert.Nil(t, get(t, promoted, "switched"), "released on the promoted master")
+
+	fresh, err := holder.TryLock(ctx, "fresh")
+	require.NoError(t, err)
+	assert.Equal(t, fresh.Token().String(), get(t, promoted, "fresh"))
+	require.NoError(t, fresh.Unlock(ctx))
+}
