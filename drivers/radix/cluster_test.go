@@ -143,7 +143,7 @@ func TestClusterSeedNotInClusterMode(t *testing.T) {
 	members := []drivers.Member{drivers.NewStandalone(ss[0].Addr), drivers.NewCluster(ss[1].Addr)}
 	d, err := radix.DialMembers(members, radix.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 	require.NoError(t, err)
 	_, err = c.TryLock(context.Background(), "notcluster")
@@ -174,7 +174,7 @@ func TestClusterAnnouncesReleases(t *testing.T) {
 	}
 	s, err := radix.MembersSubscriber(members, radix.Options{})(ctx, 0)
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // the subscription's Close reports nothing a test checks
 	want := map[engine.Event]bool{}
 	for _, k := range keys {
 		ch := wire.ReleaseChannel(k)
@@ -210,7 +210,7 @@ func TestClusterExchange(t *testing.T) {
 	defer cancel()
 	conn, err := radix.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { assert.NoError(t, conn.Close()) }()
 	_, _, err = conn.(engine.Identifier).Identify(ctx)
 	require.NoError(t, err)
 	dead, live := "k0", ""

@@ -58,7 +58,11 @@ func ExampleDialMembers_sentinel() {
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// connection until it returns.
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
@@ -86,7 +90,11 @@ func ExampleDialMembers_cluster() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
 	if err != nil {
 		log.Fatal(err)

@@ -154,14 +154,14 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 				return nil, err
 			}
 			addr = sc.primary
-			sc.Close()
+			_ = sc.Close() // asked who the master is: the answer is what counts
 		case drivers.ClusterGroup:
 			cc, err := dialCluster(ctx, m, clusterDialer)
 			if err != nil {
 				return nil, err
 			}
 			primaries := cc.c.Topo().Primaries()
-			cc.Close()
+			_ = cc.Close() // asked for the topology: the answer is what counts
 			if len(primaries) == 0 {
 				return nil, fmt.Errorf("%s: no master in the Cluster's topology", m)
 			}
@@ -198,7 +198,7 @@ func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radix
 	}
 	primary, err := sentinelPrimary(sc)
 	if err != nil {
-		sc.Close()
+		_ = sc.Close() // the lookup's error is the one to report
 		return nil, err
 	}
 	return &sentinelConn{conn: conn{c: sc, own: true}, sc: sc, primary: primary}, nil
@@ -249,7 +249,7 @@ func (ps *pools) closeAll() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, p := range ps.made {
-		p.Close()
+		_ = p.Close() // closing for good: nothing to do about a failure
 	}
 	ps.made = nil
 }

@@ -44,7 +44,7 @@ func membersClient(t *testing.T, members []drivers.Member) *redlock.Client {
 	t.Helper()
 	d, err := radix.DialMembers(members, radix.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true}})
 	require.NoError(t, err)
 	return c
@@ -154,7 +154,7 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
 		assert.ErrorContains(t, err, "is the same server as node")
 	}
@@ -193,7 +193,7 @@ func TestWaitCountsReplicas(t *testing.T) {
 	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
 	d, err := radix.DialMembers(members, radix.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	ctx := context.Background()

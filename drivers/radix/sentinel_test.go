@@ -28,7 +28,7 @@ func sentinelClient(t *testing.T, g *redistest.SentinelGroup, replicas int, ttl 
 	}
 	d, err := radix.DialMembers([]drivers.Member{m}, radix.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	return c
@@ -108,7 +108,7 @@ func TestSentinelBadInput(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.m.String())
 		assert.ErrorContains(t, err, tc.msg)
 		assert.ErrorContains(t, err, tc.m.String())
@@ -127,7 +127,7 @@ func TestSentinelAnnouncesReleases(t *testing.T) {
 	defer cancel()
 	s, err := radix.MembersSubscriber(members, radix.Options{})(ctx, 0)
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // the subscription's Close reports nothing a test checks
 	ch := wire.ReleaseChannel("announced")
 	require.NoError(t, s.Subscribe(ctx, ch))
 	e, err := s.Receive(ctx)
@@ -154,7 +154,7 @@ func TestSentinelForcedFailoverFollowsTheMaster(t *testing.T) {
 	const ttl = 40 * time.Second
 	d, err := radix.DialMembers([]drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(2, time.Second)}, radix.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	holder, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	ctx := context.Background()
