@@ -161,8 +161,9 @@ func TestClusterMemberThroughMigrationAndFailover(t *testing.T) {
 
 // TestClusterWaitGoesToTheKeysMaster: a write with WAIT on a Cluster
 // member goes with its WAIT to the master of its key's slot, whose
-// replica then holds the key; a Cluster whose masters have fewer
-// replicas than asked is refused before any command.
+// replica then holds the key, and whose replica alone can fail the vote;
+// a Cluster whose masters have fewer replicas than asked is refused
+// before any command.
 func TestClusterWaitGoesToTheKeysMaster(t *testing.T) {
 	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
@@ -182,9 +183,42 @@ func TestClusterWaitGoesToTheKeysMaster(t *testing.T) {
 		require.NoError(t, lock.Unlock(ctx))
 	}
 
-	d, err := valkeygo.DialMembers([]drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(2, time.Second)}, valkeygo.Options{})
+	// With the replica of one key's master hung, that key's vote fails
+	// short of replicas, and a key of another master still gets its
+	// replica's acknowledgement: each WAIT went to its key's master.
+	member := drivers.NewCluster(cl.Addrs()...).WithWait(1, 300*time.Millisecond)
+	d, err := valkeygo.DialMembers([]drivers.Member{member}, valkeygo.Options{})
 	require.NoError(t, err)
-	c2 := lockClient(t, d, core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second})
+	defer d.Close()
+	acquire := func(key string) core.Reply {
+		b := d.Begin(ctx)
+		defer b.Close()
+		b.Send(0, core.Command{Op: core.OpAcquire, Key: key, Token: core.TokenFromUint64s(1, 2), TTL: 5 * time.Second}, d.Clock().Now().Add(3*time.Second))
+		r, ok := b.Receive(nil)
+		assert.True(t, ok)
+		return r
+	}
+	hung, other := "hung", ""
+	for i := 0; other == ""; i++ {
+		if k := "other" + strconv.Itoa(i); cl.MasterForKey(k) != cl.MasterForKey(hung) {
+			other = k
+		}
+	}
+	require.Equal(t, core.StatusOK, acquire("warmup"+hung).Status, "connected")
+	replica := cl.ReplicasOf(cl.MasterForKey(hung))[0]
+	replica.Stop()
+	t.Cleanup(replica.Cont)
+	r := acquire(hung)
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.ErrorContains(t, r.Err, member.String())
+	r = acquire(other)
+	assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+	replica.Cont()
+
+	d2, err := valkeygo.DialMembers([]drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(2, time.Second)}, valkeygo.Options{})
+	require.NoError(t, err)
+	c2 := lockClient(t, d2, core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second})
 	_, err = c2.TryLock(ctx, "refused")
 	require.ErrorIs(t, err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "WAIT for 2 replicas, but the master has 1 connected")
@@ -303,6 +337,51 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 	for _, s := range append(g.Servers, cl.MasterForKey("twice")) {
 		assert.Nil(t, get(t, s, "twice"), "nothing left on %s", s.Addr)
 	}
+}
+
+// TestClusterFair: Config.Fair on a Cluster member: the waiter queues
+// live in the key's slot (one script takes the key and both queues),
+// waiters are served in turn, and leave the queue when served.
+func TestClusterFair(t *testing.T) {
+	settle(t)
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	fair := func() *redlock.Client {
+		d, err := valkeygo.DialMembers(members, valkeygo.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { d.Close() })
+		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
+		require.NoError(t, err)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	holder, first, second := fair(), fair(), fair()
+	m := cl.MasterForKey("k")
+	queue, err := wire.ClusterName(wire.QueuePrefix, "k")
+	require.NoError(t, err)
+	queued := func(n int64) func() bool {
+		return func() bool { v, err := m.Do("ZCARD", queue); return err == nil && v == n }
+	}
+
+	l, err := holder.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan string, 2)
+	lockThen := func(name string, c *redlock.Client) {
+		lk, err := c.Lock(ctx, "k")
+		got <- name
+		if assert.NoError(t, err, name) {
+			assert.NoError(t, lk.Unlock(ctx), name)
+		}
+	}
+	go lockThen("first", first)
+	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond, "the first queues in %s", queue)
+	go lockThen("second", second)
+	require.Eventually(t, queued(2), 10*time.Second, time.Millisecond, "then the second")
+	require.NoError(t, l.Unlock(ctx))
+	assert.Equal(t, "first", <-got)
+	assert.Equal(t, "second", <-got)
+	require.Eventually(t, queued(0), 10*time.Second, time.Millisecond, "each left the queue when served")
 }
 
 // TestClusterPipelineKeepsTheLiveMastersReplies: a pipeline over two

@@ -2,6 +2,7 @@ package valkeygo_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +186,141 @@ func TestSentinelBadInput(t *testing.T) {
 		assert.ErrorContains(t, err, tc.m.String())
 	}
 	for _, s := range g.Servers {
+		assert.Zero(t, dbsize(t, s), "nothing left on %s", s.Addr)
+	}
+}
+
+// TestSentinelFailoverWithoutWait shows the documented risk of a Sentinel
+// member without WAIT: replicas that had not received the lock's key
+// (paused, their links cut, while it was written) are promoted without
+// it, and a second client is granted the lock while the first still
+// holds it.
+func TestSentinelFailoverWithoutWait(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	const ttl = 30 * time.Second
+	first := sentinelClient(t, g, 0, ttl)
+	second := sentinelClient(t, g, 0, ttl)
+	ctx := context.Background()
+
+	replicas := g.Replicas()
+	for _, r := range replicas {
+		r.Stop()
+	}
+	// A paused replica would still read, once resumed, what the master
+	// wrote to its socket: the master drops its replicas' connections
+	// first, and they cannot reconnect while paused.
+	_, err := g.Master().Do("CLIENT", "KILL", "TYPE", "replica")
+	require.NoError(t, err)
+	lock, err := first.TryLock(ctx, "unreplicated")
+	require.NoError(t, err)
+	old := g.KillMaster()
+	for _, r := range replicas {
+		r.Cont()
+	}
+	promoted := g.WaitFailover(t, old.Addr)
+	assert.Nil(t, get(t, promoted, "unreplicated"), "the promoted replica never received the key")
+
+	// Lock, not TryLock: the second client's first command may meet its
+	// connection to the old master, which the failover client closed.
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lock2, err := second.Lock(lctx, "unreplicated")
+	require.NoError(t, err, "a second holder: the risk WAIT removes")
+	assert.True(t, time.Now().Before(lock.Until()), "the first holder's validity has not ended")
+	assert.NotEqual(t, lock.Token(), lock2.Token())
+}
+
+// replicate makes r a replica of m and returns once it holds m's writes
+// (WAIT on the master counts it).
+func replicate(t *testing.T, m, r *redistest.Server) {
+	t.Helper()
+	_, err := m.Do("CONFIG", "SET", "repl-diskless-sync-delay", "0")
+	require.NoError(t, err)
+	_, err = r.Do("REPLICAOF", "127.0.0.1", m.Port)
+	require.NoError(t, err)
+	_, err = m.Do("SET", "replicate:probe", "1")
+	require.NoError(t, err)
+	n, err := m.Do("WAIT", 1, 10000)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "the replica caught up")
+	_, err = m.Do("DEL", "replicate:probe")
+	require.NoError(t, err)
+}
+
+// TestWaitCountsReplicas: a member with WAIT votes once its replica holds
+// the key; with the replica hung, its vote fails with ErrNotReplicated,
+// naming it, and the lock still stands on the other two. While a WAIT
+// blocks, the member's other commands (a release of another lock) go on
+// its other connection, answered before the WAIT returns.
+func TestWaitCountsReplicas(t *testing.T) {
+	ss := redistest.StartN(t, 4, redistest.Options{})
+	master, replica := ss[0], ss[3]
+	replicate(t, master, replica)
+	members := drivers.Members(master.Addr, ss[1].Addr, ss[2].Addr)
+	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
+	d, err := valkeygo.DialMembers(members, valkeygo.Options{})
+	require.NoError(t, err)
+	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	ctx := context.Background()
+
+	run := func(op core.Op, key string) core.Reply {
+		b := d.Begin(ctx)
+		defer b.Close()
+		b.Send(0, core.Command{Op: op, Key: key, Token: core.TokenFromUint64s(1, 2), TTL: 5 * time.Second}, d.Clock().Now().Add(3*time.Second))
+		r, ok := b.Receive(nil)
+		assert.True(t, ok)
+		return r
+	}
+	acquire := func(key string) core.Reply { return run(core.OpAcquire, key) }
+	r := acquire("waited")
+	require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
+	n, err := replica.Do("EXISTS", "waited")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the replica holds the key once the vote counts")
+
+	replica.Stop()
+	t.Cleanup(replica.Cont)
+	waited := make(chan core.Reply, 1)
+	go func() { waited <- acquire("unreplicated") }()
+	require.Eventually(t, func() bool { // the WAIT is on the wire, blocked
+		info, err := master.Do("INFO", "clients")
+		return err == nil && strings.Contains(info.(string), "blocked_clients:1")
+	}, 10*time.Second, 5*time.Millisecond)
+	// The release of "waited" goes while WAIT blocks the other connection.
+	assert.Equal(t, core.StatusOK, run(core.OpRelease, "waited").Status)
+	select {
+	case r := <-waited:
+		t.Fatalf("the WAIT returned before the release: %v", r)
+	default:
+	}
+	r = <-waited
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.ErrorContains(t, r.Err, master.Addr)
+	assert.ErrorContains(t, r.Err, "0 acknowledged")
+
+	lock, err := c.TryLock(ctx, "two-of-three")
+	require.NoError(t, err, "the two other members carry the quorum")
+	require.NoError(t, lock.Unlock(ctx))
+	replica.Cont()
+}
+
+// TestWaitWithoutReplicasIsRefused: WAIT asked of a master without
+// replicas is a typed error naming the member, and no lock command
+// reaches any server.
+func TestWaitWithoutReplicasIsRefused(t *testing.T) {
+	ss := redistest.StartN(t, 3, redistest.Options{})
+	members := drivers.Members(ss[0].Addr, ss[1].Addr, ss[2].Addr)
+	members[1] = members[1].WithWait(1, 100*time.Millisecond)
+	members[2] = members[2].WithWait(2, 100*time.Millisecond)
+	d, err := valkeygo.DialMembers(members, valkeygo.Options{})
+	require.NoError(t, err)
+	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	_, err = c.TryLock(context.Background(), "refused")
+	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "WAIT for 1 replicas, but the master has 0 connected")
+	assert.ErrorContains(t, err, ss[1].Addr)
+	for _, s := range ss {
 		assert.Zero(t, dbsize(t, s), "nothing left on %s", s.Addr)
 	}
 }
