@@ -40,3 +40,6 @@ func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
 	}
 	return cfg.Dial(ctx, 0)
 }
+
+// MemberOption is the client option DialMembers uses for m.
+var MemberOption = memberOption

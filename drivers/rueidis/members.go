@@ -125,13 +125,12 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 	return engine.Config{Names: names, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger, Nodes: nodes}, nil
 }
 
-// MemberOption returns the rueidis options DialMembers uses for m: those
+// memberOption returns the rueidis options DialMembers uses for m: those
 // of ClientOption for a standalone master; for a Sentinel group the same
 // with the Sentinels' addresses and ClientOption.Sentinel (the master
 // name, the dial timeout and TLS, no credentials); for a Cluster a
 // cluster client (no ForceSingleClient) over the seeds, shuffled, DB 0.
-// It is exported for tests and for callers who make their own clients.
-func MemberOption(m drivers.Member, opts Options) rd.ClientOption {
+func memberOption(m drivers.Member, opts Options) rd.ClientOption {
 	o := ClientOption(m.Addrs[0], opts)
 	switch m.Topology {
 	case drivers.SentinelGroup:
@@ -151,7 +150,7 @@ func MemberOption(m drivers.Member, opts Options) rd.ClientOption {
 // once (a Sentinel client asks the Sentinels and dials the master; a
 // cluster client loads the slots).
 func memberClient(ctx context.Context, m drivers.Member, opts Options) (rd.Client, error) {
-	o := MemberOption(m, opts)
+	o := memberOption(m, opts)
 	if dl, ok := ctx.Deadline(); ok {
 		if o.Dialer.Timeout = min(o.Dialer.Timeout, time.Until(dl)); o.Dialer.Timeout <= 0 {
 			return nil, context.DeadlineExceeded
@@ -176,8 +175,8 @@ func memberClient(ctx context.Context, m drivers.Member, opts Options) (rd.Clien
 
 // memberError makes err, m's failed dial, match core.ErrInvalidConfig when
 // the Sentinels answered that they do not know the master name (SENTINEL
-// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed is a server not in
-// cluster mode.
+// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
+// is a server not in cluster mode.
 func memberError(m drivers.Member, err error) error {
 	switch {
 	case m.Topology == drivers.SentinelGroup && (rd.IsRedisNil(err) || strings.Contains(err.Error(), "No such master")):
