@@ -1,8 +1,11 @@
 package rueidis
 
 import (
+	"context"
+
 	rd "github.com/redis/rueidis"
 
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 )
 
@@ -22,3 +25,21 @@ func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 	}
 	return cfg.Subscribe
 }
+
+// MembersSubscriber returns the subscription dialer that DialMembers
+// gives the engine.
+func MembersSubscriber(members []drivers.Member, opts Options) engine.SubscribeDialer {
+	return subscriber(membersConfig(members, opts))
+}
+
+// MemberConn dials m as DialMembers dials a member: the engine's Conn.
+func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
+	cfg, err := membersConfig([]drivers.Member{m}, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Dial(ctx, 0)
+}
+
+// MemberOption is the client option DialMembers uses for m.
+var MemberOption = memberOption

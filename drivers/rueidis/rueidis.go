@@ -21,6 +21,11 @@
 // has run on the new connection its commands carry the script's source
 // (EVAL), since a restarted server has lost its script cache.
 //
+// DialMembers takes quorum members instead of addresses (drivers.Member):
+// standalone masters as Dial's, Sentinel groups through rueidis's Sentinel
+// client and Clusters through its cluster client, each one vote, with
+// WAIT after each write when a member asks for it (see DialMembers).
+//
 // Release notifications (Watch, core.Announcer) come over a connection
 // per node dedicated to them (Client.Dedicate) in subscribe mode: Dial
 // makes one more client for it with the same options, which keeps its own

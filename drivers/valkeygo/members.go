@@ -1,0 +1,348 @@
+package valkeygo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	vk "github.com/valkey-io/valkey-go"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
+)
+
+// DialMembers validates members (wire rules: one to core.MaxNodes, no
+// server address in two of them, a master name for a Sentinel group, a
+// positive WaitTimeout with Replicas) and opts, then starts connecting to
+// every member in the background, as Dial does for standalone masters; it
+// keeps its own copy of members. It fails only for invalid configuration,
+// with an error matching core.ErrInvalidConfig. Each member is one node of
+// the driver, named by Member.String in errors.
+//
+// A standalone member is dialled as Dial dials a node.
+//
+// A Sentinel group is reached through valkey-go's Sentinel client
+// (ClientOption.Sentinel): it asks the Sentinels for the current master,
+// checks its ROLE and connects to it. After a failure the driver closes
+// that client and makes another, which asks the Sentinels again: after a
+// failover the member's next commands reach the promoted replica. The
+// command that meets the old connection first (the Sentinel client closes
+// it on +switch-master, or the dead master never answers) fails, without
+// being sent again: a lost vote, as for a standalone master that
+// restarted. Options' credentials, database and TLS apply to the master;
+// the Sentinels are asked over TLS too, without credentials. Sentinels
+// that all answer that they do not know the master name make the member's
+// commands fail with core.ErrInvalidConfig.
+//
+// A Cluster member is one valkey-go cluster client: each command goes to
+// the master of its key's hash slot, following MOVED and ASK, and is
+// never sent again after a connection failure (a lost reply fails the
+// vote). The key's fence counter and waiter queues get names in its slot
+// (see wire.ClusterName), so the scripts run on a Cluster; a key with a
+// '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
+// Cluster member needs DB 0. Release announcements are published with
+// PUBLISH, which a Cluster broadcasts to every node, and heard on one
+// dedicated connection of a second cluster client (sharded pub/sub is not
+// used). Seeds that are not in cluster mode make the member's commands
+// fail with core.ErrInvalidConfig.
+//
+// Replicas (Member.WithWait): each acquisition and extension on the member
+// is followed by WAIT Replicas WaitTimeout on the write's connection; a
+// WAIT that counts fewer replicas fails the member's vote with
+// drivers.ErrNotReplicated, and a master with fewer connected replicas
+// than Replicas is refused, with core.ErrInvalidConfig, before any lock
+// command is sent to it (on a Cluster: any master). On a Cluster the
+// write and its WAIT go together on a dedicated connection of the master
+// that owns the key's slot (the cluster client's Dedicated), where a
+// MOVED or ASK is the vote's error reply rather than followed: WAIT
+// counts the replicas of its own connection's writes, so the write cannot
+// go elsewhere. The member's writes with WAIT use a second client (the
+// engine's WAIT lane), so that a WAIT that blocks does not hold up its
+// releases. Keep WaitTimeout well below the Client's NodeTimeout: a WAIT
+// still blocking at a command's deadline fails the connection, which the
+// driver redials.
+//
+// The run_id check of Dial covers members too: a server reached by two
+// members (the same Sentinel group or Cluster given twice, or a Cluster's
+// master given as a standalone member) fails the second to connect with
+// core.ErrInvalidConfig. A Cluster node that does not answer the check is
+// left out of it.
+func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
+	cfg, err := membersConfig(members, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{engine.New(cfg)}, nil
+}
+
+// membersConfig is DialMembers's engine configuration.
+func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
+	if err := wire.CheckMembers("valkeygo", members, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup); err != nil {
+		return engine.Config{}, err
+	}
+	var all []string
+	ms := make([]drivers.Member, len(members))
+	names := make([]string, len(members))
+	nodes := make([]engine.NodeConfig, len(members))
+	for i, m := range members {
+		m.Addrs = slices.Clone(m.Addrs)
+		ms[i], names[i] = m, m.String()
+		nodes[i] = engine.NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == drivers.ClusterGroup}
+		all = append(all, m.Addrs...)
+		if m.Topology == drivers.ClusterGroup && opts.DB != 0 {
+			return engine.Config{}, fmt.Errorf("%w: valkeygo: member %d %s: a Cluster has only DB 0, not %d", core.ErrInvalidConfig, i, m, opts.DB)
+		}
+	}
+	_, timeout, err := wire.CheckDial("valkeygo", all, opts)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	dial := func(ctx context.Context, i int) (engine.Conn, error) {
+		c, err := memberClient(ctx, ms[i], opts)
+		if err != nil {
+			return nil, err
+		}
+		if ms[i].Topology == drivers.ClusterGroup {
+			return &clusterConn{c: c, m: ms[i]}, nil
+		}
+		return &conn{c: c, owned: true}, nil
+	}
+	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+		c, err := memberClient(ctx, ms[i], opts)
+		if err != nil {
+			return nil, err
+		}
+		return subscribe(c, c.Close)
+	}
+	return engine.Config{Names: names, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger, Nodes: nodes}, nil
+}
+
+// memberOption returns the valkey-go options DialMembers uses for m: those
+// of ClientOption for a standalone master; for a Sentinel group the same
+// with the Sentinels' addresses and ClientOption.Sentinel (the master
+// name, the dial timeout and TLS, no credentials); for a Cluster a
+// cluster client (no ForceSingleClient) over the seeds, shuffled, DB 0.
+func memberOption(m drivers.Member, opts Options) vk.ClientOption {
+	o := ClientOption(m.Addrs[0], opts)
+	switch m.Topology {
+	case drivers.SentinelGroup:
+		o.InitAddress = slices.Clone(m.Addrs)
+		o.ForceSingleClient = false
+		o.Sentinel = vk.SentinelOption{MasterSet: m.MasterName, Dialer: o.Dialer, TLSConfig: opts.TLS}
+	case drivers.ClusterGroup:
+		o.InitAddress = slices.Clone(m.Addrs)
+		o.ShuffleInit = true
+		o.ForceSingleClient = false
+		o.SelectDB = 0
+	}
+	return o
+}
+
+// memberClient makes m's client within ctx's deadline: NewClient dials at
+// once (a Sentinel client asks the Sentinels and dials the master; a
+// cluster client loads the slots).
+func memberClient(ctx context.Context, m drivers.Member, opts Options) (vk.Client, error) {
+	o := memberOption(m, opts)
+	if dl, ok := ctx.Deadline(); ok {
+		if o.Dialer.Timeout = min(o.Dialer.Timeout, time.Until(dl)); o.Dialer.Timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+		o.Sentinel.Dialer.Timeout = o.Dialer.Timeout
+	}
+	c, err := vk.NewClient(o)
+	if err != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, memberError(m, err)
+	}
+	if m.Topology == drivers.ClusterGroup && c.Mode() != vk.ClientModeCluster {
+		// One seed not in cluster mode: valkey-go falls back to a single
+		// client.
+		c.Close()
+		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", core.ErrInvalidConfig, m)
+	}
+	return c, nil
+}
+
+// memberError makes err, m's failed dial, match core.ErrInvalidConfig when
+// the Sentinels answered that they do not know the master name (SENTINEL
+// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
+// is a server not in cluster mode.
+func memberError(m drivers.Member, err error) error {
+	switch {
+	case m.Topology == drivers.SentinelGroup && (vk.IsValkeyNil(err) || strings.Contains(err.Error(), "No such master")):
+		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+	case m.Topology == drivers.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
+		return fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+	}
+	return err
+}
+
+// clusterConn is a Cluster member's engine Conn: its cluster client. Runs
+// of commands go out as one DoMulti, split by node and routed by key; a
+// write followed by WAIT goes with it on a dedicated connection of the
+// master of its key's slot, since WAIT counts the replicas of its
+// connection's writes.
+type clusterConn struct {
+	c vk.Client
+	m drivers.Member
+}
+
+func (c *clusterConn) Close() error {
+	c.c.Close()
+	return nil
+}
+
+// Identify returns the run_id of each master of the Cluster, and the
+// fewest connected replicas any has (engine.Identifier). It asks every
+// node the client knows (INFO server and replication) and keeps the
+// masters' answers; a node that does not answer is left out, unless none
+// does.
+func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		ids    []string
+		fewest = -1
+		failed error
+	)
+	for _, n := range c.c.Nodes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rs := n.DoMulti(ctx, n.B().Info().Section("server").Build(), n.B().Info().Section("replication").Build())
+			server, err := rs[0].ToString()
+			repl, err2 := rs[1].ToString()
+			mu.Lock()
+			defer mu.Unlock()
+			if err = errors.Join(err, err2); err != nil {
+				failed = err
+				return
+			}
+			if field(repl, "role") != "master" {
+				return
+			}
+			if id := field(server, "run_id"); id != "" {
+				ids = append(ids, id)
+			}
+			k, err := strconv.Atoi(field(repl, "connected_slaves"))
+			if err != nil {
+				k = -1
+			}
+			if fewest < 0 || k < fewest {
+				fewest = k
+			}
+		}()
+	}
+	wg.Wait()
+	if len(ids) == 0 && failed != nil {
+		return nil, 0, memberError(c.m, failed)
+	}
+	return ids, fewest, nil
+}
+
+// field returns the value of name in an INFO reply, or "".
+func field(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// Exchange sends cmds in order: each run without WAIT as one DoMulti of
+// the cluster client, each write with its WAIT on its key's master. An
+// error reply (MOVED after the redirections ran out, CLUSTERDOWN) is a
+// reply; any other failure is the connection's, and the replies of the
+// other masters of the run still count.
+func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	for i := 0; i < len(cmds); {
+		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
+			if err := c.waited(ctx, cmds[i:i+2], replies[i:i+2]); err != nil {
+				return err
+			}
+			i += 2
+			continue
+		}
+		j := i + 1
+		for j < len(cmds) && (j+1 >= len(cmds) || cmds[j+1][0] != "WAIT") {
+			j++
+		}
+		if err := c.run(ctx, cmds[i:j], replies[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// run sends cmds, each with its key's slot, as one DoMulti. Commands
+// without a key (none of the engine's lock commands) would make valkey-go
+// pick a node for the whole pipeline: a run with one goes one command at
+// a time, the keyless ones on any node.
+func (c *clusterConn) run(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	batch := make(vk.Commands, len(cmds))
+	alone := false
+	for k, words := range cmds {
+		var ok bool
+		batch[k], ok = keyed(c.c.B(), words)
+		alone = alone || !ok
+	}
+	if !alone {
+		return collect(c.c.DoMulti(ctx, batch...), replies)
+	}
+	for k, cmd := range batch {
+		if err := collect([]vk.ValkeyResult{c.c.Do(ctx, cmd)}, replies[k:k+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waited sends a write and its WAIT on one dedicated connection of the
+// master of the write's slot.
+func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
+	return c.c.Dedicated(func(dc vk.DedicatedClient) error {
+		write, _ := keyed(dc.B(), cmds[0])
+		wait := dc.B().Arbitrary(cmds[1]...).Build()
+		return collect(dc.DoMulti(ctx, write, wait), replies)
+	})
+}
+
+// keyed builds words as a command whose slot is its key's: SET's, or a
+// script's first (its other keys share that slot: wire.ClusterName). It
+// reports false for a command of no key.
+func keyed(b vk.Builder, words []string) (vk.Completed, bool) {
+	switch {
+	case words[0] == "SET" && len(words) > 1:
+		return b.Arbitrary(words[0]).Keys(words[1]).Args(words[2:]...).Build(), true
+	case (words[0] == "EVAL" || words[0] == "EVALSHA") && len(words) > 3 && words[2] != "0":
+		return b.Arbitrary(words[:3]...).Keys(words[3]).Args(words[4:]...).Build(), true
+	}
+	return b.Arbitrary(words...).Build(), false
+}
+
+// collect decodes rs into replies and returns the first connection
+// failure, after filling in every reply that came.
+func collect(rs []vk.ValkeyResult, replies []engine.Reply) error {
+	var failed error
+	for k, r := range rs {
+		rep, err := reply(r)
+		if err != nil {
+			failed = cmp.Or(failed, err)
+			continue
+		}
+		replies[k] = rep
+	}
+	return failed
+}
