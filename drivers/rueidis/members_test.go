@@ -59,7 +59,7 @@ func TestMemberOption(t *testing.T) {
 // lockClient is a redlock.Client over d, closed with the test.
 func lockClient(t *testing.T, d *rueidis.Driver, cfg core.Config) *redlock.Client {
 	t.Helper()
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	c, err := redlock.NewClient(d, redlock.Options{Config: cfg})
 	require.NoError(t, err)
 	return c
@@ -180,7 +180,7 @@ func TestSentinelBadInput(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.m.String())
 		assert.ErrorContains(t, err, tc.msg)
 		assert.ErrorContains(t, err, tc.m.String())

@@ -1,7 +1,6 @@
 package valkeygo_test
 
 import (
-	"bytes"
 	"context"
 	"runtime"
 	"strconv"
@@ -30,25 +29,10 @@ func membersClient(t *testing.T, members []drivers.Member) *redlock.Client {
 	return lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
 }
 
-// settle makes the test, once its clients are closed, wait until the
-// cluster clients' topology refreshes have ended: a refresh that replaced
-// a connection closes the old one 5 s later, on a goroutine of its own,
-// which goleak (redistest.Main) would find at the end of the run. Call it
-// first, so that its cleanup runs last.
-func settle(t *testing.T) {
-	t.Cleanup(func() {
-		assert.Eventually(t, func() bool {
-			buf := make([]byte, 1<<20)
-			return !bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("valkey-go.(*clusterClient)"))
-		}, 15*time.Second, 20*time.Millisecond, "the cluster clients' refreshes end")
-	})
-}
-
 // TestClusterMember: a Cluster as one member. The key's fence counter
 // lives in its slot, on its master, under its Cluster name; a key that
 // cannot be tagged is refused, sent nowhere.
 func TestClusterMember(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	c := membersClient(t, []drivers.Member{drivers.NewCluster(cl.Addrs()...)})
 	ctx := context.Background()
@@ -86,7 +70,6 @@ func TestClusterMember(t *testing.T) {
 // migration of the key's slot and a forced failover of its master: the
 // counter the lock guards is exact and the fences strictly increase.
 func TestClusterMemberThroughMigrationAndFailover(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	c := membersClient(t, []drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(1, 500*time.Millisecond)})
 	const key, workers, each = "counted", 4, 25
@@ -165,7 +148,6 @@ func TestClusterMemberThroughMigrationAndFailover(t *testing.T) {
 // a Cluster whose masters have fewer replicas than asked is refused
 // before any command.
 func TestClusterWaitGoesToTheKeysMaster(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	ctx := context.Background()
 	c := membersClient(t, []drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(1, time.Second)})
@@ -189,7 +171,7 @@ func TestClusterWaitGoesToTheKeysMaster(t *testing.T) {
 	member := drivers.NewCluster(cl.Addrs()...).WithWait(1, 300*time.Millisecond)
 	d, err := valkeygo.DialMembers([]drivers.Member{member}, valkeygo.Options{})
 	require.NoError(t, err)
-	defer d.Close()
+	defer func() { assert.NoError(t, d.Close()) }()
 	acquire := func(key string) core.Reply {
 		b := d.Begin(ctx)
 		defer b.Close()
@@ -228,7 +210,6 @@ func TestClusterWaitGoesToTheKeysMaster(t *testing.T) {
 // TestMixedQuorum: a standalone master, a Sentinel group and a Cluster as
 // the three members of one quorum, locked through the root package.
 func TestMixedQuorum(t *testing.T) {
-	settle(t)
 	s := redistest.Start(t, redistest.Options{})
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 1})
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
@@ -267,7 +248,6 @@ func TestMixedQuorum(t *testing.T) {
 // client, or two) is a typed error naming the member, and no lock command
 // reaches any server.
 func TestClusterSeedNotInClusterMode(t *testing.T) {
-	settle(t)
 	ss := redistest.StartN(t, 3, redistest.Options{})
 	for _, cluster := range []drivers.Member{drivers.NewCluster(ss[1].Addr), drivers.NewCluster(ss[1].Addr, ss[2].Addr)} {
 		d, err := valkeygo.DialMembers([]drivers.Member{drivers.NewStandalone(ss[0].Addr), cluster}, valkeygo.Options{})
@@ -275,7 +255,7 @@ func TestClusterSeedNotInClusterMode(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "notcluster")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, cluster.String())
 		assert.ErrorContains(t, err, cluster.String()+": not a Cluster")
 	}
@@ -288,14 +268,13 @@ func TestClusterSeedNotInClusterMode(t *testing.T) {
 // whichever node the cluster client picks, hears the release script's
 // PUBLISH from the key's master: a Cluster broadcasts it.
 func TestClusterAnnouncesReleases(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
 	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := valkeygo.MembersSubscriber(members, valkeygo.Options{})(ctx, 0)
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }() // the subscription's Close reports nothing a test checks
 	ch := wire.ReleaseChannel("announced")
 	require.NoError(t, s.Subscribe(ctx, ch))
 	e, err := s.Receive(ctx)
@@ -316,7 +295,6 @@ func TestClusterAnnouncesReleases(t *testing.T) {
 // to connect is refused with ErrInvalidConfig. So is a Cluster's master
 // given as a standalone member besides the Cluster.
 func TestSameGroupTwiceIsRefused(t *testing.T) {
-	settle(t)
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 2, Quorum: 1})
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
 	seeds := cl.Addrs()
@@ -330,7 +308,7 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
-		d.Close()
+		require.NoError(t, d.Close())
 		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
 		assert.ErrorContains(t, err, "is the same server as node")
 	}
@@ -343,13 +321,12 @@ func TestSameGroupTwiceIsRefused(t *testing.T) {
 // live in the key's slot (one script takes the key and both queues),
 // waiters are served in turn, and leave the queue when served.
 func TestClusterFair(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
 	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
 	fair := func() *redlock.Client {
 		d, err := valkeygo.DialMembers(members, valkeygo.Options{})
 		require.NoError(t, err)
-		t.Cleanup(func() { d.Close() })
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
 		require.NoError(t, err)
 		return c
@@ -388,13 +365,12 @@ func TestClusterFair(t *testing.T) {
 // masters, one of them dead, fails; the other master's reply is still
 // returned, for its command's round (its SET ran).
 func TestClusterPipelineKeepsTheLiveMastersReplies(t *testing.T) {
-	settle(t)
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := valkeygo.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { assert.NoError(t, conn.Close()) }()
 	ids, _, err := conn.(engine.Identifier).Identify(ctx)
 	require.NoError(t, err)
 	assert.Len(t, ids, len(cl.Masters()), "one run_id per master")

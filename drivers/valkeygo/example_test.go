@@ -3,6 +3,7 @@ package valkeygo_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -51,7 +52,11 @@ func ExampleDialMembers_standalone() {
 	if err != nil {
 		panic(err) // errors.Is(err, redlock.ErrInvalidConfig)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
 	if err != nil {
 		panic(err)
@@ -73,7 +78,11 @@ func ExampleDialMembers_sentinel() {
 	if err != nil {
 		panic(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// second connection until it returns.
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
@@ -100,7 +109,11 @@ func ExampleDialMembers_cluster() {
 	if err != nil {
 		panic(err)
 	}
-	defer drv.Close()
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
 	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
 	if err != nil {
 		panic(err)
