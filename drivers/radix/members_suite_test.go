@@ -1,0 +1,18 @@
+package radix_test
+
+import (
+	"testing"
+
+	"github.com/redlock-go/redlock/drivers/internal/systest"
+	"github.com/redlock-go/redlock/drivers/radix"
+)
+
+// TestMembers runs the member suite (Sentinel groups, Clusters, WAIT,
+// failovers, a mixed quorum, bad input) over DialMembers.
+func TestMembers(t *testing.T) {
+	systest.RunMembers(t, systest.Members{
+		Dial:       systest.MembersOf(radix.DialMembers),
+		Subscriber: radix.MembersSubscriber,
+		Conn:       radix.MemberConn,
+	})
+}
