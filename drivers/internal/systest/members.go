@@ -2,6 +2,7 @@ package systest
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"strings"
@@ -557,7 +558,13 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 
 	_, err = other.TryLock(ctx, "failover")
 	if time.Now().Before(until) {
-		require.ErrorIs(t, err, redlock.ErrTaken, "no second holder after the failover")
+		require.Error(t, err, "no second holder after the failover")
+		if !errors.Is(err, redlock.ErrTaken) {
+			// A connection still on the dead master loses this one vote
+			// (radix's Sentinel client may not have switched yet): no
+			// grant either way.
+			require.ErrorIs(t, err, redlock.ErrQuorumUnreachable, "no second holder after the failover")
+		}
 	}
 	at, ok := <-got
 	if ok {
