@@ -16,7 +16,6 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // DialMembers validates members (wire rules: one to core.MaxNodes, no
@@ -85,23 +84,7 @@ func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 
 // membersConfig is DialMembers's engine configuration.
 func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
-	if err := wire.CheckMembers("valkeygo", members, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup); err != nil {
-		return engine.Config{}, err
-	}
-	var all []string
-	ms := make([]drivers.Member, len(members))
-	names := make([]string, len(members))
-	nodes := make([]engine.NodeConfig, len(members))
-	for i, m := range members {
-		m.Addrs = slices.Clone(m.Addrs)
-		ms[i], names[i] = m, m.String()
-		nodes[i] = engine.NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == drivers.ClusterGroup}
-		all = append(all, m.Addrs...)
-		if m.Topology == drivers.ClusterGroup && opts.DB != 0 {
-			return engine.Config{}, fmt.Errorf("%w: valkeygo: member %d %s: a Cluster has only DB 0, not %d", core.ErrInvalidConfig, i, m, opts.DB)
-		}
-	}
-	_, timeout, err := wire.CheckDial("valkeygo", all, opts)
+	ms, cfg, err := engine.MembersConfig("valkeygo", members, opts, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
 	if err != nil {
 		return engine.Config{}, err
 	}
@@ -122,7 +105,8 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 		}
 		return subscribe(c, c.Close)
 	}
-	return engine.Config{Names: names, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger, Nodes: nodes}, nil
+	cfg.Dial, cfg.Subscribe = dial, sub
+	return cfg, nil
 }
 
 // memberOption returns the valkey-go options DialMembers uses for m: those
