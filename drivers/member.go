@@ -36,6 +36,24 @@ const (
 // member that restarted without its state. WithWait makes each vote wait
 // until the member's replicas hold it; without it, a failover is such a
 // restart (see the Redlock documentation's "delayed restarts").
+//
+// What every driver's DialMembers does with members: it validates them
+// and its options before anything connects (one to core.MaxNodes members,
+// no server address in two of them, a master name for a Sentinel group, a
+// positive WaitTimeout with Replicas, DB 0 for a Cluster), keeps its own
+// copy, and connects to each in the background; invalid configuration is
+// its only error, matching core.ErrInvalidConfig. Each member is one node,
+// named by Member.String in errors. A server reached by two members (the
+// same group or Cluster given twice, a Cluster's master also given as a
+// standalone member) fails the second to connect with
+// core.ErrInvalidConfig. On a Cluster a key's fence counter and queues are
+// named in its hash slot (a key with '}' and no hash tag is refused
+// there). With Replicas, each acquisition and extension is followed by
+// WAIT on the write's connection, on a second connection per member so
+// that a blocked WAIT holds up no release; a short count fails the vote
+// with ErrNotReplicated, and a master with fewer connected replicas than
+// Replicas is refused before any lock command reaches it. Keep WaitTimeout
+// well below the Client's NodeTimeout.
 type Member struct {
 	// Topology is the member's kind.
 	Topology Topology

@@ -14,13 +14,9 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 )
 
-// DialMembers validates members (wire rules: one to core.MaxNodes, no
-// server address in two of them, a master name for a Sentinel group, a
-// positive WaitTimeout with Replicas) and opts, then starts connecting to
-// every member in the background, as Dial does for standalone masters; it
-// keeps its own copy of members. It fails only for invalid configuration,
-// with an error matching core.ErrInvalidConfig. Each member is one node of
-// the driver, named by Member.String in errors.
+// DialMembers dials members as drivers.Member describes for every driver:
+// it validates them and opts, then connects to each in the background,
+// failing only for invalid configuration (core.ErrInvalidConfig).
 //
 // A standalone member is dialled as Dial dials a node.
 //
@@ -69,11 +65,6 @@ import (
 // and they wait in turn). Keep WaitTimeout well below the
 // Client's NodeTimeout: a WAIT still blocking at a command's deadline
 // fails the connection, which the driver redials.
-//
-// The run_id check of Dial covers members too: a server reached by two
-// members (the same Sentinel group or Cluster given twice, or a Cluster's
-// master given as a standalone member) fails the second to connect with
-// core.ErrInvalidConfig.
 func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 	cfg, err := membersConfig(members, opts)
 	if err != nil {
