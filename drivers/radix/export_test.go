@@ -40,3 +40,9 @@ func MemberConn(ctx context.Context, m drivers.Member) (engine.Conn, error) {
 	}
 	return cfg.Dial(ctx, 0)
 }
+
+// NewMemberPool makes the radix Client that a Sentinel's or a Cluster's
+// server gets (PoolConfig.CustomPool).
+func NewMemberPool(ctx context.Context, d radixv4.Dialer, addr string) (radixv4.Client, error) {
+	return newPools(d, false).make(ctx, "tcp", addr)
+}
