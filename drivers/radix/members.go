@@ -191,9 +191,8 @@ func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radix
 // exception (seeded): its error makes radix try the next seed. The pools
 // made are closed if the Sentinel or Cluster still fails to start.
 //
-// Each pool holds one connection (the member's commands go one Action at
-// a time): a radix pool closed while it dials its other connections in
-// the background leaks them.
+// Each pool is a oneConn: radix's own pool redials in the background,
+// and a redial that ends after its Close leaves a connection running.
 type pools struct {
 	dialer radixv4.Dialer
 	mu     sync.Mutex
@@ -206,7 +205,7 @@ func newPools(dialer radixv4.Dialer, seeded bool) *pools {
 }
 
 func (ps *pools) make(ctx context.Context, network, addr string) (radixv4.Client, error) {
-	p, err := radixv4.PoolConfig{Dialer: ps.dialer, Size: 1}.New(ctx, network, addr)
+	c, err := ps.dialer.Dial(ctx, network, addr)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if err != nil {
@@ -215,9 +214,101 @@ func (ps *pools) make(ctx context.Context, network, addr string) (radixv4.Client
 		}
 		return deadPool{addr, err}, nil
 	}
+	p := &oneConn{dialer: ps.dialer, network: network, addr: addr, c: c}
 	ps.made = append(ps.made, p)
 	return p, nil
 }
+
+// oneConn is a radix Client over one connection. After an I/O error the
+// connection is dropped, and the next Do dials another in its caller's
+// goroutine; a dial that ends after Close is closed at once.
+type oneConn struct {
+	dialer        radixv4.Dialer
+	network, addr string
+	mu            sync.Mutex
+	c             radixv4.Conn // nil: dial on the next Do
+	closed        bool
+}
+
+var errPoolClosed = errors.New("radix: the member's connection is closed")
+
+func (o *oneConn) conn(ctx context.Context) (radixv4.Conn, error) {
+	o.mu.Lock()
+	c, closed := o.c, o.closed
+	o.mu.Unlock()
+	if closed {
+		return nil, errPoolClosed
+	}
+	if c != nil {
+		return c, nil
+	}
+	c, err := o.dialer.Dial(ctx, o.network, o.addr)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed || o.c != nil { // closed meanwhile, or another Do dialled first
+		_ = c.Close() // never used
+		if o.closed {
+			return nil, errPoolClosed
+		}
+		return o.c, nil
+	}
+	o.c = c
+	return c, nil
+}
+
+// Do performs a on the connection; an error that leaves it unusable
+// drops it.
+func (o *oneConn) Do(ctx context.Context, a radixv4.Action) error {
+	c, err := o.conn(ctx)
+	if err != nil {
+		return err
+	}
+	return a.Perform(ctx, watched{c, o})
+}
+
+// drop forgets c, if it is still the connection, and closes it.
+func (o *oneConn) drop(c radixv4.Conn) {
+	o.mu.Lock()
+	if o.c == c {
+		o.c = nil
+	}
+	o.mu.Unlock()
+	_ = c.Close() // broken already
+}
+
+func (o *oneConn) Addr() net.Addr { return serverAddr(o.addr) }
+
+func (o *oneConn) Close() error {
+	o.mu.Lock()
+	c := o.c
+	o.c, o.closed = nil, true
+	o.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Close()
+}
+
+// watched is a oneConn's connection as an Action sees it: an error that
+// leaves it unusable drops it; a usable one (resp.ErrConnUsable) or an
+// error reply (as keyed returns a redirection) does not.
+type watched struct {
+	radixv4.Conn
+	o *oneConn
+}
+
+func (w watched) EncodeDecode(ctx context.Context, m, u any) error {
+	err := w.Conn.EncodeDecode(ctx, m, u)
+	if err != nil && !errors.As(err, new(resp.ErrConnUsable)) && !errors.As(err, new(resp3.SimpleError)) {
+		w.o.drop(w.Conn)
+	}
+	return err
+}
+
+func (w watched) Do(ctx context.Context, a radixv4.Action) error { return a.Perform(ctx, w) }
 
 func (ps *pools) closeAll() {
 	ps.mu.Lock()
@@ -239,14 +330,14 @@ func (p deadPool) Do(context.Context, radixv4.Action) error {
 	return fmt.Errorf("radix: %s: %w", p.addr, p.err)
 }
 
-func (p deadPool) Addr() net.Addr { return deadAddr(p.addr) }
+func (p deadPool) Addr() net.Addr { return serverAddr(p.addr) }
 func (deadPool) Close() error     { return nil }
 
-// deadAddr is a deadPool's address.
-type deadAddr string
+// serverAddr is the address a oneConn or deadPool was made for.
+type serverAddr string
 
-func (deadAddr) Network() string  { return "tcp" }
-func (a deadAddr) String() string { return string(a) }
+func (serverAddr) Network() string  { return "tcp" }
+func (a serverAddr) String() string { return string(a) }
 
 // sentinelPrimary returns the address of the master sc sends to.
 func sentinelPrimary(sc *radixv4.Sentinel) (string, error) {
