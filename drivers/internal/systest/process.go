@@ -46,8 +46,11 @@ type childSpec struct {
 	Data  string
 	// Key is the lock's key; Counter, Sections and Ready are keys on Data.
 	Key, Counter, Sections, Ready string
-	Children, Goroutines, Rounds  int
-	TTL                           time.Duration
+	// Rounds is each goroutine's critical sections; Total, when not
+	// zero, is instead every goroutine's together, shared out as evenly
+	// as they go (see sectionsOf).
+	Children, Goroutines, Rounds, Total int
+	TTL                                 time.Duration
 	// Store is the address of the parent's fenced store
 	// (testMultiProcessFenced), or empty. When it is set the children lock
 	// with Fencing, and each critical section writes its fence there.
@@ -57,6 +60,37 @@ type childSpec struct {
 	// them out. Otherwise Lock polls (Options.Poll), every few
 	// milliseconds.
 	Wake bool
+}
+
+// sectionsOf returns the critical sections child runs.
+func (s childSpec) sectionsOf(child int) int {
+	if s.Total == 0 {
+		return s.Goroutines * s.Rounds
+	}
+	return share(s.Total, s.Children, child)
+}
+
+// roundsOf returns the critical sections goroutine g of child runs.
+func (s childSpec) roundsOf(child, g int) int {
+	return share(s.sectionsOf(child), s.Goroutines, g)
+}
+
+// total returns the critical sections of every child together.
+func (s childSpec) total() int {
+	n := 0
+	for i := range s.Children {
+		n += s.sectionsOf(i)
+	}
+	return n
+}
+
+// share returns the i-th of n nearly equal shares of total, the larger
+// ones first.
+func share(total, n, i int) int {
+	if i < total%n {
+		return total/n + 1
+	}
+	return total / n
 }
 
 // Multi-process case parameters: 3 processes × 4 goroutines × 8 rounds,
@@ -114,23 +148,51 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) 
 	}
 	var store *fencedstore.Store
 	if fenced {
-		store = fencedstore.New()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		srv := fencedstore.Serve(store, ln)
-		defer func() {
-			if err := srv.Close(); err != nil {
-				t.Errorf("fenced store: close: %v", err)
-			}
-		}()
-		spec.Store = srv.Addr()
+		store, spec.Store = serveFencedStore(t)
 	}
+	if runChildren(t, spec, nil) {
+		checkSections(t, data, spec, store)
+	}
+}
 
+// serveFencedStore starts a fenced store on loopback, closed with the
+// test, and returns it and its address.
+func serveFencedStore(t *testing.T) (*fencedstore.Store, string) {
+	t.Helper()
+	store := fencedstore.New()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := fencedstore.Serve(store, ln)
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("fenced store: close: %v", err)
+		}
+	})
+	return store, srv.Addr()
+}
+
+// runChildren runs spec.Children children of the test binary, each with
+// spec numbered, and reports whether they all exited cleanly. During, if
+// not nil, runs meanwhile, on the test's goroutine; done is closed once
+// every child has exited. A failing child's output is logged.
+func runChildren(t *testing.T, spec childSpec, during func(done <-chan struct{})) bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
-	defer cancel()
 	outs := make([]bytes.Buffer, spec.Children)
 	errs := make([]error, spec.Children)
 	var wg sync.WaitGroup
+	done := make(chan struct{})
+	defer func() {
+		cancel() // kills the children still running, if during failed
+		<-done
+	}()
+	t.Cleanup(func() { // after the checks too
+		if t.Failed() {
+			for i := range outs {
+				t.Logf("child %d output:\n%s", i, outs[i].String())
+			}
+		}
+	})
 	for i := range spec.Children {
 		s := spec
 		s.Child = i
@@ -145,21 +207,23 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) 
 		require.NoError(t, cmd.Start())
 		wg.Go(func() { errs[i] = cmd.Wait() })
 	}
-	wg.Wait()
-	defer func() {
-		if t.Failed() {
-			for i := range outs {
-				t.Logf("child %d output:\n%s", i, outs[i].String())
-			}
-		}
-	}()
+	go func() { wg.Wait(); close(done) }()
+	if during != nil {
+		during(done)
+	}
+	<-done
+	ok := true
 	for i, err := range errs {
-		assert.NoError(t, err, "child %d must exit cleanly (its output is below)", i)
+		ok = assert.NoError(t, err, "child %d must exit cleanly (its output is below)", i) && ok
 	}
-	if t.Failed() {
-		return
-	}
+	return ok
+}
 
+// checkSections checks what the children of spec recorded on data: every
+// child's critical sections, the counter exact, no two sections
+// overlapping, and with store its fences strictly increasing.
+func checkSections(t *testing.T, data *redistest.Server, spec childSpec, store *fencedstore.Store) {
+	t.Helper()
 	raw, err := redis.Strings(data.Do("LRANGE", spec.Sections, 0, -1))
 	require.NoError(t, err)
 	secs := make([]section, 0, len(raw))
@@ -173,9 +237,9 @@ func multiProcess(t *testing.T, f Factory, mode core.FanOut, fenced, wake bool) 
 		perChild[s.child]++
 		secs = append(secs, s)
 	}
-	want := spec.Children * spec.Goroutines * spec.Rounds
+	want := spec.total()
 	for i, got := range perChild {
-		assert.Equal(t, spec.Goroutines*spec.Rounds, got, "critical sections recorded by child %d", i)
+		assert.Equal(t, spec.sectionsOf(i), got, "critical sections recorded by child %d", i)
 	}
 	v, err := redis.String(data.Do("GET", spec.Counter))
 	require.NoError(t, err)
@@ -251,9 +315,7 @@ func runPattern(name string) string {
 // f, and Goroutines goroutines doing Rounds lock, increment, unlock
 // cycles each, started together with the other children's.
 func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
-	var s childSpec
-	require.NoError(t, json.Unmarshal([]byte(raw), &s), "%s", childEnv)
-	require.Equal(t, s.Test, t.Name(), "the child must run the subtest its parent named")
+	s := parseChildSpec(t, raw)
 	require.Equal(t, s.Mode, mode.String())
 
 	eps := make([]Endpoint, len(s.Nodes))
@@ -270,7 +332,22 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	}
 	c, err := redlock.NewClient(drv, redlock.Options{Config: cfg, Poll: !s.Wake})
 	require.NoError(t, err)
-	take := clientTaker(c, s.Key)
+	childLoop(t, s, clientTaker(c, s.Key))
+}
+
+// parseChildSpec decodes a child's spec and checks that the child runs
+// the subtest its parent named.
+func parseChildSpec(t *testing.T, raw string) childSpec {
+	var s childSpec
+	require.NoError(t, json.Unmarshal([]byte(raw), &s), "%s", childEnv)
+	require.Equal(t, s.Test, t.Name(), "the child must run the subtest its parent named")
+	return s
+}
+
+// childLoop runs a child's goroutines, each taking the lock with take for
+// its rounds (childSpec.roundsOf), started together with the other
+// children's.
+func childLoop(t *testing.T, s childSpec, take taker) {
 	ctx, cancel := context.WithTimeout(t.Context(), mpTimeout)
 	defer cancel()
 
@@ -299,7 +376,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 
 	// Start barrier: every child has its driver and connections, so that
 	// the processes contend from the first round.
-	_, err = conns[0].Do("RPUSH", s.Ready, s.Child)
+	_, err := conns[0].Do("RPUSH", s.Ready, s.Child)
 	require.NoError(t, err)
 	eventually(t, time.Minute, func() bool {
 		n, err := redis.Int(conns[0].Do("LLEN", s.Ready))
@@ -310,7 +387,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	var wg sync.WaitGroup
 	for g, conn := range conns {
 		wg.Go(func() {
-			for range s.Rounds {
+			for range s.roundsOf(s.Child, g) {
 				if !criticalSection(ctx, t, take, conn, stores[g], s, g) {
 					return
 				}
@@ -318,7 +395,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 		})
 	}
 	wg.Wait()
-	t.Logf("child %d: %d goroutines × %d critical sections done", s.Child, s.Goroutines, s.Rounds)
+	t.Logf("child %d: %d goroutines, %d critical sections done", s.Child, s.Goroutines, s.sectionsOf(s.Child))
 }
 
 // criticalSection takes the lock, increments the counter with a GET then a
