@@ -51,6 +51,7 @@ func MembersOf[D conformance.Closer](dial func([]drivers.Member, drivers.Options
 func RunMembers(t *testing.T, md Members) {
 	t.Run("ClusterMember", func(t *testing.T) { testMembersClusterMember(t, md) })
 	t.Run("ClusterMemberThroughMigrationAndFailover", func(t *testing.T) { testMembersClusterMemberThroughMigrationAndFailover(t, md) })
+	t.Run("ClusterMemberAcrossProcesses", func(t *testing.T) { testMembersClusterMemberAcrossProcesses(t, md) })
 	t.Run("ClusterWaitGoesToTheKeysMaster", func(t *testing.T) { testMembersClusterWaitGoesToTheKeysMaster(t, md) })
 	t.Run("MixedQuorum", func(t *testing.T) { testMembersMixedQuorum(t, md) })
 	t.Run("ClusterSeedNotInClusterMode", func(t *testing.T) { testMembersClusterSeedNotInClusterMode(t, md) })

@@ -23,6 +23,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/internal/fencedstore"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -40,10 +41,12 @@ type childSpec struct {
 	Mode string
 	// Child numbers the child, from 0.
 	Child int
-	// Nodes are the lock's servers; Data is the server with the counter,
+	// Nodes are the lock's servers, or Members its members (dialled with
+	// Members.Dial, in a member case); Data is the server with the counter,
 	// the list of critical sections and the start barrier.
-	Nodes []string
-	Data  string
+	Nodes   []string
+	Members []drivers.Member
+	Data    string
 	// Key is the lock's key; Counter, Sections and Ready are keys on Data.
 	Key, Counter, Sections, Ready string
 	// Rounds is each goroutine's critical sections; Total, when not
@@ -60,6 +63,10 @@ type childSpec struct {
 	// them out. Otherwise Lock polls (Options.Poll), every few
 	// milliseconds.
 	Wake bool
+	// Failover says that the lock's servers fail over while the children
+	// run: a failed Lock is tried again and a failed Unlock only counted
+	// (throughFailover).
+	Failover bool
 }
 
 // sectionsOf returns the critical sections child runs.
