@@ -33,7 +33,8 @@ func MembersOf[D Closer](dial func([]drivers.Member, drivers.Options) (D, error)
 // RunMembers runs RunDriver's cases that have a meaning on members over a
 // mixed quorum that it starts once: a standalone master, a Sentinel group
 // (a master, a replica, a Sentinel), a Cluster (three masters with a
-// replica each) and a second standalone master, in that order. Against
+// replica each), a second Sentinel group (three Sentinels) and a second
+// standalone master, in that order. Against
 // each member in turn it checks the commands and their replies through a
 // Batch, and the key's value on the member's master at that moment (the
 // Sentinels' master, or the Cluster master owning the key's slot, its
@@ -92,13 +93,16 @@ type quorum struct {
 	cluster    []*redistest.Cluster
 }
 
-// startMixedQuorum starts RunMembers' members, the Sentinel group first: it
-// skips the test without redis-server.
+// startMixedQuorum starts RunMembers' members, the Sentinel groups first:
+// it skips the test without redis-server.
 func startMixedQuorum(t *testing.T) quorum {
-	// A Sentinel slow to deem a paused master down: a failover would move
+	// Sentinels slow to deem a paused master down: a failover would move
 	// the keys the cases look at.
-	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{
+	g1 := redistest.StartSentinelGroup(t, redistest.SentinelOptions{
 		Replicas: 1, Sentinels: 1, DownAfter: time.Minute,
+	})
+	g2 := redistest.StartSentinelGroup(t, redistest.SentinelOptions{
+		Replicas: 1, Sentinels: 3, DownAfter: time.Minute,
 	})
 	// The default cluster-node-timeout, 2 s: a longer one slows the
 	// Cluster's start (its gossip), and the cases pause its masters for
@@ -108,13 +112,14 @@ func startMixedQuorum(t *testing.T) quorum {
 	return quorum{
 		members: []drivers.Member{
 			drivers.NewStandalone(s[0].Addr),
-			drivers.NewSentinel(g.Name, g.SentinelAddrs()...),
+			drivers.NewSentinel(g1.Name, g1.SentinelAddrs()...),
 			drivers.NewCluster(c.Addrs()...),
+			drivers.NewSentinel(g2.Name, g2.SentinelAddrs()...),
 			drivers.NewStandalone(s[1].Addr),
 		},
-		standalone: []*redistest.Server{s[0], nil, nil, s[1]},
-		group:      []*redistest.SentinelGroup{nil, g, nil, nil},
-		cluster:    []*redistest.Cluster{nil, nil, c, nil},
+		standalone: []*redistest.Server{s[0], nil, nil, nil, s[1]},
+		group:      []*redistest.SentinelGroup{nil, g1, nil, g2, nil},
+		cluster:    []*redistest.Cluster{nil, nil, c, nil, nil},
 	}
 }
 
