@@ -28,9 +28,10 @@ type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
 // their replies, the scripts with and without the server's script cache,
-// a stopped node's timeout, a Batch closed early with its cleanup,
-// dialling with nodes down, one server under two names, and Close. internal/systest covers a Client
-// over the driver.
+// a stopped node's timeout (alone and among nodes that answer), a Batch
+// closed early with its cleanup, dialling with nodes down, one server
+// under two names, and Close. internal/systest covers a Client over the
+// driver.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := func(t *testing.T, addrs []string) Closer {
 		t.Helper()

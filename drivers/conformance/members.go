@@ -34,16 +34,16 @@ func MembersOf[D Closer](dial func([]drivers.Member, drivers.Options) (D, error)
 // mixed quorum that it starts once: a standalone master, a Sentinel group
 // (a master, a replica, a Sentinel), a Cluster (three masters with a
 // replica each), a second Sentinel group (three Sentinels) and a second
-// standalone master, in that order. Against
-// each member in turn it checks the commands and their replies through a
-// Batch, and the key's value on the member's master at that moment (the
-// Sentinels' master, or the Cluster master owning the key's slot, its
-// fence counter named in that slot); the scripts after SCRIPT FLUSH on
-// that master; the member's masters SIGSTOPped, so that it times out,
-// alone and in a batch the other members answer, naming the member
-// (NodeName is Member.String); a Batch closed early while the member
-// hangs, and the release that still goes out once it continues. Last,
-// Close, twice, and a round after it failing on every member.
+// standalone master, in that order. Against each member in turn it checks
+// the commands and their replies through a Batch, and the key's value on
+// the member's master at that moment (the Sentinels' master, or the
+// Cluster master owning the key's slot, its fence counter named in that
+// slot); the scripts after SCRIPT FLUSH on that master; the member's
+// masters SIGSTOPped, so that it times out, alone and in a batch the
+// other members answer, naming the member (NodeName is Member.String); a
+// Batch closed early while the member hangs, and the release that still
+// goes out once it continues. Last, Close, twice, and a round after it
+// failing on every member.
 //
 // It needs redis-server for Sentinel and Cluster, and skips without it
 // (fails with REDLOCK_REQUIRE_REDIS=1). No failover happens during the
