@@ -9,21 +9,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 // testBatchCloseEarly drives the Batch directly: Close before all
-// replies, with a node that never answers, must not block, and Receive
-// with a closed cancel channel returns false. The release sent to the
-// hung node behind the acquire still goes out, after it, once the node
-// continues: the node ends without the key. The driver stays usable.
-func testBatchCloseEarly(t *testing.T, open func(*testing.T, []string) Closer) {
-	srvs := startServers(t, 3, redistest.Options{})
-	d := open(t, addrsOf(srvs))
-	n, key := len(srvs), "close-early"
-	stopped := srvs[n-1]
-	stopped.Stop()
-	defer stopped.Cont()
+// replies, with a node that never answers (the node under test, its
+// servers SIGSTOPped), must not block, and Receive with a closed cancel
+// channel returns false. The release sent to the hung node behind the
+// acquire still goes out, after it, once the node continues: the node
+// ends without the key. The driver stays usable.
+func testBatchCloseEarly(t *testing.T, n target) {
+	d, down, key := n.d, n.i, n.key("close-early")
+	nodes := len(n.names)
+	cont := n.pause(t, down)
 
 	tok := core.TokenFromUint64s(1, uint64(time.Now().UnixNano()))
 	deadline := time.Now().Add(time.Minute)
@@ -32,20 +29,20 @@ func testBatchCloseEarly(t *testing.T, open func(*testing.T, []string) Closer) {
 	go func() {
 		defer close(closed)
 		b := d.Begin(context.Background())
-		for i := range n {
+		for i := range nodes {
 			b.Send(i, acquire, deadline)
 		}
 		r, ok := b.Receive(nil)
 		if assert.True(t, ok) {
 			assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
-			assert.Less(t, r.Node, n-1, "the stopped node cannot answer")
+			assert.NotEqual(t, down, r.Node, "the stopped node cannot answer")
 		}
 		b.Close()
 
 		// Receive on a closed cancel channel gives up while the only
 		// outstanding command waits on the stopped node.
 		b = d.Begin(context.Background())
-		b.Send(n-1, releaseCmd(key, tok), deadline)
+		b.Send(down, releaseCmd(key, tok), deadline)
 		cancelled := make(chan struct{})
 		close(cancelled)
 		_, ok = b.Receive(cancelled)
@@ -57,14 +54,14 @@ func testBatchCloseEarly(t *testing.T, open func(*testing.T, []string) Closer) {
 	case <-time.After(testTimeout):
 		require.FailNow(t, "Batch.Close or Receive blocked on a node that does not answer")
 	}
-	stopped.Cont()
+	cont()
 
 	require.Eventually(t, func() bool {
-		n, err := stopped.Do("EXISTS", key)
-		return err == nil && n == int64(0)
+		exists, err := n.at.master(t, down, key).Do("EXISTS", key)
+		return err == nil && exists == int64(0)
 	}, testTimeout, 20*time.Millisecond, "the release went out after the acquire it follows")
-	for i := range n {
-		r := SendOne(d, i, acquireCmd("after"), 2*time.Second)
+	for i := range nodes {
+		r := SendOne(d, i, acquireCmd(n.key("after")), 2*time.Second)
 		assert.Equal(t, core.StatusOK, r.Status, "node %d: %v", i, r.Err)
 	}
 }

@@ -14,6 +14,12 @@
 //	func TestConformance(t *testing.T)  { conformance.RunDial(t, dial) }
 //	func TestSubscription(t *testing.T) { conformance.RunSubscription(t, mydriver.Subscriber) }
 //
+// and, if it dials Sentinel groups and Clusters (drivers.Member),
+//
+//	func TestConformanceMembers(t *testing.T) {
+//		conformance.RunMembers(t, conformance.MembersOf(mydriver.DialMembers))
+//	}
+//
 // The suites start their own redis-server processes with
 // internal/redistest; without redis-server on PATH they run against the
 // embedded miniredis, and the cases that need a real process skip (with

@@ -28,9 +28,10 @@ type Dialer func(addrs []string) (Closer, error)
 
 // RunDriver runs the driver-level cases: single commands through a Batch and
 // their replies, the scripts with and without the server's script cache,
-// a stopped node's timeout, a Batch closed early with its cleanup,
-// dialling with nodes down, one server under two names, and Close. internal/systest covers a Client
-// over the driver.
+// a stopped node's timeout (alone and among nodes that answer), a Batch
+// closed early with its cleanup, dialling with nodes down, one server
+// under two names, and Close. internal/systest covers a Client over the
+// driver.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := func(t *testing.T, addrs []string) Closer {
 		t.Helper()
@@ -39,10 +40,10 @@ func RunDriver(t *testing.T, dial Dialer) {
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		return d
 	}
-	t.Run("commands", func(t *testing.T) { testCommands(t, open) })
-	t.Run("script-flush", func(t *testing.T) { testScriptFlush(t, open) })
-	t.Run("stopped-node-times-out", func(t *testing.T) { testStoppedNodeTimesOut(t, open) })
-	t.Run("batch-close-early", func(t *testing.T) { testBatchCloseEarly(t, open) })
+	t.Run("commands", func(t *testing.T) { testCommands(t, onServers(t, open, 1, 0)) })
+	t.Run("script-flush", func(t *testing.T) { testScriptFlush(t, onServers(t, open, 1, 0)) })
+	t.Run("stopped-node-times-out", func(t *testing.T) { testStoppedNodeTimesOut(t, onServers(t, open, 3, 1)) })
+	t.Run("batch-close-early", func(t *testing.T) { testBatchCloseEarly(t, onServers(t, open, 3, 2)) })
 	t.Run("dial-with-node-down", func(t *testing.T) { testDialWithNodeDown(t, open) })
 	t.Run("dial-all-down", func(t *testing.T) {
 		d := open(t, []string{deadAddr(t), deadAddr(t)})
@@ -93,16 +94,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		require.Len(t, refused, 1, "one of the two names of server 0")
 		assert.Contains(t, []int{0, 2}, refused[0])
 	})
-	t.Run("close", func(t *testing.T) {
-		srv := startServers(t, 1, redistest.Options{})[0]
-		d, err := dial([]string{srv.Addr})
-		require.NoError(t, err)
-		require.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("k"), time.Second).Status)
-		require.NoError(t, d.Close())
-		require.NoError(t, d.Close(), "Close is idempotent")
-		assert.Equal(t, core.StatusError, SendOne(d, 0, releaseCmd("k", driverToken), time.Second).Status,
-			"a round after Close fails instead of hanging")
-	})
+	t.Run("close", func(t *testing.T) { testClose(t, onServers(t, open, 1, 0)) })
 }
 
 var driverToken = core.TokenFromUint64s(0x0123456789abcdef, 0xfedcba9876543210)
@@ -130,70 +122,100 @@ func extendCmd(key string, tok core.Token, ttl time.Duration) core.Command {
 	return core.Command{Op: core.OpExtend, Key: key, Token: tok, TTL: ttl}
 }
 
-func testCommands(t *testing.T, open func(*testing.T, []string) Closer) {
-	srv := startServers(t, 1, redistest.Options{})[0]
-	d := open(t, []string{srv.Addr})
+// testCommands: each command's reply, and what it did to the key on the
+// node's master.
+func testCommands(t *testing.T, n target) {
+	d, i, k := n.d, n.i, n.key("k")
 	other := core.TokenFromUint64s(1, 1)
 	const s = time.Second
+	assert.Equal(t, n.names[i], d.NodeName(i))
 
-	require.Equal(t, core.Reply{Node: 0, Status: core.StatusOK}, SendOne(d, 0, acquireCmd("k"), s))
-	v, err := srv.Do("GET", "k")
-	require.NoError(t, err)
-	assert.Equal(t, driverToken.String(), v, "tokens go over the wire in hex")
-	pttl, err := srv.Do("PTTL", "k")
-	require.NoError(t, err)
-	assert.InDelta(t, 10000, pttl, 1000, "PX is the TTL in milliseconds")
+	require.Equal(t, core.Reply{Node: i, Status: core.StatusOK}, SendOne(d, i, acquireCmd(k), s))
+	assert.Equal(t, driverToken.String(), n.do(t, "GET", k), "tokens go over the wire in hex")
+	assert.InDelta(t, 10000, n.pttl(t, k), 1000, "PX is the TTL in milliseconds")
 
-	held := core.Command{Op: core.OpAcquire, Key: "k", Token: other, TTL: 10 * s}
-	assert.Equal(t, core.StatusHeld, SendOne(d, 0, held, s).Status)
-	assert.Equal(t, core.StatusHeld, SendOne(d, 0, releaseCmd("k", other), s).Status)
-	assert.Equal(t, core.StatusHeld, SendOne(d, 0, extendCmd("k", other, 20*s), s).Status)
-	assert.Equal(t, core.StatusOK, SendOne(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
-	pttl, err = srv.Do("PTTL", "k")
-	require.NoError(t, err)
-	assert.Greater(t, pttl, int64(15000))
-	assert.Equal(t, core.StatusOK, SendOne(d, 0, releaseCmd("k", driverToken), s).Status)
-	assert.Equal(t, core.StatusMissing, SendOne(d, 0, releaseCmd("k", driverToken), s).Status)
-	assert.Equal(t, core.StatusMissing, SendOne(d, 0, extendCmd("k", driverToken, 20*s), s).Status)
-	n, err := srv.Do("EXISTS", "k")
-	require.NoError(t, err)
-	assert.Equal(t, int64(0), n, "extend never creates the key")
+	held := core.Command{Op: core.OpAcquire, Key: k, Token: other, TTL: 10 * s}
+	assert.Equal(t, core.StatusHeld, SendOne(d, i, held, s).Status)
+	assert.Equal(t, core.StatusHeld, SendOne(d, i, releaseCmd(k, other), s).Status)
+	assert.Equal(t, core.StatusHeld, SendOne(d, i, extendCmd(k, other, 20*s), s).Status)
+	assert.Equal(t, core.StatusOK, SendOne(d, i, extendCmd(k, driverToken, 20*s), s).Status)
+	assert.Greater(t, n.pttl(t, k), int64(15000))
+	assert.Equal(t, core.StatusOK, SendOne(d, i, releaseCmd(k, driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, SendOne(d, i, releaseCmd(k, driverToken), s).Status)
+	assert.Equal(t, core.StatusMissing, SendOne(d, i, extendCmd(k, driverToken, 20*s), s).Status)
+	assert.Equal(t, int64(0), n.do(t, "EXISTS", k), "extend never creates the key")
 
 	// A key holding something that is not a string: an error reply, after
 	// which the connection is still in step.
-	_, err = srv.Do("LPUSH", "list", "x")
-	require.NoError(t, err)
-	r := SendOne(d, 0, releaseCmd("list", driverToken), s)
+	list := n.key("list")
+	n.do(t, "LPUSH", list, "x")
+	r := SendOne(d, i, releaseCmd(list, driverToken), s)
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorContains(t, r.Err, "WRONGTYPE")
-	assert.Equal(t, core.StatusOK, SendOne(d, 0, acquireCmd("k2"), s).Status)
+	assert.Equal(t, core.StatusOK, SendOne(d, i, acquireCmd(n.key("k2")), s).Status)
 }
 
-func testStoppedNodeTimesOut(t *testing.T, open func(*testing.T, []string) Closer) {
-	srvs := startServers(t, 3, redistest.Options{})
-	d := open(t, addrsOf(srvs))
-	require.Equal(t, core.StatusOK, SendOne(d, 1, acquireCmd("before"), time.Second).Status)
-	srvs[1].Stop()
-	defer srvs[1].Cont()
+// testStoppedNodeTimesOut: a node whose servers are SIGSTOPped times out,
+// alone and in a batch the other nodes answer, and answers again once
+// they continue.
+func testStoppedNodeTimesOut(t *testing.T, n target) {
+	d, i := n.d, n.i
+	require.Equal(t, core.StatusOK, SendOne(d, i, acquireCmd(n.key("before")), time.Second).Status)
+	cont := n.pause(t, i)
 
 	// One command at a time: StatusTimeout, naming the node.
 	for k := 0; k < 3; k++ {
-		r := SendOne(d, 1, acquireCmd("direct"), 50*time.Millisecond)
+		r := SendOne(d, i, acquireCmd(n.key("direct")), 50*time.Millisecond)
 		assert.Equal(t, core.StatusTimeout, r.Status)
 		assert.True(t, wire.IsTimeout(r.Err), "a deadline error: %v", r.Err)
 		if assert.Error(t, r.Err) {
-			assert.Contains(t, r.Err.Error(), "node 1 ("+srvs[1].Addr+")")
+			assert.Contains(t, r.Err.Error(), "node "+strconv.Itoa(i)+" ("+n.names[i]+")")
 		}
 	}
+	// In one batch with the others, which answer.
+	b := d.Begin(context.Background())
+	now := time.Now()
+	for j := range n.names {
+		deadline := now.Add(2 * time.Second)
+		if j == i {
+			deadline = now.Add(100 * time.Millisecond)
+		}
+		b.Send(j, acquireCmd(n.key("batch")), deadline)
+	}
+	for range n.names {
+		r, ok := b.Receive(nil)
+		require.True(t, ok)
+		if r.Node == i {
+			assert.Equal(t, core.StatusTimeout, r.Status, "the stopped node %d: %v", i, r.Err)
+		} else {
+			assert.Equal(t, core.StatusOK, r.Status, "node %d answers: %v", r.Node, r.Err)
+		}
+	}
+	b.Close()
 
-	srvs[1].Cont()
+	cont()
 	// A fresh key each try: a try that timed out may still have set its
 	// key once the node answered, and the same key would then be held.
 	try := 0
 	require.Eventually(t, func() bool {
 		try++
-		return SendOne(d, 1, acquireCmd("after-"+strconv.Itoa(try)), time.Second).Status == core.StatusOK
+		return SendOne(d, i, acquireCmd(n.key("after-"+strconv.Itoa(try))), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node comes back")
+}
+
+// testClose: Close is idempotent, and a round after it fails on every node
+// instead of hanging.
+func testClose(t *testing.T, n target) {
+	k := n.key("closed")
+	for i := range n.names {
+		require.Equal(t, core.StatusOK, SendOne(n.d, i, acquireCmd(k), time.Second).Status, "node %d", i)
+	}
+	require.NoError(t, n.d.Close())
+	require.NoError(t, n.d.Close(), "Close is idempotent")
+	for i := range n.names {
+		assert.Equal(t, core.StatusError, SendOne(n.d, i, releaseCmd(k, driverToken), time.Second).Status,
+			"node %d: a round after Close fails instead of hanging", i)
+	}
 }
 
 func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) Closer) {
