@@ -1,0 +1,91 @@
+package wire
+
+import (
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/internal/redistest"
+)
+
+func TestShardChannelsShareTheKeysSlot(t *testing.T) {
+	for _, key := range []string{"k", "orders:42", "{user}:a", "a{b}c", "x{y", "a}{b}", "lock{ }"} {
+		for _, ch := range []string{ReleaseChannel(key), TurnChannel("8000000000000001", key)} {
+			name, ok := ShardChannel(ch)
+			require.True(t, ok, key)
+			assert.Equal(t, slot(key), slot(name), "%q: %q", key, name)
+		}
+	}
+	name, _ := ShardChannel(ReleaseChannel("{user}:a"))
+	assert.Equal(t, ReleaseChannel("{user}:a"), name, "a tagged key's channel keeps its name")
+	name, _ = ShardChannel(ReleaseChannel("k"))
+	assert.Equal(t, ReleasePrefix+"{k}", name)
+	_, ok := ShardChannel(ReleaseChannel("a}b"))
+	assert.False(t, ok, "an untaggable key has no shard channel")
+	_, ok = ShardChannel("other")
+	assert.False(t, ok, "not a release's channel")
+	name, _ = ShardChannel(TurnChannel("8000000000000001", "a:b"))
+	assert.Equal(t, TurnPrefix+"8000000000000001:{a:b}", name, "a key with ':' after the waiter id")
+	_, ok = ShardChannel(TurnPrefix + "noid")
+	assert.False(t, ok, "not a channel of the key")
+}
+
+// TestReleaseShardedOnRedis: ReleaseSharded is Release announcing with
+// SPUBLISH on the shard channels, a release and a turn alike; Release
+// still announces with PUBLISH.
+func TestReleaseShardedOnRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	sha, err := srv.Do("SCRIPT", "LOAD", ReleaseSharded.Src)
+	require.NoError(t, err)
+	assert.Equal(t, ReleaseSharded.SHA1, sha)
+	assert.NotEqual(t, Release.SHA1, ReleaseSharded.SHA1)
+
+	c, err := redis.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }() // the test's own connection
+	keys := []string{"plain", "{tag}:x"}
+	var chans []any
+	for _, k := range keys {
+		ch, _ := ShardChannel(ReleaseChannel(k))
+		chans = append(chans, ch)
+	}
+	turn, _ := ShardChannel(TurnChannel("w1", "plain"))
+	chans = append(chans, turn)
+	require.NoError(t, c.Send("SSUBSCRIBE", chans...))
+	require.NoError(t, c.Flush())
+	for _, ch := range chans {
+		r, err := redis.Values(c.Receive())
+		require.NoError(t, err)
+		assert.Equal(t, []any{[]byte("ssubscribe"), []byte(ch.(string))}, r[:2], "confirmed")
+	}
+	for _, k := range keys {
+		_, err = srv.Do("SET", k, "tok", "PX", 60000)
+		require.NoError(t, err)
+		n, err := srv.Do("EVALSHA", ReleaseSharded.SHA1, 1, k, "tok")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n)
+		r, err := redis.Strings(c.Receive())
+		require.NoError(t, err)
+		want, _ := ShardChannel(ReleaseChannel(k))
+		assert.Equal(t, []string{"smessage", want, "tok"}, r)
+	}
+	q, due := QueueKeys("plain")
+	_, err = srv.Do("SET", "plain", "a", "PX", 60000)
+	require.NoError(t, err)
+	_, err = srv.Do("EVAL", ReleaseSharded.Src, 3, "plain", q, due, "b", "w1", 1, 60000, 500)
+	require.NoError(t, err)
+	_, err = srv.Do("EVAL", ReleaseSharded.Src, 3, "plain", q, due, "a", "", 0, 60000, 500)
+	require.NoError(t, err)
+	r, err := redis.Strings(c.Receive())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"smessage", turn, ""}, r, "the turn, on its shard channel")
+
+	classic := srv.Subscribe(t, ReleaseChannel("plain"))
+	_, err = srv.Do("SET", "plain", "tok", "PX", 60000)
+	require.NoError(t, err)
+	_, err = srv.Do("EVAL", Release.Src, 1, "plain", "tok")
+	require.NoError(t, err)
+	assert.Equal(t, []string{ReleaseChannel("plain"), "tok"}, classic.Next(t))
+}
