@@ -32,6 +32,23 @@ func TestShardChannelsShareTheKeysSlot(t *testing.T) {
 	assert.False(t, ok, "not a channel of the key")
 }
 
+func TestHasShardedPubSub(t *testing.T) {
+	for info, want := range map[string]bool{
+		"# Server\r\nredis_version:7.0.15\r\nredis_git_sha1:0\r\n":                          true,
+		"# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.1\r\n": true,
+		"redis_version:10.0.0\n":   true,
+		"redis_version:6.2.14\r\n": false,
+		"redis_version:\r\n":       false,
+		"# Server\r\n":             false,
+	} {
+		assert.Equal(t, want, HasShardedPubSub(info), "%q", info)
+	}
+	srv := redistest.Start(t, redistest.Options{})
+	info, err := srv.Do("INFO", "server")
+	require.NoError(t, err)
+	assert.True(t, HasShardedPubSub(info.(string)), "the redis-server the tests run has SPUBLISH")
+}
+
 // TestReleaseShardedOnRedis: ReleaseSharded is Release announcing with
 // SPUBLISH on the shard channels, a release and a turn alike; Release
 // still announces with PUBLISH.
