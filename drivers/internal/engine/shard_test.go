@@ -151,3 +151,47 @@ func TestShardedSubscription(t *testing.T) {
 	default:
 	}
 }
+
+// TestWatchOverShardedSubscription: a Watch on a node whose subscription
+// is sharded listens once the shard subscription is confirmed, hears its
+// messages, stops listening (notified) when the server ends it, and
+// listens again once it is made again; Stop ends its run.
+func TestWatchOverShardedSubscription(t *testing.T) {
+	f := &fakeShards{runs: make(chan *shardRun, 8)}
+	e := New(Config{Names: []string{"cluster"}, Dial: newFakeNet(t, 1).dial,
+		Subscribe: func(context.Context, int) (Subscription, error) { return NewShardedSubscription(f.run, f.close), nil }})
+	defer e.Close()
+	notified := make(chan int, 16)
+	w := e.Watch("k", func(i int) { notified <- i })
+	heard := func() {
+		t.Helper()
+		select {
+		case <-notified:
+		case <-time.After(10 * time.Second):
+			t.Fatal("not notified")
+		}
+	}
+	r := f.next(t)
+	assert.Equal(t, wire.ReleasePrefix+"{k}", r.channel)
+	assert.Zero(t, w.Listening())
+	r.push(Event{Kind: EventSubscribed})
+	heard()
+	assert.Equal(t, uint32(1), w.Listening())
+	r.push(Event{Kind: EventMessage})
+	heard()
+
+	r.end <- nil // the slot moved
+	heard()
+	assert.Zero(t, w.Listening(), "not listening while it subscribes again")
+	r = f.next(t)
+	r.push(Event{Kind: EventSubscribed})
+	heard()
+	assert.Equal(t, uint32(1), w.Listening())
+
+	w.Stop()
+	select {
+	case <-r.ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run goes on after Stop")
+	}
+}
