@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
@@ -105,4 +107,47 @@ func TestReleaseShardedOnRedis(t *testing.T) {
 	_, err = srv.Do("EVAL", Release.Src, 1, "plain", "tok")
 	require.NoError(t, err)
 	assert.Equal(t, []string{ReleaseChannel("plain"), "tok"}, classic.Next(t))
+}
+
+// TestReleaseShardedStaysInTheShard: on a Cluster of 3 masters with a
+// replica each, a release with Release sends its PUBLISH over the bus to
+// the 5 other nodes; one with ReleaseSharded sends its SPUBLISH to the
+// master's replica alone (CLUSTER INFO's message counters, summed over
+// the nodes).
+func TestReleaseShardedStaysInTheShard(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
+	sent := func(kind string) int {
+		n := 0
+		for _, s := range cl.Servers {
+			r, err := s.Do("CLUSTER", "INFO")
+			require.NoError(t, err)
+			if _, after, ok := strings.Cut(r.(string), "cluster_stats_messages_"+kind+"_sent:"); ok {
+				v, _, _ := strings.Cut(after, "\r\n")
+				k, err := strconv.Atoi(v)
+				require.NoError(t, err)
+				n += k
+			}
+		}
+		return n
+	}
+	const key, rounds = "measured", 100
+	m := cl.MasterForKey(key)
+	for _, c := range []struct {
+		s                   Script
+		publish, publishShd int
+	}{{Release, 5 * rounds, 0}, {ReleaseSharded, 0, rounds}} {
+		p0, s0 := sent("publish"), sent("publishshard")
+		for range rounds {
+			_, err := m.Do("SET", key, "tok")
+			require.NoError(t, err)
+			n, err := m.Do("EVALSHA", c.s.SHA1, 1, key, "tok")
+			if IsNoScript(err) {
+				n, err = m.Do("EVAL", c.s.Src, 1, key, "tok")
+			}
+			require.NoError(t, err)
+			require.Equal(t, int64(1), n)
+		}
+		assert.Equal(t, c.publish, sent("publish")-p0, "PUBLISH messages on the bus")
+		assert.Equal(t, c.publishShd, sent("publishshard")-s0, "SPUBLISH messages on the bus")
+	}
 }
