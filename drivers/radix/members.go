@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
@@ -147,7 +148,7 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 				return nil, err
 			}
 			if sharded {
-				return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer), cc.Close), nil
+				return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer, timeout), cc.Close), nil
 			}
 			primaries := cc.c.Topo().Primaries()
 			_ = cc.Close() // asked for the topology: the answer is what counts
@@ -417,8 +418,9 @@ func (c *clusterConn) shardedPubSub(ctx context.Context) (bool, error) {
 // which radix does not offer: on a connection of its own to the master
 // that c's topology gives the channel's slot (radix.ClusterSlot). Any end
 // but an ACL's refusal (an sunsubscribe, MOVED, a dead master) may mean
-// that the slots moved: c syncs its topology for the next run.
-func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer) engine.ShardRunner {
+// that the slots moved: c syncs its topology for the next run. timeout
+// bounds the dial.
+func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer, timeout time.Duration) engine.ShardRunner {
 	return func(ctx context.Context, channel string, push func(engine.Event)) (err error) {
 		defer func() {
 			if ctx.Err() == nil {
@@ -429,7 +431,9 @@ func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer) engine.ShardRunner {
 		if !ok {
 			return fmt.Errorf("no master for the slot of %s in the topology", channel)
 		}
-		conn, err := dialer.Dial(ctx, "tcp", addr)
+		dctx, cancel := context.WithTimeout(ctx, timeout) // the dial's bound, as the engine's
+		conn, err := dialer.Dial(dctx, "tcp", addr)
+		cancel()
 		if err != nil {
 			return err
 		}
