@@ -99,8 +99,10 @@ func testMembersClusterShardedRelease(t *testing.T, md Members) {
 	// The owner dies and its replica takes over.
 	l = hold()
 	replica := cl.ReplicasOf(to)[0]
-	require.Eventually(t, func() bool { return get(t, replica, key) == l.Token().String() },
-		wakeTimeout, time.Millisecond, "the lock reached the replica")
+	require.Eventually(t, func() bool {
+		r, err := replica.DoAll([]any{"READONLY"}, []any{"GET", key})
+		return err == nil && r[1] == l.Token().String()
+	}, wakeTimeout, time.Millisecond, "the lock reached the replica")
 	got = lockAsync(t, waiter, key)
 	requireShardSubscribed(t, cl, to, key)
 	cl.ForceFailover(t, replica)
