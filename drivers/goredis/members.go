@@ -42,10 +42,16 @@ import (
 // (see wire.ClusterName: "redlock:fence:{k}" for the key k, the old name
 // for a key with a hash tag), so the scripts run on a Cluster; a key with
 // a '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
-// Cluster member needs DB 0. Release announcements are published with
-// PUBLISH, which a Cluster broadcasts to every node, and heard through one
-// subscription of the ClusterClient (sharded pub/sub is not used).
-// A seed that is not in cluster mode makes the member's commands fail with
+// Cluster member needs DB 0. When every master has sharded pub/sub
+// (Redis 7.0 or later) release announcements are published with SPUBLISH
+// on a channel in the key's slot, which reaches that master and its
+// replicas only, and heard through one ClusterClient.SSubscribe per
+// watched key, each a connection of its own to the slot's master: a
+// subscription that the server ends when the slot moves (a migration, a
+// failover) is made again on its new master. Otherwise they are published
+// with PUBLISH, which a Cluster broadcasts to every node, and heard
+// through one subscription of the ClusterClient. A seed that is not in
+// cluster mode makes the member's commands fail with
 // core.ErrInvalidConfig.
 //
 // Replicas (Member.WithWait): each acquisition and extension on the member

@@ -48,7 +48,8 @@ import (
 // (Redis 7.0 or later) release announcements are published with SPUBLISH
 // on a channel in the key's slot, which reaches that master and its
 // replicas only, and heard through a second cluster client's Receive of
-// SSUBSCRIBE, one per watched key, on the slot's master: a subscription
+// SSUBSCRIBE, one per watched key, on the slot's master (over the
+// client's connection to that master, shared by every key): a subscription
 // that the server ends when the slot moves (a migration, a failover) is
 // made again on its new master. Otherwise they are published with
 // PUBLISH, which a Cluster broadcasts to every node, and heard on one
