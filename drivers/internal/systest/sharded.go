@@ -156,3 +156,31 @@ func testMembersClusterShardedFair(t *testing.T, md Members) {
 	require.NoError(t, l.Unlock(ctx))
 	requireLocked(t, got)
 }
+
+// testMembersClusterShardedKeys: waiters on keys of every master each
+// listen on their key's master, and each hears its own key's release.
+func testMembersClusterShardedKeys(t *testing.T, md Members) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	holder, waiter := shardedClient(t, md, members), shardedClient(t, md, members)
+	ctx := testContext(t)
+	keys := []string{"{a}1", "{a}2", "b", "c", "d", "e", "f", "g"}
+	owners := map[*redistest.Server]bool{}
+	locks := make([]*redlock.Lock, len(keys))
+	gots := make([]<-chan lockResult, len(keys))
+	for i, key := range keys {
+		l, err := holder.TryLock(ctx, key)
+		require.NoError(t, err)
+		locks[i] = &l
+		gots[i] = lockAsync(t, waiter, key)
+		owners[cl.MasterForKey(key)] = true
+	}
+	require.Len(t, owners, 3, "keys on every master")
+	for _, key := range keys {
+		requireShardSubscribed(t, cl, cl.MasterForKey(key), key)
+	}
+	for i := range keys {
+		require.NoError(t, locks[i].Unlock(ctx))
+		requireLocked(t, gots[i])
+	}
+}
