@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // DialMembers dials members as drivers.Member describes for every driver:
@@ -40,10 +42,16 @@ import (
 // (see wire.ClusterName: "redlock:fence:{k}" for the key k, the old name
 // for a key with a hash tag), so the scripts run on a Cluster; a key with
 // a '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
-// Cluster member needs DB 0. Release announcements are published with
-// PUBLISH, which a Cluster broadcasts to every node, and heard through one
-// subscription of the ClusterClient (sharded pub/sub is not used).
-// A seed that is not in cluster mode makes the member's commands fail with
+// Cluster member needs DB 0. When every master has sharded pub/sub
+// (Redis 7.0 or later) release announcements are published with SPUBLISH
+// on a channel in the key's slot, which reaches that master and its
+// replicas only, and heard through one ClusterClient.SSubscribe per
+// watched key, each a connection of its own to the slot's master: a
+// subscription that the server ends when the slot moves (a migration, a
+// failover) is made again on its new master. Otherwise they are published
+// with PUBLISH, which a Cluster broadcasts to every node, and heard
+// through one subscription of the ClusterClient. A seed that is not in
+// cluster mode makes the member's commands fail with
 // core.ErrInvalidConfig.
 //
 // Replicas (Member.WithWait): each acquisition and extension on the member
@@ -101,8 +109,7 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 			c := redis.NewFailoverClient(failoverOptions(base, m))
 			return subscribe(ctx, c.Subscribe(ctx), c.Close)
 		case drivers.ClusterGroup:
-			c := redis.NewClusterClient(clusterOptions(base, m))
-			return subscribe(ctx, c.Subscribe(ctx), c.Close)
+			return subscribeCluster(ctx, redis.NewClusterClient(clusterOptions(base, m)), m)
 		}
 		o := base
 		o.Addr = m.Addrs[0]
@@ -188,8 +195,9 @@ func dialCluster(_ context.Context, o *redis.ClusterOptions, m drivers.Member) (
 // to the master of its key's slot (ClusterClient.MasterForKey), since WAIT
 // counts the replicas of its connection's writes.
 type clusterConn struct {
-	c *redis.ClusterClient
-	m drivers.Member
+	c       *redis.ClusterClient
+	m       drivers.Member
+	sharded bool // every master has sharded pub/sub, as Identify found
 }
 
 // noRetryCmd is a command that go-redis never sends again after a
@@ -208,6 +216,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	var mu sync.Mutex
 	var ids []string
 	fewest := -1
+	sharded := true
 	err := c.c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		server, err := m.Info(ctx, "server").Result()
 		if err != nil {
@@ -222,6 +231,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 		if id := field(server, "run_id"); id != "" {
 			ids = append(ids, id)
 		}
+		sharded = sharded && wire.HasShardedPubSub(server)
 		n := -1
 		_, _ = fmt.Sscan(field(repl, "connected_slaves"), &n) // n stays -1 if the field is missing or no number
 		if fewest < 0 || n < fewest {
@@ -232,7 +242,73 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	if err != nil {
 		return nil, 0, clusterError(c.m, err)
 	}
+	c.sharded = sharded
 	return ids, fewest, nil
+}
+
+// ShardedPubSub reports whether every master has sharded pub/sub
+// (engine.ShardedPublisher), as Identify found.
+func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
+
+// subscribeCluster returns a Cluster member's subscription over c: sharded
+// (engine.NewShardedSubscription, over ClusterClient.SSubscribe) when
+// every master has sharded pub/sub, otherwise one SUBSCRIBE connection,
+// which hears the PUBLISH a Cluster broadcasts.
+func subscribeCluster(ctx context.Context, c *redis.ClusterClient, m drivers.Member) (engine.Subscription, error) {
+	var classic atomic.Bool // a master without sharded pub/sub
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "server").Result()
+		if err == nil && !wire.HasShardedPubSub(info) {
+			classic.Store(true)
+		}
+		return err
+	})
+	if err != nil {
+		_ = c.Close() // err is the failure to report
+		return nil, clusterError(m, err)
+	}
+	if classic.Load() {
+		return subscribe(ctx, c.Subscribe(ctx), c.Close)
+	}
+	return engine.NewShardedSubscription(shardRunner(c), c.Close), nil
+}
+
+// shardRunner subscribes to one channel through ClusterClient.SSubscribe,
+// on the master of its slot, and relays its events (engine.ShardRunner).
+// Any end but an ACL's refusal (an sunsubscribe, MOVED, CLUSTERDOWN, a
+// dead master) may mean that the slots moved: the ClusterClient reloads
+// them for the next run.
+func shardRunner(c *redis.ClusterClient) engine.ShardRunner {
+	return func(ctx context.Context, channel string, push func(engine.Event)) error {
+		ps := c.SSubscribe(ctx, channel)
+		defer func() { _ = ps.Close() }()                         // this run's connection; its end is reported as it happened
+		stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // ends Receive
+		defer stop()
+		for {
+			v, err := ps.Receive(ctx)
+			var rerr redis.Error
+			switch {
+			case errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "NOPERM"):
+				push(engine.Event{Kind: engine.EventRefused, Err: err})
+				return err
+			case err != nil: // MOVED, CLUSTERDOWN, a dead master: the slots may have moved
+				c.ReloadState(context.WithoutCancel(ctx))
+				return err
+			}
+			switch v := v.(type) {
+			case *redis.Subscription:
+				if v.Kind == "sunsubscribe" { // the slot moved
+					c.ReloadState(context.WithoutCancel(ctx))
+					return nil
+				}
+				if v.Kind == "ssubscribe" {
+					push(engine.Event{Kind: engine.EventSubscribed})
+				}
+			case *redis.Message:
+				push(engine.Event{Kind: engine.EventMessage})
+			}
+		}
+	}
 }
 
 // field returns the value of name in an INFO reply, or "".

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
@@ -18,6 +19,7 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // DialMembers dials members as drivers.Member describes for every driver:
@@ -72,7 +74,14 @@ import (
 // the Cluster's topology. Both hear the releases: Redis propagates
 // PUBLISH to a master's replicas and broadcasts it over a whole Cluster,
 // so a subscription left on a demoted master still hears them; one whose
-// server dies is dialled again, and its waiters poll meanwhile.
+// server dies is dialled again, and its waiters poll meanwhile. A Cluster
+// whose masters all have sharded pub/sub (Redis 7.0 or later) announces
+// with SPUBLISH on a channel in the key's slot instead, which reaches
+// that master and its replicas only; radix has no sharded pub/sub, so the
+// member has one connection per watched key, dialled to the master that
+// its radix Cluster's topology gives the channel's slot, with SSUBSCRIBE:
+// when the server ends it (the slot moved) or it fails, the topology is
+// synced and the connection dialled again.
 func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 	cfg, err := membersConfig(members, opts)
 	if err != nil {
@@ -132,6 +141,14 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 			cc, err := dialCluster(ctx, m, clusterDialer)
 			if err != nil {
 				return nil, err
+			}
+			sharded, err := cc.shardedPubSub(ctx)
+			if err != nil {
+				_ = cc.Close() // err is the failure to report
+				return nil, err
+			}
+			if sharded {
+				return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer, timeout), cc.Close), nil
 			}
 			primaries := cc.c.Topo().Primaries()
 			_ = cc.Close() // asked for the topology: the answer is what counts
@@ -368,8 +385,94 @@ func (c *sentinelConn) Exchange(ctx context.Context, cmds [][]string, replies []
 // clusterConn is a Cluster member's engine Conn: a radix Cluster, which
 // routes each command by its key.
 type clusterConn struct {
-	c *radixv4.Cluster
-	m drivers.Member
+	c       *radixv4.Cluster
+	m       drivers.Member
+	sharded bool // every master has sharded pub/sub, as Identify found
+}
+
+// ShardedPubSub reports whether every master has sharded pub/sub
+// (engine.ShardedPublisher), as Identify found.
+func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
+
+// shardedPubSub asks every master of the topology its version (INFO
+// server), and reports whether all have sharded pub/sub.
+func (c *clusterConn) shardedPubSub(ctx context.Context) (bool, error) {
+	sets, err := c.c.Clients()
+	if err != nil {
+		return false, err
+	}
+	replies := make([]engine.Reply, 1)
+	for addr, rs := range sets {
+		clear(replies)
+		if err := (&conn{c: rs.Primary}).Exchange(ctx, [][]string{{"INFO", "server"}}, replies); err != nil {
+			return false, fmt.Errorf("%s: %w", addr, err)
+		}
+		if !wire.HasShardedPubSub(replies[0].Text) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// shardRunner subscribes to one channel with SSUBSCRIBE (engine.ShardRunner),
+// which radix does not offer: on a connection of its own to the master
+// that c's topology gives the channel's slot (radix.ClusterSlot). Any end
+// but an ACL's refusal (an sunsubscribe, MOVED, a dead master) may mean
+// that the slots moved: c syncs its topology for the next run. timeout
+// bounds the dial.
+func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer, timeout time.Duration) engine.ShardRunner {
+	return func(ctx context.Context, channel string, push func(engine.Event)) (err error) {
+		defer func() {
+			if ctx.Err() == nil {
+				_ = c.Sync(context.WithoutCancel(ctx)) //nolint:contextcheck // a sync the next run needs, even as this one ends; its failure shows then
+			}
+		}()
+		addr, ok := slotMaster(c.Topo(), radixv4.ClusterSlot([]byte(channel)))
+		if !ok {
+			return fmt.Errorf("no master for the slot of %s in the topology", channel)
+		}
+		dctx, cancel := context.WithTimeout(ctx, timeout) // the dial's bound, as the engine's
+		conn, err := dialer.Dial(dctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = conn.Close() }()                         // this run's connection; its end is reported as it happened
+		stop := context.AfterFunc(ctx, func() { _ = conn.Close() }) // ends a pending decode
+		defer stop()
+		if err := conn.EncodeDecode(ctx, radixv4.Cmd(nil, "SSUBSCRIBE", channel), nil); err != nil {
+			return err
+		}
+		for {
+			var ev event
+			if err := conn.EncodeDecode(ctx, nil, &ev); err != nil {
+				return err
+			}
+			switch e := engine.Event(ev); e.Kind {
+			case engine.EventUnsubscribed: // the slot moved
+				return nil
+			case engine.EventRefused:
+				if strings.HasPrefix(e.Err.Error(), "NOPERM") {
+					push(e)
+				}
+				return e.Err
+			default:
+				push(e)
+			}
+		}
+	}
+}
+
+// slotMaster returns the address of the master of slot in topo.
+func slotMaster(topo radixv4.ClusterTopo, slot uint16) (string, bool) {
+	for _, n := range topo.Primaries() {
+		for _, r := range n.Slots {
+			if slot >= r[0] && slot < r[1] {
+				return n.Addr, true
+			}
+		}
+	}
+	return "", false
 }
 
 // dialCluster makes a radix Cluster for m. CLUSTERDOWN is a reply:
@@ -399,6 +502,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	}
 	var ids []string
 	fewest := -1
+	sharded := true
 	replies := make([]engine.Reply, 2)
 	for addr, rs := range sets {
 		clear(replies)
@@ -409,6 +513,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 		if id := field(replies[0].Text, "run_id"); id != "" {
 			ids = append(ids, id)
 		}
+		sharded = sharded && wire.HasShardedPubSub(replies[0].Text)
 		n, err := strconv.Atoi(field(replies[1].Text, "connected_slaves"))
 		if err != nil {
 			n = -1
@@ -417,6 +522,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 			fewest = n
 		}
 	}
+	c.sharded = sharded
 	return ids, fewest, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
 // DialMembers dials members as drivers.Member describes for every driver:
@@ -43,11 +44,18 @@ import (
 // vote). The key's fence counter and waiter queues get names in its slot
 // (see wire.ClusterName), so the scripts run on a Cluster; a key with a
 // '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
-// Cluster member needs DB 0. Release announcements are published with
+// Cluster member needs DB 0. When every master has sharded pub/sub
+// (Redis 7.0 or later) release announcements are published with SPUBLISH
+// on a channel in the key's slot, which reaches that master and its
+// replicas only, and heard through a second cluster client's Receive of
+// SSUBSCRIBE, one per watched key, on the slot's master (over the
+// client's connection to that master, shared by every key): a subscription
+// that the server ends when the slot moves (a migration, a failover) is
+// made again on its new master. Otherwise they are published with
 // PUBLISH, which a Cluster broadcasts to every node, and heard on one
-// dedicated connection of a second cluster client (sharded pub/sub is not
-// used). Seeds that are not in cluster mode make the member's commands
-// fail with core.ErrInvalidConfig.
+// dedicated connection of a second cluster client. Seeds that are not in
+// cluster mode make the member's commands fail with
+// core.ErrInvalidConfig.
 //
 // Replicas (Member.WithWait): each acquisition and extension on the member
 // is followed by WAIT Replicas WaitTimeout on the write's connection; a
@@ -92,6 +100,9 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 		c, err := memberClient(ctx, ms[i], opts)
 		if err != nil {
 			return nil, err
+		}
+		if ms[i].Topology == drivers.ClusterGroup {
+			return subscribeCluster(ctx, c, ms[i])
 		}
 		return subscribe(c, c.Close)
 	}
@@ -167,8 +178,58 @@ func memberError(m drivers.Member, err error) error {
 // master of its key's slot, since WAIT counts the replicas of its
 // connection's writes.
 type clusterConn struct {
-	c vk.Client
-	m drivers.Member
+	c       vk.Client
+	m       drivers.Member
+	sharded bool // every master has sharded pub/sub, as Identify found
+}
+
+// ShardedPubSub reports whether every master has sharded pub/sub
+// (engine.ShardedPublisher), as Identify found.
+func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
+
+// subscribeCluster returns a Cluster member's subscription over c: sharded
+// (engine.NewShardedSubscription, over c's Receive of SSUBSCRIBE) when
+// every node has sharded pub/sub, otherwise one dedicated connection,
+// which hears the PUBLISH a Cluster broadcasts.
+func subscribeCluster(ctx context.Context, c vk.Client, m drivers.Member) (engine.Subscription, error) {
+	var failed error
+	answered := false
+	for _, n := range c.Nodes() { // a node that does not answer is left out, unless none does
+		info, err := n.Do(ctx, n.B().Info().Section("server").Build()).ToString()
+		if err != nil {
+			failed = err
+			continue
+		}
+		answered = true
+		if !wire.HasShardedPubSub(info) {
+			return subscribe(c, c.Close)
+		}
+	}
+	if !answered {
+		c.Close()
+		return nil, memberError(m, cmp.Or(failed, errors.New("no node")))
+	}
+	return engine.NewShardedSubscription(shardRunner(c), func() error { c.Close(); return nil }), nil
+}
+
+// shardRunner subscribes to one channel through c's Receive of SSUBSCRIBE,
+// which the cluster client sends to the master of the channel's slot,
+// following MOVED, and relays its events (engine.ShardRunner).
+func shardRunner(c vk.Client) engine.ShardRunner {
+	return func(ctx context.Context, channel string, push func(engine.Event)) error {
+		hooked := vk.WithOnSubscriptionHook(ctx, func(s vk.PubSubSubscription) {
+			if s.Kind == "ssubscribe" {
+				push(engine.Event{Kind: engine.EventSubscribed})
+			}
+		})
+		err := c.Receive(hooked, c.B().Ssubscribe().Channel(channel).Build(), func(vk.PubSubMessage) {
+			push(engine.Event{Kind: engine.EventMessage})
+		})
+		if _, ok := vk.IsValkeyErr(err); ok && strings.HasPrefix(err.Error(), "NOPERM") {
+			push(engine.Event{Kind: engine.EventRefused, Err: err})
+		}
+		return err // nil: an sunsubscribe, the slot moved
+	}
 }
 
 func (c *clusterConn) Close() error {
@@ -183,11 +244,12 @@ func (c *clusterConn) Close() error {
 // does.
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	var (
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		ids    []string
-		fewest = -1
-		failed error
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		ids     []string
+		fewest  = -1
+		failed  error
+		sharded = true
 	)
 	for _, n := range c.c.Nodes() {
 		wg.Add(1)
@@ -208,6 +270,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 			if id := field(server, "run_id"); id != "" {
 				ids = append(ids, id)
 			}
+			sharded = sharded && wire.HasShardedPubSub(server)
 			k, err := strconv.Atoi(field(repl, "connected_slaves"))
 			if err != nil {
 				k = -1
@@ -221,6 +284,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	if len(ids) == 0 && failed != nil {
 		return nil, 0, memberError(c.m, failed)
 	}
+	c.sharded = sharded
 	return ids, fewest, nil
 }
 

@@ -45,9 +45,10 @@ type node struct {
 	scripts atomic.Uint32
 
 	// The goroutine's own.
-	conn Conn
-	dctx *dctx // a dial's context
-	dup  duplex
+	conn    Conn
+	sharded bool  // conn announces releases with SPUBLISH (ShardedPublisher)
+	dctx    *dctx // a dial's context
+	dup     duplex
 }
 
 // pipe is one pipeline: its jobs, their commands and replies.
@@ -251,6 +252,8 @@ func (n *node) connect(base context.Context, deadline time.Time) error {
 	}
 	n.conn = conn
 	n.scripts.Store(0) // a new connection may be a restarted server
+	sp, ok := conn.(ShardedPublisher)
+	n.sharded = ok && sp.ShardedPubSub()
 	if d, ok := conn.(Duplex); ok {
 		n.open(d)
 	}
@@ -628,9 +631,9 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 		case plain:
 			args = append(args, "SET", cmd.Key, tok, "NX", "PX")
 		case eval || scripts&scriptBit(op) == 0:
-			args = append(args, "EVAL", wire.ScriptFor(op).Src)
+			args = append(args, "EVAL", n.script(op).Src)
 		default:
-			args = append(args, "EVALSHA", wire.ScriptFor(op).SHA1)
+			args = append(args, "EVALSHA", n.script(op).SHA1)
 			sha = sha || op != core.OpRelease
 		}
 		if !plain {
@@ -685,6 +688,15 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	}
 	p.text, p.args, p.cmds = text, args, cmds
 	return sha
+}
+
+// script returns op's script on the connection: wire.ScriptFor's, with
+// wire.ReleaseSharded for a release on a Cluster with sharded pub/sub.
+func (n *node) script(op core.Op) wire.Script {
+	if op == core.OpRelease && n.sharded {
+		return wire.ReleaseSharded
+	}
+	return wire.ScriptFor(op)
 }
 
 // trailing marks, while encode runs, a write answered by the pipeline's

@@ -98,16 +98,17 @@ func ReadEvent(r RESPReader) (e Event, ok bool, err error) {
 }
 
 // EventOf returns the Event of a pub/sub reply of kind ("message",
-// "subscribe" or "unsubscribe") on channel, as a client decoded it;
-// ok == false for the kinds that are not the engine's (pattern messages,
-// pongs).
+// "subscribe" or "unsubscribe", or their sharded pub/sub counterparts
+// "smessage", "ssubscribe" and "sunsubscribe") on channel, as a client
+// decoded it; ok == false for the kinds that are not the engine's
+// (pattern messages, pongs).
 func EventOf(kind, channel string) (e Event, ok bool) {
 	switch kind {
-	case "message":
+	case "message", "smessage":
 		return Event{Kind: EventMessage, Channel: channel}, true
-	case "subscribe":
+	case "subscribe", "ssubscribe":
 		return Event{Kind: EventSubscribed, Channel: channel}, true
-	case "unsubscribe":
+	case "unsubscribe", "sunsubscribe":
 		return Event{Kind: EventUnsubscribed, Channel: channel}, true
 	}
 	return Event{}, false

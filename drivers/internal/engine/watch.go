@@ -20,7 +20,10 @@ import (
 // have gone unannounced meanwhile. A node whose server refuses to
 // subscribe (an ACL without channel rights, a proxy without pub/sub) is
 // not listened to, and the engine says so once, through Config.Logger:
-// its waiters poll.
+// its waiters poll. A Cluster node with sharded pub/sub announces and
+// listens under the channels' shard names instead (shard.go); its
+// Subscription translates them, so the watcher deals in the channels'
+// own names whatever the node.
 
 // Redial delays of a node's subscription connection: doubling from
 // redialMin up to redialMax after failures, refusedRetry after a refusal.

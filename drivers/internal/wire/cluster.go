@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redlock-go/redlock/core"
@@ -67,4 +68,18 @@ func ClusterName(prefix, key string) (string, error) {
 		return prefix + "{" + key + "}", nil
 	}
 	return prefix + key, nil
+}
+
+// HasShardedPubSub reports whether info, a server's INFO server reply,
+// names a version with sharded pub/sub (SPUBLISH, SSUBSCRIBE): Redis 7.0
+// or later in its redis_version field, which Valkey fills with the Redis
+// version it is compatible with.
+func HasShardedPubSub(info string) bool {
+	_, after, ok := strings.Cut(info, "redis_version:")
+	if !ok {
+		return false
+	}
+	major, _, _ := strings.Cut(after, ".")
+	n, err := strconv.Atoi(strings.TrimSpace(major))
+	return err == nil && n >= 7
 }

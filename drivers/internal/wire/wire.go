@@ -43,7 +43,13 @@ var (
 	acquireProbeSrc string
 
 	// Release is the compare-and-delete script: KEYS[1] key, ARGV[1] token.
+	// It announces a release with PUBLISH (ReleaseChannel, TurnChannel).
 	Release = newScript(releaseSrc)
+	// ReleaseSharded is Release announcing with SPUBLISH (Redis 7.0's
+	// sharded pub/sub) on the channels of ShardChannel, which share the
+	// key's hash slot: on a Cluster, the announcement reaches the key's
+	// master and its replicas only, where PUBLISH reaches every node.
+	ReleaseSharded = newScript(strings.Replace(releaseSrc, plainChannels, shardedChannels, 1))
 	// Extend is the compare-and-PEXPIRE script: KEYS[1] key, ARGV[1] token,
 	// ARGV[2] TTL in milliseconds.
 	Extend = newScript(extendSrc)
@@ -66,6 +72,23 @@ var (
 	RaiseFence = newScript(raiseFenceSrc)
 )
 
+// plainChannels are the lines of release.lua that name its announcements'
+// command and channels; shardedChannels replace them in ReleaseSharded,
+// naming channels as ShardChannel does.
+const (
+	plainChannels = `local publish = "PUBLISH"
+local function channel(prefix, key) return prefix .. key end
+`
+	shardedChannels = `local publish = "SPUBLISH"
+local function channel(prefix, key)
+  local o = string.find(key, "{", 1, true)
+  local c = o and string.find(key, "}", o + 1, true)
+  if c and c > o + 1 then return prefix .. key end
+  return prefix .. "{" .. key .. "}"
+end
+`
+)
+
 // ReleasePrefix starts the name of the channel on which the release
 // script announces that it deleted a key: the key follows it.
 const ReleasePrefix = "redlock:release:"
@@ -82,6 +105,27 @@ const TurnPrefix = "redlock:turn:"
 // TurnChannel returns the channel on which the waiter id hears that key
 // was handed to it.
 func TurnChannel(id, key string) string { return TurnPrefix + id + ":" + key }
+
+// ShardChannel returns the name under which ReleaseSharded announces on
+// channel, a ReleaseChannel or TurnChannel: with the key k it is for,
+// prefix + k for a key with a hash tag, prefix + "{" + k + "}" otherwise
+// (as ClusterName names keys), so that it hashes to k's slot. ok == false
+// for another channel, or a key that cannot be tagged (ErrUntaggable), on
+// which no command goes.
+func ShardChannel(channel string) (name string, ok bool) {
+	prefix := ReleasePrefix
+	key, found := strings.CutPrefix(channel, ReleasePrefix)
+	if !found {
+		rest, found := strings.CutPrefix(channel, TurnPrefix)
+		id, k, cut := strings.Cut(rest, ":") // a waiter id has no ':'
+		if !found || !cut {
+			return "", false
+		}
+		prefix, key = TurnPrefix+id+":", k
+	}
+	name, err := ClusterName(prefix, key)
+	return name, err == nil
+}
 
 // QueuePrefix and QueueDuePrefix start the names of a key's waiter queue
 // (a sorted set of waiter ids by ticket) and of its entries' deadlines (a
