@@ -99,6 +99,10 @@ func Main(m *testing.M) {
 			// refresh replaced 5 s later, on a goroutine of their own.
 			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
 			goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"),
+			// A refresh they schedule (after a MOVED or a failed node) sleeps
+			// up to a second before it runs, even when the client is closed.
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+			goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
 		); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
 			code = 1
