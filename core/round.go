@@ -46,13 +46,24 @@ type Round struct {
 // the caller's clock, or ok == false when none is due until a reply comes
 // in (or the round is done). now is the current reading of the Locker's
 // clock: a sequential round's deadline counts from it.
+//
+// Next is small enough to inline: the caller copies the command straight
+// from the round, rather than from a result the call wrote just before.
 func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, ok bool) {
+	if node, deadline, ok = r.next(now); ok {
+		cmd = r.cmd
+	}
+	return node, cmd, deadline, ok
+}
+
+// next hands out the next node and its deadline, as Next does.
+func (r *Round) next(now time.Time) (node int, deadline time.Time, ok bool) {
 	if int(r.sent) == r.tally.n || r.Done() {
-		return 0, Command{}, time.Time{}, false
+		return 0, time.Time{}, false
 	}
 	if r.fanOut == Sequential {
 		if r.waiting > 0 {
-			return 0, Command{}, time.Time{}, false
+			return 0, time.Time{}, false
 		}
 		deadline = now.Add(r.timeout)
 	} else {
@@ -63,7 +74,7 @@ func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, 
 	if r.noWait&(1<<node) == 0 {
 		r.waiting++
 	}
-	return node, r.cmd, deadline, true
+	return node, deadline, true
 }
 
 // Receive records a node's reply and reports whether it counted: a reply
@@ -90,19 +101,16 @@ func (r *Round) Receive(rep Reply) bool {
 // Done reports whether the round needs no more replies. Replies to
 // commands still in flight may then be discarded.
 func (r *Round) Done() bool {
-	if int(r.received) == r.tally.n {
+	t := &r.tally
+	switch {
+	case int(r.received) == t.n:
 		return true
-	}
-	if r.cmd.Op == OpRelease {
-		return int(r.sent) == r.tally.n && r.waiting == 0
-	}
-	switch r.tally.vote() {
-	case voteLost:
-		return true
-	case voteWon:
+	case r.cmd.Op == OpRelease:
+		return int(r.sent) == t.n && r.waiting == 0
+	case t.ok >= t.quorum: // won: a sequential round visits every node
 		return r.fanOut == Multiplexed
 	}
-	return false
+	return t.ok+t.pending() < t.quorum // lost
 }
 
 // Command returns the command the round sends to every node.
