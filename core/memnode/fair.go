@@ -16,7 +16,7 @@ import (
 
 // applyFair runs a Fair acquire or release; n.mu is held. handed reports
 // that the key was handed to the waiter.
-func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, handed bool) {
+func (n *node) applyFair(cmd *core.Command, now time.Time) (st core.Status, handed bool) {
 	e := n.data[cmd.Key]
 	live := n.alive(e, now)
 	switch cmd.Op {

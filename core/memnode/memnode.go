@@ -189,11 +189,12 @@ func (c *Cluster) with(i int, f func(*node)) {
 	f(n)
 }
 
-// exec applies cmd on node i at now and returns the reply and its delay.
-// hung reports a node that never answers. It unlocks without defer: this
-// is the reference driver's hot path.
-func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay time.Duration, hung bool) {
-	r.Node = i
+// exec applies cmd on node i at now, writes the reply to *r and returns
+// its delay. hung reports a node that never answers. It takes the command
+// by pointer and writes the reply in place, into the batch's slot, and
+// unlocks without defer: this is the reference driver's hot path.
+func (n *node) exec(i int, cmd *core.Command, now time.Time, r *core.Reply) (delay time.Duration, hung bool) {
+	*r = core.Reply{Node: i}
 	n.mu.Lock()
 	n.calls++
 	if n.hung || n.down {
@@ -202,7 +203,7 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 		if !hung {
 			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
 		}
-		return r, 0, hung
+		return 0, hung
 	}
 	var handed bool
 	if cmd.Fair {
@@ -226,7 +227,7 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 	if r.Status == 0 {
 		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
 	}
-	return r, delay, false
+	return delay, false
 }
 
 // lookup returns key's live entry at now, or nil; an entry found expired
@@ -286,7 +287,7 @@ func (n *node) kill(e *entry) {
 
 // apply runs cmd against the data with Redis's semantics, with one map
 // lookup; n.mu is held.
-func (n *node) apply(cmd core.Command, now time.Time) core.Status {
+func (n *node) apply(cmd *core.Command, now time.Time) core.Status {
 	e := n.data[cmd.Key]
 	live := n.alive(e, now)
 	switch cmd.Op {
@@ -465,18 +466,23 @@ func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
 	if !b.fresh {
 		b.now, b.fresh = b.c.now(), true
 	}
-	now := b.now
-	r, delay, hung := b.c.nodes[i].exec(i, cmd, now)
-	ready := now
-	if delay != 0 {
-		ready = now.Add(delay)
-	}
-	if hung || ready.After(deadline) {
-		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
-		ready = deadline
-	}
+	// The reply is written in place, into its slot. A send past MaxNodes
+	// (which the core never makes) still runs, and is never answered.
+	var dropped pending
+	p := &dropped
 	if b.n < len(b.sent) {
-		b.sent[b.n] = pending{reply: r, ready: ready}
+		p = &b.sent[b.n]
+	}
+	delay, hung := b.c.nodes[i].exec(i, &cmd, b.now, &p.reply)
+	p.ready = b.now
+	if delay != 0 {
+		p.ready = b.now.Add(delay)
+	}
+	if hung || p.ready.After(deadline) {
+		p.reply.Status, p.reply.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
+		p.ready = deadline
+	}
+	if p != &dropped {
 		b.n++
 	}
 }
@@ -491,7 +497,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 			first = j
 		}
 	}
-	p := b.sent[first]
+	p := &b.sent[first]
 	b.fresh = false
 	// A reply ready no later than the last send needs no clock read.
 	if !p.ready.After(b.now) {
@@ -511,9 +517,12 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		default:
 		}
 	}
+	rep := p.reply
 	b.n--
-	b.sent[first] = b.sent[b.n]
-	return p.reply, true
+	if first != b.n {
+		*p = b.sent[b.n]
+	}
+	return rep, true
 }
 
 func (b *batch) Close() {
