@@ -80,6 +80,7 @@ type Client struct {
 	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
 	fair  bool      // Config.Fair: the nodes queue the waiters
+	seq   bool      // Config.FanOut is Sequential: read once, not per round
 	// try is spec without Fair, for TryLock: it never waits, so it must
 	// not queue (a queued waiter that never comes is handed a release for
 	// nothing), and it cannot take a key handed to a waiter.
@@ -130,6 +131,7 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
+		seq: spec.Config().FanOut == core.Sequential,
 		obs: opts.Observer, timing: opts.Observer.timed()}
 	if cfg.Fair {
 		cfg.Fair = false
@@ -438,7 +440,7 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) 
 func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
-	sequential := c.spec.Config().FanOut == core.Sequential
+	sequential := c.seq
 	var now time.Time
 	if vl != nil {
 		vl.begin(r, keep)
@@ -454,14 +456,17 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			now = c.clock.Now() // each node's deadline counts from its send
 		}
 		for {
-			node, cmd, deadline, ok := r.Next(now)
+			// Every command of a round is the round's Command: sent
+			// from the round itself, it is not copied twice (Next's
+			// result, then Send's argument).
+			node, _, deadline, ok := r.Next(now)
 			if !ok {
 				break
 			}
 			if vl != nil {
 				c.sending(vl, node, now)
 			}
-			b.Send(node, cmd, deadline)
+			b.Send(node, r.Command(), deadline)
 		}
 		if r.Done() { // a cleanup that awaits nobody
 			break

@@ -51,6 +51,7 @@ type locker struct {
 	spec  core.Spec
 	drv   core.Driver
 	clock testClock
+	seq   bool // sequential rounds: read once, not a Config copy per round
 }
 
 // newLocker checks cfg against d, as core.NewSpec does.
@@ -59,7 +60,7 @@ func newLocker(d core.Driver, clock testClock, cfg core.Config) (*locker, error)
 	if err != nil {
 		return nil, err
 	}
-	return &locker{spec: spec, drv: d, clock: clock}, nil
+	return &locker{spec: spec, drv: d, clock: clock, seq: spec.Config().FanOut == core.Sequential}, nil
 }
 
 // Config returns the Spec's configuration in force.
@@ -133,7 +134,7 @@ func (l *locker) advance(ctx context.Context, a *core.Acquisition) {
 func (l *locker) run(ctx context.Context, r *core.Round, cancel <-chan struct{}) (cancelled bool) {
 	b := l.drv.Begin(ctx)
 	defer b.Close()
-	sequential := l.spec.Config().FanOut == core.Sequential
+	sequential := l.seq
 	var now time.Time
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
@@ -143,11 +144,14 @@ func (l *locker) run(ctx context.Context, r *core.Round, cancel <-chan struct{})
 			now = l.clock.Now() // each node's deadline counts from its send
 		}
 		for {
-			node, cmd, deadline, ok := r.Next(now)
+			// Every command of a round is the round's Command: sent
+			// from the round itself, it is not copied twice (Next's
+			// result, then Send's argument).
+			node, _, deadline, ok := r.Next(now)
 			if !ok {
 				break
 			}
-			b.Send(node, cmd, deadline)
+			b.Send(node, r.Command(), deadline)
 		}
 		if r.Done() { // a cleanup that awaits nobody
 			break
