@@ -28,9 +28,13 @@ import "time"
 type Round struct {
 	cmd     Command
 	timeout time.Duration
-	start   time.Time
-	tally   tally
-	fence   uint64 // the largest Reply.Fence of an OK reply
+	// end is the round's start plus timeout: every node's deadline when
+	// multiplexed, computed once rather than per node; the start is
+	// end minus timeout (started). An Acquisition must stay within
+	// 1 KiB under TinyGo: a field more for the start would not fit.
+	end   time.Time
+	tally tally
+	fence uint64 // the largest Reply.Fence of an OK reply
 	// noWait marks nodes whose reply a release need not await (bit i for
 	// node i); waiting counts the commands sent and awaited, not yet
 	// answered. The small fields come last, together: TinyGo keeps an
@@ -67,7 +71,7 @@ func (r *Round) next(now time.Time) (node int, deadline time.Time, ok bool) {
 		}
 		deadline = now.Add(r.timeout)
 	} else {
-		deadline = r.start.Add(r.timeout)
+		deadline = r.end
 	}
 	node = int(r.sent)
 	r.sent++
@@ -112,6 +116,9 @@ func (r *Round) Done() bool {
 	}
 	return t.ok+t.pending() < t.quorum // lost
 }
+
+// started returns the clock reading the round started at.
+func (r *Round) started() time.Time { return r.end.Add(-r.timeout) }
 
 // Command returns the command the round sends to every node.
 func (r *Round) Command() Command { return r.cmd }
