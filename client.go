@@ -442,6 +442,14 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 	defer b.Close()
 	sequential := c.seq
 	var now time.Time
+	// Every command of a round is the round's Command, copied once
+	// here rather than out of each Next's result: Command is 72 bytes,
+	// never in registers, and a copy read back straight after it was
+	// written stalls the CPU. The reply is received into a variable of
+	// the loop's for the same reason.
+	cmd := r.Command()
+	var rep core.Reply
+	var got bool
 	if vl != nil {
 		vl.begin(r, keep)
 	}
@@ -456,9 +464,6 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			now = c.clock.Now() // each node's deadline counts from its send
 		}
 		for {
-			// Every command of a round is the round's Command: sent
-			// from the round itself, it is not copied twice (Next's
-			// result, then Send's argument).
 			node, _, deadline, ok := r.Next(now)
 			if !ok {
 				break
@@ -466,13 +471,12 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			if vl != nil {
 				c.sending(vl, node, now)
 			}
-			b.Send(node, r.Command(), deadline)
+			b.Send(node, cmd, deadline)
 		}
 		if r.Done() { // a cleanup that awaits nobody
 			break
 		}
-		rep, ok := b.Receive(cancel)
-		if !ok {
+		if rep, got = b.Receive(cancel); !got {
 			return true
 		}
 		if r.Receive(rep) && vl != nil {
