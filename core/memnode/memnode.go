@@ -30,11 +30,14 @@ var ErrTimeout = errors.New("memnode: deadline exceeded")
 // Cluster is N in-memory nodes. It is safe for concurrent use.
 type Cluster struct {
 	clock core.Clock
-	// epoch is set when clock is core.SystemClock: now reads the
-	// monotonic clock alone, as epoch plus the time since it, which costs
-	// one clock read where time.Now costs two (wall and monotonic).
-	epoch time.Time
-	nodes []*node
+	// epoch is the clock's reading at New: the cluster keeps its times as
+	// instants, nanoseconds since it, which compare and add as integers.
+	// With the system clock it reads the monotonic clock alone, as the
+	// time since epoch, which costs one clock read where time.Now costs
+	// two (wall and monotonic).
+	epoch  time.Time
+	system bool // clock is core.SystemClock
+	nodes  []*node
 
 	spare atomic.Pointer[batch] // one reused batch, without a lock
 	mu    sync.Mutex
@@ -50,7 +53,7 @@ type Cluster struct {
 // workload allocates nothing; sweep bounds the dead ones.
 type entry struct {
 	token   core.Token
-	expires time.Time
+	expires instant
 	live    bool
 	handed  bool // Fair: handed to the cluster's waiter, holding no token
 }
@@ -68,14 +71,16 @@ type node struct {
 	hung    bool
 	muted   bool // releases are not announced (lost announcements)
 	calls   int
-	queued  map[string]time.Time // Fair: keys the cluster's waiter is queued for, until then
+	queued  map[string]instant // Fair: keys the cluster's waiter is queued for, until then
 }
 
 // New returns a cluster of n empty nodes on clock.
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
 	if _, ok := clock.(core.SystemClock); ok {
-		c.epoch = time.Now()
+		c.epoch, c.system = time.Now(), true
+	} else if clock != nil { // a nil clock fails at the first command, not here
+		c.epoch = clock.Now()
 	}
 	for i := range c.nodes {
 		c.nodes[i] = &node{c: c, name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
@@ -143,7 +148,7 @@ func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 	c.with(i, func(n *node) {
 		e := n.data[key]
 		n.alive(e, now)
-		n.set(e, key, token, now.Add(ttl))
+		n.set(e, key, token, now.add(ttl))
 	})
 }
 
@@ -153,7 +158,7 @@ func (c *Cluster) Get(i int, key string) (token core.Token, ttl time.Duration, o
 	now := c.now()
 	c.with(i, func(n *node) {
 		if e := n.lookup(key, now); e != nil {
-			token, ttl, ok = e.token, e.expires.Sub(now), true
+			token, ttl, ok = e.token, e.expires.sub(now), true
 		}
 	})
 	return token, ttl, ok
@@ -170,17 +175,37 @@ func (c *Cluster) Holders(key string, token core.Token) int {
 	return k
 }
 
-// now reads the cluster's clock. With the system clock, it is a reading
-// that differs from time.Now's only in its wall-clock part, which follows
-// the monotonic clock from New on, not steps of the system's wall clock:
-// the cluster compares and subtracts its readings, and the deadlines it is
-// given, by their monotonic readings alone.
-func (c *Cluster) now() time.Time {
-	if !c.epoch.IsZero() {
-		return c.epoch.Add(time.Since(c.epoch))
+// instant is a time on the cluster's clock: nanoseconds since its epoch.
+type instant int64
+
+// maxInstant is the largest instant.
+const maxInstant instant = 1<<63 - 1
+
+// add returns t plus d, saturated at the largest instant.
+func (t instant) add(d time.Duration) instant {
+	if d > 0 && t > maxInstant-instant(d) {
+		return maxInstant
 	}
-	return c.clock.Now()
+	return t + instant(d)
 }
+
+// sub returns t minus u.
+func (t instant) sub(u instant) time.Duration { return time.Duration(t - u) }
+
+// now reads the cluster's clock. With the system clock it reads the
+// monotonic clock alone: the cluster compares its readings, and the
+// deadlines it is given, by their monotonic readings, as time.Time does.
+func (c *Cluster) now() instant {
+	if c.system {
+		return instant(time.Since(c.epoch))
+	}
+	return c.instant(c.clock.Now())
+}
+
+// instant returns t, a reading of the cluster's clock, as an instant.
+// time.Time's Sub saturates about 292 years from the epoch, and so does
+// an instant.
+func (c *Cluster) instant(t time.Time) instant { return instant(t.Sub(c.epoch)) }
 
 func (c *Cluster) with(i int, f func(*node)) {
 	n := c.nodes[i]
@@ -193,7 +218,7 @@ func (c *Cluster) with(i int, f func(*node)) {
 // its delay. hung reports a node that never answers. It takes the command
 // by pointer and writes the reply in place, into the batch's slot, and
 // unlocks without defer: this is the reference driver's hot path.
-func (n *node) exec(i int, cmd *core.Command, now time.Time, r *core.Reply) (delay time.Duration, hung bool) {
+func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay time.Duration, hung bool) {
 	*r = core.Reply{Node: i}
 	n.mu.Lock()
 	n.calls++
@@ -216,7 +241,7 @@ func (n *node) exec(i int, cmd *core.Command, now time.Time, r *core.Reply) (del
 		r.Fence = n.fences[cmd.Key] + 1
 		n.fences[cmd.Key] = r.Fence
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
-		r.TTL = n.data[cmd.Key].expires.Sub(now) // live: apply found it
+		r.TTL = n.data[cmd.Key].expires.sub(now) // live: apply found it
 	}
 	announce := (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
 	delay = n.latency
@@ -232,7 +257,7 @@ func (n *node) exec(i int, cmd *core.Command, now time.Time, r *core.Reply) (del
 
 // lookup returns key's live entry at now, or nil; an entry found expired
 // is marked dead, as Redis would forget the key. n.mu is held.
-func (n *node) lookup(key string, now time.Time) *entry {
+func (n *node) lookup(key string, now instant) *entry {
 	e := n.data[key]
 	if !n.alive(e, now) {
 		return nil
@@ -242,11 +267,11 @@ func (n *node) lookup(key string, now time.Time) *entry {
 
 // alive reports whether e (which may be nil) is live at now, marking an
 // expired entry dead. n.mu is held.
-func (n *node) alive(e *entry, now time.Time) bool {
+func (n *node) alive(e *entry, now instant) bool {
 	if e == nil || !e.live {
 		return false
 	}
-	if !now.Before(e.expires) {
+	if now >= e.expires {
 		e.live = false
 		n.dead++
 		return false
@@ -257,7 +282,7 @@ func (n *node) alive(e *entry, now time.Time) bool {
 // set makes key live with token until expires in e, key's entry, which is
 // nil when the key was never seen or dead otherwise, and returns the
 // entry. n.mu is held.
-func (n *node) set(e *entry, key string, token core.Token, expires time.Time) *entry {
+func (n *node) set(e *entry, key string, token core.Token, expires instant) *entry {
 	switch {
 	case e == nil:
 		e = new(entry)
@@ -287,7 +312,7 @@ func (n *node) kill(e *entry) {
 
 // apply runs cmd against the data with Redis's semantics, with one map
 // lookup; n.mu is held.
-func (n *node) apply(cmd *core.Command, now time.Time) core.Status {
+func (n *node) apply(cmd *core.Command, now instant) core.Status {
 	e := n.data[cmd.Key]
 	live := n.alive(e, now)
 	switch cmd.Op {
@@ -295,7 +320,7 @@ func (n *node) apply(cmd *core.Command, now time.Time) core.Status {
 		if live {
 			return core.StatusHeld
 		}
-		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
+		n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL))
 		return core.StatusOK
 	case core.OpRelease, core.OpExtend, core.OpRaiseFence:
 		switch {
@@ -306,7 +331,7 @@ func (n *node) apply(cmd *core.Command, now time.Time) core.Status {
 		case cmd.Op == core.OpRelease:
 			n.kill(e)
 		case cmd.Op == core.OpExtend:
-			e.expires = now.Add(cmd.TTL)
+			e.expires = now.add(cmd.TTL)
 		case cmd.Fence > n.fences[cmd.Key]:
 			n.fences[cmd.Key] = cmd.Fence
 		}
@@ -430,7 +455,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 type pending struct {
 	reply core.Reply
-	ready time.Time
+	ready instant
 }
 
 type batch struct {
@@ -440,7 +465,7 @@ type batch struct {
 	// now is the clock reading shared by the sends issued since the last
 	// Receive: commands sent back to back execute at one instant, which
 	// saves a clock read per command (about 50 ns each on a VM).
-	now   time.Time
+	now   instant
 	fresh bool
 }
 
@@ -474,13 +499,10 @@ func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
 		p = &b.sent[b.n]
 	}
 	delay, hung := b.c.nodes[i].exec(i, &cmd, b.now, &p.reply)
-	p.ready = b.now
-	if delay != 0 {
-		p.ready = b.now.Add(delay)
-	}
-	if hung || p.ready.After(deadline) {
+	p.ready = b.now.add(delay)
+	if dl := b.c.instant(deadline); hung || p.ready > dl {
 		p.reply.Status, p.reply.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
-		p.ready = deadline
+		p.ready = dl
 	}
 	if p != &dropped {
 		b.n++
@@ -493,20 +515,20 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	}
 	first := 0
 	for j := 1; j < b.n; j++ {
-		if b.sent[j].ready.Before(b.sent[first].ready) {
+		if b.sent[j].ready < b.sent[first].ready {
 			first = j
 		}
 	}
 	p := &b.sent[first]
 	b.fresh = false
 	// A reply ready no later than the last send needs no clock read.
-	if !p.ready.After(b.now) {
+	if p.ready <= b.now {
 		select {
 		case <-cancel:
 			return core.Reply{}, false
 		default:
 		}
-	} else if wait := p.ready.Sub(b.c.now()); wait > 0 {
+	} else if wait := p.ready.sub(b.c.now()); wait > 0 {
 		if !sleep(b.c.clock, wait, cancel) {
 			return core.Reply{}, false
 		}

@@ -145,13 +145,16 @@ func TestSystemClockReadings(t *testing.T) {
 	}
 	before := time.Now()
 	now := c.now()
-	if now.Before(before) || time.Until(now) > 0 {
+	if now < c.instant(before) || now > c.instant(time.Now()) {
 		t.Fatalf("now() %v is not between two time.Now readings from %v", now, before)
 	}
 	if _, ttl, ok := c.Get(0, "ahead"); !ok || ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("Get: ttl %v, ok %v", ttl, ok)
 	}
-	if m := New(1, NewManualClock(epoch)); !m.epoch.IsZero() || !m.now().Equal(epoch) {
-		t.Fatalf("a ManualClock is read as itself: epoch %v, now %v", m.epoch, m.now())
+	clock := NewManualClock(epoch)
+	m := New(1, clock)
+	clock.Advance(time.Second)
+	if m.system || !m.epoch.Equal(epoch) || m.now() != instant(time.Second) {
+		t.Fatalf("a ManualClock is read as itself: epoch %v, now %v after a second", m.epoch, m.now())
 	}
 }
