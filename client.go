@@ -307,9 +307,9 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
 func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, _ error) {
-	spec := c.spec
+	spec := &c.spec // not a copy: a Spec is 192 bytes
 	if once {
-		spec = c.try
+		spec = &c.try
 	}
 	var now time.Time
 	if vl != nil {
