@@ -13,7 +13,7 @@ import "github.com/redlock-go/redlock/core"
 // applyFair runs a Fair acquire or release; n.mu is held. handed reports
 // that the key was handed to the waiter.
 func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed bool) {
-	e := n.data[cmd.Key]
+	e := n.entry(cmd.Key)
 	live := n.alive(e, now)
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
@@ -46,7 +46,7 @@ func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed
 			delete(n.queued, cmd.Key)
 			if now < until {
 				// n.data again: the kill above may have swept e out.
-				n.set(n.data[cmd.Key], cmd.Key, core.Token{}, now.add(cmd.Handoff)).handed = true
+				n.set(n.entry(cmd.Key), cmd.Key, core.Token{}, now.add(cmd.Handoff)).handed = true
 				return st, true
 			}
 		}

@@ -72,6 +72,12 @@ type node struct {
 	muted   bool // releases are not announced (lost announcements)
 	calls   int
 	queued  map[string]instant // Fair: keys the cluster's waiter is queued for, until then
+	// lastKey's entry is last: the entry the last command found or
+	// made, so that the next command on the key (a release after an
+	// acquire) finds it without a map lookup. last is nil when unknown;
+	// entries leave data only in the sweep and Restart, which forget it.
+	lastKey string
+	last    *entry
 }
 
 // New returns a cluster of n empty nodes on clock.
@@ -124,7 +130,7 @@ func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung =
 // Restart empties node i, fence counters included, like a Redis restart
 // without persistence.
 func (c *Cluster) Restart(i int) {
-	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead = 0 })
+	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead, n.last = 0, nil })
 }
 
 // Fence returns key's fence counter on node i: 0 if it was never
@@ -146,7 +152,7 @@ func (c *Cluster) Calls(i int) int {
 func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 	now := c.now()
 	c.with(i, func(n *node) {
-		e := n.data[key]
+		e := n.entry(key)
 		n.alive(e, now)
 		n.set(e, key, token, now.add(ttl))
 	})
@@ -241,7 +247,7 @@ func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay
 		r.Fence = n.fences[cmd.Key] + 1
 		n.fences[cmd.Key] = r.Fence
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
-		r.TTL = n.data[cmd.Key].expires.sub(now) // live: apply found it
+		r.TTL = n.entry(cmd.Key).expires.sub(now) // live: apply found it
 	}
 	announce := (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
 	delay = n.latency
@@ -255,10 +261,23 @@ func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay
 	return delay, false
 }
 
+// entry returns key's entry, live or dead, or nil: data[key], from last
+// when it is key's. n.mu is held.
+func (n *node) entry(key string) *entry {
+	if n.last != nil && key == n.lastKey {
+		return n.last
+	}
+	e := n.data[key]
+	if e != nil {
+		n.lastKey, n.last = key, e
+	}
+	return e
+}
+
 // lookup returns key's live entry at now, or nil; an entry found expired
 // is marked dead, as Redis would forget the key. n.mu is held.
 func (n *node) lookup(key string, now instant) *entry {
-	e := n.data[key]
+	e := n.entry(key)
 	if !n.alive(e, now) {
 		return nil
 	}
@@ -287,6 +306,7 @@ func (n *node) set(e *entry, key string, token core.Token, expires instant) *ent
 	case e == nil:
 		e = new(entry)
 		n.data[key] = e
+		n.lastKey, n.last = key, e
 	case !e.live:
 		n.dead--
 	}
@@ -306,14 +326,14 @@ func (n *node) kill(e *entry) {
 				delete(n.data, k)
 			}
 		}
-		n.dead = 0
+		n.dead, n.last = 0, nil
 	}
 }
 
 // apply runs cmd against the data with Redis's semantics, with one map
 // lookup; n.mu is held.
 func (n *node) apply(cmd *core.Command, now instant) core.Status {
-	e := n.data[cmd.Key]
+	e := n.entry(cmd.Key)
 	live := n.alive(e, now)
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
