@@ -4,7 +4,9 @@
 // manual clock for deterministic tests. It imports the standard library and
 // core only, so it runs wherever core does (WebAssembly, TinyGo).
 //
-// Commands take effect when sent; the reply becomes ready after the node's
+// A batch buffers its commands, as a pipelining driver does, and they take
+// effect together at its next Receive or Close, at one instant and under
+// one lock of the cluster's; each reply becomes ready after its node's
 // latency, or at the deadline as core.StatusTimeout if that comes first.
 // Receive returns the earliest ready reply and sleeps on the clock until
 // then, so with a ManualClock a round's timing is exact and repeatable.
@@ -38,6 +40,9 @@ type Cluster struct {
 	epoch  time.Time
 	system bool // clock is core.SystemClock
 	nodes  []*node
+	// nmu guards every node's state: a batch's commands, one per node,
+	// take it once, where a lock per node would cost one per command.
+	nmu sync.Mutex
 
 	spare atomic.Pointer[batch] // one reused batch, without a lock
 	mu    sync.Mutex
@@ -58,11 +63,11 @@ type entry struct {
 	handed  bool // Fair: handed to the cluster's waiter, holding no token
 }
 
+// node is one node's state; the cluster's nmu guards it.
 type node struct {
 	c    *Cluster
 	name string
 
-	mu      sync.Mutex
 	data    map[string]*entry
 	fences  map[string]uint64 // fence counters, by locked key: they never expire
 	dead    int               // entries in data that are not live
@@ -214,27 +219,24 @@ func (c *Cluster) now() instant {
 func (c *Cluster) instant(t time.Time) instant { return instant(t.Sub(c.epoch)) }
 
 func (c *Cluster) with(i int, f func(*node)) {
-	n := c.nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	f(n)
+	c.nmu.Lock()
+	defer c.nmu.Unlock()
+	f(c.nodes[i])
 }
 
 // exec applies cmd on node i at now, writes the reply to *r and returns
-// its delay. hung reports a node that never answers. It takes the command
-// by pointer and writes the reply in place, into the batch's slot, and
-// unlocks without defer: this is the reference driver's hot path.
-func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay time.Duration, hung bool) {
+// its delay. hung reports a node that never answers; announce, a release
+// to announce (once nmu is unlocked). It takes the command by pointer and
+// writes the reply in place, into the batch's slot: this is the reference
+// driver's hot path. c.nmu is held.
+func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay time.Duration, hung, announce bool) {
 	*r = core.Reply{Node: i}
-	n.mu.Lock()
 	n.calls++
 	if n.hung || n.down {
-		hung = n.hung
-		n.mu.Unlock()
-		if !hung {
+		if !n.hung {
 			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
 		}
-		return 0, hung
+		return 0, n.hung, false
 	}
 	var handed bool
 	if cmd.Fair {
@@ -249,20 +251,15 @@ func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
 		r.TTL = n.entry(cmd.Key).expires.sub(now) // live: apply found it
 	}
-	announce := (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
-	delay = n.latency
-	n.mu.Unlock()
-	if announce {
-		n.c.announce(i, cmd.Key)
-	}
+	announce = (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
 	if r.Status == 0 {
 		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
 	}
-	return delay, false
+	return n.latency, false, announce
 }
 
 // entry returns key's entry, live or dead, or nil: data[key], from last
-// when it is key's. n.mu is held.
+// when it is key's. c.nmu is held.
 func (n *node) entry(key string) *entry {
 	if n.last != nil && key == n.lastKey {
 		return n.last
@@ -275,7 +272,7 @@ func (n *node) entry(key string) *entry {
 }
 
 // lookup returns key's live entry at now, or nil; an entry found expired
-// is marked dead, as Redis would forget the key. n.mu is held.
+// is marked dead, as Redis would forget the key. c.nmu is held.
 func (n *node) lookup(key string, now instant) *entry {
 	e := n.entry(key)
 	if !n.alive(e, now) {
@@ -285,7 +282,7 @@ func (n *node) lookup(key string, now instant) *entry {
 }
 
 // alive reports whether e (which may be nil) is live at now, marking an
-// expired entry dead. n.mu is held.
+// expired entry dead. c.nmu is held.
 func (n *node) alive(e *entry, now instant) bool {
 	if e == nil || !e.live {
 		return false
@@ -300,7 +297,7 @@ func (n *node) alive(e *entry, now instant) bool {
 
 // set makes key live with token until expires in e, key's entry, which is
 // nil when the key was never seen or dead otherwise, and returns the
-// entry. n.mu is held.
+// entry. c.nmu is held.
 func (n *node) set(e *entry, key string, token core.Token, expires instant) *entry {
 	switch {
 	case e == nil:
@@ -315,8 +312,8 @@ func (n *node) set(e *entry, key string, token core.Token, expires instant) *ent
 }
 
 // kill marks e dead and sweeps the dead entries once they outnumber the
-// live ones by far, so that memory stays bounded by the live keys. n.mu is
-// held.
+// live ones by far, so that memory stays bounded by the live keys. c.nmu
+// is held.
 func (n *node) kill(e *entry) {
 	e.live = false
 	n.dead++
@@ -331,7 +328,7 @@ func (n *node) kill(e *entry) {
 }
 
 // apply runs cmd against the data with Redis's semantics, with one map
-// lookup; n.mu is held.
+// lookup; c.nmu is held.
 func (n *node) apply(cmd *core.Command, now instant) core.Status {
 	e := n.entry(cmd.Key)
 	live := n.alive(e, now)
@@ -364,7 +361,7 @@ var _ core.Announcer = (*Cluster)(nil)
 
 // Watch relays the releases of key: notify(i) is called when node i
 // deletes key in a release (core.OpRelease), unless muted, synchronously
-// from the Send that deleted it; for every node up, from Watch itself, as
+// from the batch's Receive or Close that ran it; for every node up, from Watch itself, as
 // its subscription starts; and when node i goes down or comes back up
 // (SetDown). Listening returns the nodes that are not down.
 func (c *Cluster) Watch(key string, notify func(node int)) core.Watch {
@@ -395,13 +392,13 @@ type watch struct {
 
 func (w *watch) Listening() uint32 {
 	var up uint32
+	w.c.nmu.Lock()
 	for i, n := range w.c.nodes {
-		n.mu.Lock()
 		if !n.down {
 			up |= 1 << i
 		}
-		n.mu.Unlock()
 	}
+	w.c.nmu.Unlock()
 	return up
 }
 
@@ -473,20 +470,30 @@ func (e *NodeError) Error() string {
 }
 func (e *NodeError) Unwrap() error { return e.Err }
 
+// pending is one command of a batch: buffered until the batch's next
+// Receive or Close runs it, then its reply.
 type pending struct {
+	cmd   core.Command
+	node  int
+	dl    instant // the deadline
 	reply core.Reply
 	ready instant
 }
 
 type batch struct {
 	c    *Cluster
-	n    int
+	n    int // commands pending: in the slots at[:n]
+	done int // commands run: at[:done], the others wait for run
 	sent [core.MaxNodes]pending
-	// now is the clock reading shared by the sends issued since the last
-	// Receive: commands sent back to back execute at one instant, which
-	// saves a clock read per command (about 50 ns each on a VM).
-	now   instant
-	fresh bool
+	// at orders the slots of sent: at[:n] are the pending commands, in
+	// the order Receive searches them, at[n:] the free slots. Receive
+	// moves the last one into the place of the reply it takes, one byte
+	// rather than a slot.
+	at [core.MaxNodes]uint8
+	// now is the clock reading of the last run: commands sent back to
+	// back execute at one instant, which saves a clock read per command
+	// (about 50 ns each on a VM).
+	now instant
 	// same reports that every pending reply is ready at one instant, the
 	// common case (no latency, no timeout): Receive then takes the first
 	// without searching, which is the one its search would find.
@@ -511,14 +518,14 @@ func (c *Cluster) Begin(ctx context.Context) core.Batch {
 	c.mu.Unlock()
 	if b == nil {
 		b = &batch{c: c}
+		for k := range b.at {
+			b.at[k] = uint8(k)
+		}
 	}
 	return b
 }
 
 func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
-	if !b.fresh {
-		b.now, b.fresh = b.c.now(), true
-	}
 	if b.n >= len(b.sent) {
 		b.overflow(i, &cmd)
 		return
@@ -526,38 +533,73 @@ func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
 	if deadline != b.deadline || b.n == 0 {
 		b.deadline, b.dl = deadline, b.c.instant(deadline)
 	}
-	// The reply is written in place, into its slot.
-	p := &b.sent[b.n]
-	delay, hung := b.c.nodes[i].exec(i, &cmd, b.now, &p.reply)
-	p.ready = b.now.add(delay)
-	if hung || p.ready > b.dl {
-		p.reply.Status, p.reply.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
-		p.ready = b.dl
-	}
-	b.same = b.n == 0 || b.same && p.ready == b.sent[0].ready
+	p := &b.sent[b.at[b.n]]
+	p.cmd, p.node, p.dl = cmd, i, b.dl
 	b.n++
 }
 
+// run executes the commands sent since the last run, at one reading of
+// the clock and under one lock of the nodes, and then announces the
+// releases among them.
+func (b *batch) run() {
+	if b.done == b.n {
+		return
+	}
+	c := b.c
+	b.now = c.now()
+	var announce uint32 // bit k: the command in slot at[k] is a release to announce
+	c.nmu.Lock()
+	first := &b.sent[b.at[0]]
+	for k := b.done; k < b.n; k++ {
+		p := &b.sent[b.at[k]]
+		delay, hung, ann := c.nodes[p.node].exec(p.node, &p.cmd, b.now, &p.reply)
+		p.ready = b.now.add(delay)
+		if hung || p.ready > p.dl {
+			p.reply.Status, p.reply.Err = core.StatusTimeout, &NodeError{Node: p.node, Name: c.nodes[p.node].name, Err: ErrTimeout}
+			p.ready = p.dl
+		}
+		b.same = k == 0 || b.same && p.ready == first.ready
+		if ann {
+			announce |= 1 << k // bit k: at[k]
+		}
+	}
+	c.nmu.Unlock()
+	for k := b.done; announce != 0; k++ {
+		if announce&(1<<k) != 0 {
+			announce &^= 1 << k
+			p := &b.sent[b.at[k]]
+			c.announce(p.node, p.cmd.Key)
+		}
+	}
+	b.done = b.n
+}
+
 // overflow runs a send past MaxNodes, which the core never makes: it
-// takes effect, and is never answered.
+// takes effect at once, and is never answered.
 func (b *batch) overflow(i int, cmd *core.Command) {
 	var r core.Reply
-	b.c.nodes[i].exec(i, cmd, b.now, &r)
+	c := b.c
+	c.nmu.Lock()
+	_, _, ann := c.nodes[i].exec(i, cmd, c.now(), &r)
+	c.nmu.Unlock()
+	if ann {
+		c.announce(i, cmd.Key)
+	}
 }
 
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	b.run()
 	if b.n == 0 {
 		return core.Reply{}, false
 	}
 	first := 0
 	for j := 1; j < b.n && !b.same; j++ {
-		if b.sent[j].ready < b.sent[first].ready {
+		if b.sent[b.at[j]].ready < b.sent[b.at[first]].ready {
 			first = j
 		}
 	}
-	p := &b.sent[first]
-	b.fresh = false
-	// A reply ready no later than the last send needs no clock read.
+	p := &b.sent[b.at[first]]
+	// A reply ready no later than the last run needs no clock read.
 	if p.ready <= b.now {
 		if closed(cancel) {
 			return core.Reply{}, false
@@ -569,16 +611,15 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	} else if closed(cancel) {
 		return core.Reply{}, false
 	}
-	rep := p.reply
 	b.n--
-	if first != b.n {
-		*p = b.sent[b.n]
-	}
-	return rep, true
+	b.done = b.n
+	b.at[first], b.at[b.n] = b.at[b.n], b.at[first]
+	return p.reply, true
 }
 
 func (b *batch) Close() {
-	b.n, b.fresh = 0, false
+	b.run() // a cleanup's releases that nobody awaits
+	b.n, b.done = 0, 0
 	if b.c.spare.CompareAndSwap(nil, b) {
 		return
 	}
