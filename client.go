@@ -80,6 +80,7 @@ type Client struct {
 	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
 	fair  bool      // Config.Fair: the nodes queue the waiters
+	seq   bool      // Config.FanOut is Sequential: read once, not per round
 	// try is spec without Fair, for TryLock: it never waits, so it must
 	// not queue (a queued waiter that never comes is handed a release for
 	// nothing), and it cannot take a key handed to a waiter.
@@ -130,6 +131,7 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
+		seq: spec.Config().FanOut == core.Sequential,
 		obs: opts.Observer, timing: opts.Observer.timed()}
 	if cfg.Fair {
 		cfg.Fair = false
@@ -305,9 +307,9 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
 func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, _ error) {
-	spec := c.spec
+	spec := &c.spec // not a copy: a Spec is 192 bytes
 	if once {
-		spec = c.try
+		spec = &c.try
 	}
 	var now time.Time
 	if vl != nil {
@@ -319,6 +321,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	if err != nil {
 		return core.Grant{}, 0, time.Time{}, err
 	}
+	started := now                              // the reading a's round started at; zero: unknown
 	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
 	if c.fair && !once && c.room.waiting(key) { // Fair has a room
 		// Others of this Client wait for the key: wait behind them rather
@@ -329,15 +332,16 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	for {
 		switch a.Phase() {
 		case core.PhaseRound:
-			attempt, now := c.advance(ctx, &a, vl)
+			attempt, now := c.advance(ctx, &a, started, vl)
 			if attempt {
 				attempts++
 			}
-			at = now
+			at, started = now, now // a round that follows starts at now
 			if w != nil && a.Phase() == core.PhaseWait {
 				w.heardAt = time.Time{} // a new wait: only a release heard in it makes a handoff
 			}
 		case core.PhaseWait:
+			started = time.Time{} // the wait reads the clock: a round after it reads it again
 			if once {
 				a.GiveUp(c.now(vl))
 				continue
@@ -408,18 +412,19 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 //
 // It reports whether the round was an attempt (an acquire round) that was
 // sent, and the reading it moved a on at; vl, when not nil, hears the
-// answers, and keeps an attempt's.
-func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) (attempt bool, now time.Time) {
+// answers, and keeps an attempt's. started is the reading a's round
+// started at (zero: unknown), as run takes it.
+func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.Time, vl *voteLog) (attempt bool, now time.Time) {
 	switch op := a.Round().Command().Op; {
 	case op == core.OpRelease: // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), nil, time.Time{}, vl, false)
+		c.run(ctx, a.Round(), started, nil, time.Time{}, vl, false)
 	case ctx.Err() != nil:
 		now = c.now(vl)
 		a.Cancel(now, ctx.Err())
 		return false, now
 	default:
 		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
-		if c.run(ctx, a.Round(), ctx.Done(), time.Time{}, vl, attempt) {
+		if c.run(ctx, a.Round(), started, ctx.Done(), time.Time{}, vl, attempt) {
 			now = c.now(vl)
 			a.Cancel(now, ctx.Err())
 			return attempt, now
@@ -435,11 +440,24 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, vl *voteLog) 
 // later between two replies (until may be zero: no such bound). vl, when
 // not nil, hears every answer for an observer, and keeps the round's when
 // keep (the votes kept before are dropped).
-func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
+//
+// started is the clock reading r started at, taken just before, or zero
+// when unknown: a sequential round's first node's deadline counts from
+// it rather than from a reading of its own, which would be the same but
+// for the few steps in between (a clock read costs more than a step).
+func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
-	sequential := c.spec.Config().FanOut == core.Sequential
-	var now time.Time
+	sequential := c.seq
+	now := started // a multiplexed round's deadline is its own: now is not used
+	// Every command of a round is the round's Command, copied once
+	// here rather than out of each Next's result: Command is 72 bytes,
+	// never in registers, and a copy read back straight after it was
+	// written stalls the CPU. The reply is received into a variable of
+	// the loop's for the same reason.
+	cmd := r.Command()
+	var rep core.Reply
+	var got bool
 	if vl != nil {
 		vl.begin(r, keep)
 	}
@@ -450,11 +468,11 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 		if !until.IsZero() && !c.clock.Now().Before(until) {
 			return true
 		}
-		if sequential {
-			now = c.clock.Now() // each node's deadline counts from its send
+		if sequential && now.IsZero() { // each node's deadline counts from its send
+			now = c.clock.Now()
 		}
 		for {
-			node, cmd, deadline, ok := r.Next(now)
+			node, _, deadline, ok := r.Next(now)
 			if !ok {
 				break
 			}
@@ -463,11 +481,13 @@ func (c *Client) run(ctx context.Context, r *core.Round, cancel <-chan struct{},
 			}
 			b.Send(node, cmd, deadline)
 		}
+		if sequential {
+			now = time.Time{} // read again for the next node
+		}
 		if r.Done() { // a cleanup that awaits nobody
 			break
 		}
-		rep, ok := b.Receive(cancel)
-		if !ok {
+		if rep, got = b.Receive(cancel); !got {
 			return true
 		}
 		if r.Receive(rep) && vl != nil {

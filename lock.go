@@ -250,8 +250,10 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 		st.mu.Unlock()
 		return st.lost
 	}
+	var started time.Time // the reading the round started at, if this call started it
 	if st.lease.Phase() != core.PhaseRound {
-		if err := st.lease.Extend(c.startAt(vl)); err != nil {
+		started = c.startAt(vl)
+		if err := st.lease.Extend(started); err != nil {
 			lost := c.settle(st)
 			st.mu.Unlock()
 			if lost != nil {
@@ -263,7 +265,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if c.run(ctx, r, cancel, until, vl, true) {
+	if c.run(ctx, r, started, cancel, until, vl, true) {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
@@ -374,7 +376,7 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
 	if err != nil {
 		return err
 	}
-	c.run(ctx, &r, nil, time.Time{}, vl, true)
+	c.run(ctx, &r, now, nil, time.Time{}, vl, true)
 	return c.spec.Released(g, &r)
 }
 

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -30,6 +31,10 @@ type waitRoom struct {
 	// the Announcer: the lock order is mu, then the Announcer's, then a
 	// queue's.
 	keys map[string]*keyQueue
+	// queues is len(keys), stored under mu and read without it: the
+	// release of an uncontended key, when no key has a queue, costs a
+	// load rather than mu and a lookup.
+	queues atomic.Int32
 }
 
 func newWaitRoom(ann core.Announcer, spec core.Spec, clock Clock, waiters func(WaitersEvent)) *waitRoom {
@@ -109,6 +114,7 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 	if fresh {
 		q = &keyQueue{q: r.spec.Queue()}
 		r.keys[key] = q
+		r.queues.Store(int32(len(r.keys))) //nolint:gosec // G115: fewer keys wait than an int32 counts
 	}
 	if q.linger != nil {
 		q.linger.Stop() // if it fires all the same, it finds a waiter
@@ -172,12 +178,16 @@ func (r *waitRoom) expire(key string, q *keyQueue, n int) {
 	q.mu.Unlock()
 	if empty && r.keys[key] == q && q.lingers == n {
 		delete(r.keys, key)
+		r.queues.Store(int32(len(r.keys))) //nolint:gosec // G115: fewer keys wait than an int32 counts
 		q.watch.Stop()
 	}
 }
 
 // waiting reports whether key has waiters in the room.
 func (r *waitRoom) waiting(key string) bool {
+	if r.queues.Load() == 0 { // as mu and an empty keys would say
+		return false
+	}
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
@@ -192,6 +202,9 @@ func (r *waitRoom) waiting(key string) bool {
 // released tells key's head, if the key has waiters, that this Client
 // released key (core.Queue.Handover(false)).
 func (r *waitRoom) released(key string) {
+	if r.queues.Load() == 0 { // as mu and an empty keys would say
+		return
+	}
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()

@@ -344,7 +344,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	r := &a.round
 	// A multiplexed attempt gives every node one deadline: once it has
 	// passed, the nodes still pending have timed out as well.
-	expired := r.fanOut == Multiplexed && !now.Before(r.start.Add(r.timeout))
+	expired := r.fanOut == Multiplexed && !now.Before(r.end)
 	var noWait uint32
 	for i := 0; i < r.tally.n; i++ {
 		s := r.tally.status[i]

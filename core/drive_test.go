@@ -51,6 +51,7 @@ type locker struct {
 	spec  core.Spec
 	drv   core.Driver
 	clock testClock
+	seq   bool // sequential rounds: read once, not a Config copy per round
 }
 
 // newLocker checks cfg against d, as core.NewSpec does.
@@ -59,7 +60,7 @@ func newLocker(d core.Driver, clock testClock, cfg core.Config) (*locker, error)
 	if err != nil {
 		return nil, err
 	}
-	return &locker{spec: spec, drv: d, clock: clock}, nil
+	return &locker{spec: spec, drv: d, clock: clock, seq: spec.Config().FanOut == core.Sequential}, nil
 }
 
 // Config returns the Spec's configuration in force.
@@ -133,8 +134,16 @@ func (l *locker) advance(ctx context.Context, a *core.Acquisition) {
 func (l *locker) run(ctx context.Context, r *core.Round, cancel <-chan struct{}) (cancelled bool) {
 	b := l.drv.Begin(ctx)
 	defer b.Close()
-	sequential := l.spec.Config().FanOut == core.Sequential
+	sequential := l.seq
 	var now time.Time
+	// Every command of a round is the round's Command, copied once
+	// here rather than out of each Next's result: Command is 72 bytes,
+	// never in registers, and a copy read back straight after it was
+	// written stalls the CPU. The reply is received into a variable of
+	// the loop's for the same reason.
+	cmd := r.Command()
+	var rep core.Reply
+	var got bool
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
 			return true
@@ -143,7 +152,7 @@ func (l *locker) run(ctx context.Context, r *core.Round, cancel <-chan struct{})
 			now = l.clock.Now() // each node's deadline counts from its send
 		}
 		for {
-			node, cmd, deadline, ok := r.Next(now)
+			node, _, deadline, ok := r.Next(now)
 			if !ok {
 				break
 			}
@@ -152,8 +161,7 @@ func (l *locker) run(ctx context.Context, r *core.Round, cancel <-chan struct{})
 		if r.Done() { // a cleanup that awaits nobody
 			break
 		}
-		rep, ok := b.Receive(cancel)
-		if !ok {
+		if rep, got = b.Receive(cancel); !got {
 			return true
 		}
 		r.Receive(rep)

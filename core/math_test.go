@@ -169,8 +169,8 @@ func TestInitRoundReused(t *testing.T) {
 	if !reflect.DeepEqual(r, fresh) {
 		t.Fatalf("reused round\n%+v\nwant\n%+v", r, fresh)
 	}
-	if fresh.tally.n != 5 || fresh.start != t1 || fresh.timeout != time.Second {
-		t.Fatalf("fresh round: n %d, start %v, timeout %v", fresh.tally.n, fresh.start, fresh.timeout)
+	if fresh.tally.n != 5 || !fresh.started().Equal(t1) || !fresh.end.Equal(t1.Add(time.Second)) || fresh.timeout != time.Second {
+		t.Fatalf("fresh round: n %d, start %v, end %v, timeout %v", fresh.tally.n, fresh.started(), fresh.end, fresh.timeout)
 	}
 }
 

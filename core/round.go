@@ -28,9 +28,13 @@ import "time"
 type Round struct {
 	cmd     Command
 	timeout time.Duration
-	start   time.Time
-	tally   tally
-	fence   uint64 // the largest Reply.Fence of an OK reply
+	// end is the round's start plus timeout: every node's deadline when
+	// multiplexed, computed once rather than per node; the start is
+	// end minus timeout (started). An Acquisition must stay within
+	// 1 KiB under TinyGo: a field more for the start would not fit.
+	end   time.Time
+	tally tally
+	fence uint64 // the largest Reply.Fence of an OK reply
 	// noWait marks nodes whose reply a release need not await (bit i for
 	// node i); waiting counts the commands sent and awaited, not yet
 	// answered. The small fields come last, together: TinyGo keeps an
@@ -46,24 +50,35 @@ type Round struct {
 // the caller's clock, or ok == false when none is due until a reply comes
 // in (or the round is done). now is the current reading of the Locker's
 // clock: a sequential round's deadline counts from it.
+//
+// Next is small enough to inline: the caller copies the command straight
+// from the round, rather than from a result the call wrote just before.
 func (r *Round) Next(now time.Time) (node int, cmd Command, deadline time.Time, ok bool) {
+	if node, deadline, ok = r.next(now); ok {
+		cmd = r.cmd
+	}
+	return node, cmd, deadline, ok
+}
+
+// next hands out the next node and its deadline, as Next does.
+func (r *Round) next(now time.Time) (node int, deadline time.Time, ok bool) {
 	if int(r.sent) == r.tally.n || r.Done() {
-		return 0, Command{}, time.Time{}, false
+		return 0, time.Time{}, false
 	}
 	if r.fanOut == Sequential {
 		if r.waiting > 0 {
-			return 0, Command{}, time.Time{}, false
+			return 0, time.Time{}, false
 		}
 		deadline = now.Add(r.timeout)
 	} else {
-		deadline = r.start.Add(r.timeout)
+		deadline = r.end
 	}
 	node = int(r.sent)
 	r.sent++
 	if r.noWait&(1<<node) == 0 {
 		r.waiting++
 	}
-	return node, r.cmd, deadline, true
+	return node, deadline, true
 }
 
 // Receive records a node's reply and reports whether it counted: a reply
@@ -90,20 +105,20 @@ func (r *Round) Receive(rep Reply) bool {
 // Done reports whether the round needs no more replies. Replies to
 // commands still in flight may then be discarded.
 func (r *Round) Done() bool {
-	if int(r.received) == r.tally.n {
+	t := &r.tally
+	switch {
+	case int(r.received) == t.n:
 		return true
-	}
-	if r.cmd.Op == OpRelease {
-		return int(r.sent) == r.tally.n && r.waiting == 0
-	}
-	switch r.tally.vote() {
-	case voteLost:
-		return true
-	case voteWon:
+	case r.cmd.Op == OpRelease:
+		return int(r.sent) == t.n && r.waiting == 0
+	case t.ok >= t.quorum: // won: a sequential round visits every node
 		return r.fanOut == Multiplexed
 	}
-	return false
+	return t.ok+t.pending() < t.quorum // lost
 }
+
+// started returns the clock reading the round started at.
+func (r *Round) started() time.Time { return r.end.Add(-r.timeout) }
 
 // Command returns the command the round sends to every node.
 func (r *Round) Command() Command { return r.cmd }

@@ -97,7 +97,7 @@ func (s *Spec) initRound(r *Round, cmd Command, start time.Time) {
 	if r.tally.n != 0 {
 		*r = Round{}
 	}
-	r.cmd, r.fanOut, r.timeout, r.start = cmd, s.cfg.FanOut, s.cfg.NodeTimeout, start
+	r.cmd, r.fanOut, r.timeout, r.end = cmd, s.cfg.FanOut, s.cfg.NodeTimeout, start.Add(s.cfg.NodeTimeout)
 	r.tally.init(s.n)
 }
 
@@ -139,7 +139,7 @@ func (s Spec) Released(g Grant, r *Round) error {
 // when the answers prove that too few nodes hold g (missing keys,
 // ErrNotHeld; other tokens, ErrTaken).
 func (s *Spec) extended(g Grant, r *Round, now time.Time) (_ Grant, lost bool, _ *Error) {
-	elapsed := now.Sub(r.start)
+	elapsed := now.Sub(r.started())
 	drift := g.drift
 	if mutations.extendWithSpecDrift {
 		drift = s.drift

@@ -1,10 +1,6 @@
 package memnode
 
-import (
-	"time"
-
-	"github.com/redlock-go/redlock/core"
-)
+import "github.com/redlock-go/redlock/core"
 
 // Fair commands (core.Config.Fair) run as the drivers' scripts do, with
 // the cluster as one waiter, the one driver of one process: a failed
@@ -16,15 +12,15 @@ import (
 
 // applyFair runs a Fair acquire or release; n.mu is held. handed reports
 // that the key was handed to the waiter.
-func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, handed bool) {
-	e := n.data[cmd.Key]
+func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed bool) {
+	e := n.entry(cmd.Key)
 	live := n.alive(e, now)
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if live && !e.handed {
 			return core.StatusHeld, false
 		}
-		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL)) // handed no more
+		n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL)) // handed no more
 		delete(n.queued, cmd.Key)
 		return core.StatusOK, false
 	case core.OpRelease:
@@ -42,15 +38,15 @@ func (n *node) applyFair(cmd core.Command, now time.Time) (st core.Status, hande
 		}
 		if cmd.Ticket > 0 {
 			if n.queued == nil {
-				n.queued = make(map[string]time.Time)
+				n.queued = make(map[string]instant)
 			}
-			n.queued[cmd.Key] = now.Add(cmd.TTL)
+			n.queued[cmd.Key] = now.add(cmd.TTL)
 		}
 		if until, ok := n.queued[cmd.Key]; ok && !live {
 			delete(n.queued, cmd.Key)
-			if now.Before(until) {
+			if now < until {
 				// n.data again: the kill above may have swept e out.
-				n.set(n.data[cmd.Key], cmd.Key, core.Token{}, now.Add(cmd.Handoff)).handed = true
+				n.set(n.entry(cmd.Key), cmd.Key, core.Token{}, now.add(cmd.Handoff)).handed = true
 				return st, true
 			}
 		}

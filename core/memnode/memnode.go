@@ -4,7 +4,9 @@
 // manual clock for deterministic tests. It imports the standard library and
 // core only, so it runs wherever core does (WebAssembly, TinyGo).
 //
-// Commands take effect when sent; the reply becomes ready after the node's
+// A batch buffers its commands, as a pipelining driver does, and they take
+// effect together at its next Receive or Close, at one instant and under
+// one lock of the cluster's; each reply becomes ready after its node's
 // latency, or at the deadline as core.StatusTimeout if that comes first.
 // Receive returns the earliest ready reply and sleeps on the clock until
 // then, so with a ManualClock a round's timing is exact and repeatable.
@@ -30,11 +32,17 @@ var ErrTimeout = errors.New("memnode: deadline exceeded")
 // Cluster is N in-memory nodes. It is safe for concurrent use.
 type Cluster struct {
 	clock core.Clock
-	// epoch is set when clock is core.SystemClock: now reads the
-	// monotonic clock alone, as epoch plus the time since it, which costs
-	// one clock read where time.Now costs two (wall and monotonic).
-	epoch time.Time
-	nodes []*node
+	// epoch is the clock's reading at New: the cluster keeps its times as
+	// instants, nanoseconds since it, which compare and add as integers.
+	// With the system clock it reads the monotonic clock alone, as the
+	// time since epoch, which costs one clock read where time.Now costs
+	// two (wall and monotonic).
+	epoch  time.Time
+	system bool // clock is core.SystemClock
+	nodes  []*node
+	// nmu guards every node's state: a batch's commands, one per node,
+	// take it once, where a lock per node would cost one per command.
+	nmu sync.Mutex
 
 	spare atomic.Pointer[batch] // one reused batch, without a lock
 	mu    sync.Mutex
@@ -50,16 +58,16 @@ type Cluster struct {
 // workload allocates nothing; sweep bounds the dead ones.
 type entry struct {
 	token   core.Token
-	expires time.Time
+	expires instant
 	live    bool
 	handed  bool // Fair: handed to the cluster's waiter, holding no token
 }
 
+// node is one node's state; the cluster's nmu guards it.
 type node struct {
 	c    *Cluster
 	name string
 
-	mu      sync.Mutex
 	data    map[string]*entry
 	fences  map[string]uint64 // fence counters, by locked key: they never expire
 	dead    int               // entries in data that are not live
@@ -68,14 +76,22 @@ type node struct {
 	hung    bool
 	muted   bool // releases are not announced (lost announcements)
 	calls   int
-	queued  map[string]time.Time // Fair: keys the cluster's waiter is queued for, until then
+	queued  map[string]instant // Fair: keys the cluster's waiter is queued for, until then
+	// lastKey's entry is last: the entry the last command found or
+	// made, so that the next command on the key (a release after an
+	// acquire) finds it without a map lookup. last is nil when unknown;
+	// entries leave data only in the sweep and Restart, which forget it.
+	lastKey string
+	last    *entry
 }
 
 // New returns a cluster of n empty nodes on clock.
 func New(n int, clock core.Clock) *Cluster {
 	c := &Cluster{clock: clock, nodes: make([]*node, n)}
 	if _, ok := clock.(core.SystemClock); ok {
-		c.epoch = time.Now()
+		c.epoch, c.system = time.Now(), true
+	} else if clock != nil { // a nil clock fails at the first command, not here
+		c.epoch = clock.Now()
 	}
 	for i := range c.nodes {
 		c.nodes[i] = &node{c: c, name: "mem:" + strconv.Itoa(i), data: make(map[string]*entry), fences: make(map[string]uint64)}
@@ -119,7 +135,7 @@ func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung =
 // Restart empties node i, fence counters included, like a Redis restart
 // without persistence.
 func (c *Cluster) Restart(i int) {
-	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead = 0 })
+	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead, n.last = 0, nil })
 }
 
 // Fence returns key's fence counter on node i: 0 if it was never
@@ -141,9 +157,9 @@ func (c *Cluster) Calls(i int) int {
 func (c *Cluster) Set(i int, key string, token core.Token, ttl time.Duration) {
 	now := c.now()
 	c.with(i, func(n *node) {
-		e := n.data[key]
+		e := n.entry(key)
 		n.alive(e, now)
-		n.set(e, key, token, now.Add(ttl))
+		n.set(e, key, token, now.add(ttl))
 	})
 }
 
@@ -153,7 +169,7 @@ func (c *Cluster) Get(i int, key string) (token core.Token, ttl time.Duration, o
 	now := c.now()
 	c.with(i, func(n *node) {
 		if e := n.lookup(key, now); e != nil {
-			token, ttl, ok = e.token, e.expires.Sub(now), true
+			token, ttl, ok = e.token, e.expires.sub(now), true
 		}
 	})
 	return token, ttl, ok
@@ -170,39 +186,57 @@ func (c *Cluster) Holders(key string, token core.Token) int {
 	return k
 }
 
-// now reads the cluster's clock. With the system clock, it is a reading
-// that differs from time.Now's only in its wall-clock part, which follows
-// the monotonic clock from New on, not steps of the system's wall clock:
-// the cluster compares and subtracts its readings, and the deadlines it is
-// given, by their monotonic readings alone.
-func (c *Cluster) now() time.Time {
-	if !c.epoch.IsZero() {
-		return c.epoch.Add(time.Since(c.epoch))
+// instant is a time on the cluster's clock: nanoseconds since its epoch.
+type instant int64
+
+// maxInstant is the largest instant.
+const maxInstant instant = 1<<63 - 1
+
+// add returns t plus d, saturated at the largest instant.
+func (t instant) add(d time.Duration) instant {
+	if d > 0 && t > maxInstant-instant(d) {
+		return maxInstant
 	}
-	return c.clock.Now()
+	return t + instant(d)
 }
+
+// sub returns t minus u.
+func (t instant) sub(u instant) time.Duration { return time.Duration(t - u) }
+
+// now reads the cluster's clock. With the system clock it reads the
+// monotonic clock alone: the cluster compares its readings, and the
+// deadlines it is given, by their monotonic readings, as time.Time does.
+func (c *Cluster) now() instant {
+	if c.system {
+		return instant(time.Since(c.epoch))
+	}
+	return c.instant(c.clock.Now())
+}
+
+// instant returns t, a reading of the cluster's clock, as an instant.
+// time.Time's Sub saturates about 292 years from the epoch, and so does
+// an instant.
+func (c *Cluster) instant(t time.Time) instant { return instant(t.Sub(c.epoch)) }
 
 func (c *Cluster) with(i int, f func(*node)) {
-	n := c.nodes[i]
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	f(n)
+	c.nmu.Lock()
+	defer c.nmu.Unlock()
+	f(c.nodes[i])
 }
 
-// exec applies cmd on node i at now and returns the reply and its delay.
-// hung reports a node that never answers. It unlocks without defer: this
-// is the reference driver's hot path.
-func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay time.Duration, hung bool) {
-	r.Node = i
-	n.mu.Lock()
+// exec applies cmd on node i at now, writes the reply to *r and returns
+// its delay. hung reports a node that never answers; announce, a release
+// to announce (once nmu is unlocked). It takes the command by pointer and
+// writes the reply in place, into the batch's slot: this is the reference
+// driver's hot path. c.nmu is held.
+func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay time.Duration, hung, announce bool) {
+	*r = core.Reply{Node: i}
 	n.calls++
 	if n.hung || n.down {
-		hung = n.hung
-		n.mu.Unlock()
-		if !hung {
+		if !n.hung {
 			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
 		}
-		return r, 0, hung
+		return 0, n.hung, false
 	}
 	var handed bool
 	if cmd.Fair {
@@ -215,24 +249,32 @@ func (n *node) exec(i int, cmd core.Command, now time.Time) (r core.Reply, delay
 		r.Fence = n.fences[cmd.Key] + 1
 		n.fences[cmd.Key] = r.Fence
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
-		r.TTL = n.data[cmd.Key].expires.Sub(now) // live: apply found it
+		r.TTL = n.entry(cmd.Key).expires.sub(now) // live: apply found it
 	}
-	announce := (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
-	delay = n.latency
-	n.mu.Unlock()
-	if announce {
-		n.c.announce(i, cmd.Key)
-	}
+	announce = (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
 	if r.Status == 0 {
 		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
 	}
-	return r, delay, false
+	return n.latency, false, announce
+}
+
+// entry returns key's entry, live or dead, or nil: data[key], from last
+// when it is key's. c.nmu is held.
+func (n *node) entry(key string) *entry {
+	if n.last != nil && key == n.lastKey {
+		return n.last
+	}
+	e := n.data[key]
+	if e != nil {
+		n.lastKey, n.last = key, e
+	}
+	return e
 }
 
 // lookup returns key's live entry at now, or nil; an entry found expired
-// is marked dead, as Redis would forget the key. n.mu is held.
-func (n *node) lookup(key string, now time.Time) *entry {
-	e := n.data[key]
+// is marked dead, as Redis would forget the key. c.nmu is held.
+func (n *node) lookup(key string, now instant) *entry {
+	e := n.entry(key)
 	if !n.alive(e, now) {
 		return nil
 	}
@@ -240,12 +282,12 @@ func (n *node) lookup(key string, now time.Time) *entry {
 }
 
 // alive reports whether e (which may be nil) is live at now, marking an
-// expired entry dead. n.mu is held.
-func (n *node) alive(e *entry, now time.Time) bool {
+// expired entry dead. c.nmu is held.
+func (n *node) alive(e *entry, now instant) bool {
 	if e == nil || !e.live {
 		return false
 	}
-	if !now.Before(e.expires) {
+	if now >= e.expires {
 		e.live = false
 		n.dead++
 		return false
@@ -255,12 +297,13 @@ func (n *node) alive(e *entry, now time.Time) bool {
 
 // set makes key live with token until expires in e, key's entry, which is
 // nil when the key was never seen or dead otherwise, and returns the
-// entry. n.mu is held.
-func (n *node) set(e *entry, key string, token core.Token, expires time.Time) *entry {
+// entry. c.nmu is held.
+func (n *node) set(e *entry, key string, token core.Token, expires instant) *entry {
 	switch {
 	case e == nil:
 		e = new(entry)
 		n.data[key] = e
+		n.lastKey, n.last = key, e
 	case !e.live:
 		n.dead--
 	}
@@ -269,8 +312,8 @@ func (n *node) set(e *entry, key string, token core.Token, expires time.Time) *e
 }
 
 // kill marks e dead and sweeps the dead entries once they outnumber the
-// live ones by far, so that memory stays bounded by the live keys. n.mu is
-// held.
+// live ones by far, so that memory stays bounded by the live keys. c.nmu
+// is held.
 func (n *node) kill(e *entry) {
 	e.live = false
 	n.dead++
@@ -280,21 +323,21 @@ func (n *node) kill(e *entry) {
 				delete(n.data, k)
 			}
 		}
-		n.dead = 0
+		n.dead, n.last = 0, nil
 	}
 }
 
 // apply runs cmd against the data with Redis's semantics, with one map
-// lookup; n.mu is held.
-func (n *node) apply(cmd core.Command, now time.Time) core.Status {
-	e := n.data[cmd.Key]
+// lookup; c.nmu is held.
+func (n *node) apply(cmd *core.Command, now instant) core.Status {
+	e := n.entry(cmd.Key)
 	live := n.alive(e, now)
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if live {
 			return core.StatusHeld
 		}
-		n.set(e, cmd.Key, cmd.Token, now.Add(cmd.TTL))
+		n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL))
 		return core.StatusOK
 	case core.OpRelease, core.OpExtend, core.OpRaiseFence:
 		switch {
@@ -305,7 +348,7 @@ func (n *node) apply(cmd core.Command, now time.Time) core.Status {
 		case cmd.Op == core.OpRelease:
 			n.kill(e)
 		case cmd.Op == core.OpExtend:
-			e.expires = now.Add(cmd.TTL)
+			e.expires = now.add(cmd.TTL)
 		case cmd.Fence > n.fences[cmd.Key]:
 			n.fences[cmd.Key] = cmd.Fence
 		}
@@ -318,7 +361,7 @@ var _ core.Announcer = (*Cluster)(nil)
 
 // Watch relays the releases of key: notify(i) is called when node i
 // deletes key in a release (core.OpRelease), unless muted, synchronously
-// from the Send that deleted it; for every node up, from Watch itself, as
+// from the batch's Receive or Close that ran it; for every node up, from Watch itself, as
 // its subscription starts; and when node i goes down or comes back up
 // (SetDown). Listening returns the nodes that are not down.
 func (c *Cluster) Watch(key string, notify func(node int)) core.Watch {
@@ -349,13 +392,13 @@ type watch struct {
 
 func (w *watch) Listening() uint32 {
 	var up uint32
+	w.c.nmu.Lock()
 	for i, n := range w.c.nodes {
-		n.mu.Lock()
 		if !n.down {
 			up |= 1 << i
 		}
-		n.mu.Unlock()
 	}
+	w.c.nmu.Unlock()
 	return up
 }
 
@@ -427,20 +470,38 @@ func (e *NodeError) Error() string {
 }
 func (e *NodeError) Unwrap() error { return e.Err }
 
+// pending is one command of a batch: buffered until the batch's next
+// Receive or Close runs it, then its reply.
 type pending struct {
+	cmd   core.Command
+	node  int
+	dl    instant // the deadline
 	reply core.Reply
-	ready time.Time
+	ready instant
 }
 
 type batch struct {
 	c    *Cluster
-	n    int
+	n    int // commands pending: in the slots at[:n]
+	done int // commands run: at[:done], the others wait for run
 	sent [core.MaxNodes]pending
-	// now is the clock reading shared by the sends issued since the last
-	// Receive: commands sent back to back execute at one instant, which
-	// saves a clock read per command (about 50 ns each on a VM).
-	now   time.Time
-	fresh bool
+	// at orders the slots of sent: at[:n] are the pending commands, in
+	// the order Receive searches them, at[n:] the free slots. Receive
+	// moves the last one into the place of the reply it takes, one byte
+	// rather than a slot.
+	at [core.MaxNodes]uint8
+	// now is the clock reading of the last run: commands sent back to
+	// back execute at one instant, which saves a clock read per command
+	// (about 50 ns each on a VM).
+	now instant
+	// same reports that every pending reply is ready at one instant, the
+	// common case (no latency, no timeout): Receive then takes the first
+	// without searching, which is the one its search would find.
+	same bool
+	// deadline is the last deadline a send was given, and dl it as an
+	// instant: a multiplexed round gives every node the same one.
+	deadline time.Time
+	dl       instant
 }
 
 // Begin returns a batch; ctx is not used.
@@ -457,73 +518,128 @@ func (c *Cluster) Begin(ctx context.Context) core.Batch {
 	c.mu.Unlock()
 	if b == nil {
 		b = &batch{c: c}
+		for k := range b.at {
+			b.at[k] = uint8(k)
+		}
 	}
 	return b
 }
 
 func (b *batch) Send(i int, cmd core.Command, deadline time.Time) {
-	if !b.fresh {
-		b.now, b.fresh = b.c.now(), true
+	if b.n >= len(b.sent) {
+		b.overflow(i, &cmd)
+		return
 	}
-	now := b.now
-	r, delay, hung := b.c.nodes[i].exec(i, cmd, now)
-	ready := now
-	if delay != 0 {
-		ready = now.Add(delay)
+	if deadline != b.deadline || b.n == 0 {
+		b.deadline, b.dl = deadline, b.c.instant(deadline)
 	}
-	if hung || ready.After(deadline) {
-		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: b.c.nodes[i].name, Err: ErrTimeout}
-		ready = deadline
+	p := &b.sent[b.at[b.n]]
+	p.cmd, p.node, p.dl = cmd, i, b.dl
+	b.n++
+}
+
+// run executes the commands sent since the last run, at one reading of
+// the clock and under one lock of the nodes, and then announces the
+// releases among them.
+func (b *batch) run() {
+	if b.done == b.n {
+		return
 	}
-	if b.n < len(b.sent) {
-		b.sent[b.n] = pending{reply: r, ready: ready}
-		b.n++
+	c := b.c
+	b.now = c.now()
+	var announce uint32 // bit k: the command in slot at[k] is a release to announce
+	c.nmu.Lock()
+	first := &b.sent[b.at[0]]
+	for k := b.done; k < b.n; k++ {
+		p := &b.sent[b.at[k]]
+		delay, hung, ann := c.nodes[p.node].exec(p.node, &p.cmd, b.now, &p.reply)
+		p.ready = b.now.add(delay)
+		if hung || p.ready > p.dl {
+			p.reply.Status, p.reply.Err = core.StatusTimeout, &NodeError{Node: p.node, Name: c.nodes[p.node].name, Err: ErrTimeout}
+			p.ready = p.dl
+		}
+		b.same = k == 0 || b.same && p.ready == first.ready
+		if ann {
+			announce |= 1 << k // bit k: at[k]
+		}
+	}
+	c.nmu.Unlock()
+	for k := b.done; announce != 0; k++ {
+		if announce&(1<<k) != 0 {
+			announce &^= 1 << k
+			p := &b.sent[b.at[k]]
+			c.announce(p.node, p.cmd.Key)
+		}
+	}
+	b.done = b.n
+}
+
+// overflow runs a send past MaxNodes, which the core never makes: it
+// takes effect at once, and is never answered.
+func (b *batch) overflow(i int, cmd *core.Command) {
+	var r core.Reply
+	c := b.c
+	c.nmu.Lock()
+	_, _, ann := c.nodes[i].exec(i, cmd, c.now(), &r)
+	c.nmu.Unlock()
+	if ann {
+		c.announce(i, cmd.Key)
 	}
 }
 
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	b.run()
 	if b.n == 0 {
 		return core.Reply{}, false
 	}
 	first := 0
-	for j := 1; j < b.n; j++ {
-		if b.sent[j].ready.Before(b.sent[first].ready) {
+	for j := 1; j < b.n && !b.same; j++ {
+		if b.sent[b.at[j]].ready < b.sent[b.at[first]].ready {
 			first = j
 		}
 	}
-	p := b.sent[first]
-	b.fresh = false
-	// A reply ready no later than the last send needs no clock read.
-	if !p.ready.After(b.now) {
-		select {
-		case <-cancel:
+	p := &b.sent[b.at[first]]
+	// A reply ready no later than the last run needs no clock read.
+	if p.ready <= b.now {
+		if closed(cancel) {
 			return core.Reply{}, false
-		default:
 		}
-	} else if wait := p.ready.Sub(b.c.now()); wait > 0 {
+	} else if wait := p.ready.sub(b.c.now()); wait > 0 {
 		if !sleep(b.c.clock, wait, cancel) {
 			return core.Reply{}, false
 		}
-	} else {
-		select {
-		case <-cancel:
-			return core.Reply{}, false
-		default:
-		}
+	} else if closed(cancel) {
+		return core.Reply{}, false
 	}
 	b.n--
-	b.sent[first] = b.sent[b.n]
+	b.done = b.n
+	b.at[first], b.at[b.n] = b.at[b.n], b.at[first]
 	return p.reply, true
 }
 
 func (b *batch) Close() {
-	b.n, b.fresh = 0, false
+	b.run() // a cleanup's releases that nobody awaits
+	b.n, b.done = 0, 0
 	if b.c.spare.CompareAndSwap(nil, b) {
 		return
 	}
 	b.c.mu.Lock()
 	b.c.free = append(b.c.free, b)
 	b.c.mu.Unlock()
+}
+
+// closed reports whether cancel is closed; a nil cancel (a release, a
+// cleanup, a context that is never done) is not, without a select.
+func closed(cancel <-chan struct{}) bool {
+	if cancel == nil {
+		return false
+	}
+	select {
+	case <-cancel:
+		return true
+	default:
+		return false
+	}
 }
 
 // sleep waits d on clock, or until cancel is closed: with the clock's own

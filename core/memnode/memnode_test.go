@@ -145,13 +145,55 @@ func TestSystemClockReadings(t *testing.T) {
 	}
 	before := time.Now()
 	now := c.now()
-	if now.Before(before) || time.Until(now) > 0 {
+	if now < c.instant(before) || now > c.instant(time.Now()) {
 		t.Fatalf("now() %v is not between two time.Now readings from %v", now, before)
 	}
 	if _, ttl, ok := c.Get(0, "ahead"); !ok || ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("Get: ttl %v, ok %v", ttl, ok)
 	}
-	if m := New(1, NewManualClock(epoch)); !m.epoch.IsZero() || !m.now().Equal(epoch) {
-		t.Fatalf("a ManualClock is read as itself: epoch %v, now %v", m.epoch, m.now())
+	clock := NewManualClock(epoch)
+	m := New(1, clock)
+	clock.Advance(time.Second)
+	if m.system || !m.epoch.Equal(epoch) || m.now() != instant(time.Second) {
+		t.Fatalf("a ManualClock is read as itself: epoch %v, now %v after a second", m.epoch, m.now())
+	}
+}
+
+// TestSweptEntryIsNotRemembered: the entry a node remembers for the last
+// key it served must leave with the sweep that drops it from the data.
+// Here the release of "a" sweeps its own dead entry; "a" taken again must
+// be stored, and found once the node has served another key since.
+func TestSweptEntryIsNotRemembered(t *testing.T) {
+	c := New(1, NewManualClock(epoch))
+	tok := core.TokenFromUint64s(1, 1)
+	cycle := func(key string) {
+		do(c, 0, core.Command{Op: core.OpAcquire, Key: key, Token: tok, TTL: time.Minute})
+		do(c, 0, core.Command{Op: core.OpRelease, Key: key, Token: tok})
+	}
+	for i := 0; i < 1024; i++ { // 1024 dead entries: one more sweeps
+		cycle("k" + strconv.Itoa(i))
+	}
+	cycle("a")
+	n := c.nodes[0]
+	if _, kept := n.data["a"]; kept || n.dead != 0 {
+		t.Fatalf("the release of a did not sweep: a kept %v, %d dead", kept, n.dead)
+	}
+	if r := do(c, 0, core.Command{Op: core.OpAcquire, Key: "a", Token: tok, TTL: time.Minute}); r.Status != core.StatusOK {
+		t.Fatalf("acquire of a after the sweep: %v", r.Status)
+	}
+	cycle("b")
+	if got, _, ok := c.Get(0, "a"); !ok || got != tok {
+		t.Fatal("a, taken after the sweep, is not held")
+	}
+	c.Restart(0)
+	if _, _, ok := c.Get(0, "a"); ok {
+		t.Fatal("a outlived a restart")
+	}
+	if r := do(c, 0, core.Command{Op: core.OpAcquire, Key: "a", Token: tok, TTL: time.Minute}); r.Status != core.StatusOK {
+		t.Fatalf("acquire of a after the restart: %v", r.Status)
+	}
+	cycle("b")
+	if _, _, ok := c.Get(0, "a"); !ok {
+		t.Fatal("a, taken after the restart, is not held")
 	}
 }
