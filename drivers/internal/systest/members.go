@@ -175,13 +175,7 @@ func testMembersClusterMemberThroughMigrationAndFailover(t *testing.T, md Member
 	waitProgress(15)
 	slot := redistest.KeySlot(key)
 	from := cl.MasterForKey(key)
-	var to *redistest.Server
-	for _, m := range cl.Masters() {
-		if m != from {
-			to = m
-			break
-		}
-	}
+	to := otherMaster(cl, from)
 	cl.MigrateSlot(t, slot, to)
 	require.Equal(t, to, cl.MasterForKey(key))
 	waitProgress(15)
@@ -739,4 +733,14 @@ func testMembersWaitWithoutReplicasIsRefused(t *testing.T, md Members) {
 	for _, s := range ss {
 		assert.Zero(t, dbsize(t, s), "nothing left on %s", s.Addr)
 	}
+}
+
+// otherMaster returns a master of cl other than m.
+func otherMaster(cl *redistest.Cluster, m *redistest.Server) *redistest.Server {
+	for _, o := range cl.Masters() {
+		if o != m {
+			return o
+		}
+	}
+	return nil
 }

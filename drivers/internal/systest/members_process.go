@@ -68,14 +68,7 @@ func testMembersClusterMemberAcrossProcesses(t *testing.T, md Members) {
 	var promoted *redistest.Server
 	ok := runChildren(t, spec, func(done <-chan struct{}) {
 		atMigration = counter(total/5, done)
-		from := cl.MasterForKey(key)
-		var to *redistest.Server
-		for _, m := range cl.Masters() {
-			if m != from {
-				to = m
-				break
-			}
-		}
+		to := otherMaster(cl, cl.MasterForKey(key))
 		cl.MigrateSlot(t, redistest.KeySlot(key), to)
 		migrated = counter(0, done)
 		atFailover = counter(migrated+total/5, done)

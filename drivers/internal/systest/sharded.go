@@ -83,13 +83,7 @@ func testMembersClusterShardedRelease(t *testing.T, md Members) {
 	l = hold()
 	got = lockAsync(t, waiter, key)
 	requireShardSubscribed(t, cl, owner, key)
-	var to *redistest.Server
-	for _, m := range cl.Masters() {
-		if m != owner {
-			to = m
-			break
-		}
-	}
+	to := otherMaster(cl, owner)
 	cl.MigrateSlot(t, redistest.KeySlot(key), to)
 	requireShardSubscribed(t, cl, to, key)
 	assert.Zero(t, pubsubCount(t, owner, "SHARDNUMSUB", mustShard(t, key)), "none left on the old owner")
