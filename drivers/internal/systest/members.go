@@ -58,6 +58,8 @@ func RunMembers(t *testing.T, md Members) {
 	t.Run("ClusterAnnouncesReleases", func(t *testing.T) { testMembersClusterAnnouncesReleases(t, md) })
 	t.Run("ClusterShardedRelease", func(t *testing.T) { testMembersClusterShardedRelease(t, md) })
 	t.Run("ClusterShardedFair", func(t *testing.T) { testMembersClusterShardedFair(t, md) })
+	t.Run("ClusterShardUnsubscribes", func(t *testing.T) { testMembersClusterShardUnsubscribes(t, md) })
+	t.Run("ClusterCloseWithMastersStopped", func(t *testing.T) { testMembersClusterCloseWithMastersStopped(t, md) })
 	t.Run("ClusterShardedKeys", func(t *testing.T) { testMembersClusterShardedKeys(t, md) })
 	t.Run("SameGroupTwiceIsRefused", func(t *testing.T) { testMembersSameGroupTwiceIsRefused(t, md) })
 	t.Run("ClusterFair", func(t *testing.T) { testMembersClusterFair(t, md) })

@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -176,5 +177,89 @@ func testMembersClusterShardedKeys(t *testing.T, md Members) {
 	for i := range keys {
 		require.NoError(t, locks[i].Unlock(ctx))
 		requireLocked(t, gots[i])
+	}
+}
+
+// testMembersClusterShardUnsubscribes: once a key's last waiter leaves and
+// its watch ends, the member's shard subscription to the key's channel
+// ends on the server too (SUNSUBSCRIBE): a client that waits on key after
+// key leaves no subscriptions behind.
+func testMembersClusterShardUnsubscribes(t *testing.T, md Members) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	holder, waiter := shardedClient(t, md, members), shardedClient(t, md, members)
+	const key = "unsubscribed"
+	ctx := testContext(t)
+	_, err := holder.TryLock(ctx, key)
+	require.NoError(t, err)
+	owner := cl.MasterForKey(key)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Lock(wctx, key)
+		done <- err
+	}()
+	requireShardSubscribed(t, cl, owner, key)
+	cancel()
+	require.ErrorIs(t, <-done, redlock.ErrCancelled)
+	ch := mustShard(t, key)
+	assert.Eventually(t, func() bool { return pubsubCount(t, owner, "SHARDNUMSUB", ch) == 0 },
+		wakeTimeout, 10*time.Millisecond, "the shard subscription to %s outlives its watch on %s", ch, owner.Addr)
+}
+
+// testMembersClusterCloseWithMastersStopped: a shard subscription whose
+// connection is killed while the Cluster's other masters are stopped
+// (SIGSTOP) looks for the slot's master again, and the driver's Close
+// still returns with those masters stopped: nothing after the end of a
+// subscription waits on a node without a bound.
+func testMembersClusterCloseWithMastersStopped(t *testing.T, md Members) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	d, err := md.Dial([]drivers.Member{drivers.NewCluster(cl.Addrs()...)}, drivers.Options{})
+	require.NoError(t, err)
+	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{
+		TTL: 10 * time.Minute, NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	const key = "closing"
+	ctx := testContext(t)
+	_, err = c.TryLock(ctx, key)
+	require.NoError(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = c.Lock(wctx, key) }()
+	owner := cl.MasterForKey(key)
+	requireShardSubscribed(t, cl, owner, key)
+
+	var stopped []*redistest.Server
+	defer func() {
+		for _, m := range stopped {
+			m.Cont()
+		}
+	}()
+	for _, m := range cl.Masters() {
+		if m != owner {
+			m.Stop()
+			stopped = append(stopped, m)
+		}
+	}
+	_, err = owner.Do("CLIENT", "KILL", "TYPE", "pubsub") // the subscription ends: its slot may have moved
+	require.NoError(t, err)
+	cancel()
+	<-done
+
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(wakeTimeout):
+		for _, m := range stopped {
+			m.Cont()
+		}
+		stopped = nil
+		<-closed
+		t.Fatal("Close waited for the stopped masters: it returned only once they continued")
 	}
 }
