@@ -419,12 +419,14 @@ func (c *clusterConn) shardedPubSub(ctx context.Context) (bool, error) {
 // that c's topology gives the channel's slot (radix.ClusterSlot). Any end
 // but an ACL's refusal (an sunsubscribe, MOVED, a dead master) may mean
 // that the slots moved: c syncs its topology for the next run. timeout
-// bounds the dial.
+// bounds the dial and the sync.
 func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer, timeout time.Duration) engine.ShardRunner {
 	return func(ctx context.Context, channel string, push func(engine.Event)) (err error) {
 		defer func() {
-			if ctx.Err() == nil {
-				_ = c.Sync(context.WithoutCancel(ctx)) //nolint:contextcheck // a sync the next run needs, even as this one ends; its failure shows then
+			if ctx.Err() == nil { // bounded, and given up with the subscription: a stopped node must not hold up Close
+				sctx, cancel := context.WithTimeout(ctx, timeout)
+				_ = c.Sync(sctx) // its failure shows in the next run
+				cancel()
 			}
 		}()
 		addr, ok := slotMaster(c.Topo(), radixv4.ClusterSlot([]byte(channel)))
