@@ -102,7 +102,7 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 			return nil, err
 		}
 		if ms[i].Topology == drivers.ClusterGroup {
-			return subscribeCluster(ctx, c, ms[i])
+			return subscribeCluster(ctx, c, ms[i], cfg.DialTimeout)
 		}
 		return subscribe(c, c.Close)
 	}
@@ -191,17 +191,19 @@ func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 // (engine.NewShardedSubscription, over c's Receive of SSUBSCRIBE) when
 // every node has sharded pub/sub, otherwise one dedicated connection,
 // which hears the PUBLISH a Cluster broadcasts.
-func subscribeCluster(ctx context.Context, c rd.Client, m drivers.Member) (engine.Subscription, error) {
+func subscribeCluster(ctx context.Context, c rd.Client, m drivers.Member, timeout time.Duration) (engine.Subscription, error) {
 	var failed error
 	answered := false
-	for _, n := range c.Nodes() { // a node that does not answer is left out, unless none does
-		info, err := n.Do(ctx, n.B().Info().Section("server").Build()).ToString()
-		if err != nil {
+	for _, n := range c.Nodes() { // the masters, as Identify; a node that does not answer is left out, unless none does
+		rs := n.DoMulti(ctx, n.B().Info().Section("server").Build(), n.B().Info().Section("replication").Build())
+		info, err := rs[0].ToString()
+		repl, err2 := rs[1].ToString()
+		if err = errors.Join(err, err2); err != nil {
 			failed = err
 			continue
 		}
 		answered = true
-		if !wire.HasShardedPubSub(info) {
+		if field(repl, "role") == "master" && !wire.HasShardedPubSub(info) {
 			return subscribe(c, c.Close)
 		}
 	}
@@ -209,13 +211,15 @@ func subscribeCluster(ctx context.Context, c rd.Client, m drivers.Member) (engin
 		c.Close()
 		return nil, memberError(m, cmp.Or(failed, errors.New("no node")))
 	}
-	return engine.NewShardedSubscription(shardRunner(c), func() error { c.Close(); return nil }), nil
+	return engine.NewShardedSubscription(shardRunner(c, timeout), func() error { c.Close(); return nil }), nil
 }
 
 // shardRunner subscribes to one channel through c's Receive of SSUBSCRIBE,
 // which the cluster client sends to the master of the channel's slot,
-// following MOVED, and relays its events (engine.ShardRunner).
-func shardRunner(c rd.Client) engine.ShardRunner {
+// following MOVED, and relays its events (engine.ShardRunner). Receive
+// forgets the channel when its context ends but tells the server nothing:
+// the runner then sends SUNSUBSCRIBE, bounded by timeout.
+func shardRunner(c rd.Client, timeout time.Duration) engine.ShardRunner {
 	return func(ctx context.Context, channel string, push func(engine.Event)) error {
 		hooked := rd.WithOnSubscriptionHook(ctx, func(s rd.PubSubSubscription) {
 			if s.Kind == "ssubscribe" {
@@ -227,6 +231,11 @@ func shardRunner(c rd.Client) engine.ShardRunner {
 		})
 		if _, ok := rd.IsRedisErr(err); ok && strings.HasPrefix(err.Error(), "NOPERM") {
 			push(engine.Event{Kind: engine.EventRefused, Err: err})
+		}
+		if ctx.Err() != nil { // the watch ended: the server must forget the channel too
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			_ = c.Do(uctx, c.B().Sunsubscribe().Channel(channel).Build()).Error() // a closed client or a gone master forgets it anyway
+			cancel()
 		}
 		return err // nil: an sunsubscribe, the slot moved
 	}
