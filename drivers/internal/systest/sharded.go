@@ -259,7 +259,7 @@ func testMembersClusterCloseWithMastersStopped(t *testing.T, md Members) {
 			m.Cont()
 		}
 		stopped = nil
-		<-closed
+		assert.NoError(t, <-closed)
 		t.Fatal("Close waited for the stopped masters: it returned only once they continued")
 	}
 }
