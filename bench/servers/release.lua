@@ -23,7 +23,11 @@
 --      turn channel (TurnChannel) alone. Nobody waiting, nothing is
 --      announced.
 -- Announcements are hints: pcall, so that a server or an ACL that
--- refuses PUBLISH still releases.
+-- refuses PUBLISH still releases. The next two lines are the classic
+-- pub/sub's; ReleaseSharded replaces them to announce with SPUBLISH on
+-- channels in the key's hash slot (ShardChannel).
+local publish = "PUBLISH"
+local function channel(prefix, key) return prefix .. key end
 local v = redis.call("GET", KEYS[1])
 local st = -1
 if v == ARGV[1] or (#KEYS > 1 and v == "~" .. ARGV[2]) then
@@ -34,7 +38,7 @@ elseif v == false then
 end
 if #KEYS == 1 then
   if st == 1 then
-    redis.pcall("PUBLISH", "redlock:release:" .. KEYS[1], ARGV[1])
+    redis.pcall(publish, channel("redlock:release:", KEYS[1]), ARGV[1])
   end
   return st
 end
@@ -60,7 +64,7 @@ if st ~= -1 then
     redis.call("ZREM", KEYS[2], head)
     redis.call("ZREM", KEYS[3], head)
     redis.call("SET", KEYS[1], "~" .. head, "PX", ARGV[5])
-    redis.pcall("PUBLISH", "redlock:turn:" .. head .. ":" .. KEYS[1], "")
+    redis.pcall(publish, channel("redlock:turn:" .. head .. ":", KEYS[1]), "")
   end
 end
 return st
