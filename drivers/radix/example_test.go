@@ -44,6 +44,25 @@ func Example() {
 	// ... work that must finish before lock.Until(); lock.Extend(ctx) for more time ...
 }
 
+// A quorum of three standalone masters, as members: Dial's nodes.
+// (Compiled, not run.)
+func ExampleDialMembers_standalone() {
+	drv, err := radix.DialMembers(drivers.Members("10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"), radix.Options{})
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrInvalidConfig)
+	}
+	defer func() {
+		if err := drv.Close(); err != nil {
+			log.Print(err)
+		}
+	}()
+	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_ = client
+}
+
 // Sentinel groups as members, through radix's Sentinel: each group votes
 // once, through whichever server its Sentinels name as the master.
 // WithWait makes each vote wait until both replicas hold the key, so that
