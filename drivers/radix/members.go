@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -599,7 +598,7 @@ type unit struct {
 
 // do sends one unit as one Action.
 func (c *clusterConn) do(ctx context.Context, u unit, cmds [][]string, replies []engine.Reply) error {
-	a := &keyed{key: u.key, replies: make([]engine.Reply, u.n)}
+	a := &keyed{key: u.key, action: action{replies: make([]engine.Reply, u.n)}}
 	for _, cmd := range cmds[u.i : u.i+u.n] {
 		a.req = engine.AppendCommand(a.req, cmd)
 	}
@@ -625,9 +624,8 @@ func keyOf(words []string) string {
 // or ASK reply to its first command is then returned as the error radix's
 // Cluster follows (the command did not run: sending it again is safe).
 type keyed struct {
-	key     string
-	req     []byte
-	replies []engine.Reply
+	key string
+	action
 }
 
 func (a *keyed) Properties() radixv4.ActionProperties {
@@ -638,20 +636,11 @@ func (a *keyed) Perform(ctx context.Context, c radixv4.Conn) error {
 	return c.EncodeDecode(ctx, a, a)
 }
 
-func (a *keyed) MarshalRESP(w io.Writer, _ *resp.Opts) error {
-	_, err := w.Write(a.req)
-	return err
-}
-
-// UnmarshalRESP reads every reply, so that the connection stays usable,
-// before it returns a redirection as an error.
-func (a *keyed) UnmarshalRESP(br resp.BufferedReader, _ *resp.Opts) error {
-	for i := range a.replies {
-		r, err := engine.ReadReply(br)
-		if err != nil {
-			return err
-		}
-		a.replies[i] = r
+// UnmarshalRESP reads every reply, as action's does, so that the
+// connection stays usable, before it returns a redirection as an error.
+func (a *keyed) UnmarshalRESP(br resp.BufferedReader, o *resp.Opts) error {
+	if err := a.action.UnmarshalRESP(br, o); err != nil {
+		return err
 	}
 	if r := a.replies[0]; r.Kind == engine.KindError {
 		if msg := r.Err.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
