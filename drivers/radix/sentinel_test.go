@@ -12,8 +12,6 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -31,30 +29,6 @@ func sentinelClient(t *testing.T, g *redistest.SentinelGroup, replicas int, ttl 
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
 	require.NoError(t, err)
 	return c
-}
-
-// TestSentinelAnnouncesReleases: a Sentinel member's subscription, on the
-// master its Sentinels name, hears the release script's PUBLISH.
-func TestSentinelAnnouncesReleases(t *testing.T) {
-	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 1})
-	members := []drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...)}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := radix.MembersSubscriber(members, radix.Options{})(ctx, 0)
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }() // the subscription's Close reports nothing a test checks
-	ch := wire.ReleaseChannel("announced")
-	require.NoError(t, s.Subscribe(ctx, ch))
-	e, err := s.Receive(ctx)
-	require.NoError(t, err)
-	require.Equal(t, engine.Event{Kind: engine.EventSubscribed, Channel: ch}, e)
-
-	lock, err := membersClient(t, members).TryLock(ctx, "announced")
-	require.NoError(t, err)
-	require.NoError(t, lock.Unlock(ctx))
-	e, err = s.Receive(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, engine.Event{Kind: engine.EventMessage, Channel: ch}, e)
 }
 
 // TestSentinelForcedFailoverFollowsTheMaster: after a failover that

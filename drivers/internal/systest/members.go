@@ -67,6 +67,7 @@ func RunMembers(t *testing.T, md Members) {
 	t.Run("DialMembersValidation", func(t *testing.T) { testMembersDialMembersValidation(t, md) })
 	t.Run("MembersStandalone", func(t *testing.T) { testMembersMembersStandalone(t, md) })
 	t.Run("SentinelFailoverWithWait", func(t *testing.T) { testMembersSentinelFailoverWithWait(t, md) })
+	t.Run("SentinelAnnouncesReleases", func(t *testing.T) { testMembersSentinelAnnouncesReleases(t, md) })
 	t.Run("SentinelBadInput", func(t *testing.T) { testMembersSentinelBadInput(t, md) })
 	t.Run("SentinelFailoverWithoutWait", func(t *testing.T) { testMembersSentinelFailoverWithoutWait(t, md) })
 	t.Run("WaitCountsReplicas", func(t *testing.T) { testMembersWaitCountsReplicas(t, md) })
@@ -310,12 +311,23 @@ func testMembersClusterSeedNotInClusterMode(t *testing.T, md Members) {
 	}
 }
 
-// testMembersClusterAnnouncesReleases: a Cluster member's subscription, on
-// whichever node the cluster client picks, hears the release script's
-// PUBLISH from the key's master: a Cluster broadcasts it.
+// testMembersClusterAnnouncesReleases: a Cluster member's subscription
+// hears the release script's announcement from the key's master.
 func testMembersClusterAnnouncesReleases(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
-	members := []drivers.Member{drivers.NewCluster(cl.Addrs()...)}
+	testMembersAnnouncesReleases(t, md, []drivers.Member{drivers.NewCluster(cl.Addrs()...)})
+}
+
+// testMembersSentinelAnnouncesReleases: a Sentinel member's subscription,
+// on the master its Sentinels name, hears the release script's PUBLISH.
+func testMembersSentinelAnnouncesReleases(t *testing.T, md Members) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 1})
+	testMembersAnnouncesReleases(t, md, []drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...)})
+}
+
+// testMembersAnnouncesReleases: the subscription DialMembers gives the
+// engine for members[0] confirms a release channel, then hears a release.
+func testMembersAnnouncesReleases(t *testing.T, md Members, members []drivers.Member) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := md.Subscriber(members, drivers.Options{})(ctx, 0)
