@@ -53,7 +53,12 @@ const (
 // that a blocked WAIT holds up no release; a short count fails the vote
 // with ErrNotReplicated, and a master with fewer connected replicas than
 // Replicas is refused before any lock command reaches it. Keep WaitTimeout
-// well below the Client's NodeTimeout.
+// well below the Client's NodeTimeout. Sentinels that do not know the
+// master name, or a Cluster seed not in cluster mode, make the member's
+// commands fail with core.ErrInvalidConfig. On a Cluster whose masters
+// all run Redis 7.0 or later, release announcements use SPUBLISH and
+// SSUBSCRIBE on a channel in the key's slot; otherwise PUBLISH, which a
+// Cluster broadcasts to every node.
 type Member struct {
 	// Topology is the member's kind.
 	Topology Topology

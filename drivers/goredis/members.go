@@ -16,63 +16,29 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DialMembers dials members as drivers.Member describes for every driver:
-// it validates them and opts, then connects to each in the background,
-// failing only for invalid configuration (core.ErrInvalidConfig).
-//
-// A standalone member is dialled as Dial dials a node.
+// DialMembers dials members with the rules drivers.Member states for
+// every driver. A standalone member is dialled as Dial dials a node.
 //
 // A Sentinel group is reached through go-redis's failover client
-// (redis.NewFailoverClient): it asks the Sentinels for the current master
-// and connects to it. After a failure the driver closes that client and
-// makes another, which asks the Sentinels again: after a failover the
-// member's next commands reach the promoted replica. The command that
-// meets the old connection first (the failover client closes it on
-// +switch-master, or the dead master never answers) fails, without being
-// sent again: a lost vote, as for a standalone master that restarted. Options'
-// credentials and TLS apply to the master and to the Sentinels' TLS; the
-// Sentinels are asked without credentials. Sentinels that all answer
-// that they do not know the master name make the member's commands fail
-// with core.ErrInvalidConfig.
+// (redis.NewFailoverClient). After a failure the driver makes another,
+// which asks the Sentinels again; the command that meets the old
+// connection fails without being sent again (a lost vote). Options'
+// credentials and TLS apply to the master, TLS to the Sentinels too,
+// which are asked without credentials.
 //
-// A Cluster member is one go-redis ClusterClient: each command goes to
-// the master of its key's hash slot, following MOVED and ASK, and is
-// never sent again after a connection failure (a lost reply fails the
-// vote). The key's fence counter and waiter queues get names in its slot
-// (see wire.ClusterName: "redlock:fence:{k}" for the key k, the old name
-// for a key with a hash tag), so the scripts run on a Cluster; a key with
-// a '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
-// Cluster member needs DB 0. When every master has sharded pub/sub
-// (Redis 7.0 or later) release announcements are published with SPUBLISH
-// on a channel in the key's slot, which reaches that master and its
-// replicas only, and heard through one ClusterClient.SSubscribe per
-// watched key, each a connection of its own to the slot's master: a
-// subscription that the server ends when the slot moves (a migration, a
-// failover) is made again on its new master. Otherwise they are published
-// with PUBLISH, which a Cluster broadcasts to every node, and heard
-// through one subscription of the ClusterClient. A seed that is not in
-// cluster mode makes the member's commands fail with
-// core.ErrInvalidConfig.
+// A Cluster member is one go-redis ClusterClient, which routes each
+// command by its key and follows MOVED and ASK; a command is never sent
+// again after a connection failure. Release announcements are heard
+// through one subscription of the ClusterClient or, with sharded pub/sub,
+// one ClusterClient.SSubscribe per watched key, each on a connection of
+// its own.
 //
-// Replicas (Member.WithWait): each acquisition and extension on the member
-// is followed, on its connection (on a Cluster, the connection of the
-// key's master), by WAIT Replicas WaitTimeout; a WAIT that counts fewer
-// replicas fails the member's vote with drivers.ErrNotReplicated, and a
-// master with fewer connected replicas than Replicas is refused, with
-// core.ErrInvalidConfig, before any acquisition or extension is sent to
-// it (so are those of a group left with fewer replicas by a failover,
-// until its replicas are back; its releases still go). WAIT holds its connection until
-// the replicas acknowledge, or until WaitTimeout when one is down, so a
-// member with WAIT has a second connection (a second client) for the
-// writes with WAIT: the member's releases go on the first and are not held
-// up, except the release of a write still waiting, which follows it as
-// it must. Writes queue behind a WAIT that blocks: WAIT blocks only
-// while fewer than Replicas replicas are up, when the member's votes fail
-// anyway. One WAIT follows the last write of each pipeline and answers
-// for all of them (on a Cluster each write has its own, on its master,
-// and they wait in turn). Keep WaitTimeout well below the
-// Client's NodeTimeout: a WAIT still blocking at a command's deadline
-// fails the connection, which the driver redials.
+// With WAIT, one WAIT follows the last write of each pipeline and answers
+// for all of them (on a Cluster each write has its own, on its master). A
+// group left with fewer replicas than Replicas by a failover gets no
+// acquisition or extension until they are back; its releases still go. A
+// WAIT still blocking at a command's deadline fails the connection, which
+// the driver redials.
 func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 	cfg, err := membersConfig(members, opts)
 	if err != nil {

@@ -21,66 +21,33 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DialMembers dials members as drivers.Member describes for every driver:
-// it validates them and opts, then connects to each in the background,
-// failing only for invalid configuration (core.ErrInvalidConfig).
-//
-// A standalone member is dialled as Dial dials a node.
+// DialMembers dials members with the rules drivers.Member states for
+// every driver. A standalone member is dialled as Dial dials a node.
 //
 // A Sentinel group is reached through a radix Sentinel
-// (radix.SentinelConfig.New): it asks the Sentinels for the current master,
-// keeps a pool to it (and to each replica, as radix does) and follows
-// +switch-master. Each pipeline is one Action on the master's pool
-// (Sentinel.Do). The driver does not let radix move the member to another
-// master behind its back: a pipeline that finds the Sentinel's master
-// changed since the member connected, or that fails, fails (a lost vote,
-// as for a standalone master that restarted, never sent again), and the
-// driver closes that Sentinel and makes another, which asks the Sentinels
-// again and checks the new master as a new connection is checked (run_id,
-// replicas). Options' credentials, DB and TLS apply to the master; the
-// Sentinels are asked over TLS when it is set, without credentials.
-// Sentinels that answer that they do not know the master name make the
-// member's commands fail with core.ErrInvalidConfig.
+// (radix.SentinelConfig.New), which asks the Sentinels for the master and
+// follows +switch-master. Each pipeline is one Action on the master's
+// connection. The driver does not let radix move the member to another
+// master behind its back: a pipeline that finds the master changed since
+// the member connected, or that fails, fails (a lost vote, never sent
+// again), and the driver makes another Sentinel, which asks again and
+// checks the new master as a new connection is checked. Options'
+// credentials, DB and TLS apply to the master; the Sentinels are asked
+// over TLS when it is set, without credentials.
 //
 // A Cluster member is one radix Cluster (radix.ClusterConfig.New): each
-// command is an Action whose key routes it (Cluster.Do) to the master of
-// its hash slot; MOVED and ASK, after which the command did not run, are
-// followed by radix, and a command is never sent again after a connection
-// failure (a lost reply fails the vote). A pipeline's commands go in
-// order within each hash slot, one Action at a time, and the slots at
-// once: a pipeline costs a round trip per command of its busiest slot,
-// and a master's failure leaves the other masters' replies, which count.
-// The key's fence counter and waiter queues get names in its slot (see
-// wire.ClusterName), so the scripts run on a Cluster; a key with a '}' and no hash tag is refused
-// there, with core.ErrInvalidConfig. A Cluster member needs DB 0. A seed
-// that is not in cluster mode makes the member's commands fail with
-// core.ErrInvalidConfig.
+// command is an Action routed by its key; radix follows MOVED and ASK,
+// and a command is never sent again after a connection failure. A
+// pipeline's commands go in order within each hash slot, one Action at a
+// time, and the slots at once; a write and its WAIT are one Action.
 //
-// Replicas (Member.WithWait): each acquisition and extension is followed
-// by WAIT Replicas WaitTimeout in the same Action, on the same connection
-// (on a Cluster, routed by the write's key: the WAIT counts the replicas
-// of the master that ran the write); a WAIT that counts fewer fails the
-// vote with drivers.ErrNotReplicated, and a master with fewer connected
-// replicas than Replicas is refused, with core.ErrInvalidConfig, before
-// any lock command is sent to it. As with goredis, a member with WAIT has
-// a second radix Sentinel or Cluster (the engine's WAIT lane) for the
-// writes with WAIT, so that a WAIT that blocks does not hold up the
-// member's releases. Keep WaitTimeout well below the Client's NodeTimeout.
-//
-// Release notifications: each member has one radix connection in
-// subscribe mode, as Dial's nodes do. A Sentinel group's is dialled to the
-// master its Sentinels name when it connects; a Cluster's to a master of
-// the Cluster's topology. Both hear the releases: Redis propagates
-// PUBLISH to a master's replicas and broadcasts it over a whole Cluster,
-// so a subscription left on a demoted master still hears them; one whose
-// server dies is dialled again, and its waiters poll meanwhile. A Cluster
-// whose masters all have sharded pub/sub (Redis 7.0 or later) announces
-// with SPUBLISH on a channel in the key's slot instead, which reaches
-// that master and its replicas only; radix has no sharded pub/sub, so the
-// member has one connection per watched key, dialled to the master that
-// its radix Cluster's topology gives the channel's slot, with SSUBSCRIBE:
-// when the server ends it (the slot moved) or it fails, the topology is
-// synced and the connection dialled again.
+// Release announcements: one radix connection in subscribe mode per
+// member, dialled to the master the Sentinels name (one left on a demoted
+// master still hears the releases, which Redis passes to its replicas),
+// or to a master of the Cluster's topology. radix has no sharded pub/sub: where a Cluster uses
+// it, each watched key has a connection of its own, with SSUBSCRIBE, to
+// the master the topology gives its slot, dialled again after the slot
+// moves.
 func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 	cfg, err := membersConfig(members, opts)
 	if err != nil {

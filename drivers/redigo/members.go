@@ -9,8 +9,7 @@ import (
 // DialMembers is Dial for members given as drivers.Member values: it
 // accepts standalone masters only (drivers.NewStandalone, drivers.Members),
 // each dialled as Dial dials a node, with or without WAIT
-// (Member.WithWait, whose semantics are those of the goredis driver's
-// DialMembers). redigo has neither a Sentinel nor a Cluster client: a
+// (Member.WithWait, as drivers.Member states for every driver). redigo has neither a Sentinel nor a Cluster client: a
 // Sentinel group or a Cluster member is refused with an error matching
 // core.ErrInvalidConfig that names it; use the goredis or radix driver
 // for those. Like Dial, it fails only for invalid configuration.

@@ -19,59 +19,26 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
-// DialMembers dials members as drivers.Member describes for every driver:
-// it validates them and opts, then connects to each in the background,
-// failing only for invalid configuration (core.ErrInvalidConfig).
-//
-// A standalone member is dialled as Dial dials a node.
+// DialMembers dials members with the rules drivers.Member states for
+// every driver. A standalone member is dialled as Dial dials a node.
 //
 // A Sentinel group is reached through valkey-go's Sentinel client
-// (ClientOption.Sentinel): it asks the Sentinels for the current master,
-// checks its ROLE and connects to it. After a failure the driver closes
-// that client and makes another, which asks the Sentinels again: after a
-// failover the member's next commands reach the promoted replica. The
-// command that meets the old connection first (the Sentinel client closes
-// it on +switch-master, or the dead master never answers) fails, without
-// being sent again: a lost vote, as for a standalone master that
-// restarted. Options' credentials, database and TLS apply to the master;
-// the Sentinels are asked over TLS too, without credentials. Sentinels
-// that all answer that they do not know the master name make the member's
-// commands fail with core.ErrInvalidConfig.
+// (ClientOption.Sentinel), which checks the master's ROLE. After a failure
+// the driver makes another, which asks the Sentinels again; the command
+// that meets the old connection fails without being sent again (a lost
+// vote). Options' credentials, database and TLS apply to the master, TLS
+// to the Sentinels too, which are asked without credentials.
 //
-// A Cluster member is one valkey-go cluster client: each command goes to
-// the master of its key's hash slot, following MOVED and ASK, and is
-// never sent again after a connection failure (a lost reply fails the
-// vote). The key's fence counter and waiter queues get names in its slot
-// (see wire.ClusterName), so the scripts run on a Cluster; a key with a
-// '}' and no hash tag is refused there, with core.ErrInvalidConfig. A
-// Cluster member needs DB 0. When every master has sharded pub/sub
-// (Redis 7.0 or later) release announcements are published with SPUBLISH
-// on a channel in the key's slot, which reaches that master and its
-// replicas only, and heard through a second cluster client's Receive of
-// SSUBSCRIBE, one per watched key, on the slot's master (over the
-// client's connection to that master, shared by every key): a subscription
-// that the server ends when the slot moves (a migration, a failover) is
-// made again on its new master. Otherwise they are published with
-// PUBLISH, which a Cluster broadcasts to every node, and heard on one
-// dedicated connection of a second cluster client. Seeds that are not in
-// cluster mode make the member's commands fail with
-// core.ErrInvalidConfig.
-//
-// Replicas (Member.WithWait): each acquisition and extension on the member
-// is followed by WAIT Replicas WaitTimeout on the write's connection; a
-// WAIT that counts fewer replicas fails the member's vote with
-// drivers.ErrNotReplicated, and a master with fewer connected replicas
-// than Replicas is refused, with core.ErrInvalidConfig, before any lock
-// command is sent to it (on a Cluster: any master). On a Cluster the
-// write and its WAIT go together on a dedicated connection of the master
-// that owns the key's slot (the cluster client's Dedicated), where a
-// MOVED or ASK is the vote's error reply rather than followed: WAIT
-// counts the replicas of its own connection's writes, so the write cannot
-// go elsewhere. The member's writes with WAIT use a second client (the
-// engine's WAIT lane), so that a WAIT that blocks does not hold up its
-// releases. Keep WaitTimeout well below the Client's NodeTimeout: a WAIT
-// still blocking at a command's deadline fails the connection, which the
-// driver redials.
+// A Cluster member is one valkey-go cluster client, which routes each
+// command by its key and follows MOVED and ASK; a command is never sent
+// again after a connection failure. With WAIT, the write and its WAIT go
+// together on a dedicated connection of the slot's master (Dedicated),
+// where a MOVED or ASK is the vote's error reply: WAIT counts the
+// replicas of its own connection's writes. Release announcements are
+// heard on a dedicated connection of a second cluster client or, with
+// sharded pub/sub, through its Receive of SSUBSCRIBE, over its connection
+// to each master, shared by every key. A WAIT still blocking at a
+// command's deadline fails the connection, which the driver redials.
 func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
 	cfg, err := membersConfig(members, opts)
 	if err != nil {
