@@ -180,9 +180,7 @@ func (c *clusterConn) Close() error { return c.c.Close() }
 // fewest connected replicas any has (engine.Identifier).
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	var mu sync.Mutex
-	var ids []string
-	fewest := -1
-	sharded := true
+	ms := wire.NewClusterMasters()
 	err := c.c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		server, err := m.Info(ctx, "server").Result()
 		if err != nil {
@@ -194,22 +192,14 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if id := field(server, "run_id"); id != "" {
-			ids = append(ids, id)
-		}
-		sharded = sharded && wire.HasShardedPubSub(server)
-		n := -1
-		_, _ = fmt.Sscan(field(repl, "connected_slaves"), &n) // n stays -1 if the field is missing or no number
-		if fewest < 0 || n < fewest {
-			fewest = n
-		}
+		ms.Add(server, repl)
 		return nil
 	})
 	if err != nil {
 		return nil, 0, clusterError(c.m, err)
 	}
-	c.sharded = sharded
-	return ids, fewest, nil
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
 }
 
 // ShardedPubSub reports whether every master has sharded pub/sub
@@ -275,16 +265,6 @@ func shardRunner(c *redis.ClusterClient) engine.ShardRunner {
 			}
 		}
 	}
-}
-
-// field returns the value of name in an INFO reply, or "".
-func field(info, name string) string {
-	_, after, ok := strings.Cut(info, name+":")
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(after, "\n")
-	return strings.TrimSpace(v)
 }
 
 // Exchange sends cmds in order: each run without WAIT as one

@@ -468,9 +468,7 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	var ids []string
-	fewest := -1
-	sharded := true
+	ms := wire.NewClusterMasters()
 	replies := make([]engine.Reply, 2)
 	for addr, rs := range sets {
 		clear(replies)
@@ -478,30 +476,10 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 		if err := on.Exchange(ctx, [][]string{{"INFO", "server"}, {"INFO", "replication"}}, replies); err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", addr, err)
 		}
-		if id := field(replies[0].Text, "run_id"); id != "" {
-			ids = append(ids, id)
-		}
-		sharded = sharded && wire.HasShardedPubSub(replies[0].Text)
-		n, err := strconv.Atoi(field(replies[1].Text, "connected_slaves"))
-		if err != nil {
-			n = -1
-		}
-		if fewest < 0 || n < fewest {
-			fewest = n
-		}
+		ms.Add(replies[0].Text, replies[1].Text)
 	}
-	c.sharded = sharded
-	return ids, fewest, nil
-}
-
-// field returns the value of name in an INFO reply, or "".
-func field(info, name string) string {
-	_, after, ok := strings.Cut(info, name+":")
-	if !ok {
-		return ""
-	}
-	v, _, _ := strings.Cut(after, "\n")
-	return strings.TrimSpace(v)
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
 }
 
 // Exchange sends cmds, each as one Action routed by its key (a write

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +169,7 @@ func subscribeCluster(ctx context.Context, c rd.Client, m drivers.Member, timeou
 			continue
 		}
 		answered = true
-		if field(repl, "role") == "master" && !wire.HasShardedPubSub(info) {
+		if wire.InfoField(repl, "role") == "master" && !wire.HasShardedPubSub(info) {
 			return subscribe(c, c.Close)
 		}
 	}
@@ -220,12 +219,10 @@ func (c *clusterConn) Close() error {
 // does.
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		ids     []string
-		fewest  = -1
-		failed  error
-		sharded = true
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		ms     = wire.NewClusterMasters()
+		failed error
 	)
 	for _, n := range c.c.Nodes() {
 		wg.Add(1)
@@ -240,38 +237,15 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 				failed = err
 				return
 			}
-			if field(repl, "role") != "master" {
-				return
-			}
-			if id := field(server, "run_id"); id != "" {
-				ids = append(ids, id)
-			}
-			sharded = sharded && wire.HasShardedPubSub(server)
-			k, err := strconv.Atoi(field(repl, "connected_slaves"))
-			if err != nil {
-				k = -1
-			}
-			if fewest < 0 || k < fewest {
-				fewest = k
-			}
+			ms.Add(server, repl)
 		}()
 	}
 	wg.Wait()
-	if len(ids) == 0 && failed != nil {
+	if len(ms.IDs) == 0 && failed != nil {
 		return nil, 0, memberError(c.m, failed)
 	}
-	c.sharded = sharded
-	return ids, fewest, nil
-}
-
-// field returns the value of name in an INFO reply, or "".
-func field(info, name string) string {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
 }
 
 // Exchange sends cmds in order: each run without WAIT as one DoMulti of

@@ -621,13 +621,6 @@ func TestSameServerTwiceIsRefused(t *testing.T) {
 	assert.Equal(t, 1, refused, "the second of the two to connect is refused")
 }
 
-func TestRunID(t *testing.T) {
-	assert.Equal(t, "abc", runID("# Server\r\nredis_version:7\r\nrun_id:abc\r\ntcp_port:1\r\n"))
-	assert.Equal(t, "abc", runID("run_id:abc"))
-	assert.Equal(t, "", runID("# Server\r\nredis_version:7\r\n"))
-	assert.Equal(t, "", runID(""))
-}
-
 func TestRESP(t *testing.T) {
 	assert.Equal(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n", string(AppendCommand(nil, []string{"SET", "k", ""})))
 	for _, tc := range []struct {

@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -287,11 +286,11 @@ func (n *node) identify(c context.Context, conn Conn) error {
 		if err := conn.Exchange(c, cmds, r); err != nil {
 			return err
 		}
-		if id := runID(r[0].Text); id != "" {
+		if id := wire.InfoField(r[0].Text, "run_id"); id != "" {
 			ids = []string{id}
 		}
 		if len(r) > 1 {
-			replicas = connectedReplicas(r[1].Text)
+			replicas = wire.InfoCount(r[1].Text, "connected_slaves")
 		}
 	}
 	if check && replicas < n.cfg.Replicas {
@@ -306,31 +305,6 @@ func (n *node) identify(c context.Context, conn Conn) error {
 		return n.e.claim(n.i, ids...)
 	}
 	return nil
-}
-
-// connectedReplicas returns the connected_slaves field of an INFO
-// replication reply, or -1.
-func connectedReplicas(info string) int {
-	_, after, ok := strings.Cut(info, "connected_slaves:")
-	if !ok {
-		return -1
-	}
-	v, _, _ := strings.Cut(after, "\n")
-	k, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return -1
-	}
-	return k
-}
-
-// runID returns the run_id field of an INFO reply, or "".
-func runID(info string) string {
-	_, after, ok := strings.Cut(info, "run_id:")
-	if !ok {
-		return ""
-	}
-	id, _, _ := strings.Cut(after, "\n")
-	return strings.TrimSpace(id)
 }
 
 // context returns the reusable context in *slot for a dial or a pipeline.

@@ -283,12 +283,6 @@ func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	b.Close()
 }
 
-func TestConnectedReplicas(t *testing.T) {
-	assert.Equal(t, 2, connectedReplicas("# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=x\r\n"))
-	assert.Equal(t, -1, connectedReplicas("# Replication\r\nrole:slave\r\n"))
-	assert.Equal(t, -1, connectedReplicas(""))
-}
-
 // TestClusterNames: a Cluster node names a key's fence counter and queues
 // so that they hash with the key, and refuses, unsent, a key that cannot
 // be so named; a plain node keeps the names of old.

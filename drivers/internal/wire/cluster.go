@@ -83,3 +83,52 @@ func HasShardedPubSub(info string) bool {
 	n, err := strconv.Atoi(strings.TrimSpace(major))
 	return err == nil && n >= 7
 }
+
+// InfoField returns the value of the field name in an INFO reply, or "".
+func InfoField(info, name string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// InfoCount returns the field name of an INFO reply as a count, or -1
+// when it is missing or not a number.
+func InfoCount(info, name string) int {
+	n, err := strconv.Atoi(InfoField(info, name))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// ClusterMasters gathers what a Cluster member's Identify reports
+// (engine.Identifier) from its servers' INFO server and INFO replication
+// replies: the masters' run_ids, the fewest connected replicas a master
+// has (-1: one did not say), and whether every master has sharded
+// pub/sub. Make it with NewClusterMasters; a replica's replies are left
+// out.
+type ClusterMasters struct {
+	IDs     []string
+	Fewest  int
+	Sharded bool
+}
+
+// NewClusterMasters returns ClusterMasters of no server yet.
+func NewClusterMasters() ClusterMasters { return ClusterMasters{Fewest: -1, Sharded: true} }
+
+// Add counts one server, from its INFO server and INFO replication replies.
+func (m *ClusterMasters) Add(server, replication string) {
+	if role := InfoField(replication, "role"); role != "" && role != "master" {
+		return
+	}
+	if id := InfoField(server, "run_id"); id != "" {
+		m.IDs = append(m.IDs, id)
+	}
+	m.Sharded = m.Sharded && HasShardedPubSub(server)
+	if n := InfoCount(replication, "connected_slaves"); m.Fewest < 0 || n < m.Fewest {
+		m.Fewest = n
+	}
+}

@@ -80,3 +80,32 @@ func TestUntaggableKeysAreRefused(t *testing.T) {
 		assert.True(t, errors.Is(err, core.ErrInvalidConfig), key)
 	}
 }
+
+func TestInfoField(t *testing.T) {
+	assert.Equal(t, "abc", InfoField("# Server\r\nredis_version:7\r\nrun_id:abc\r\ntcp_port:1\r\n", "run_id"))
+	assert.Equal(t, "abc", InfoField("run_id:abc", "run_id"))
+	assert.Equal(t, "", InfoField("# Server\r\nredis_version:7\r\n", "run_id"))
+	assert.Equal(t, "", InfoField("", "run_id"))
+	assert.Equal(t, "", InfoField("master_run_id:abc\r\n", "run_id"), "a field whose name ends with the name is another")
+}
+
+func TestInfoCount(t *testing.T) {
+	assert.Equal(t, 2, InfoCount("# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=x\r\n", "connected_slaves"))
+	assert.Equal(t, -1, InfoCount("# Replication\r\nrole:slave\r\n", "connected_slaves"))
+	assert.Equal(t, -1, InfoCount("", "connected_slaves"))
+}
+
+func TestClusterMasters(t *testing.T) {
+	m := NewClusterMasters()
+	assert.Equal(t, -1, m.Fewest)
+	assert.True(t, m.Sharded, "no master says otherwise")
+	m.Add("redis_version:7.0.15\r\nrun_id:a\r\n", "role:master\r\nconnected_slaves:2\r\n")
+	m.Add("redis_version:7.2.4\r\nrun_id:r\r\n", "role:slave\r\n") // a replica: left out
+	m.Add("redis_version:7.0.15\r\nrun_id:b\r\n", "role:master\r\nconnected_slaves:1\r\n")
+	assert.Equal(t, []string{"a", "b"}, m.IDs)
+	assert.Equal(t, 1, m.Fewest)
+	assert.True(t, m.Sharded)
+	m.Add("redis_version:6.2.14\r\nrun_id:c\r\n", "role:master\r\nconnected_slaves:3\r\n")
+	assert.False(t, m.Sharded, "a master before 7.0")
+	assert.Equal(t, 1, m.Fewest)
+}
