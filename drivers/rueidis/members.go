@@ -155,27 +155,16 @@ func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 
 // subscribeCluster returns a Cluster member's subscription over c: sharded
 // (engine.NewShardedSubscription, over c's Receive of SSUBSCRIBE) when
-// every node has sharded pub/sub, otherwise one dedicated connection,
+// every master has sharded pub/sub (masters, as Identify asks), otherwise one dedicated connection,
 // which hears the PUBLISH a Cluster broadcasts.
 func subscribeCluster(ctx context.Context, c rd.Client, m drivers.Member, timeout time.Duration) (engine.Subscription, error) {
-	var failed error
-	answered := false
-	for _, n := range c.Nodes() { // the masters, as Identify; a node that does not answer is left out, unless none does
-		rs := n.DoMulti(ctx, n.B().Info().Section("server").Build(), n.B().Info().Section("replication").Build())
-		info, err := rs[0].ToString()
-		repl, err2 := rs[1].ToString()
-		if err = errors.Join(err, err2); err != nil {
-			failed = err
-			continue
-		}
-		answered = true
-		if wire.InfoField(repl, "role") == "master" && !wire.HasShardedPubSub(info) {
-			return subscribe(c, c.Close)
-		}
-	}
-	if !answered {
+	ms, err := masters(ctx, c, m)
+	if err != nil {
 		c.Close()
-		return nil, memberError(m, cmp.Or(failed, errors.New("no node")))
+		return nil, err
+	}
+	if !ms.Sharded {
+		return subscribe(c, c.Close)
 	}
 	return engine.NewShardedSubscription(shardRunner(c, timeout), func() error { c.Close(); return nil }), nil
 }
@@ -213,18 +202,27 @@ func (c *clusterConn) Close() error {
 }
 
 // Identify returns the run_id of each master of the Cluster, and the
-// fewest connected replicas any has (engine.Identifier). It asks every
-// node the client knows (INFO server and replication) and keeps the
-// masters' answers; a node that does not answer is left out, unless none
-// does.
+// fewest connected replicas any has (engine.Identifier), from masters.
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
+	ms, err := masters(ctx, c.c, c.m)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
+}
+
+// masters asks every node c knows, at once, for INFO server and INFO
+// replication, and folds the masters' answers; a node that does not
+// answer is left out, unless no master does.
+func masters(ctx context.Context, c rd.Client, m drivers.Member) (wire.ClusterMasters, error) {
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
 		ms     = wire.NewClusterMasters()
 		failed error
 	)
-	for _, n := range c.c.Nodes() {
+	for _, n := range c.Nodes() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -242,10 +240,9 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 	}
 	wg.Wait()
 	if len(ms.IDs) == 0 && failed != nil {
-		return nil, 0, memberError(c.m, failed)
+		return ms, memberError(m, failed)
 	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
+	return ms, nil
 }
 
 // Exchange sends cmds in order: each run without WAIT as one DoMulti of
