@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -179,14 +178,25 @@ func (c *clusterConn) Close() error { return c.c.Close() }
 // Identify returns the run_id of each master of the Cluster, and the
 // fewest connected replicas any has (engine.Identifier).
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
+	ms, err := masters(ctx, c.c, c.m)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
+}
+
+// masters asks every master of c for INFO server and INFO replication,
+// and folds their answers.
+func masters(ctx context.Context, c *redis.ClusterClient, m drivers.Member) (wire.ClusterMasters, error) {
 	var mu sync.Mutex
 	ms := wire.NewClusterMasters()
-	err := c.c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		server, err := m.Info(ctx, "server").Result()
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		server, err := n.Info(ctx, "server").Result()
 		if err != nil {
 			return err
 		}
-		repl, err := m.Info(ctx, "replication").Result()
+		repl, err := n.Info(ctx, "replication").Result()
 		if err != nil {
 			return err
 		}
@@ -196,10 +206,9 @@ func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, 0, clusterError(c.m, err)
+		return ms, clusterError(m, err)
 	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
+	return ms, nil
 }
 
 // ShardedPubSub reports whether every master has sharded pub/sub
@@ -211,19 +220,12 @@ func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 // every master has sharded pub/sub, otherwise one SUBSCRIBE connection,
 // which hears the PUBLISH a Cluster broadcasts.
 func subscribeCluster(ctx context.Context, c *redis.ClusterClient, m drivers.Member) (engine.Subscription, error) {
-	var classic atomic.Bool // a master without sharded pub/sub
-	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "server").Result()
-		if err == nil && !wire.HasShardedPubSub(info) {
-			classic.Store(true)
-		}
-		return err
-	})
+	ms, err := masters(ctx, c, m)
 	if err != nil {
 		_ = c.Close() // err is the failure to report
-		return nil, clusterError(m, err)
+		return nil, err
 	}
-	if classic.Load() {
+	if !ms.Sharded {
 		return subscribe(ctx, c.Subscribe(ctx), c.Close)
 	}
 	return engine.NewShardedSubscription(shardRunner(c), c.Close), nil

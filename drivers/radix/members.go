@@ -108,12 +108,12 @@ func membersConfig(members []drivers.Member, opts Options) (engine.Config, error
 			if err != nil {
 				return nil, err
 			}
-			sharded, err := cc.shardedPubSub(ctx)
+			ms, err := cc.masters(ctx)
 			if err != nil {
 				_ = cc.Close() // err is the failure to report
 				return nil, err
 			}
-			if sharded {
+			if ms.Sharded {
 				return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer, timeout), cc.Close), nil
 			}
 			primaries := cc.c.Topo().Primaries()
@@ -360,26 +360,6 @@ type clusterConn struct {
 // (engine.ShardedPublisher), as Identify found.
 func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 
-// shardedPubSub asks every master of the topology its version (INFO
-// server), and reports whether all have sharded pub/sub.
-func (c *clusterConn) shardedPubSub(ctx context.Context) (bool, error) {
-	sets, err := c.c.Clients()
-	if err != nil {
-		return false, err
-	}
-	replies := make([]engine.Reply, 1)
-	for addr, rs := range sets {
-		clear(replies)
-		if err := (&conn{c: rs.Primary}).Exchange(ctx, [][]string{{"INFO", "server"}}, replies); err != nil {
-			return false, fmt.Errorf("%s: %w", addr, err)
-		}
-		if !wire.HasShardedPubSub(replies[0].Text) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 // shardRunner subscribes to one channel with SSUBSCRIBE (engine.ShardRunner),
 // which radix does not offer: on a connection of its own to the master
 // that c's topology gives the channel's slot (radix.ClusterSlot). Any end
@@ -464,22 +444,32 @@ func (c *clusterConn) Close() error { return c.c.Close() }
 // Identify returns the run_id of each master of the Cluster, and the
 // fewest connected replicas any has (engine.Identifier).
 func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
-	sets, err := c.c.Clients()
+	ms, err := c.masters(ctx)
 	if err != nil {
 		return nil, 0, err
 	}
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
+}
+
+// masters asks every master of the topology for INFO server and INFO
+// replication, and folds their answers.
+func (c *clusterConn) masters(ctx context.Context) (wire.ClusterMasters, error) {
 	ms := wire.NewClusterMasters()
+	sets, err := c.c.Clients()
+	if err != nil {
+		return ms, err
+	}
 	replies := make([]engine.Reply, 2)
 	for addr, rs := range sets {
 		clear(replies)
 		on := conn{c: rs.Primary}
 		if err := on.Exchange(ctx, [][]string{{"INFO", "server"}, {"INFO", "replication"}}, replies); err != nil {
-			return nil, 0, fmt.Errorf("%s: %w", addr, err)
+			return ms, fmt.Errorf("%s: %w", addr, err)
 		}
 		ms.Add(replies[0].Text, replies[1].Text)
 	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
+	return ms, nil
 }
 
 // Exchange sends cmds, each as one Action routed by its key (a write
