@@ -18,6 +18,8 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
+	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 // recorder keeps every event an Observer hears, Votes copied.
@@ -493,6 +495,27 @@ func TestLoggerOption(t *testing.T) {
 // reports the medians of the turns: ns/op without, untimed-ns/op and
 // timed-ns/op with, and each one's delta-% from ns/op.
 func BenchmarkObserverOverhead(b *testing.B) {
+	observerOverhead(b, func() core.Driver { return memnode.New(3, core.SystemClock{}) })
+}
+
+// BenchmarkObserverOverheadRedis is BenchmarkObserverOverhead over five
+// redis-servers (miniredis without one) and the redigo driver: the pair a
+// user pays for, with and without an Observer.
+func BenchmarkObserverOverheadRedis(b *testing.B) {
+	srvs := redistest.StartN(b, 5, redistest.Options{})
+	addrs := make([]string, len(srvs))
+	for i, s := range srvs {
+		addrs[i] = s.Addr
+	}
+	drv, err := redigo.Dial(addrs, redigo.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = drv.Close() })
+	observerOverhead(b, func() core.Driver { return drv })
+}
+
+func observerOverhead(b *testing.B, driver func() core.Driver) {
 	var events atomic.Int64
 	timed := redlock.Observer{
 		Acquire: func(redlock.AcquireEvent) { events.Add(1) },
@@ -507,7 +530,7 @@ func BenchmarkObserverOverhead(b *testing.B) {
 	untimed := redlock.Observer{Loss: timed.Loss, Waiters: timed.Waiters, Handoff: timed.Handoff, Fence: timed.Fence}
 	ctx := context.Background()
 	turn := func(obs redlock.Observer) float64 {
-		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
+		c, err := redlock.NewClient(driver(), redlock.Options{Observer: obs})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -129,8 +129,10 @@ func (s *shardedSub) loop(ctx context.Context, channel, name string, done chan<-
 	defer close(done)
 	delay := redialMin
 	for {
-		var confirmed atomic.Bool            // push may run on a goroutine of the client's
-		_ = s.run(ctx, name, func(e Event) { //nolint:errcheck // the failure ends the run; the next one tells
+		var confirmed atomic.Bool // push may run on a goroutine of the client's
+		// The run's error is dropped: a failure ends the run, and the
+		// next run's events tell the watchers.
+		_ = s.run(ctx, name, func(e Event) {
 			if ctx.Err() != nil {
 				return
 			}
