@@ -40,7 +40,13 @@ type Env struct {
 	// first server, direct and through its proxy: the proxy's real cost.
 	LoopbackPingUs float64 `json:"loopback_ping_us,omitempty"`
 	ProxyPingUs    float64 `json:"proxy_ping_us,omitempty"`
-	CellSeconds    float64 `json:"cell_seconds"`
+	// LoopbackRoundPingUs and ProxyRoundPingUs are the median time for a
+	// PING sent to every server at once to be answered by all, direct and
+	// through the proxies: the floor of a multiplexed round, which waits
+	// for its slowest node.
+	LoopbackRoundPingUs float64 `json:"loopback_round_ping_us,omitempty"`
+	ProxyRoundPingUs    float64 `json:"proxy_round_ping_us,omitempty"`
+	CellSeconds         float64 `json:"cell_seconds"`
 	// CurveSeconds is the measured time of the throughput curve's points
 	// that are not in the matrix; HandoffSeconds that of a hot-key cell.
 	CurveSeconds   float64 `json:"curve_seconds,omitempty"`
@@ -414,6 +420,10 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		fmt.Fprintf(&b, "- latency proxy: %.3g ms added in each direction (one round trip = %.3g ms + loopback)", e.ProxyDelayMs, 2*e.ProxyDelayMs)
 		if e.ProxyPingUs > 0 {
 			fmt.Fprintf(&b, "; measured PING round trip %.0f µs through it, %.0f µs direct", e.ProxyPingUs, e.LoopbackPingUs)
+			if e.ProxyRoundPingUs > 0 {
+				fmt.Fprintf(&b, "; a PING to every server at once, answered by all: %.0f µs through the proxies, %.0f µs direct",
+					e.ProxyRoundPingUs, e.LoopbackRoundPingUs)
+			}
 		}
 		b.WriteString("\n")
 	}

@@ -195,6 +195,17 @@ func TestEvaluateFailures(t *testing.T) {
 		t.Errorf("without the pipelined limit: %+v", tg)
 	}
 
+	// With the round of PINGs to every server measured, the note gives the
+	// ratio against two such rounds plus the floor; the verdict keeps
+	// the single round trip.
+	env.ProxyRoundPingUs, env.LoopbackRoundPingUs = 2300, 200
+	tg0 := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 1 client, behind a 1 ms/direction proxy")
+	if tg0 == nil || tg0.Ratio != 4500.0/4200 ||
+		!strings.Contains(tg0.Note, "with the measured round of PINGs to all servers through the proxies (2100 µs): 1.02×") {
+		t.Errorf("with the PING round measured: %+v", tg0)
+	}
+	env.ProxyRoundPingUs, env.LoopbackRoundPingUs = 0, 0
+
 	// Without a measured proxy round trip, the nominal one, said so.
 	env.ProxyPingUs, env.LoopbackPingUs = 0, 0
 	tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 1 client, behind a 1 ms/direction proxy")

@@ -210,3 +210,48 @@ func PingRTT(addr string, n int) (time.Duration, error) {
 	slices.Sort(rtts)
 	return rtts[len(rtts)/2], nil
 }
+
+// PingRoundRTT sends a PING to every one of addrs at once, on one
+// connection each, n times, and returns the median time until the last
+// reply of a round: the floor of a round that fans out to all of them and
+// waits for every answer, as a multiplexed lock round does.
+func PingRoundRTT(addrs []string, n int) (time.Duration, error) {
+	conns := make([]net.Conn, len(addrs))
+	readers := make([]*bufio.Reader, len(addrs))
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				_ = c.Close() // the replies are read, or the error returned: nothing to lose
+			}
+		}
+	}()
+	for i, a := range addrs {
+		c, err := net.DialTimeout("tcp", a, 5*time.Second)
+		if err != nil {
+			return 0, err
+		}
+		conns[i], readers[i] = c, bufio.NewReader(c)
+	}
+	ping := []byte("*1\r\n$4\r\nPING\r\n")
+	rtts := make([]time.Duration, 0, n)
+	for range n {
+		deadline := time.Now().Add(5 * time.Second)
+		t0 := time.Now()
+		for _, c := range conns {
+			if err := c.SetDeadline(deadline); err != nil {
+				return 0, err
+			}
+			if _, err := c.Write(ping); err != nil {
+				return 0, err
+			}
+		}
+		for _, r := range readers {
+			if _, err := r.ReadString('\n'); err != nil {
+				return 0, err
+			}
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2], nil
+}

@@ -30,6 +30,12 @@ func TestMiniAnswersPing(t *testing.T) {
 	if rtt, err := PingRTT(m.Addrs()[0], 5); err != nil || rtt <= 0 {
 		t.Fatalf("PingRTT = %v, %v", rtt, err)
 	}
+	if rtt, err := PingRoundRTT(m.Addrs(), 5); err != nil || rtt <= 0 {
+		t.Fatalf("PingRoundRTT = %v, %v", rtt, err)
+	}
+	if _, err := PingRoundRTT(append(m.Addrs(), "127.0.0.1:1"), 1); err == nil {
+		t.Fatal("PingRoundRTT to a closed port: no error")
+	}
 }
 
 func TestRedisAnswersPing(t *testing.T) {

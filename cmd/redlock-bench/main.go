@@ -253,6 +253,12 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 				env.LoopbackPingUs = float64(direct) / 1e3
 				env.ProxyPingUs = float64(proxied) / 1e3
 			}
+			directRound, err1 := servers.PingRoundRTT(set.Addrs(), 200)
+			proxiedRound, err2 := servers.PingRoundRTT(pa, 50)
+			if err1 == nil && err2 == nil {
+				env.LoopbackRoundPingUs = float64(directRound) / 1e3
+				env.ProxyRoundPingUs = float64(proxiedRound) / 1e3
+			}
 		}
 	}
 	opts := target.DialOptions{Username: cfg.user, Password: cfg.pass, PoolSize: cfg.poolSize}
