@@ -62,6 +62,10 @@ type Env struct {
 	// of the targets' N after the cells: the servers' CPU per pair with
 	// the pair's commands pipelined, no client in the way.
 	Pipelined *servers.Pipelined `json:"pipelined_limit,omitempty"`
+	// PipelinedAtClients is the same loop at half the targets'
+	// concurrency deep: as many commands as that many clients, one
+	// command each in flight per server, can put in one read.
+	PipelinedAtClients *servers.Pipelined `json:"pipelined_at_clients,omitempty"`
 }
 
 // Run is everything a run produced.
@@ -430,6 +434,13 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	if p := e.Pipelined; p != nil {
 		fmt.Fprintf(&b, "- the servers' pipelined limit: %.2f µs of the servers' CPU per pair (INFO cpu), SET NX PX then the release script by EVALSHA, %d pairs per batch on %d servers at once, %d pairs each or more in %.2g s\n",
 			p.ServersCPUUsPerOp, p.Depth, p.Servers, p.Pairs, p.Seconds)
+		if p.ClientCPUUsPerOp > 0 {
+			fmt.Fprintf(&b, "  - the loop's own client CPU: %.2f µs per pair (getrusage)\n", p.ClientCPUUsPerOp)
+		}
+	}
+	if p := e.PipelinedAtClients; p != nil {
+		fmt.Fprintf(&b, "- the same loop %d pairs per batch (the most the targets' clients put in one read): %.2f µs of the servers' CPU per pair, %.2f µs of the client's\n",
+			p.Depth, p.ServersCPUUsPerOp, p.ClientCPUUsPerOp)
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)

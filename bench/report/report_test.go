@@ -160,6 +160,21 @@ func TestEvaluateFailures(t *testing.T) {
 			t.Errorf("%s: pass %v ratio %v, want %v %v (%s)", c.name, tg.Pass, tg.Ratio, want, c.ratio, tg.Figures)
 		}
 	}
+	// The loop at the clients' depth, and the loops' own client CPU, are
+	// said beside the verdicts, which they do not change.
+	env.Pipelined.ClientCPUUsPerOp = 13
+	env.PipelinedAtClients = &servers.Pipelined{Depth: 16, Servers: 5, ServersCPUUsPerOp: 32.5, ClientCPUUsPerOp: 26}
+	ts = Evaluate(recs, env, 5, 32)
+	if tg := byName(ts, "redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit"); tg == nil || tg.Ratio != 39.0/26 ||
+		!strings.Contains(tg.Note, "pipelined 16 deep, the most 32 clients put in one read: 32.50 µs/pair (1.25× the 100-deep limit; this cell 1.2× it)") {
+		t.Errorf("servers' CPU with the loop at the clients' depth: %+v", tg)
+	}
+	if tg := byName(ts, "redlock+goredis N=5 multiplexed, 32 clients: client CPU per pair vs the servers'"); tg == nil || tg.Ratio != 20.0/39 ||
+		!strings.Contains(tg.Note, "the bare pipelined loop 16 deep: client 26.00 vs servers 32.50 µs/pair (0.8×); the bare pipelined loop 100 deep: client 13.00 vs servers 26.00 µs/pair (0.5×)") {
+		t.Errorf("client CPU with the loops' own: %+v", tg)
+	}
+	env.Pipelined.ClientCPUUsPerOp, env.PipelinedAtClients = 0, nil
+
 	// At the bounds exactly: 32 allocs, 1.5× and 0.5× pass.
 	recs[0].AllocsPerOp = 32
 	recs[3].ServersCPUUsPerOp, recs[3].ClientCPUUsPerOp = 39, 19.5
@@ -492,5 +507,24 @@ func TestVariantTablesRender(t *testing.T) {
 	}
 	if strings.Contains(md, "## Scenario: loopback") {
 		t.Error("a loopback section without loopback cells")
+	}
+}
+
+func TestMarkdownSaysTheFloors(t *testing.T) {
+	env := Env{ProxyDelayMs: 1, ProxyPingUs: 2250, LoopbackPingUs: 30, ProxyRoundPingUs: 2700, LoopbackRoundPingUs: 120,
+		Pipelined:          &servers.Pipelined{Depth: 100, Servers: 5, Pairs: 50000, Seconds: 1, ServersCPUUsPerOp: 22, ClientCPUUsPerOp: 14},
+		PipelinedAtClients: &servers.Pipelined{Depth: 16, Servers: 5, Pairs: 15000, Seconds: 1, ServersCPUUsPerOp: 34, ClientCPUUsPerOp: 24}}
+	var b strings.Builder
+	if err := Markdown(&b, Run{Env: env}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"a PING to every server at once, answered by all: 2700 µs through the proxies, 120 µs direct",
+		"  - the loop's own client CPU: 14.00 µs per pair (getrusage)",
+		"- the same loop 16 pairs per batch (the most the targets' clients put in one read): 34.00 µs of the servers' CPU per pair, 24.00 µs of the client's",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
 	}
 }

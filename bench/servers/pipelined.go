@@ -51,6 +51,11 @@ type Pipelined struct {
 	// time (INFO cpu) over its window divided by its pairs, in µs: the
 	// servers' CPU per pair of N=Servers.
 	ServersCPUUsPerOp float64 `json:"servers_cpu_us_per_op"`
+	// ClientCPUUsPerOp is the loop's own CPU time (getrusage: its
+	// process, user and system) over the windows divided by the mean
+	// pairs per server, in µs: what sending and reading the commands
+	// costs a client that does nothing else. 0 if not measured.
+	ClientCPUUsPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
 }
 
 // PipelinedLimit measures the servers' CPU per pair with the work of a
@@ -69,17 +74,26 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 		err     error
 	}
 	outs := make([]out, len(spec.Addrs))
-	var wg sync.WaitGroup
+	// Every loop warms up, then all measure from one start, so that the
+	// process's CPU over the windows is the loops' alone.
+	var ready, wg sync.WaitGroup
+	start := make(chan struct{})
 	for i, a := range spec.Addrs {
+		ready.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			o := &outs[i]
-			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec)
+			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, ready.Done, start)
 		}()
 	}
+	ready.Wait()
+	cpu0, ok0 := measure.ProcessCPU()
+	close(start)
 	wg.Wait()
+	cpu1, ok1 := measure.ProcessCPU()
 	p := Pipelined{Depth: spec.Depth, Servers: len(spec.Addrs)}
+	var total int64
 	for i, o := range outs {
 		if o.err != nil {
 			return Pipelined{}, o.err
@@ -92,13 +106,24 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 		}
 		p.Seconds = max(p.Seconds, o.elapsed.Seconds())
 		p.ServersCPUUsPerOp += measure.CPUPerOpUs(0, o.cpu, o.pairs)
+		total += o.pairs
+	}
+	if ok0 && ok1 {
+		p.ClientCPUUsPerOp = measure.CPUPerOpUs(cpu0, cpu1, total/int64(len(outs)))
 	}
 	return p, nil
 }
 
 // pipelineOne runs the pipelined loop on one server and returns its pairs
-// and CPU time over the measured window.
-func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec) (pairs int64, cpu, elapsed time.Duration, err error) {
+// and CPU time over the measured window. It calls warm once, when warmed
+// up or failed, and then measures from the closing of start.
+func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec, warm func(), start <-chan struct{}) (pairs int64, cpu, elapsed time.Duration, err error) {
+	warmed := false
+	defer func() {
+		if !warmed {
+			warm()
+		}
+	}()
 	c, err := measure.Dial(addr, spec.Options)
 	if err != nil {
 		return 0, 0, 0, err
@@ -146,6 +171,9 @@ func pipelineOne(ctx context.Context, addr, sha string, server int, spec Pipelin
 			return 0, 0, 0, err
 		}
 	}
+	warmed = true
+	warm()
+	<-start
 	before, err := c.CPU()
 	if err != nil {
 		return 0, 0, 0, err

@@ -341,6 +341,20 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		} else {
 			env.Pipelined = &p
 		}
+		// The same loop as deep as tc clients can make one read: each has
+		// one command in flight per server, and a pair is two commands.
+		if d := tc / 2; d >= 1 && d < cfg.pipeDepth {
+			q, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
+				Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
+				Depth: d, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
+				KeyPrefix: "bench:" + runID + ":pipelined-clients:",
+			})
+			if err != nil {
+				env.Notes = append(env.Notes, "the servers' pipelined loop at the clients' depth not measured: "+firstLine(err.Error()))
+			} else {
+				env.PipelinedAtClients = &q
+			}
+		}
 	}
 	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
 	if _, err := fmt.Fprintln(stdout); err != nil {
