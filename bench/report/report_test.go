@@ -173,6 +173,12 @@ func TestEvaluateFailures(t *testing.T) {
 		!strings.Contains(tg.Note, "the bare pipelined loop 16 deep: client 26.00 vs servers 32.50 µs/pair (0.8×); the bare pipelined loop 100 deep: client 13.00 vs servers 26.00 µs/pair (0.5×)") {
 		t.Errorf("client CPU with the loops' own: %+v", tg)
 	}
+	env.NumCPU = 2
+	if tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 32 clients: throughput vs redsync"); tg == nil ||
+		!strings.Contains(tg.Note, "CPU ceiling 34188 ops/s (2 CPUs over the bare pipelined loop 16 deep: 26.00 + 32.50 µs/pair), 3.8× the peer; this cell reaches 146% of it") {
+		t.Errorf("throughput with its CPU ceiling: %+v", tg)
+	}
+	env.NumCPU = 0
 	env.Pipelined.ClientCPUUsPerOp, env.PipelinedAtClients = 0, nil
 
 	// At the bounds exactly: 32 allocs, 1.5× and 0.5× pass.

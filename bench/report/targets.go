@@ -299,9 +299,23 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 				continue
 			}
 			ratio := r.Throughput / vs.peer.Throughput
+			n := tputNote
+			// On a machine whose CPUs the client and the servers share,
+			// no client does more pairs per second than the CPUs over
+			// what the bare pipelined loop at the clients' depth costs
+			// the client and the servers together.
+			if q := env.PipelinedAtClients; q != nil && q.ClientCPUUsPerOp > 0 && q.ServersCPUUsPerOp > 0 && env.NumCPU > 0 && env.ServerAddrs == nil {
+				cpus := env.NumCPU
+				if env.Pinned { // client and servers on one CPU
+					cpus = 1
+				}
+				ceiling := float64(cpus) * 1e6 / (q.ClientCPUUsPerOp + q.ServersCPUUsPerOp)
+				n = join(fmt.Sprintf("CPU ceiling %.0f ops/s (%d %s over the bare pipelined loop %d deep: %.2f + %.2f µs/pair), %.3g× the peer; this cell reaches %.0f%% of it",
+					ceiling, cpus, plural(cpus, "CPU", "CPUs"), q.Depth, q.ClientCPUUsPerOp, q.ServersCPUUsPerOp, ceiling/vs.peer.Throughput, 100*r.Throughput/ceiling), n)
+			}
 			ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
 				Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, vs.peer.Throughput, vs.peer.Subject()),
-				Ratio:   ratio, Pass: ratio >= vs.bound, Note: tputNote})
+				Ratio:   ratio, Pass: ratio >= vs.bound, Note: n})
 		}
 	}
 
