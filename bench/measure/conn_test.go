@@ -38,3 +38,31 @@ func TestServersCPUFromRedis(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	assert.ErrorContains(t, err, b.Addr)
 }
+
+// Pipeline writes a batch encoded once and checks its one-line replies
+// without allocating; a reply that is not the expected one is an error
+// naming the server and the reply.
+func TestPipelineRaw(t *testing.T) {
+	assert.Equal(t, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n", string(AppendCommand(nil, "SET", "k", "v1")))
+
+	s := redistest.Start(t, redistest.Options{})
+	c, err := Dial(s.Addr, ServerOptions{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, c.Close()) }()
+	var batch []byte
+	batch = AppendCommand(batch, "SET", "a", "1")
+	batch = AppendCommand(batch, "INCR", "n")
+	require.NoError(t, c.Pipeline(batch, 2, "+OK", ":1"))
+	err = c.Pipeline(batch, 2, "+OK", ":1") // INCR now answers 2
+	require.Error(t, err)
+	assert.ErrorContains(t, err, s.Addr)
+	assert.ErrorContains(t, err, `":2"`)
+
+	set := AppendCommand(nil, "SET", "a", "1")
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := c.Pipeline(set, 1, "+OK"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
