@@ -97,6 +97,10 @@ func openHot(t *testing.T, cell matrix.Cell, addrs []string) HotSubject {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }

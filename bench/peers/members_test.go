@@ -50,6 +50,15 @@ type clusterSubject interface {
 	close()
 }
 
+// refusal is the error of a second try on a held key that was not
+// refused as want: the try's own error, or that it acquired the key.
+func refusal(what string, err error, want string) error {
+	if err == nil {
+		return fmt.Errorf("%s acquired the held key, want %s", what, want)
+	}
+	return fmt.Errorf("%s: %w, want %s", what, err, want)
+}
+
 // redlockClusters is this library over N Clusters as N members
 // (goredis.DialMembers), the Client of bench's BenchmarkMembers.
 type redlockClusters struct {
@@ -68,14 +77,13 @@ func newRedlockClusters(clusters [][]string) (*redlockClusters, error) {
 	}
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: core.Multiplexed}})
 	if err != nil {
-		d.Close()
-		return nil, err
+		return nil, errors.Join(err, d.Close())
 	}
 	return &redlockClusters{c: c, d: d}, nil
 }
 
 func (s *redlockClusters) Worker(key string) measure.Worker { return redlockWorker{s.c, key} }
-func (s *redlockClusters) close()                           { s.d.Close() }
+func (s *redlockClusters) close()                           { _ = s.d.Close() } // nothing is left to lose
 
 type redlockWorker struct {
 	c   *redlock.Client
@@ -100,7 +108,7 @@ func (s *redlockClusters) exclusion(ctx context.Context, key string) error {
 	}
 	_, err = s.c.TryLock(ctx, key)
 	if !errors.Is(err, core.ErrTaken) {
-		return errors.Join(fmt.Errorf("second TryLock: %v, want ErrTaken", err), l.Unlock(ctx))
+		return errors.Join(refusal("second TryLock", err, "ErrTaken"), l.Unlock(ctx))
 	}
 	return l.Unlock(ctx)
 }
@@ -121,14 +129,15 @@ func newRedsyncClusters(clusters [][]string) *redsyncClusters {
 		pools = append(pools, rsgoredis.NewPool(cc))
 	}
 	return &redsyncClusters{&redsyncSubject{rs: redsync.New(pools...), ttl: 10 * time.Second, close: func() error {
+		var errs []error
 		for _, c := range cs {
-			c.Close()
+			errs = append(errs, c.Close())
 		}
-		return nil
+		return errors.Join(errs...)
 	}}}
 }
 
-func (s *redsyncClusters) close() { _ = s.redsyncSubject.Close() }
+func (s *redsyncClusters) close() { _ = s.Close() } // nothing is left to lose
 
 func (s *redsyncClusters) exclusion(ctx context.Context, key string) error {
 	a := s.rs.NewMutex(key, redsync.WithExpiry(s.ttl), redsync.WithTries(1))
@@ -138,7 +147,7 @@ func (s *redsyncClusters) exclusion(ctx context.Context, key string) error {
 	}
 	if err := b.LockContext(ctx); err == nil || !isTaken(err) {
 		_, uerr := a.UnlockContext(ctx)
-		return errors.Join(fmt.Errorf("second lock: %v, want taken", err), uerr)
+		return errors.Join(refusal("second lock", err, "taken"), uerr)
 	}
 	_, err := a.UnlockContext(ctx)
 	return err
@@ -154,7 +163,7 @@ func newRueidislockCluster(addrs []string, n int) (*rueidislockCluster, error) {
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption:   rueidis.ClientOption{InitAddress: addrs},
 		KeyValidity:    10 * time.Second,
-		KeyMajority:    int32(n/2 + 1),
+		KeyMajority:    int32(n/2 + 1), //nolint:gosec // G115: n counts keys, a handful
 		NoLoopTracking: true,
 	})
 	if err != nil {
@@ -163,7 +172,7 @@ func newRueidislockCluster(addrs []string, n int) (*rueidislockCluster, error) {
 	return &rueidislockCluster{&rueidislockSubject{l: l}}, nil
 }
 
-func (s *rueidislockCluster) close() { _ = s.rueidislockSubject.Close() }
+func (s *rueidislockCluster) close() { _ = s.Close() } // nothing is left to lose
 
 func (s *rueidislockCluster) exclusion(ctx context.Context, key string) error {
 	_, cancel, err := s.l.TryWithContext(ctx, key)
@@ -175,7 +184,7 @@ func (s *rueidislockCluster) exclusion(ctx context.Context, key string) error {
 		if err == nil {
 			c2()
 		}
-		return fmt.Errorf("second try: %v, want ErrNotLocked", err)
+		return refusal("second try", err, "ErrNotLocked")
 	}
 	return nil
 }
