@@ -34,7 +34,7 @@ type Set interface {
 
 // Binary returns the path of redis-server on PATH, or "" if there is none.
 func Binary() string {
-	p, err := exec.LookPath("redis-server")
+	p, err := redistest.LookPath()
 	if err != nil {
 		return ""
 	}
