@@ -3,56 +3,23 @@ package peers
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// startServers starts n redis-server processes on free loopback ports,
-// stopped when the test ends. Without redis-server on PATH the test is
-// skipped, or fails with REDLOCK_REQUIRE_REDIS=1. (This module does not
-// use bench/servers, which would bring miniredis into its go.mod.)
+// startServers starts n redis-server processes on free loopback ports
+// (internal/redistest), stopped when the test ends, and returns their
+// addresses. Without redis-server on PATH the test is skipped, or fails
+// with REDLOCK_REQUIRE_REDIS=1.
 func startServers(t *testing.T, n int) []string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REDLOCK_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server not found on PATH, and REDLOCK_REQUIRE_REDIS=1")
-		}
-		t.Skip("redis-server not found on PATH")
-	}
 	var addrs []string
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		_, port, _ := net.SplitHostPort(addr)
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		// Wait until it answers: dial until the port accepts.
-		for try := 0; ; try++ {
-			c, err := net.Dial("tcp", addr)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if try == 500 {
-				t.Fatalf("redis-server on %s: %v", addr, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		addrs = append(addrs, addr)
+	for _, s := range redistest.StartN(t, n, redistest.Options{}) {
+		addrs = append(addrs, s.Addr)
 	}
 	return addrs
 }
@@ -130,6 +97,10 @@ func openHot(t *testing.T, cell matrix.Cell, addrs []string) HotSubject {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }

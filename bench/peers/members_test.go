@@ -5,11 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,102 +21,25 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 var clusterRounds = flag.Int("clusters.rounds", 1, "BenchmarkClusters: measure the cells this many times, interleaved (names of the later rounds end in #01, ...)")
 
 // startCluster starts a Redis Cluster of masters masters with replicas
-// replicas each on loopback (redis-cli --cluster create), stopped when
-// tb's cleanups run, and returns its nodes' addresses once every node
-// reports cluster_state:ok. (bench/peers does not use internal/redistest,
-// which would bring miniredis into its go.mod.)
+// replicas each on loopback (internal/redistest), stopped when tb's
+// cleanups run, and returns its nodes' addresses once it is healthy.
+// Without redis-server on PATH tb is skipped, or fails with
+// REDLOCK_REQUIRE_REDIS=1.
 func startCluster(tb testing.TB, masters, replicas int) []string {
 	tb.Helper()
-	bin, err := exec.LookPath("redis-server")
-	cli, cliErr := exec.LookPath("redis-cli")
-	if err != nil || cliErr != nil {
-		if os.Getenv("REDLOCK_REQUIRE_REDIS") == "1" {
-			tb.Fatal("redis-server or redis-cli not found on PATH, and REDLOCK_REQUIRE_REDIS=1")
-		}
-		tb.Skip("redis-server or redis-cli not found on PATH")
+	if replicas == 0 {
+		replicas = -1 // redistest's "none": its zero means one
 	}
-	var addrs []string
-	for i := 0; i < masters*(1+replicas); i++ {
-		port, err := freeClusterPort()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-			"--dir", tb.TempDir(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "15000", "--repl-diskless-sync-delay", "0")
-		if err := cmd.Start(); err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		for try := 0; ; try++ {
-			c, err := net.Dial("tcp", addr)
-			if err == nil {
-				c.Close()
-				break
-			}
-			if try == 500 {
-				tb.Fatalf("redis-server on %s: %v", addr, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		addrs = append(addrs, addr)
-	}
-	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
-	}
-	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
-	for _, a := range addrs {
-		c := goredisv9.NewClient(&goredisv9.Options{Addr: a})
-		for {
-			info, err := c.ClusterInfo(ctx).Result()
-			repl, rerr := c.Info(ctx, "replication").Result()
-			ok := err == nil && rerr == nil && strings.Contains(info, "cluster_state:ok") &&
-				(strings.Contains(repl, "role:master") && strings.Contains(repl, "connected_slaves:"+strconv.Itoa(replicas)) ||
-					strings.Contains(repl, "master_link_status:up"))
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.Close()
-				tb.Fatalf("cluster node %s not ready: %v %v\n%s\n%s", a, err, rerr, info, repl)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		c.Close()
-	}
-	return addrs
-}
-
-// freeClusterPort returns a free loopback port whose cluster bus port
-// (port+10000) is free too.
-func freeClusterPort() (int, error) {
-	for try := 0; try < 100; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if port+10000 > 65535 {
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-		if err != nil {
-			continue
-		}
-		bus.Close()
-		return port, nil
-	}
-	return 0, errors.New("no free port with a free cluster bus port")
+	// A long node timeout: a loaded benchmark must not see a failover.
+	return redistest.StartCluster(tb, redistest.ClusterOptions{
+		Masters: masters, Replicas: replicas, NodeTimeout: 15 * time.Second,
+	}).Addrs()
 }
 
 // clusterSubject is a measure.Subject with an exclusion check and a close.
@@ -129,6 +48,15 @@ type clusterSubject interface {
 	// exclusion holds key and checks that a second try does not win it.
 	exclusion(ctx context.Context, key string) error
 	close()
+}
+
+// refusal is the error of a second try on a held key that was not
+// refused as want: the try's own error, or that it acquired the key.
+func refusal(what string, err error, want string) error {
+	if err == nil {
+		return fmt.Errorf("%s acquired the held key, want %s", what, want)
+	}
+	return fmt.Errorf("%s: %w, want %s", what, err, want)
 }
 
 // redlockClusters is this library over N Clusters as N members
@@ -149,14 +77,13 @@ func newRedlockClusters(clusters [][]string) (*redlockClusters, error) {
 	}
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: core.Multiplexed}})
 	if err != nil {
-		d.Close()
-		return nil, err
+		return nil, errors.Join(err, d.Close())
 	}
 	return &redlockClusters{c: c, d: d}, nil
 }
 
 func (s *redlockClusters) Worker(key string) measure.Worker { return redlockWorker{s.c, key} }
-func (s *redlockClusters) close()                           { s.d.Close() }
+func (s *redlockClusters) close()                           { _ = s.d.Close() } // nothing is left to lose
 
 type redlockWorker struct {
 	c   *redlock.Client
@@ -181,7 +108,7 @@ func (s *redlockClusters) exclusion(ctx context.Context, key string) error {
 	}
 	_, err = s.c.TryLock(ctx, key)
 	if !errors.Is(err, core.ErrTaken) {
-		return errors.Join(fmt.Errorf("second TryLock: %v, want ErrTaken", err), l.Unlock(ctx))
+		return errors.Join(refusal("second TryLock", err, "ErrTaken"), l.Unlock(ctx))
 	}
 	return l.Unlock(ctx)
 }
@@ -202,14 +129,15 @@ func newRedsyncClusters(clusters [][]string) *redsyncClusters {
 		pools = append(pools, rsgoredis.NewPool(cc))
 	}
 	return &redsyncClusters{&redsyncSubject{rs: redsync.New(pools...), ttl: 10 * time.Second, close: func() error {
+		var errs []error
 		for _, c := range cs {
-			c.Close()
+			errs = append(errs, c.Close())
 		}
-		return nil
+		return errors.Join(errs...)
 	}}}
 }
 
-func (s *redsyncClusters) close() { _ = s.redsyncSubject.Close() }
+func (s *redsyncClusters) close() { _ = s.Close() } // nothing is left to lose
 
 func (s *redsyncClusters) exclusion(ctx context.Context, key string) error {
 	a := s.rs.NewMutex(key, redsync.WithExpiry(s.ttl), redsync.WithTries(1))
@@ -219,7 +147,7 @@ func (s *redsyncClusters) exclusion(ctx context.Context, key string) error {
 	}
 	if err := b.LockContext(ctx); err == nil || !isTaken(err) {
 		_, uerr := a.UnlockContext(ctx)
-		return errors.Join(fmt.Errorf("second lock: %v, want taken", err), uerr)
+		return errors.Join(refusal("second lock", err, "taken"), uerr)
 	}
 	_, err := a.UnlockContext(ctx)
 	return err
@@ -235,7 +163,7 @@ func newRueidislockCluster(addrs []string, n int) (*rueidislockCluster, error) {
 	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption:   rueidis.ClientOption{InitAddress: addrs},
 		KeyValidity:    10 * time.Second,
-		KeyMajority:    int32(n/2 + 1),
+		KeyMajority:    int32(n/2 + 1), //nolint:gosec // G115: n counts keys, a handful
 		NoLoopTracking: true,
 	})
 	if err != nil {
@@ -244,7 +172,7 @@ func newRueidislockCluster(addrs []string, n int) (*rueidislockCluster, error) {
 	return &rueidislockCluster{&rueidislockSubject{l: l}}, nil
 }
 
-func (s *rueidislockCluster) close() { _ = s.rueidislockSubject.Close() }
+func (s *rueidislockCluster) close() { _ = s.Close() } // nothing is left to lose
 
 func (s *rueidislockCluster) exclusion(ctx context.Context, key string) error {
 	_, cancel, err := s.l.TryWithContext(ctx, key)
@@ -256,7 +184,7 @@ func (s *rueidislockCluster) exclusion(ctx context.Context, key string) error {
 		if err == nil {
 			c2()
 		}
-		return fmt.Errorf("second try: %v, want ErrNotLocked", err)
+		return refusal("second try", err, "ErrNotLocked")
 	}
 	return nil
 }

@@ -138,10 +138,11 @@ func newRedsyncRedigo(addrs []string, o Options) *redsyncSubject {
 		rp = append(rp, rsredigo.NewPool(p))
 	}
 	return &redsyncSubject{rs: redsync.New(rp...), ttl: o.TTL, close: func() error {
+		var errs []error
 		for _, p := range pools {
-			p.Close()
+			errs = append(errs, p.Close())
 		}
-		return nil
+		return errors.Join(errs...)
 	}}
 }
 
@@ -167,8 +168,7 @@ func newRedsyncRueidis(addrs []string, o Options) (*redsyncSubject, error) {
 	for _, a := range addrs {
 		c, err := rueidis.NewClient(rueidisOption(a, o))
 		if err != nil {
-			closeAll()
-			return nil, err
+			return nil, errors.Join(err, closeAll())
 		}
 		clients = append(clients, c)
 		rp = append(rp, rsrueidis.NewPool(rueidiscompat.NewAdapter(c)))
@@ -226,7 +226,7 @@ func newRueidislock(addr string, n int, o Options) (*rueidislockSubject, error) 
 	lo := rueidislock.LockerOption{
 		ClientOption:   opt,
 		KeyValidity:    o.TTL,
-		KeyMajority:    int32(n/2 + 1),
+		KeyMajority:    int32(n/2 + 1), //nolint:gosec // G115: n counts nodes, a handful
 		NoLoopTracking: true,
 	}
 	l, err := rueidislock.NewLocker(lo)

@@ -2,7 +2,8 @@
 // testing: real redis-server processes on free loopback ports, or
 // in-process miniredis servers when redis-server is not installed, both
 // started by internal/redistest (the one package that starts servers,
-// for tests and tools alike); or servers the caller runs. Servers listen
+// for tests and tools alike, miniredis in its subpackage embedded); or
+// servers the caller runs. Servers listen
 // on 127.0.0.1 only.
 package servers
 
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // Set is a group of running servers.
@@ -32,7 +34,7 @@ type Set interface {
 
 // Binary returns the path of redis-server on PATH, or "" if there is none.
 func Binary() string {
-	p, err := exec.LookPath("redis-server")
+	p, err := redistest.LookPath()
 	if err != nil {
 		return ""
 	}
@@ -109,7 +111,7 @@ func (r *Redis) Close() error {
 	return errors.Join(errs...)
 }
 
-// Mini is n in-process miniredis servers (redistest.LaunchEmbedded). Their
+// Mini is n in-process miniredis servers (embedded.Launch). Their
 // numbers do not represent a real deployment: they run in the client's
 // process, share its CPU and garbage collector, and implement Redis in Go.
 type Mini struct {
@@ -121,7 +123,7 @@ type Mini struct {
 func StartMini(n int) (*Mini, error) {
 	m := &Mini{}
 	for i := 0; i < n; i++ {
-		s, err := redistest.LaunchEmbedded(redistest.Options{})
+		s, err := embedded.Launch(redistest.Options{})
 		if err != nil {
 			return nil, errors.Join(err, m.Close())
 		}

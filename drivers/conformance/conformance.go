@@ -40,6 +40,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // Endpoint is how a driver reaches one Redis master.
@@ -58,8 +59,7 @@ type Endpoint struct {
 // embedded ones where redistest allows them.
 func startServers(t *testing.T, n int, opts redistest.Options) []*redistest.Server {
 	t.Helper()
-	opts.Embedded = true
-	return redistest.StartN(t, n, opts)
+	return embedded.StartN(t, n, opts)
 }
 
 // testTimeout bounds every wait, so that a hanging driver fails the test

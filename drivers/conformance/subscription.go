@@ -11,6 +11,7 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // SubscribeDial returns the subscription dialer a driver gives the engine
@@ -54,8 +55,8 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		r.expect(t, engine.EventMessage, "a")
 	})
 	t.Run("auth-tls", func(t *testing.T) {
-		opts := redistest.Options{TLS: true, User: "watcher", UserPassword: "pw of watcher", Embedded: true}
-		srv := redistest.Start(t, opts)
+		opts := redistest.Options{TLS: true, User: "watcher", UserPassword: "pw of watcher"}
+		srv := embedded.Start(t, opts)
 		o := drivers.Options{Username: opts.User, Password: opts.UserPassword, TLS: srv.ClientTLS(), DialTimeout: time.Second}
 		_, r := subscribedToC(t, dial, srv, o)
 		publish(t, srv, "c")

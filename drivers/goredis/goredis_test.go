@@ -20,6 +20,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -33,7 +34,7 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestNewOverUserClients(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	clients := make([]*redis.Client, 3)
 	for i, s := range ss {
 		clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})

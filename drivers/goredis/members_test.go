@@ -13,12 +13,13 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/goredis"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // TestUntaggableKeyIsFineOffCluster: the Cluster naming does not touch
 // standalone members: a key with '}' locks, fenced.
 func TestUntaggableKeyIsFineOffCluster(t *testing.T) {
-	ss := redistest.StartN(t, 1, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 1, redistest.Options{})
 	d, err := goredis.DialMembers(drivers.Members(ss[0].Addr), goredis.Options{})
 	require.NoError(t, err)
 	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second, Fencing: true}})

@@ -19,6 +19,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -71,7 +72,7 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestNewOverUserPools(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	ctx := context.Background()
 	clients := make([]radixv4.Client, len(ss))
 	for i, s := range ss {

@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // TestDialMembersRefusesGroups: redigo has no Sentinel or Cluster client:
@@ -46,7 +47,7 @@ func TestDialMembersRefusesGroups(t *testing.T) {
 // a member with WAIT and no replica is refused, naming it, and nothing is
 // written anywhere.
 func TestDialMembersStandalone(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	members := drivers.Members(ss[0].Addr, ss[1].Addr, ss[2].Addr)
 	d, err := redigo.DialMembers(members, redigo.Options{})
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -27,7 +28,7 @@ func TestNewValidation(t *testing.T) {
 }
 
 func TestNewOverUserPools(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	pools := make([]*redis.Pool, 3)
 	for i, s := range ss {
 		pools[i] = &redis.Pool{MaxIdle: 2, DialContext: func(ctx context.Context) (redis.Conn, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	rueidis "github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -32,12 +33,12 @@ func newClient(t *testing.T, addr string) rd.Client {
 }
 
 func TestNewValidation(t *testing.T) {
-	ss := redistest.StartN(t, 2, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 2, redistest.Options{})
 	conformance.NewValidation(t, rueidis.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
 }
 
 func TestNewOverUserClients(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	clients := make([]rd.Client, 3)
 	for i, s := range ss {
 		clients[i] = newClient(t, s.Addr)

@@ -18,6 +18,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/valkeygo"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -32,12 +33,12 @@ func newClient(t *testing.T, addr string) vk.Client {
 }
 
 func TestNewValidation(t *testing.T) {
-	ss := redistest.StartN(t, 2, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 2, redistest.Options{})
 	conformance.NewValidation(t, valkeygo.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
 }
 
 func TestNewOverUserClients(t *testing.T) {
-	ss := redistest.StartN(t, 3, redistest.Options{Embedded: true})
+	ss := embedded.StartN(t, 3, redistest.Options{})
 	clients := make([]vk.Client, 3)
 	for i, s := range ss {
 		clients[i] = newClient(t, s.Addr)

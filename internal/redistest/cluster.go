@@ -28,7 +28,7 @@ type ClusterOptions struct {
 	NodeTimeout time.Duration
 	// Server are the nodes' options; MigrateSlot authenticates with them.
 	// The replicas replicate as ReplUser whatever they are (see
-	// dataNodeArgs). TLS and Embedded are not supported.
+	// dataNodeArgs). TLS is not supported.
 	Server Options
 }
 
@@ -70,8 +70,8 @@ type Cluster struct {
 func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
 	opts.defaults()
-	if opts.Server.TLS || opts.Server.Embedded {
-		t.Fatalf("redistest: StartCluster supports neither TLS nor Embedded servers")
+	if opts.Server.TLS {
+		t.Fatalf("redistest: StartCluster does not support TLS servers")
 	}
 	c := &Cluster{Opts: opts, t: t, ids: map[*Server]string{}, bus: map[*Server]int{}}
 	n := opts.Masters * (1 + opts.Replicas)

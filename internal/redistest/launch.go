@@ -37,23 +37,7 @@ func Launch(path string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// LaunchEmbedded starts an in-process miniredis outside a test, as Start
-// does with Options.Embedded when redis-server is missing. Close stops it.
-func LaunchEmbedded(opts Options) (*Server, error) {
-	m := miniredisFor(opts)
-	var err error
-	if opts.TLS {
-		err = errors.New("redistest: LaunchEmbedded serves plain TCP only")
-	} else {
-		err = m.StartAddr("127.0.0.1:0")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &Server{Opts: opts, mini: m, Addr: m.Addr(), Port: atoiPort(m.Port())}, nil
-}
-
-// Close stops the server (SIGKILL, or closing an embedded one) and, for a
+// Close stops the server (SIGKILL, or closing an in-process one) and, for a
 // server from Launch, removes its temporary directory; a server from Start
 // keeps its directory for the test's own cleanup.
 func (s *Server) Close() error {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestLaunchOutsideATest: a launched server answers, and Close stops it
-// and removes its directory; an embedded one answers and closes.
+// and removes its directory.
 func TestLaunchOutsideATest(t *testing.T) {
 	path := RedisServerPath(t)
 	s, err := Launch(path, Options{})
@@ -30,13 +30,4 @@ func TestLaunchOutsideATest(t *testing.T) {
 
 	_, err = Launch(t.TempDir()+"/no-redis-server", Options{})
 	assert.ErrorContains(t, err, "no-redis-server")
-
-	m, err := LaunchEmbedded(Options{})
-	require.NoError(t, err)
-	pong, err := m.Do("PING")
-	require.NoError(t, err)
-	assert.Equal(t, "PONG", pong)
-	require.NoError(t, m.Close())
-	_, err = m.Do("PING")
-	assert.Error(t, err, "the embedded server answers after Close")
 }

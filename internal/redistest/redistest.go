@@ -28,7 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 )
 
@@ -47,16 +46,10 @@ type Options struct {
 	// 127.0.0.1 issued by a CA generated in-process. Clients are not asked
 	// for certificates.
 	TLS bool
-	// Embedded allows an in-process miniredis in place of redis-server
-	// when redis-server is not on PATH and REDLOCK_REQUIRE_REDIS is not 1.
-	// Its keys expire on the wall clock; Kill closes it and Restart reopens
-	// it empty on the same port; Stop (SIGSTOP) skips the test, since only
-	// a real process can hang. Use it where a test checks the Redis
-	// protocol and command semantics, not the server's internals.
-	Embedded bool
 }
 
-// Server is one redis-server process.
+// Server is one redis-server process, or an in-process server standing in
+// for one (see StartOr and package embedded).
 type Server struct {
 	// Addr is "127.0.0.1:Port".
 	Addr string
@@ -67,7 +60,7 @@ type Server struct {
 	path string
 	dir  string
 
-	mini *miniredis.Miniredis // set for an embedded server
+	inproc InProcess // set for an in-process server
 
 	// conf, when set, is a configuration file passed as the first
 	// argument (Sentinel needs one it can rewrite); extra are arguments
@@ -84,16 +77,13 @@ type Server struct {
 	stopped bool // SIGSTOP sent and no SIGCONT since
 }
 
-// Start starts a server on a free loopback port, waits until it answers
-// PING and registers its kill with t.Cleanup.
+// Start starts a redis-server process on a free loopback port, waits until
+// it answers PING and registers its kill with t.Cleanup. Without
+// redis-server on PATH the test is skipped, or fails with
+// REDLOCK_REQUIRE_REDIS=1 (see RedisServerPath); package embedded's Start
+// runs an in-process miniredis instead.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	if opts.Embedded && !required() {
-		if _, err := LookPath(); err != nil {
-			ranEmbedded(t)
-			return startEmbedded(t, opts)
-		}
-	}
 	return launch(t, opts, nil)
 }
 
@@ -285,8 +275,8 @@ func (s *Server) logTail() string {
 // refused afterwards. It works on a stopped server too, and does nothing if
 // the server is not running.
 func (s *Server) Kill() {
-	if s.mini != nil {
-		s.mini.Close()
+	if s.inproc != nil {
+		s.inproc.Close()
 		return
 	}
 	s.mu.Lock()
@@ -303,10 +293,10 @@ func (s *Server) Kill() {
 }
 
 // Stop sends SIGSTOP: the server hangs and its connections stay open. On
-// an embedded server it skips the test instead; call it from the test's
+// an in-process server it skips the test instead; call it from the test's
 // goroutine.
 func (s *Server) Stop() {
-	if s.mini != nil {
+	if s.inproc != nil {
 		skip(s.t, reasonSIGSTOP)
 	}
 	s.signal(syscall.SIGSTOP)
@@ -315,10 +305,10 @@ func (s *Server) Stop() {
 	s.mu.Unlock()
 }
 
-// Cont sends SIGCONT to a stopped server. An embedded server is never
+// Cont sends SIGCONT to a stopped server. An in-process server is never
 // stopped: Cont does nothing there.
 func (s *Server) Cont() {
-	if s.mini == nil {
+	if s.inproc == nil {
 		s.signal(syscall.SIGCONT)
 		s.mu.Lock()
 		s.stopped = false
@@ -327,9 +317,9 @@ func (s *Server) Cont() {
 }
 
 // alive reports whether the server's process runs and is not stopped, so
-// that it answers commands. An embedded server is taken to be alive.
+// that it answers commands. An in-process server is taken to be alive.
 func (s *Server) alive() bool {
-	if s.mini != nil {
+	if s.inproc != nil {
 		return true
 	}
 	s.mu.Lock()
@@ -362,8 +352,8 @@ func (s *Server) signal(sig os.Signal) {
 // with empty data, waiting until it answers.
 func (s *Server) Restart() {
 	s.t.Helper()
-	if s.mini != nil {
-		s.restartEmbedded()
+	if s.inproc != nil {
+		s.restartInProcess()
 		return
 	}
 	s.Kill()
@@ -480,9 +470,9 @@ func stringify(r any) any {
 	return r
 }
 
-// Embedded reports whether s is the in-process miniredis fallback rather
-// than a redis-server process.
-func (s *Server) Embedded() bool { return s.mini != nil }
+// Embedded reports whether s is an in-process server (the miniredis of
+// package embedded) rather than a redis-server process.
+func (s *Server) Embedded() bool { return s.inproc != nil }
 
 // Subscriber is a connection subscribed to channels, for tests that
 // observe what the server publishes.

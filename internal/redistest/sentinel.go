@@ -51,7 +51,7 @@ type SentinelOptions struct {
 	// Server are the data servers' options. The replicas and the
 	// Sentinels authenticate as ReplUser whatever they are (see
 	// dataNodeArgs); the Sentinels themselves ask for no password. TLS
-	// and Embedded are not supported.
+	// is not supported.
 	Server Options
 }
 
@@ -101,8 +101,8 @@ type SentinelGroup struct {
 func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	t.Helper()
 	opts.defaults()
-	if opts.Server.TLS || opts.Server.Embedded {
-		t.Fatalf("redistest: StartSentinelGroup supports neither TLS nor Embedded servers")
+	if opts.Server.TLS {
+		t.Fatalf("redistest: StartSentinelGroup does not support TLS servers")
 	}
 	g := &SentinelGroup{Name: opts.MasterName, Opts: opts, t: t}
 	auth := newReplAuth()

@@ -110,8 +110,9 @@ func clientTLS() *tls.Config {
 	return &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
 }
 
-// serverTLS is the server side of the generated PKI, for embedded servers.
-func serverTLS() (*tls.Config, error) {
+// ServerTLS is the server side of the PKI that ClientTLS trusts, for the
+// in-process servers of package embedded with Options.TLS.
+func ServerTLS() (*tls.Config, error) {
 	p, err := getPKI()
 	if err != nil {
 		return nil, err

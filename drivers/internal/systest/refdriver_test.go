@@ -17,6 +17,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // TestRefDriver runs the real-server suite with refDriver, a deliberately
@@ -332,7 +333,7 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 // held just before it goes out, so a driver that lets a later command
 // overtake it fails here every time rather than now and then.
 func TestRefDriverOrder(t *testing.T) {
-	srv := redistest.Start(t, redistest.Options{Embedded: true})
+	srv := embedded.Start(t, redistest.Options{})
 	d := newRefDriver([]conformance.Endpoint{{Addr: srv.Addr}})
 	t.Cleanup(d.close)
 

@@ -36,6 +36,7 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // The driver contract's types, under the names the suite has always used.
@@ -167,8 +168,7 @@ func startReal(t *testing.T, f Factory, n int, opts redistest.Options, edit func
 // embedded ones where redistest allows them (see Run).
 func startServers(t *testing.T, n int, opts redistest.Options) []*redistest.Server {
 	t.Helper()
-	opts.Embedded = true
-	return redistest.StartN(t, n, opts)
+	return embedded.StartN(t, n, opts)
 }
 
 func (c *realCluster) Driver() core.Driver { return c.drv }

@@ -8,4 +8,6 @@ require (
 	github.com/redlock-go/redlock v0.0.0
 )
 
+require go.uber.org/goleak v1.3.0 // indirect
+
 replace github.com/redlock-go/redlock => ../../..

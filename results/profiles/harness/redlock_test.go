@@ -2,34 +2,31 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	rl "github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/redistest"
 )
 
 func BenchmarkOurs(b *testing.B) {
+	// Five redis-servers on free loopback ports, as the library's tests
+	// start theirs; without redis-server on PATH the benchmark skips.
 	var addrs []string
-	for i := 0; i < 5; i++ {
-		port := 20000 + (os.Getpid()%2000)*10 + 5 + i
-		cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--save", "", "--appendonly", "no")
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	for _, s := range redistest.StartN(b, 5, redistest.Options{}) {
+		addrs = append(addrs, s.Addr)
 	}
-	time.Sleep(300 * time.Millisecond)
 	d, err := rl.Dial(addrs, rl.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer d.Close()
+	defer func() {
+		if err := d.Close(); err != nil {
+			b.Error(err)
+		}
+	}()
 	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, FanOut: core.Multiplexed}})
 	if err != nil {
 		b.Fatal(err)
