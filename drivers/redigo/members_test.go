@@ -13,7 +13,6 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
-	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
 // TestDialMembersRefusesGroups: redigo has no Sentinel or Cluster client:
@@ -47,7 +46,7 @@ func TestDialMembersRefusesGroups(t *testing.T) {
 // a member with WAIT and no replica is refused, naming it, and nothing is
 // written anywhere.
 func TestDialMembersStandalone(t *testing.T) {
-	ss := embedded.StartN(t, 3, redistest.Options{})
+	ss := redistest.StartN(t, 3, redistest.Options{}) // the WAIT refusal reads INFO replication, which miniredis lacks
 	members := drivers.Members(ss[0].Addr, ss[1].Addr, ss[2].Addr)
 	d, err := redigo.DialMembers(members, redigo.Options{})
 	require.NoError(t, err)
