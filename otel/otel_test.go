@@ -1,17 +1,12 @@
 package otel_test
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,57 +19,21 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/redistest"
 	rlotel "github.com/redlock-go/redlock/otel"
 )
 
-// startRedis starts a redis-server on a free loopback port for the test
-// and returns its address once it says it accepts connections. Without
-// redis-server on PATH the test skips, or fails under
-// REDLOCK_REQUIRE_REDIS=1.
-func startRedis(t *testing.T) string {
+// startRedis starts n redis-servers on free loopback ports, through
+// internal/redistest (skipped without redis-server on PATH, failed under
+// REDLOCK_REQUIRE_REDIS=1), and returns them with their addresses.
+func startRedis(t *testing.T, n int) ([]*redistest.Server, []string) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REDLOCK_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server not found on PATH")
-		}
-		t.Skip("redis-server not found on PATH")
+	servers := redistest.StartN(t, n, redistest.Options{})
+	addrs := make([]string, n)
+	for i, s := range servers {
+		addrs[i] = s.Addr
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	require.NoError(t, l.Close())
-	cmd := exec.Command(bin, //nolint:gosec // G204: redis-server from PATH on a port the test chose
-		"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--loglevel", "notice")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		said := false
-		for sc.Scan() {
-			if !said && strings.Contains(sc.Text(), "Ready to accept connections") {
-				said = true
-				ready <- true
-			}
-		}
-		if !said {
-			ready <- false // exited first: the port was taken meanwhile, say
-		}
-	}()
-	select {
-	case ok := <-ready:
-		require.True(t, ok, "redis-server on port %s exited before accepting connections", port)
-	case <-time.After(30 * time.Second): // a hang, not a timing
-		t.Fatal("redis-server did not start")
-	}
-	return "127.0.0.1:" + port
+	return servers, addrs
 }
 
 // point is one data point of a metric: its attributes, and its count
@@ -174,7 +133,7 @@ func TestObserver(t *testing.T) {
 }
 
 func testObserver(t *testing.T, lockNames bool) {
-	addrs := []string{startRedis(t), startRedis(t), startRedis(t)}
+	servers, addrs := startRedis(t, 3)
 	ports := map[string]bool{}
 	for _, a := range addrs {
 		_, p, _ := net.SplitHostPort(a)
@@ -243,12 +202,9 @@ func testObserver(t *testing.T, lockNames bool) {
 	// A leased lock lost to another holder.
 	ll, err := leased.TryLock(ctx, "lease")
 	require.NoError(t, err)
-	for _, a := range addrs {
-		conn, err := redis.Dial("tcp", a)
+	for _, s := range servers {
+		_, err := s.Do("SET", "lease", "another-holder", "PX", 10000)
 		require.NoError(t, err)
-		_, err = conn.Do("SET", "lease", "another-holder", "PX", 10000)
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
 	}
 	<-lost
 	require.ErrorIs(t, ll.Unlock(ctx), redlock.ErrLost)
@@ -416,7 +372,8 @@ func TestObserverNodeErrors(t *testing.T) {
 	require.NoError(t, err)
 	closed := l.Addr().String()
 	require.NoError(t, l.Close()) // nobody listens there now
-	addrs := []string{startRedis(t), startRedis(t), closed}
+	_, addrs := startRedis(t, 2)
+	addrs = append(addrs, closed)
 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
