@@ -36,6 +36,45 @@ func startRedis(t *testing.T, n int) ([]*redistest.Server, []string) {
 	return servers, addrs
 }
 
+// nodeIndex maps each address's port to its node index, as
+// redlock.node says it.
+func nodeIndex(addrs []string) map[string]string {
+	m := map[string]string{}
+	for i, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		m[p] = strconv.Itoa(i)
+	}
+	return m
+}
+
+// wantUnits is the unit of every instrument the Observer makes: seconds
+// for durations, UCUM annotations for counts.
+var wantUnits = map[string]string{
+	"db.client.operation.duration": "s",
+	"redlock.acquire.duration":     "s",
+	"redlock.acquire.attempts":     "{attempt}",
+	"redlock.release.duration":     "s",
+	"redlock.extend.duration":      "s",
+	"redlock.hold.duration":        "s",
+	"redlock.lease.lost":           "{lock}",
+	"redlock.waiters":              "{waiter}",
+	"redlock.handoff.duration":     "s",
+	"redlock.fence":                "{fence}",
+}
+
+// units returns the unit of each metric of the Observer's scope in rm.
+func units(rm metricdata.ResourceMetrics) map[string]string {
+	m := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name == rlotel.ScopeName {
+			for _, x := range sm.Metrics {
+				m[x.Name] = x.Unit
+			}
+		}
+	}
+	return m
+}
+
 // point is one data point of a metric: its attributes, and its count
 // (histograms) or value.
 type point struct {
@@ -134,11 +173,7 @@ func TestObserver(t *testing.T) {
 
 func testObserver(t *testing.T, lockNames bool) {
 	servers, addrs := startRedis(t, 3)
-	ports := map[string]bool{}
-	for _, a := range addrs {
-		_, p, _ := net.SplitHostPort(a)
-		ports[p] = true
-	}
+	node := nodeIndex(addrs)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	rec := tracetest.NewSpanRecorder()
@@ -179,6 +214,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	// Acquired, refused, extended, waited for, handed off, released.
 	l, err := client.TryLock(ctx, "k")
 	require.NoError(t, err)
+	lockedAt := time.Now() // the hold began before
 	fence, err := l.Fence()
 	require.NoError(t, err)
 	_, err = client.TryLock(ctx, "k")
@@ -192,9 +228,11 @@ func testObserver(t *testing.T, lockNames bool) {
 		got <- err
 	}()
 	<-waiting
+	waitingAt := time.Now() // the Lock began before
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	assert.Equal(t, 1.0, points(t, rm, "redlock.waiters")[0].value, "one waiter")
+	unlockAt := time.Now() // the hold ends, and the Lock wins, after
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, <-got)
 	require.NoError(t, next.Unlock(ctx))
@@ -231,7 +269,8 @@ func testObserver(t *testing.T, lockNames bool) {
 	seenOps := map[string]bool{}
 	for _, p := range ops {
 		assert.Equal(t, "127.0.0.1", p.attrs["server.address"])
-		assert.True(t, ports[p.attrs["server.port"]], "server.port %q", p.attrs["server.port"])
+		require.Contains(t, node, p.attrs["server.port"])
+		assert.Equal(t, node[p.attrs["server.port"]], p.attrs["redlock.node"], "the node's index")
 		assert.Contains(t, []string{"ok", "held", "missing"}, p.attrs["redlock.node.status"])
 		assert.NotContains(t, p.attrs, "error.type", "no node failed")
 		assert.Positive(t, p.value)
@@ -258,6 +297,11 @@ func testObserver(t *testing.T, lockNames bool) {
 	assert.Equal(t, uint64(1), taken.count)
 	waited := find(t, acq, name(map[string]string{"redlock.outcome": "ok", "redlock.acquire.mode": "wait"}, "k"))
 	assert.Equal(t, uint64(1), waited.count)
+	for _, p := range []point{ok, taken, waited} {
+		assert.Positive(t, p.value, "%v", p.attrs)
+	}
+	assert.GreaterOrEqual(t, waited.value, unlockAt.Sub(waitingAt).Seconds(),
+		"the Lock waited from before the test saw it wait until after the Unlock began")
 
 	att := points(t, rm, "redlock.acquire.attempts")
 	every(att)
@@ -266,18 +310,27 @@ func testObserver(t *testing.T, lockNames bool) {
 
 	rel := points(t, rm, "redlock.release.duration")
 	every(rel)
-	assert.Equal(t, uint64(2), find(t, rel, name(map[string]string{"redlock.outcome": "ok"}, "k")).count)
+	relOK := find(t, rel, name(map[string]string{"redlock.outcome": "ok"}, "k"))
+	assert.Equal(t, uint64(2), relOK.count)
+	assert.Positive(t, relOK.value)
 	assert.Equal(t, uint64(1), find(t, rel, name(map[string]string{"redlock.outcome": "lost", "error.type": "lost"}, "lease")).count)
 
 	ext := points(t, rm, "redlock.extend.duration")
 	every(ext)
-	assert.Equal(t, uint64(1), find(t, ext, name(map[string]string{"redlock.outcome": "ok", "redlock.lease": "false"}, "k")).count)
+	extOK := find(t, ext, name(map[string]string{"redlock.outcome": "ok", "redlock.lease": "false"}, "k"))
+	assert.Equal(t, uint64(1), extOK.count)
+	assert.Positive(t, extOK.value)
 	assert.Equal(t, uint64(1), find(t, ext, name(map[string]string{"redlock.outcome": "lost", "redlock.lease": "true"}, "lease")).count)
 
 	hold := points(t, rm, "redlock.hold.duration")
 	every(hold)
-	assert.Equal(t, both(2, 3), find(t, hold, name(map[string]string{"redlock.hold.end": "unlock"}, "k")).count)
-	assert.Equal(t, uint64(1), find(t, hold, name(map[string]string{"redlock.hold.end": "lost"}, "lease")).count)
+	held := find(t, hold, name(map[string]string{"redlock.hold.end": "unlock"}, "k"))
+	assert.Equal(t, both(2, 3), held.count)
+	assert.GreaterOrEqual(t, held.value, unlockAt.Sub(lockedAt).Seconds(),
+		"the first lock was held from before TryLock returned until after Unlock began")
+	heldLost := find(t, hold, name(map[string]string{"redlock.hold.end": "lost"}, "lease"))
+	assert.Equal(t, uint64(1), heldLost.count)
+	assert.Positive(t, heldLost.value)
 
 	lostPts := points(t, rm, "redlock.lease.lost")
 	every(lostPts)
@@ -289,7 +342,10 @@ func testObserver(t *testing.T, lockNames bool) {
 
 	h := points(t, rm, "redlock.handoff.duration")
 	every(h)
-	assert.Equal(t, uint64(1), find(t, h, name(map[string]string{}, "k")).count)
+	handoff := find(t, h, name(map[string]string{}, "k"))
+	assert.Equal(t, uint64(1), handoff.count)
+	assert.Positive(t, handoff.value)
+	assert.LessOrEqual(t, handoff.value, waited.value, "the handoff is the end of the Lock's wait")
 
 	f := points(t, rm, "redlock.fence")
 	every(f)
@@ -297,6 +353,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	require.NoError(t, err)
 	assert.Greater(t, last, fence)
 	assert.Equal(t, float64(last), find(t, f, name(map[string]string{}, "k")).value, "the last fence raised")
+	assert.Equal(t, wantUnits, units(rm), "every instrument, with its unit")
 
 	// Spans: children of the caller's, one event per node answer.
 	spans := map[string][]sdktrace.ReadOnlySpan{}
@@ -328,18 +385,24 @@ func testObserver(t *testing.T, lockNames bool) {
 				assert.Equal(t, "redlock.node", e.Name)
 				ea := eventAttrs(e)
 				assert.Equal(t, "127.0.0.1", ea["server.address"])
-				assert.True(t, ports[ea["server.port"]])
+				require.Contains(t, node, ea["server.port"])
+				assert.Equal(t, node[ea["server.port"]], ea["redlock.node"], "the node's index")
+				assert.Contains(t, []string{"0", "1", "2"}, ea["redlock.node"])
 				assert.NotEmpty(t, ea["redlock.node.status"])
 				assert.NotEmpty(t, ea["db.operation.name"])
-				assert.NotEmpty(t, ea["redlock.node.duration"])
+				d, err := strconv.ParseFloat(ea["redlock.node.duration"], 64)
+				require.NoError(t, err)
+				assert.Positive(t, d, "redlock.node.duration")
 				assert.False(t, e.Time.Before(s.StartTime()), "%s: node event before the span", n)
 				assert.False(t, e.Time.After(s.EndTime()), "%s: node event after the span", n)
 			}
 		}
 	}
 	var okAcq, fenced, takenAcq int
+	modes := map[string]int{}
 	for _, s := range spans["redlock.acquire"] {
 		a := spanAttrs(s)
+		modes[a["redlock.outcome"]+"/"+a["redlock.acquire.mode"]]++
 		switch a["redlock.outcome"] {
 		case "ok":
 			okAcq++
@@ -358,6 +421,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	assert.Equal(t, 3, okAcq, "k twice, lease once")
 	assert.Equal(t, 2, fenced, "k's acquisitions say their fence; lease has none")
 	assert.Equal(t, 1, takenAcq)
+	assert.Equal(t, map[string]int{"ok/try": 2, "taken/try": 1, "ok/wait": 1}, modes, "redlock.acquire.mode")
 	for _, s := range spans["redlock.release"] {
 		assert.Len(t, s.Events(), 3, "a release hears every node")
 	}
