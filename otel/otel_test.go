@@ -428,55 +428,68 @@ func testObserver(t *testing.T, lockNames bool) {
 }
 
 // TestObserverNodeErrors: a node that refuses connections is an error
-// vote: error.type on its db.client.operation.duration point and on its
-// span event, with the error's message. The rounds are sequential, so
-// that every node is heard.
+// vote, and one that accepts them but never answers (a redis-server
+// stopped by SIGSTOP) a timeout vote: error.type and redlock.node.status
+// on its db.client.operation.duration point and on its span event, with
+// the error's message. The rounds are sequential, so that every node is
+// heard.
 func TestObserverNodeErrors(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := l.Addr().String()
-	require.NoError(t, l.Close()) // nobody listens there now
-	_, addrs := startRedis(t, 2)
-	addrs = append(addrs, closed)
+	for _, c := range []struct {
+		name, status string
+		nodeTimeout  time.Duration
+		third        func(t *testing.T) string // the failing node's address
+	}{
+		{"refused", "error", time.Second, func(t *testing.T) string { return closedAddrs(t, 1)[0] }},
+		{"timeout", "timeout", 300 * time.Millisecond, func(t *testing.T) string {
+			s, _ := startRedis(t, 1)
+			s[0].Stop() // the kernel still accepts connections: nothing answers
+			return s[0].Addr
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, addrs := startRedis(t, 2)
+			failing := c.third(t)
+			addrs = append(addrs, failing)
+			rec := newRecorder(t)
+			client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs, Config: redlock.Config{
+				FanOut: redlock.Sequential, NodeTimeout: c.nodeTimeout}})
+			require.NoError(t, err)
+			lock, err := client.TryLock(context.Background(), "k")
+			require.NoError(t, err, "two of three nodes are a quorum")
+			require.NoError(t, lock.Unlock(context.Background()))
 
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	obs, err := rlotel.NewObserver(rlotel.WithMeterProvider(mp), rlotel.WithTracerProvider(tp))
-	require.NoError(t, err)
-	drv, err := redigo.Dial(addrs, redigo.Options{})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, drv.Close()) }()
-	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
-		FanOut: redlock.Sequential, NodeTimeout: time.Second}})
-	require.NoError(t, err)
-	lock, err := client.TryLock(context.Background(), "k")
-	require.NoError(t, err, "two of three nodes are a quorum")
-	require.NoError(t, lock.Unlock(context.Background()))
-
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	_, port, _ := net.SplitHostPort(closed)
-	for _, op := range []string{"acquire", "release"} {
-		p := find(t, points(t, rm, "db.client.operation.duration"),
-			map[string]string{"db.operation.name": op, "server.port": port})
-		assert.Equal(t, "error", p.attrs["error.type"], op)
-		assert.Equal(t, "error", p.attrs["redlock.node.status"], op)
-		assert.Equal(t, "2", p.attrs["redlock.node"], op)
-		assert.Equal(t, uint64(1), p.count)
-	}
-	spans := rec.Ended()
-	require.Len(t, spans, 2)
-	for _, s := range spans {
-		assert.Equal(t, codes.Unset, s.Status().Code, "%s succeeded", s.Name())
-		require.Len(t, s.Events(), 3, "%s: sequential rounds hear every node", s.Name())
-		failed := eventAttrs(s.Events()[2])
-		assert.Equal(t, port, failed["server.port"])
-		assert.Equal(t, "error", failed["error.type"])
-		assert.NotEmpty(t, failed["exception.message"])
-		for _, e := range s.Events()[:2] {
-			assert.NotContains(t, eventAttrs(e), "error.type")
-		}
+			rm := rec.collect(t)
+			_, port, _ := net.SplitHostPort(failing)
+			for _, op := range []string{"acquire", "release"} {
+				p := find(t, points(t, rm, "db.client.operation.duration"),
+					map[string]string{"db.operation.name": op, "server.port": port})
+				assert.Equal(t, map[string]string{"db.system.name": "redis", "db.operation.name": op,
+					"server.address": "127.0.0.1", "server.port": port, "redlock.node": "2",
+					"redlock.node.status": c.status, "error.type": c.status}, p.attrs, op)
+				assert.Equal(t, uint64(1), p.count, op)
+				assert.Positive(t, p.value, op)
+			}
+			spans := rec.spans.Ended()
+			require.Len(t, spans, 2)
+			for _, s := range spans {
+				assert.Equal(t, codes.Unset, s.Status().Code, "%s succeeded", s.Name())
+				require.Len(t, s.Events(), 3, "%s: sequential rounds hear every node", s.Name())
+				failed := eventAttrs(s.Events()[2])
+				assert.Equal(t, port, failed["server.port"])
+				assert.Equal(t, "2", failed["redlock.node"])
+				assert.Equal(t, c.status, failed["redlock.node.status"])
+				assert.Equal(t, c.status, failed["error.type"])
+				assert.NotEmpty(t, failed["exception.message"])
+				d, err := strconv.ParseFloat(failed["redlock.node.duration"], 64)
+				require.NoError(t, err)
+				assert.Positive(t, d)
+				for i, e := range s.Events()[:2] {
+					ea := eventAttrs(e)
+					assert.NotContains(t, ea, "error.type")
+					assert.NotContains(t, ea, "exception.message")
+					assert.Equal(t, strconv.Itoa(i), ea["redlock.node"])
+				}
+			}
+		})
 	}
 }
