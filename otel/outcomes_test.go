@@ -251,3 +251,124 @@ func TestObserverAcquireOutcomes(t *testing.T) {
 		assert.NotEmpty(t, ea["exception.message"])
 	}
 }
+
+// TestObserverExtendReleaseOutcomes: the extensions and releases that fail
+// other than with lost. An Extend past Config.MaxExtensions is an
+// extension_limit redlock.extend.duration point and an Error span with no
+// node event (nothing is sent); an Extend after Unlock records nothing.
+// An Unlock whose keys are gone is a not_held release, its span's events
+// saying "missing"; one with two of three nodes killed a
+// quorum_unreachable release, the killed nodes' events errors.
+func TestObserverExtendReleaseOutcomes(t *testing.T) {
+	servers, addrs := startRedis(t, 3)
+	rec := newRecorder(t)
+	client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs,
+		Config: redlock.Config{MaxExtensions: 1, NodeTimeout: time.Second}})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	l, err := client.TryLock(ctx, "extended")
+	require.NoError(t, err)
+	require.NoError(t, l.Extend(ctx))
+	limitErr := l.Extend(ctx)
+	require.ErrorIs(t, limitErr, redlock.ErrExtensionLimit)
+	require.NoError(t, l.Unlock(ctx))
+	require.ErrorIs(t, l.Extend(ctx), redlock.ErrUnlocked)
+
+	gone, err := client.TryLock(ctx, "gone")
+	require.NoError(t, err)
+	var deleted int64
+	for _, s := range servers {
+		n, err := s.Do("DEL", "gone")
+		require.NoError(t, err)
+		d, ok := n.(int64)
+		require.True(t, ok, "DEL answers %T %v", n, n)
+		deleted += d
+	}
+	require.GreaterOrEqual(t, deleted, int64(2), "a quorum held the key") // the third SET may come after its DEL
+	goneErr := gone.Unlock(ctx)
+	require.ErrorIs(t, goneErr, redlock.ErrNotHeld)
+
+	dead, err := client.TryLock(ctx, "dead")
+	require.NoError(t, err)
+	servers[1].Kill()
+	servers[2].Kill()
+	deadErr := dead.Unlock(ctx)
+	require.ErrorIs(t, deadErr, redlock.ErrQuorumUnreachable)
+
+	rm := rec.collect(t)
+	ext := points(t, rm, "redlock.extend.duration")
+	require.Len(t, ext, 2, "ok and extension_limit; the Extend after Unlock records nothing")
+	extOK := find(t, ext, map[string]string{"redlock.outcome": "ok"})
+	assert.Equal(t, map[string]string{"db.system.name": "redis", "redlock.outcome": "ok", "redlock.lease": "false"}, extOK.attrs)
+	assert.Equal(t, uint64(1), extOK.count)
+	limit := find(t, ext, map[string]string{"redlock.outcome": "extension_limit"})
+	assert.Equal(t, map[string]string{"db.system.name": "redis", "redlock.outcome": "extension_limit",
+		"error.type": "extension_limit", "redlock.lease": "false"}, limit.attrs)
+	assert.Equal(t, uint64(1), limit.count)
+
+	rel := points(t, rm, "redlock.release.duration")
+	require.Len(t, rel, 3)
+	for _, out := range []string{"ok", "not_held", "quorum_unreachable"} {
+		p := find(t, rel, map[string]string{"redlock.outcome": out})
+		want := map[string]string{"db.system.name": "redis", "redlock.outcome": out}
+		if out != "ok" {
+			want["error.type"] = out
+		}
+		assert.Equal(t, want, p.attrs, out)
+		assert.Equal(t, uint64(1), p.count, out)
+		assert.Positive(t, p.value, out)
+	}
+	// Each lock was held until its Unlock: a failed release ends the hold all the same.
+	assert.Equal(t, uint64(3), find(t, points(t, rm, "redlock.hold.duration"),
+		map[string]string{"redlock.hold.end": "unlock"}).count)
+
+	extSpans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.ended("redlock.extend") {
+		extSpans[spanAttrs(s)["redlock.outcome"]] = s
+	}
+	require.Len(t, extSpans, 2)
+	require.Contains(t, extSpans, "extension_limit")
+	s := extSpans["extension_limit"]
+	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Equal(t, limitErr.Error(), s.Status().Description)
+	assert.Equal(t, "extension_limit", spanAttrs(s)["error.type"])
+	assert.Empty(t, s.Events(), "refused before anything was sent")
+	assert.GreaterOrEqual(t, len(extSpans["ok"].Events()), 2, "a quorum of answers")
+
+	relSpans := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.ended("redlock.release") {
+		relSpans[spanAttrs(s)["redlock.outcome"]] = s
+	}
+	require.Len(t, relSpans, 3)
+	for out, err := range map[string]error{"not_held": goneErr, "quorum_unreachable": deadErr} {
+		s := relSpans[out]
+		require.NotNil(t, s, out)
+		assert.Equal(t, codes.Error, s.Status().Code, out)
+		assert.Equal(t, err.Error(), s.Status().Description, out)
+		assert.Equal(t, out, spanAttrs(s)["error.type"], out)
+		require.Len(t, s.Events(), 3, "%s: a release hears every node", out)
+	}
+	missing := 0
+	for _, e := range relSpans["not_held"].Events() {
+		ea := eventAttrs(e)
+		assert.Contains(t, []string{"missing", "ok"}, ea["redlock.node.status"], "the keys are gone (but for a late SET)")
+		assert.NotContains(t, ea, "error.type")
+		if ea["redlock.node.status"] == "missing" {
+			missing++
+		}
+	}
+	assert.GreaterOrEqual(t, missing, 2)
+	failed := map[string]string{}
+	for _, e := range relSpans["quorum_unreachable"].Events() {
+		ea := eventAttrs(e)
+		if ea["redlock.node"] == "0" {
+			assert.Equal(t, "ok", ea["redlock.node.status"], "the live node released")
+			continue
+		}
+		failed[ea["redlock.node"]] = ea["error.type"]
+		assert.Equal(t, "error", ea["redlock.node.status"])
+		assert.NotEmpty(t, ea["exception.message"])
+	}
+	assert.Equal(t, map[string]string{"1": "error", "2": "error"}, failed, "the killed nodes")
+}
