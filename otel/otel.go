@@ -13,7 +13,7 @@
 //	redlock.acquire.attempts   histogram        acquire rounds per TryLock or Lock
 //	redlock.release.duration   histogram, s     an Unlock's release round
 //	redlock.extend.duration    histogram, s     an extension (redlock.lease: the Lease's own)
-//	redlock.hold.duration      histogram, s     acquisition to Unlock (redlock.hold.end "unlock") or loss ("lost")
+//	redlock.hold.duration      histogram, s     acquisition to Unlock (redlock.hold.end "unlock") or loss ("lost"), once per lock
 //	redlock.lease.lost         counter          locks declared lost
 //	redlock.waiters            up-down counter  Lock calls waiting for a key
 //	redlock.handoff.duration   histogram, s     release heard to lock acquired
@@ -251,7 +251,9 @@ func (o *observer) onRelease(e redlock.ReleaseEvent) {
 	ctx := ctxOf(e.Context)
 	kv := o.attrs(e.Outcome, e.Key)
 	o.release.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(kv...))
-	o.hold.Record(ctx, e.Held.Seconds(), metric.WithAttributes(o.plain(e.Key, HoldEndKey.String("unlock"))...))
+	if e.Outcome != redlock.OutcomeLost { // a lost lock's hold ended at its loss, recorded then
+		o.hold.Record(ctx, e.Held.Seconds(), metric.WithAttributes(o.plain(e.Key, HoldEndKey.String("unlock"))...))
+	}
 	o.span(ctx, "redlock.release", e.Start, e.Duration, e.Outcome, e.Err, kv, e.Votes)
 }
 

@@ -1,17 +1,12 @@
 package otel_test
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,57 +19,60 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/redistest"
 	rlotel "github.com/redlock-go/redlock/otel"
 )
 
-// startRedis starts a redis-server on a free loopback port for the test
-// and returns its address once it says it accepts connections. Without
-// redis-server on PATH the test skips, or fails under
-// REDLOCK_REQUIRE_REDIS=1.
-func startRedis(t *testing.T) string {
+// startRedis starts n redis-servers on free loopback ports, through
+// internal/redistest (skipped without redis-server on PATH, failed under
+// REDLOCK_REQUIRE_REDIS=1), and returns them with their addresses.
+func startRedis(t *testing.T, n int) ([]*redistest.Server, []string) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REDLOCK_REQUIRE_REDIS") == "1" {
-			t.Fatal("redis-server not found on PATH")
-		}
-		t.Skip("redis-server not found on PATH")
+	servers := redistest.StartN(t, n, redistest.Options{})
+	addrs := make([]string, n)
+	for i, s := range servers {
+		addrs[i] = s.Addr
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	require.NoError(t, l.Close())
-	cmd := exec.Command(bin, //nolint:gosec // G204: redis-server from PATH on a port the test chose
-		"--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",
-		"--loglevel", "notice")
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		said := false
-		for sc.Scan() {
-			if !said && strings.Contains(sc.Text(), "Ready to accept connections") {
-				said = true
-				ready <- true
+	return servers, addrs
+}
+
+// nodeIndex maps each address's port to its node index, as
+// redlock.node says it.
+func nodeIndex(addrs []string) map[string]string {
+	m := map[string]string{}
+	for i, a := range addrs {
+		_, p, _ := net.SplitHostPort(a)
+		m[p] = strconv.Itoa(i)
+	}
+	return m
+}
+
+// wantUnits is the unit of every instrument the Observer makes: seconds
+// for durations, UCUM annotations for counts.
+var wantUnits = map[string]string{
+	"db.client.operation.duration": "s",
+	"redlock.acquire.duration":     "s",
+	"redlock.acquire.attempts":     "{attempt}",
+	"redlock.release.duration":     "s",
+	"redlock.extend.duration":      "s",
+	"redlock.hold.duration":        "s",
+	"redlock.lease.lost":           "{lock}",
+	"redlock.waiters":              "{waiter}",
+	"redlock.handoff.duration":     "s",
+	"redlock.fence":                "{fence}",
+}
+
+// units returns the unit of each metric of the Observer's scope in rm.
+func units(rm metricdata.ResourceMetrics) map[string]string {
+	m := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name == rlotel.ScopeName {
+			for _, x := range sm.Metrics {
+				m[x.Name] = x.Unit
 			}
 		}
-		if !said {
-			ready <- false // exited first: the port was taken meanwhile, say
-		}
-	}()
-	select {
-	case ok := <-ready:
-		require.True(t, ok, "redis-server on port %s exited before accepting connections", port)
-	case <-time.After(30 * time.Second): // a hang, not a timing
-		t.Fatal("redis-server did not start")
 	}
-	return "127.0.0.1:" + port
+	return m
 }
 
 // point is one data point of a metric: its attributes, and its count
@@ -174,12 +172,8 @@ func TestObserver(t *testing.T) {
 }
 
 func testObserver(t *testing.T, lockNames bool) {
-	addrs := []string{startRedis(t), startRedis(t), startRedis(t)}
-	ports := map[string]bool{}
-	for _, a := range addrs {
-		_, p, _ := net.SplitHostPort(a)
-		ports[p] = true
-	}
+	servers, addrs := startRedis(t, 3)
+	node := nodeIndex(addrs)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	rec := tracetest.NewSpanRecorder()
@@ -220,6 +214,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	// Acquired, refused, extended, waited for, handed off, released.
 	l, err := client.TryLock(ctx, "k")
 	require.NoError(t, err)
+	lockedAt := time.Now() // the hold began before
 	fence, err := l.Fence()
 	require.NoError(t, err)
 	_, err = client.TryLock(ctx, "k")
@@ -233,9 +228,11 @@ func testObserver(t *testing.T, lockNames bool) {
 		got <- err
 	}()
 	<-waiting
+	waitingAt := time.Now() // the Lock began before
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	assert.Equal(t, 1.0, points(t, rm, "redlock.waiters")[0].value, "one waiter")
+	unlockAt := time.Now() // the hold ends, and the Lock wins, after
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, <-got)
 	require.NoError(t, next.Unlock(ctx))
@@ -243,12 +240,9 @@ func testObserver(t *testing.T, lockNames bool) {
 	// A leased lock lost to another holder.
 	ll, err := leased.TryLock(ctx, "lease")
 	require.NoError(t, err)
-	for _, a := range addrs {
-		conn, err := redis.Dial("tcp", a)
+	for _, s := range servers {
+		_, err := s.Do("SET", "lease", "another-holder", "PX", 10000)
 		require.NoError(t, err)
-		_, err = conn.Do("SET", "lease", "another-holder", "PX", 10000)
-		require.NoError(t, err)
-		require.NoError(t, conn.Close())
 	}
 	<-lost
 	require.ErrorIs(t, ll.Unlock(ctx), redlock.ErrLost)
@@ -275,7 +269,8 @@ func testObserver(t *testing.T, lockNames bool) {
 	seenOps := map[string]bool{}
 	for _, p := range ops {
 		assert.Equal(t, "127.0.0.1", p.attrs["server.address"])
-		assert.True(t, ports[p.attrs["server.port"]], "server.port %q", p.attrs["server.port"])
+		require.Contains(t, node, p.attrs["server.port"])
+		assert.Equal(t, node[p.attrs["server.port"]], p.attrs["redlock.node"], "the node's index")
 		assert.Contains(t, []string{"ok", "held", "missing"}, p.attrs["redlock.node.status"])
 		assert.NotContains(t, p.attrs, "error.type", "no node failed")
 		assert.Positive(t, p.value)
@@ -302,6 +297,11 @@ func testObserver(t *testing.T, lockNames bool) {
 	assert.Equal(t, uint64(1), taken.count)
 	waited := find(t, acq, name(map[string]string{"redlock.outcome": "ok", "redlock.acquire.mode": "wait"}, "k"))
 	assert.Equal(t, uint64(1), waited.count)
+	for _, p := range []point{ok, taken, waited} {
+		assert.Positive(t, p.value, "%v", p.attrs)
+	}
+	assert.GreaterOrEqual(t, waited.value, unlockAt.Sub(waitingAt).Seconds(),
+		"the Lock waited from before the test saw it wait until after the Unlock began")
 
 	att := points(t, rm, "redlock.acquire.attempts")
 	every(att)
@@ -310,18 +310,32 @@ func testObserver(t *testing.T, lockNames bool) {
 
 	rel := points(t, rm, "redlock.release.duration")
 	every(rel)
-	assert.Equal(t, uint64(2), find(t, rel, name(map[string]string{"redlock.outcome": "ok"}, "k")).count)
+	relOK := find(t, rel, name(map[string]string{"redlock.outcome": "ok"}, "k"))
+	assert.Equal(t, uint64(2), relOK.count)
+	assert.Positive(t, relOK.value)
 	assert.Equal(t, uint64(1), find(t, rel, name(map[string]string{"redlock.outcome": "lost", "error.type": "lost"}, "lease")).count)
 
 	ext := points(t, rm, "redlock.extend.duration")
 	every(ext)
-	assert.Equal(t, uint64(1), find(t, ext, name(map[string]string{"redlock.outcome": "ok", "redlock.lease": "false"}, "k")).count)
+	extOK := find(t, ext, name(map[string]string{"redlock.outcome": "ok", "redlock.lease": "false"}, "k"))
+	assert.Equal(t, uint64(1), extOK.count)
+	assert.Positive(t, extOK.value)
 	assert.Equal(t, uint64(1), find(t, ext, name(map[string]string{"redlock.outcome": "lost", "redlock.lease": "true"}, "lease")).count)
 
 	hold := points(t, rm, "redlock.hold.duration")
 	every(hold)
-	assert.Equal(t, both(2, 3), find(t, hold, name(map[string]string{"redlock.hold.end": "unlock"}, "k")).count)
-	assert.Equal(t, uint64(1), find(t, hold, name(map[string]string{"redlock.hold.end": "lost"}, "lease")).count)
+	held := find(t, hold, name(map[string]string{"redlock.hold.end": "unlock"}, "k"))
+	assert.Equal(t, uint64(2), held.count, "k's two locks; the lost lease lock's hold ended at its loss")
+	for _, p := range hold {
+		if p.attrs["redlock.lock.name"] == "lease" {
+			assert.Equal(t, "lost", p.attrs["redlock.hold.end"], "the lease lock's one hold sample")
+		}
+	}
+	assert.GreaterOrEqual(t, held.value, unlockAt.Sub(lockedAt).Seconds(),
+		"the first lock was held from before TryLock returned until after Unlock began")
+	heldLost := find(t, hold, name(map[string]string{"redlock.hold.end": "lost"}, "lease"))
+	assert.Equal(t, uint64(1), heldLost.count)
+	assert.Positive(t, heldLost.value)
 
 	lostPts := points(t, rm, "redlock.lease.lost")
 	every(lostPts)
@@ -333,7 +347,10 @@ func testObserver(t *testing.T, lockNames bool) {
 
 	h := points(t, rm, "redlock.handoff.duration")
 	every(h)
-	assert.Equal(t, uint64(1), find(t, h, name(map[string]string{}, "k")).count)
+	handoff := find(t, h, name(map[string]string{}, "k"))
+	assert.Equal(t, uint64(1), handoff.count)
+	assert.Positive(t, handoff.value)
+	assert.LessOrEqual(t, handoff.value, waited.value, "the handoff is the end of the Lock's wait")
 
 	f := points(t, rm, "redlock.fence")
 	every(f)
@@ -341,6 +358,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	require.NoError(t, err)
 	assert.Greater(t, last, fence)
 	assert.Equal(t, float64(last), find(t, f, name(map[string]string{}, "k")).value, "the last fence raised")
+	assert.Equal(t, wantUnits, units(rm), "every instrument, with its unit")
 
 	// Spans: children of the caller's, one event per node answer.
 	spans := map[string][]sdktrace.ReadOnlySpan{}
@@ -372,18 +390,24 @@ func testObserver(t *testing.T, lockNames bool) {
 				assert.Equal(t, "redlock.node", e.Name)
 				ea := eventAttrs(e)
 				assert.Equal(t, "127.0.0.1", ea["server.address"])
-				assert.True(t, ports[ea["server.port"]])
+				require.Contains(t, node, ea["server.port"])
+				assert.Equal(t, node[ea["server.port"]], ea["redlock.node"], "the node's index")
+				assert.Contains(t, []string{"0", "1", "2"}, ea["redlock.node"])
 				assert.NotEmpty(t, ea["redlock.node.status"])
 				assert.NotEmpty(t, ea["db.operation.name"])
-				assert.NotEmpty(t, ea["redlock.node.duration"])
+				d, err := strconv.ParseFloat(ea["redlock.node.duration"], 64)
+				require.NoError(t, err)
+				assert.Positive(t, d, "redlock.node.duration")
 				assert.False(t, e.Time.Before(s.StartTime()), "%s: node event before the span", n)
 				assert.False(t, e.Time.After(s.EndTime()), "%s: node event after the span", n)
 			}
 		}
 	}
 	var okAcq, fenced, takenAcq int
+	modes := map[string]int{}
 	for _, s := range spans["redlock.acquire"] {
 		a := spanAttrs(s)
+		modes[a["redlock.outcome"]+"/"+a["redlock.acquire.mode"]]++
 		switch a["redlock.outcome"] {
 		case "ok":
 			okAcq++
@@ -402,60 +426,75 @@ func testObserver(t *testing.T, lockNames bool) {
 	assert.Equal(t, 3, okAcq, "k twice, lease once")
 	assert.Equal(t, 2, fenced, "k's acquisitions say their fence; lease has none")
 	assert.Equal(t, 1, takenAcq)
+	assert.Equal(t, map[string]int{"ok/try": 2, "taken/try": 1, "ok/wait": 1}, modes, "redlock.acquire.mode")
 	for _, s := range spans["redlock.release"] {
 		assert.Len(t, s.Events(), 3, "a release hears every node")
 	}
 }
 
 // TestObserverNodeErrors: a node that refuses connections is an error
-// vote: error.type on its db.client.operation.duration point and on its
-// span event, with the error's message. The rounds are sequential, so
-// that every node is heard.
+// vote, and one that accepts them but never answers (a redis-server
+// stopped by SIGSTOP) a timeout vote: error.type and redlock.node.status
+// on its db.client.operation.duration point and on its span event, with
+// the error's message. The rounds are sequential, so that every node is
+// heard.
 func TestObserverNodeErrors(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := l.Addr().String()
-	require.NoError(t, l.Close()) // nobody listens there now
-	addrs := []string{startRedis(t), startRedis(t), closed}
+	for _, c := range []struct {
+		name, status string
+		nodeTimeout  time.Duration
+		third        func(t *testing.T) string // the failing node's address
+	}{
+		{"refused", "error", time.Second, func(t *testing.T) string { return closedAddrs(t, 1)[0] }},
+		{"timeout", "timeout", 300 * time.Millisecond, func(t *testing.T) string {
+			s, _ := startRedis(t, 1)
+			s[0].Stop() // the kernel still accepts connections: nothing answers
+			return s[0].Addr
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, addrs := startRedis(t, 2)
+			failing := c.third(t)
+			addrs = append(addrs, failing)
+			rec := newRecorder(t)
+			client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs, Config: redlock.Config{
+				FanOut: redlock.Sequential, NodeTimeout: c.nodeTimeout}})
+			require.NoError(t, err)
+			lock, err := client.TryLock(context.Background(), "k")
+			require.NoError(t, err, "two of three nodes are a quorum")
+			require.NoError(t, lock.Unlock(context.Background()))
 
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	obs, err := rlotel.NewObserver(rlotel.WithMeterProvider(mp), rlotel.WithTracerProvider(tp))
-	require.NoError(t, err)
-	drv, err := redigo.Dial(addrs, redigo.Options{})
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, drv.Close()) }()
-	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
-		FanOut: redlock.Sequential, NodeTimeout: time.Second}})
-	require.NoError(t, err)
-	lock, err := client.TryLock(context.Background(), "k")
-	require.NoError(t, err, "two of three nodes are a quorum")
-	require.NoError(t, lock.Unlock(context.Background()))
-
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(context.Background(), &rm))
-	_, port, _ := net.SplitHostPort(closed)
-	for _, op := range []string{"acquire", "release"} {
-		p := find(t, points(t, rm, "db.client.operation.duration"),
-			map[string]string{"db.operation.name": op, "server.port": port})
-		assert.Equal(t, "error", p.attrs["error.type"], op)
-		assert.Equal(t, "error", p.attrs["redlock.node.status"], op)
-		assert.Equal(t, "2", p.attrs["redlock.node"], op)
-		assert.Equal(t, uint64(1), p.count)
-	}
-	spans := rec.Ended()
-	require.Len(t, spans, 2)
-	for _, s := range spans {
-		assert.Equal(t, codes.Unset, s.Status().Code, "%s succeeded", s.Name())
-		require.Len(t, s.Events(), 3, "%s: sequential rounds hear every node", s.Name())
-		failed := eventAttrs(s.Events()[2])
-		assert.Equal(t, port, failed["server.port"])
-		assert.Equal(t, "error", failed["error.type"])
-		assert.NotEmpty(t, failed["exception.message"])
-		for _, e := range s.Events()[:2] {
-			assert.NotContains(t, eventAttrs(e), "error.type")
-		}
+			rm := rec.collect(t)
+			_, port, _ := net.SplitHostPort(failing)
+			for _, op := range []string{"acquire", "release"} {
+				p := find(t, points(t, rm, "db.client.operation.duration"),
+					map[string]string{"db.operation.name": op, "server.port": port})
+				assert.Equal(t, map[string]string{"db.system.name": "redis", "db.operation.name": op,
+					"server.address": "127.0.0.1", "server.port": port, "redlock.node": "2",
+					"redlock.node.status": c.status, "error.type": c.status}, p.attrs, op)
+				assert.Equal(t, uint64(1), p.count, op)
+				assert.Positive(t, p.value, op)
+			}
+			spans := rec.spans.Ended()
+			require.Len(t, spans, 2)
+			for _, s := range spans {
+				assert.Equal(t, codes.Unset, s.Status().Code, "%s succeeded", s.Name())
+				require.Len(t, s.Events(), 3, "%s: sequential rounds hear every node", s.Name())
+				failed := eventAttrs(s.Events()[2])
+				assert.Equal(t, port, failed["server.port"])
+				assert.Equal(t, "2", failed["redlock.node"])
+				assert.Equal(t, c.status, failed["redlock.node.status"])
+				assert.Equal(t, c.status, failed["error.type"])
+				assert.NotEmpty(t, failed["exception.message"])
+				d, err := strconv.ParseFloat(failed["redlock.node.duration"], 64)
+				require.NoError(t, err)
+				assert.Positive(t, d)
+				for i, e := range s.Events()[:2] {
+					ea := eventAttrs(e)
+					assert.NotContains(t, ea, "error.type")
+					assert.NotContains(t, ea, "exception.message")
+					assert.Equal(t, strconv.Itoa(i), ea["redlock.node"])
+				}
+			}
+		})
 	}
 }
