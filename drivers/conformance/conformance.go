@@ -1,7 +1,7 @@
 // Package conformance is the contract a core.Driver must keep, as a test
 // suite that a driver's author runs, the author of a driver outside this
-// module included. It checks the driver alone, through core's Driver
-// and Batch, against real servers, and asks nothing of how the
+// module included. It checks the driver alone, through core's Driver,
+// Batch and Announcer, against real servers, and asks nothing of how the
 // driver is configured: a Dialer gives it a driver over a list of
 // addresses.
 //
@@ -9,19 +9,23 @@
 // (and what they did to the key on the server), the scripts after the
 // server's script cache is flushed, a stopped node timing out, a Batch
 // closed early and the cleanup it still sends, dialling with nodes down,
-// and Close.
+// and Close. RunAnnouncer checks the release announcements of a driver
+// that implements core.Announcer: Watch's notifications for a release and
+// for a node's subscription starting, stopping and restarting, Listening,
+// and Stop.
 //
-// A driver's test calls it as
+// A driver's test calls them as
 //
 //	func dial(addrs []string) (conformance.Closer, error) {
 //		return mydriver.Dial(addrs, mydriver.Options{DialTimeout: time.Second})
 //	}
 //
 //	func TestConformance(t *testing.T) { conformance.RunDriver(t, dial) }
+//	func TestAnnouncer(t *testing.T)   { conformance.RunAnnouncer(t, dial) }
 //
 // with a TestMain that checks for leaked goroutines (go.uber.org/goleak):
-// the suite closes every driver it opens, so that a goroutine left
-// behind is the driver's.
+// the suites close every driver they open and stop every Watch, so that
+// a goroutine left behind is the driver's.
 //
 // The suites start their own redis-server processes; without
 // redis-server on PATH they run against an embedded miniredis, and the

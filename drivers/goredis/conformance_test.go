@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"testing"
 
+	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
 	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/subtest"
@@ -14,6 +15,9 @@ var dial = dialtest.Of(goredis.Dial)
 // TestConformance runs the driver contract (conformance.RunDriver) and
 // this module's conventions for a Dial.
 func TestConformance(t *testing.T) { dialtest.RunDial(t, dial) }
+
+// TestAnnouncer runs the contract of release announcements.
+func TestAnnouncer(t *testing.T) { conformance.RunAnnouncer(t, dial.Defaults()) }
 
 // TestSystem runs the root package's Client over the driver.
 func TestSystem(t *testing.T) { systest.RunDial(t, dial) }

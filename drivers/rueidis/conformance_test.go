@@ -3,6 +3,7 @@ package rueidis_test
 import (
 	"testing"
 
+	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/subtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
@@ -14,6 +15,9 @@ var dial = dialtest.Of(rueidis.Dial)
 // TestConformance runs the driver contract (conformance.RunDriver) and
 // this module's conventions for a Dial.
 func TestConformance(t *testing.T) { dialtest.RunDial(t, dial) }
+
+// TestAnnouncer runs the contract of release announcements.
+func TestAnnouncer(t *testing.T) { conformance.RunAnnouncer(t, dial.Defaults()) }
 
 // TestSystem runs the root package's Client over the driver.
 func TestSystem(t *testing.T) { systest.RunDial(t, dial) }
