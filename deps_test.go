@@ -38,6 +38,9 @@ var workshop = []string{
 	module + "/bench",
 	module + "/cmd",
 	module + "/drivers/conformance",
+	module + "/drivers/internal/contract",
+	module + "/drivers/internal/dialtest",
+	module + "/drivers/internal/subtest",
 	module + "/drivers/internal/systest",
 	module + "/internal",
 }
@@ -101,12 +104,16 @@ func TestProgramDeps(t *testing.T) {
 }
 
 // TestConformanceDeps: the driver contract a third-party driver author
-// runs reaches neither the root package nor the benchmarks.
+// runs reaches neither the root package nor the benchmarks, nor this
+// module's drivers' engine and own suites.
 func TestConformanceDeps(t *testing.T) {
 	deps := goList(t, module+"/drivers/conformance")
 	assert.False(t, slices.Contains(deps, module), "drivers/conformance imports the root package")
 	assert.Empty(t, withPrefix(deps, module+"/bench"), "drivers/conformance imports the benchmarks")
 	assert.Empty(t, withPrefix(deps, module+"/drivers/internal/systest"), "drivers/conformance imports the system tests")
+	for _, own := range []string{"/drivers/internal/engine", "/drivers/internal/dialtest", "/drivers/internal/subtest", "/internal/latproxy"} {
+		assert.Empty(t, withPrefix(deps, module+own), "drivers/conformance imports %s, of this module's drivers alone", own)
+	}
 	assert.True(t, slices.Contains(deps, module+"/core"), "go list listed too little to check")
 }
 

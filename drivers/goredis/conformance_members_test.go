@@ -3,12 +3,12 @@ package goredis_test
 import (
 	"testing"
 
-	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 )
 
 // TestConformanceMembers runs the driver contract over a mixed quorum of
 // standalone, Sentinel and Cluster members.
 func TestConformanceMembers(t *testing.T) {
-	conformance.RunMembers(t, conformance.MembersOf(goredis.DialMembers))
+	dialtest.RunMembers(t, dialtest.MembersOf(goredis.DialMembers))
 }

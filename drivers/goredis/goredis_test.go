@@ -17,7 +17,9 @@ import (
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/subtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/redistest/embedded"
@@ -30,7 +32,7 @@ func TestNewValidation(t *testing.T) {
 	p := redis.NewClient(&redis.Options{Addr: "a:1"})
 	q := redis.NewClient(&redis.Options{Addr: "b:1"})
 	t.Cleanup(func() { assert.NoError(t, p.Close()); assert.NoError(t, q.Close()) })
-	conformance.NewValidation(t, goredis.New, p, q)
+	dialtest.NewValidation(t, goredis.New, p, q)
 }
 
 func TestNewOverUserClients(t *testing.T) {
@@ -134,7 +136,7 @@ func TestAllocations(t *testing.T) {
 
 // TestSubscriptionOverClients: New subscribes through each client's PubSub.
 func TestSubscriptionOverClients(t *testing.T) {
-	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+	subtest.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
 		clients := make([]*redis.Client, len(addrs))
 		for i, a := range addrs {
 			clients[i] = redis.NewClient(&redis.Options{Addr: a, Username: opts.Username, Password: opts.Password,

@@ -16,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -63,7 +64,7 @@ func (f *fakeClient) Do(context.Context, radixv4.Action) error { return nil }
 
 func TestNewValidation(t *testing.T) {
 	p, q := &fakeClient{"p"}, &fakeClient{"qq"}
-	conformance.NewValidation[radixv4.Client](t, radix.New, p, q)
+	dialtest.NewValidation[radixv4.Client](t, radix.New, p, q)
 	// Named by their addresses, two clients of one server are refused.
 	d, err := radix.New([]radixv4.Client{p, &fakeClient{"r"}}, nil)
 	assert.Nil(t, d)

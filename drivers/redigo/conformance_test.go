@@ -4,14 +4,20 @@ import (
 	"testing"
 
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
+	"github.com/redlock-go/redlock/drivers/internal/subtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/redigo"
 )
 
-var dial = conformance.Of(redigo.Dial)
+var dial = dialtest.Of(redigo.Dial)
 
-// TestConformance runs the driver contract.
-func TestConformance(t *testing.T) { conformance.RunDial(t, dial) }
+// TestConformance runs the driver contract (conformance.RunDriver) and
+// this module's conventions for a Dial.
+func TestConformance(t *testing.T) { dialtest.RunDial(t, dial) }
+
+// TestAnnouncer runs the contract of release announcements.
+func TestAnnouncer(t *testing.T) { conformance.RunAnnouncer(t, dial.Defaults()) }
 
 // TestSystem runs the root package's Client over the driver.
 func TestSystem(t *testing.T) { systest.RunDial(t, dial) }
@@ -22,4 +28,5 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	systest.BenchAcquireReleaseParallel(b, dial.Defaults())
 }
 
-func TestSubscription(t *testing.T) { conformance.RunSubscription(t, redigo.Subscriber) }
+// TestSubscription runs the subscriptions the driver gives the engine.
+func TestSubscription(t *testing.T) { subtest.RunSubscription(t, redigo.Subscriber) }

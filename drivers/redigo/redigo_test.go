@@ -13,8 +13,9 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/subtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -24,7 +25,7 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 func TestNewValidation(t *testing.T) {
-	conformance.NewValidation(t, redigo.New, &redis.Pool{}, &redis.Pool{})
+	dialtest.NewValidation(t, redigo.New, &redis.Pool{}, &redis.Pool{})
 }
 
 func TestNewOverUserPools(t *testing.T) {
@@ -72,7 +73,7 @@ func TestAllocations(t *testing.T) {
 // from the pool's DialContext, and reads it without the read timeout the
 // pool's connections have.
 func TestSubscriptionOverPools(t *testing.T) {
-	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+	subtest.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
 		pools := make([]*redis.Pool, len(addrs))
 		for i, a := range addrs {
 			do := []redis.DialOption{redis.DialUsername(opts.Username), redis.DialPassword(opts.Password),

@@ -3,12 +3,12 @@ package rueidis_test
 import (
 	"testing"
 
-	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/rueidis"
 )
 
 // TestConformanceMembers runs the driver contract over a mixed quorum of
 // standalone, Sentinel and Cluster members.
 func TestConformanceMembers(t *testing.T) {
-	conformance.RunMembers(t, conformance.MembersOf(rueidis.DialMembers))
+	dialtest.RunMembers(t, dialtest.MembersOf(rueidis.DialMembers))
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/internal/subtest"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/valkeygo"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -34,7 +36,7 @@ func newClient(t *testing.T, addr string) vk.Client {
 
 func TestNewValidation(t *testing.T) {
 	ss := embedded.StartN(t, 2, redistest.Options{})
-	conformance.NewValidation(t, valkeygo.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
+	dialtest.NewValidation(t, valkeygo.New, newClient(t, ss[0].Addr), newClient(t, ss[1].Addr))
 }
 
 func TestNewOverUserClients(t *testing.T) {
@@ -125,7 +127,7 @@ func TestAllocations(t *testing.T) {
 // TestSubscriptionOverClients: New subscribes on a connection it dedicates
 // from each client.
 func TestSubscriptionOverClients(t *testing.T) {
-	conformance.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
+	subtest.RunSubscription(t, func(addrs []string, opts drivers.Options) engine.SubscribeDialer {
 		clients := make([]vk.Client, len(addrs))
 		for i, a := range addrs {
 			clients[i], _ = vk.NewClient(valkeygo.ClientOption(a, opts)) // a client even if a node is down

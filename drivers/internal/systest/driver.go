@@ -29,7 +29,7 @@ func SendOne(d core.Driver, i int, cmd core.Command, timeout time.Duration) core
 // RunDial runs every system suite over a driver's Dial: Run (each
 // cluster's credentials and TLS passed in Options), RunDriver, and the
 // case of Options.Clock through a Client (redlock.NewClient adopting or
-// refusing a clock). The contract suites are conformance.RunDial's.
+// refusing a clock). The contract suites are dialtest.RunDial's.
 func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("locker", func(t *testing.T) {
 		Run(t, func(t *testing.T, eps []Endpoint) core.Driver {

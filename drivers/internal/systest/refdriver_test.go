@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -24,7 +23,7 @@ import (
 // plain driver, so that the suite's real-server path is tested here rather
 // than first by the production drivers.
 func TestRefDriver(t *testing.T) {
-	systest.Run(t, func(t *testing.T, eps []conformance.Endpoint) core.Driver {
+	systest.Run(t, func(t *testing.T, eps []systest.Endpoint) core.Driver {
 		d := newRefDriver(eps)
 		t.Cleanup(d.close)
 		return d
@@ -54,7 +53,7 @@ func TestRefDriver(t *testing.T) {
 // stragglers, as core.Batch requires, so that the cleanup of a cancelled
 // attempt follows its SET to a hung node.
 type refDriver struct {
-	eps   []conformance.Endpoint
+	eps   []systest.Endpoint
 	pools []*redis.Pool
 	wg    sync.WaitGroup // in-flight commands
 
@@ -89,7 +88,7 @@ type refHooks struct {
 	sends func(node int, cmd core.Command)
 }
 
-func newRefDriver(eps []conformance.Endpoint) *refDriver {
+func newRefDriver(eps []systest.Endpoint) *refDriver {
 	d := &refDriver{eps: eps, pools: make([]*redis.Pool, len(eps)), stragglers: make([]map[string][]*refCmd, len(eps))}
 	for i, ep := range eps {
 		opts := []redis.DialOption{redis.DialWriteTimeout(5 * time.Second)}
@@ -334,7 +333,7 @@ func (d *refDriver) exec(node int, cmd core.Command, _ time.Time) core.Reply {
 // overtake it fails here every time rather than now and then.
 func TestRefDriverOrder(t *testing.T) {
 	srv := embedded.Start(t, redistest.Options{})
-	d := newRefDriver([]conformance.Endpoint{{Addr: srv.Addr}})
+	d := newRefDriver([]systest.Endpoint{{Addr: srv.Addr}})
 	t.Cleanup(d.close)
 
 	gate := make(chan struct{}) // closed to let the held acquire go

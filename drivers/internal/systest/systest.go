@@ -5,11 +5,12 @@
 // fencing, network faults through internal/latproxy, hung nodes,
 // several processes, known defects, allocation counts and benchmarks.
 // The driver contract itself, which a third-party driver's author runs,
-// is drivers/conformance; a driver of this module runs both:
+// is drivers/conformance, and this module's own conventions are
+// drivers/internal/dialtest's; a driver of this module runs them all:
 //
-//	var dial = conformance.Of(mydriver.Dial)
+//	var dial = dialtest.Of(mydriver.Dial)
 //
-//	func TestConformance(t *testing.T) { conformance.RunDial(t, dial) }
+//	func TestConformance(t *testing.T) { dialtest.RunDial(t, dial) }
 //	func TestSystem(t *testing.T)      { systest.RunDial(t, dial) }
 //
 // Every case runs in both fan-out modes, as subtests named
@@ -35,20 +36,21 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/redistest/embedded"
 )
 
-// The driver contract's types, under the names the suite has always used.
+// The driver suites' types, under the names the suite has always used.
 type (
 	// Endpoint is how a driver reaches one Redis master.
-	Endpoint = conformance.Endpoint
+	Endpoint = dialtest.Endpoint
 	// Closer is a driver that owns connections or goroutines.
 	Closer = conformance.Closer
 	// Dialer opens a driver over plain-TCP, password-less addrs.
 	Dialer = conformance.Dialer
 	// DialFunc is a driver's Dial.
-	DialFunc = conformance.DialFunc
+	DialFunc = dialtest.DialFunc
 )
 
 // Factory builds a driver over eps, node i being eps[i]. It must register

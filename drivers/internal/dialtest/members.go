@@ -1,4 +1,4 @@
-package conformance
+package dialtest
 
 import (
 	"strconv"
@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/internal/contract"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -16,12 +18,12 @@ import (
 // MembersDialer opens a driver over members (drivers.Member) with its
 // default options and a dial timeout of about a second. RunMembers closes
 // it.
-type MembersDialer func(members []drivers.Member) (Closer, error)
+type MembersDialer func(members []drivers.Member) (conformance.Closer, error)
 
 // MembersOf adapts a driver's DialMembers, such as goredis.DialMembers, to
 // a MembersDialer: zero Options but a one-second DialTimeout.
-func MembersOf[D Closer](dial func([]drivers.Member, drivers.Options) (D, error)) MembersDialer {
-	return func(members []drivers.Member) (Closer, error) {
+func MembersOf[D conformance.Closer](dial func([]drivers.Member, drivers.Options) (D, error)) MembersDialer {
+	return func(members []drivers.Member) (conformance.Closer, error) {
 		d, err := dial(members, drivers.Options{DialTimeout: time.Second})
 		if err != nil {
 			return nil, err // not a typed nil in an interface
@@ -30,11 +32,11 @@ func MembersOf[D Closer](dial func([]drivers.Member, drivers.Options) (D, error)
 	}
 }
 
-// RunMembers runs RunDriver's cases that have a meaning on members over a
-// mixed quorum that it starts once: a standalone master, a Sentinel group
-// (a master, a replica, a Sentinel), a Cluster (three masters with a
-// replica each), a second Sentinel group (three Sentinels) and a second
-// standalone master, in that order. Against each member in turn it checks
+// RunMembers runs conformance.RunDriver's cases that have a meaning on
+// members over a mixed quorum that it starts once: a standalone master,
+// a Sentinel group (a master, a replica, a Sentinel), a Cluster (three
+// masters with a replica each), a second Sentinel group (three
+// Sentinels) and a second standalone master, in that order. Against each member in turn it checks
 // the commands and their replies through a Batch, and the key's value on
 // the member's master at that moment (the Sentinels' master, or the
 // Cluster master owning the key's slot, its fence counter named in that
@@ -50,7 +52,7 @@ func MembersOf[D Closer](dial func([]drivers.Member, drivers.Options) (D, error)
 // cases: drivers/internal/systest covers failovers.
 func RunMembers(t *testing.T, dial MembersDialer) {
 	q := startMixedQuorum(t)
-	open := func(t *testing.T, prefix string, i int) target {
+	open := func(t *testing.T, prefix string, i int) contract.Target {
 		t.Helper()
 		d, err := dial(q.members)
 		require.NoError(t, err)
@@ -59,16 +61,16 @@ func RunMembers(t *testing.T, dial MembersDialer) {
 		for j, m := range q.members {
 			names[j] = m.String()
 		}
-		return target{d: d, i: i, names: names, prefix: prefix, at: q}
+		return contract.Target{D: d, I: i, Names: names, Prefix: prefix, At: q}
 	}
 	for _, c := range []struct {
 		name string
-		body func(*testing.T, target)
+		body func(*testing.T, contract.Target)
 	}{
-		{"commands", testCommands},
-		{"script-flush", testScriptFlush},
-		{"stopped-member-times-out", testStoppedNodeTimesOut},
-		{"batch-close-early", testBatchCloseEarly},
+		{"commands", contract.Commands},
+		{"script-flush", contract.ScriptFlush},
+		{"stopped-member-times-out", contract.StoppedNodeTimesOut},
+		{"batch-close-early", contract.BatchCloseEarly},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for i, m := range q.members {
@@ -81,7 +83,7 @@ func RunMembers(t *testing.T, dial MembersDialer) {
 			}
 		})
 	}
-	t.Run("close", func(t *testing.T) { testClose(t, open(t, "close:", 0)) })
+	t.Run("close", func(t *testing.T) { contract.Close(t, open(t, "close:", 0)) })
 }
 
 // quorum is the layout of RunMembers: member i is one of standalone,
@@ -133,7 +135,9 @@ func topologyName(k drivers.Topology) string {
 	return "standalone"
 }
 
-func (q quorum) master(_ *testing.T, i int, key string) *redistest.Server {
+// Master: the standalone server, the Sentinel group's master, or the
+// Cluster master that owns key's slot.
+func (q quorum) Master(_ *testing.T, i int, key string) *redistest.Server {
 	switch {
 	case q.group[i] != nil:
 		return q.group[i].Master()
@@ -143,7 +147,8 @@ func (q quorum) master(_ *testing.T, i int, key string) *redistest.Server {
 	return q.standalone[i]
 }
 
-func (q quorum) auxName(t *testing.T, i int, prefix, key string) string {
+// AuxName: prefix+key, in key's slot on a Cluster.
+func (q quorum) AuxName(t *testing.T, i int, prefix, key string) string {
 	if q.cluster[i] == nil {
 		return prefix + key
 	}
@@ -152,9 +157,9 @@ func (q quorum) auxName(t *testing.T, i int, prefix, key string) string {
 	return name
 }
 
-// pausable: a standalone server, a Sentinel group's master, or every
+// Pausable: a standalone server, a Sentinel group's master, or every
 // master of a Cluster, each slot's owner.
-func (q quorum) pausable(_ *testing.T, i int) []*redistest.Server {
+func (q quorum) Pausable(_ *testing.T, i int) []*redistest.Server {
 	switch {
 	case q.group[i] != nil:
 		return []*redistest.Server{q.group[i].Master()}

@@ -1,4 +1,4 @@
-package conformance
+package dialtest
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/contract"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -39,12 +40,12 @@ func testAuth(t *testing.T, dial DialFunc) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srvs := startServers(t, 2, tc.srv)
+			srvs := contract.StartServers(t, 2, tc.srv)
 			eps := endpoints(srvs, tc.srv)
 			right := drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS, DialTimeout: time.Second}
 			open := func(t *testing.T, o drivers.Options) core.Driver {
 				t.Helper()
-				d, err := dial(addrsOf(srvs), o)
+				d, err := dial(contract.AddrsOf(srvs), o)
 				require.NoError(t, err, "Dial connects lazily or to servers that are up")
 				t.Cleanup(func() { assert.NoError(t, d.Close()) })
 				return d
@@ -52,9 +53,9 @@ func testAuth(t *testing.T, dial DialFunc) {
 			t.Run("right", func(t *testing.T) {
 				d := open(t, right)
 				for i := range srvs {
-					r := SendOne(d, i, acquireCmd("k"), 2*time.Second)
+					r := contract.SendOne(d, i, contract.AcquireCmd("k"), 2*time.Second)
 					require.Equal(t, core.StatusOK, r.Status, "node %d: %v", i, r.Err)
-					r = SendOne(d, i, releaseCmd("k", driverToken), 2*time.Second)
+					r = contract.SendOne(d, i, contract.ReleaseCmd("k", contract.Token), 2*time.Second)
 					require.Equal(t, core.StatusOK, r.Status, "node %d: %v", i, r.Err)
 				}
 			})
@@ -62,14 +63,14 @@ func testAuth(t *testing.T, dial DialFunc) {
 				t.Run(name, func(t *testing.T) {
 					o := right
 					edit(&o)
-					d, err := dial(addrsOf(srvs), o)
+					d, err := dial(contract.AddrsOf(srvs), o)
 					if err != nil {
 						return // refused at the dial: as good
 					}
 					t.Cleanup(func() { assert.NoError(t, d.Close()) })
 					for i, srv := range srvs {
 						start := time.Now()
-						r := SendOne(d, i, acquireCmd("k"), 2*time.Second)
+						r := contract.SendOne(d, i, contract.AcquireCmd("k"), 2*time.Second)
 						assert.Contains(t, []core.Status{core.StatusError, core.StatusTimeout}, r.Status, "node %d", i)
 						assert.Less(t, time.Since(start), 5*time.Second, "node %d: the command outlived its deadline", i)
 						if assert.Error(t, r.Err, "node %d", i) {

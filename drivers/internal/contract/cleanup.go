@@ -1,4 +1,4 @@
-package conformance
+package contract
 
 import (
 	"context"
@@ -11,16 +11,16 @@ import (
 	"github.com/redlock-go/redlock/core"
 )
 
-// testBatchCloseEarly drives the Batch directly: Close before all
+// BatchCloseEarly drives the Batch directly: Close before all
 // replies, with a node that never answers (the node under test, its
 // servers SIGSTOPped), must not block, and Receive with a closed cancel
 // channel returns false. The release sent to the hung node behind the
 // acquire still goes out, after it, once the node continues: the node
 // ends without the key. The driver stays usable.
-func testBatchCloseEarly(t *testing.T, n target) {
-	d, down, key := n.d, n.i, n.key("close-early")
-	nodes := len(n.names)
-	cont := n.pause(t, down)
+func BatchCloseEarly(t *testing.T, n Target) {
+	d, down, key := n.D, n.I, n.Key("close-early")
+	nodes := len(n.Names)
+	cont := n.Pause(t, down)
 
 	tok := core.TokenFromUint64s(1, uint64(time.Now().UnixNano()))
 	deadline := time.Now().Add(time.Minute)
@@ -42,7 +42,7 @@ func testBatchCloseEarly(t *testing.T, n target) {
 		// Receive on a closed cancel channel gives up while the only
 		// outstanding command waits on the stopped node.
 		b = d.Begin(context.Background())
-		b.Send(down, releaseCmd(key, tok), deadline)
+		b.Send(down, ReleaseCmd(key, tok), deadline)
 		cancelled := make(chan struct{})
 		close(cancelled)
 		_, ok = b.Receive(cancelled)
@@ -51,17 +51,17 @@ func testBatchCloseEarly(t *testing.T, n target) {
 	}()
 	select {
 	case <-closed:
-	case <-time.After(testTimeout):
+	case <-time.After(Timeout):
 		require.FailNow(t, "Batch.Close or Receive blocked on a node that does not answer")
 	}
 	cont()
 
 	require.Eventually(t, func() bool {
-		exists, err := n.at.master(t, down, key).Do("EXISTS", key)
+		exists, err := n.At.Master(t, down, key).Do("EXISTS", key)
 		return err == nil && exists == int64(0)
-	}, testTimeout, 20*time.Millisecond, "the release went out after the acquire it follows")
+	}, Timeout, 20*time.Millisecond, "the release went out after the acquire it follows")
 	for i := range nodes {
-		r := SendOne(d, i, acquireCmd(n.key("after")), 2*time.Second)
+		r := SendOne(d, i, AcquireCmd(n.Key("after")), 2*time.Second)
 		assert.Equal(t, core.StatusOK, r.Status, "node %d: %v", i, r.Err)
 	}
 }

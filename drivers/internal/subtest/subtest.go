@@ -1,4 +1,14 @@
-package conformance
+// Package subtest checks the subscriptions this module's drivers give
+// the engine (engine.SubscribeDialer, engine.Subscription) against real
+// servers. A third-party driver cannot name those types: the public
+// subscription contract, core.Announcer, is conformance.RunAnnouncer's.
+// A driver of this module's test calls it as
+//
+//	func TestSubscription(t *testing.T) { subtest.RunSubscription(t, mydriver.Subscriber) }
+//
+// where Subscriber, in the driver's export_test.go, returns the
+// subscription dialer its Dial gives the engine.
+package subtest
 
 import (
 	"context"
@@ -9,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/contract"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/redistest/embedded"
@@ -27,15 +38,15 @@ const eventWait = 10 * time.Second
 // servers: confirmations, messages and unsubscribing, authentication and
 // TLS, an ACL that forbids channels (an EventRefused quoting NOPERM, on a
 // connection that was dialled without complaint), a server killed, Close
-// during Receive, and a node down at the dial. Servers are chosen as the
-// package says; the ACL case needs redis-server. The test binary's goleak
-// check (redistest.Main) catches a goroutine left behind.
+// during Receive, and a node down at the dial. contract.StartServers
+// chooses the servers; the ACL case needs redis-server. The test binary's
+// goleak check (redistest.Main) catches a goroutine left behind.
 func RunSubscription(t *testing.T, dial SubscribeDial) {
 	t.Run("subscribe-publish-unsubscribe", func(t *testing.T) {
-		srvs := startServers(t, 2, redistest.Options{})
-		s := openSubscription(t, dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second}), 1)
+		srvs := contract.StartServers(t, 2, redistest.Options{})
+		s := openSubscription(t, dial(contract.AddrsOf(srvs), drivers.Options{DialTimeout: time.Second}), 1)
 		r := receive(t, s)
-		ctx := testContext(t)
+		ctx := contract.Context(t)
 		require.NoError(t, s.Subscribe(ctx, "a", "b"))
 		r.expect(t, engine.EventSubscribed, "a")
 		r.expect(t, engine.EventSubscribed, "b")
@@ -82,7 +93,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 				o := drivers.Options{Username: user, Password: "pw", DialTimeout: time.Second}
 				s := openSubscription(t, dial([]string{srv.Addr}, o), 0)
 				r := receive(t, s)
-				require.NoError(t, s.Subscribe(testContext(t), "c"), "a refusal is not a failed connection")
+				require.NoError(t, s.Subscribe(contract.Context(t), "c"), "a refusal is not a failed connection")
 				ev := r.next(t)
 				require.Equal(t, engine.EventRefused, ev.Kind, "%+v", ev)
 				assert.ErrorContains(t, ev.Err, "NOPERM")
@@ -90,7 +101,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		}
 	})
 	t.Run("server-killed", func(t *testing.T) {
-		srv := startServers(t, 1, redistest.Options{})[0]
+		srv := contract.StartServers(t, 1, redistest.Options{})[0]
 		s, r := subscribedToC(t, dial, srv, drivers.Options{DialTimeout: time.Second})
 		srv.Kill()
 		assert.Error(t, r.failure(t))
@@ -102,7 +113,7 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		assert.Equal(t, int64(0), publish(t, srv, "c"), "resubscribed by the client")
 	})
 	t.Run("close-during-receive", func(t *testing.T) {
-		srv := startServers(t, 1, redistest.Options{})[0]
+		srv := contract.StartServers(t, 1, redistest.Options{})[0]
 		s, r := subscribedToC(t, dial, srv, drivers.Options{DialTimeout: time.Second})
 		// Nothing more is coming: the receiver waits in Receive.
 		_ = s.Close() // the contract asks that Close end the Receive, not what it returns
@@ -113,8 +124,8 @@ func RunSubscription(t *testing.T, dial SubscribeDial) {
 		requireFailsPromptly(t, s)
 	})
 	t.Run("dial-node-down", func(t *testing.T) {
-		srv := startServers(t, 1, redistest.Options{})[0]
-		sd := dial([]string{srv.Addr, deadAddr(t)}, drivers.Options{DialTimeout: time.Second})
+		srv := contract.StartServers(t, 1, redistest.Options{})[0]
+		sd := dial([]string{srv.Addr, contract.DeadAddr(t)}, drivers.Options{DialTimeout: time.Second})
 		_, err := dialPromptly(t, sd, 1)
 		assert.Error(t, err)
 	})
@@ -126,7 +137,7 @@ func subscribedToC(t *testing.T, dial SubscribeDial, srv *redistest.Server, o dr
 	t.Helper()
 	s := openSubscription(t, dial([]string{srv.Addr}, o), 0)
 	r := receive(t, s)
-	require.NoError(t, s.Subscribe(testContext(t), "c"))
+	require.NoError(t, s.Subscribe(contract.Context(t), "c"))
 	r.expect(t, engine.EventSubscribed, "c")
 	return s, r
 }

@@ -1,4 +1,4 @@
-package conformance
+package contract
 
 import (
 	"strconv"
@@ -11,16 +11,16 @@ import (
 	"github.com/redlock-go/redlock/core"
 )
 
-// testScriptFlush: the scripted commands (extend, release, the fenced
-// acquire and the raise) work whether the server has their scripts
-// cached or not: after SCRIPT FLUSH the driver's EVALSHA gets NOSCRIPT
+// ScriptFlush checks that the scripted commands (extend, release, the
+// fenced acquire and the raise) work whether the server has their
+// scripts cached or not: after SCRIPT FLUSH the driver's EVALSHA gets NOSCRIPT
 // and must fall back to EVAL, each time the cache is emptied.
-func testScriptFlush(t *testing.T, n target) {
-	d, i, k, f := n.d, n.i, n.key("k"), n.key("f")
+func ScriptFlush(t *testing.T, n Target) {
+	d, i, k, f := n.D, n.I, n.Key("k"), n.Key("f")
 	const s = time.Second
 	flush := func(key string) {
 		t.Helper()
-		srv := n.at.master(t, i, key)
+		srv := n.At.Master(t, i, key)
 		_, err := srv.Do("SCRIPT", "FLUSH")
 		require.NoError(t, err, "SCRIPT FLUSH on %s", srv.Addr)
 	}
@@ -29,25 +29,25 @@ func testScriptFlush(t *testing.T, n target) {
 		if round >= 2 {
 			flush(k)
 		}
-		require.Equal(t, core.StatusOK, SendOne(d, i, acquireCmd(k), s).Status, "round %d", round)
-		n.do(t, "PEXPIRE", k, 1000)
+		require.Equal(t, core.StatusOK, SendOne(d, i, AcquireCmd(k), s).Status, "round %d", round)
+		n.Do(t, "PEXPIRE", k, 1000)
 		if round >= 2 {
 			flush(k)
 		}
-		r := SendOne(d, i, extendCmd(k, driverToken, 20*s), s)
+		r := SendOne(d, i, ExtendCmd(k, Token, 20*s), s)
 		require.Equal(t, core.StatusOK, r.Status, "round %d: extend: %v", round, r.Err)
-		assert.Greater(t, n.pttl(t, k), int64(15000), "round %d: the extension reached the server", round)
+		assert.Greater(t, n.PTTL(t, k), int64(15000), "round %d: the extension reached the server", round)
 		if round >= 2 {
 			flush(k)
 		}
-		r = SendOne(d, i, releaseCmd(k, driverToken), s)
+		r = SendOne(d, i, ReleaseCmd(k, Token), s)
 		require.Equal(t, core.StatusOK, r.Status, "round %d: release: %v", round, r.Err)
-		assert.Equal(t, int64(-2), n.pttl(t, k), "round %d: the release deleted the key", round)
+		assert.Equal(t, int64(-2), n.PTTL(t, k), "round %d: the release deleted the key", round)
 
 		if round >= 2 {
 			flush(f)
 		}
-		fenced := core.Command{Op: core.OpAcquireFenced, Key: f, Token: driverToken, TTL: 10 * s}
+		fenced := core.Command{Op: core.OpAcquireFenced, Key: f, Token: Token, TTL: 10 * s}
 		r = SendOne(d, i, fenced, s)
 		require.Equal(t, core.StatusOK, r.Status, "round %d: fenced acquire: %v", round, r.Err)
 		assert.Greater(t, r.Fence, fence, "round %d: the fence grows", round)
@@ -55,13 +55,13 @@ func testScriptFlush(t *testing.T, n target) {
 		if round >= 2 {
 			flush(f)
 		}
-		raise := core.Command{Op: core.OpRaiseFence, Key: f, Token: driverToken, Fence: fence + 10}
+		raise := core.Command{Op: core.OpRaiseFence, Key: f, Token: Token, Fence: fence + 10}
 		r = SendOne(d, i, raise, s)
 		require.Equal(t, core.StatusOK, r.Status, "round %d: raise: %v", round, r.Err)
 		fence += 10
-		counter := n.at.auxName(t, i, core.FenceKeyPrefix, f)
-		assert.Equal(t, strconv.FormatUint(fence, 10), n.do(t, "GET", counter), "round %d: the raise reached the counter %s", round, counter)
-		r = SendOne(d, i, releaseCmd(f, driverToken), s)
+		counter := n.At.AuxName(t, i, core.FenceKeyPrefix, f)
+		assert.Equal(t, strconv.FormatUint(fence, 10), n.Do(t, "GET", counter), "round %d: the raise reached the counter %s", round, counter)
+		r = SendOne(d, i, ReleaseCmd(f, Token), s)
 		require.Equal(t, core.StatusOK, r.Status, "round %d: release of the fenced key: %v", round, r.Err)
 	}
 }

@@ -1,4 +1,4 @@
-package conformance
+package dialtest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/contract"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -32,10 +33,10 @@ type clocked interface{ Clock() core.Clock }
 // time.Now, and one whose deadline has passed on it times out. A driver
 // dialled without a clock reads the system clock.
 func testDialClock(t *testing.T, dial DialFunc) {
-	srvs := startServers(t, 1, redistest.Options{})
+	srvs := contract.StartServers(t, 1, redistest.Options{})
 	open := func(t *testing.T, clock core.Clock) core.Driver {
 		t.Helper()
-		d, err := dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
+		d, err := dial(contract.AddrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
 		cd, ok := d.(clocked)
@@ -62,11 +63,11 @@ func testDialClock(t *testing.T, dial DialFunc) {
 			}
 			d := open(t, clock)
 			now := (&shiftedClock{by: by}).Now
-			r := send(d, acquireCmd("k"), now().Add(time.Second))
+			r := send(d, contract.AcquireCmd("k"), now().Add(time.Second))
 			require.Equal(t, core.StatusOK, r.Status, "a deadline a second ahead on the driver's clock: %v", r.Err)
-			r = send(d, releaseCmd("k", driverToken), now().Add(time.Second))
+			r = send(d, contract.ReleaseCmd("k", contract.Token), now().Add(time.Second))
 			require.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
-			r = send(d, acquireCmd("late"), now().Add(-time.Second))
+			r = send(d, contract.AcquireCmd("late"), now().Add(-time.Second))
 			assert.Equal(t, core.StatusTimeout, r.Status, "a deadline a second past on the driver's clock: %v", r.Err)
 		})
 	}
