@@ -132,9 +132,11 @@ func TestAdoptRestartFailures(t *testing.T) {
 // skips the test and counts it; the test below checks both.
 func TestInProcessStopSkips(t *testing.T) {
 	defer withTally(t)()
+	t.Setenv("PATH", t.TempDir()) // StartOr falls back to the in-process server
+	t.Setenv(RequireEnv, "")
 	var ran bool
 	t.Run("inner", func(t *testing.T) {
-		s := Adopt(t, Options{}, &fakeInProcess{addr: "127.0.0.1:1"})
+		s := StartOr(t, Options{}, func(Options) (InProcess, error) { return &fakeInProcess{addr: "127.0.0.1:1"}, nil })
 		s.Stop()
 		ran = true
 	})
@@ -142,6 +144,7 @@ func TestInProcessStopSkips(t *testing.T) {
 	tally.mu.Lock()
 	defer tally.mu.Unlock()
 	assert.True(t, tally.skipped[reasonSIGSTOP][t.Name()+"/inner"], "skip not counted: %v", tally.skipped)
+	assert.False(t, tally.embedded[t.Name()+"/inner"], "a skipped test counted as run on the embedded server too")
 }
 
 func TestSummary(t *testing.T) {
