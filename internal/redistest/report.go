@@ -37,6 +37,7 @@ func skip(t testing.TB, reason string) {
 		tally.skipped[reason] = map[string]bool{}
 	}
 	tally.skipped[reason][t.Name()] = true
+	delete(tally.embedded, t.Name()) // it started embedded servers, then needed more: skipped, not run
 	tally.mu.Unlock()
 	t.Skipf("%s: redis-server not found on PATH and this test %s; install it with \"apt-get install redis-server\", or set %s=1 to make this a failure",
 		testPackage(), reason, RequireEnv)
