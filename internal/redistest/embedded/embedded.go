@@ -100,9 +100,6 @@ func (s *server) Close() { s.m.Close() }
 // like a restart without persistence.
 func (s *server) Restart() error {
 	s.m.Close()
-	if err := s.start(s.addr); err != nil {
-		return err
-	}
-	s.m.FlushAll()
-	return nil
+	s.m.FlushAll() // before it listens: a client that reconnects at once must not lose its first writes
+	return s.start(s.addr)
 }
