@@ -58,6 +58,8 @@ func TestPipelineRaw(t *testing.T) {
 	assert.ErrorContains(t, err, s.Addr)
 	assert.ErrorContains(t, err, `":2"`)
 
+	assert.ErrorContains(t, c.Pipeline(batch, 2), "none expected", "no reply expected: an error, not a panic")
+
 	set := AppendCommand(nil, "SET", "a", "1")
 	allocs := testing.AllocsPerRun(100, func() {
 		if err := c.Pipeline(set, 1, "+OK"); err != nil {

@@ -166,8 +166,12 @@ func AppendCommand(buf []byte, args ...string) []byte {
 // reads n replies, each one line (a simple string, an integer or an
 // error), reply i being want[i%len(want)] without its CRLF, such as
 // "+OK" or ":1". It allocates nothing: it is the cheapest client there
-// is for the pipelined limit's loop.
+// is for the pipelined limit's loop. After an error the replies left
+// unread are still on the connection: close it.
 func (c *Conn) Pipeline(payload []byte, n int, want ...string) error {
+	if n > 0 && len(want) == 0 {
+		return fmt.Errorf("%s: Pipeline of %d replies with none expected", c.Addr, n)
+	}
 	if err := c.c.SetDeadline(time.Now().Add(c.to)); err != nil {
 		return fmt.Errorf("%s: %w", c.Addr, err)
 	}
