@@ -75,7 +75,12 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 	}
 	outs := make([]out, len(spec.Addrs))
 	// Every loop warms up, then all measure from one start, so that the
-	// process's CPU over the windows is the loops' alone.
+	// process's CPU over the windows is the loops' alone. The first loop
+	// that fails ends the others: its error is the one returned.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first error
+	var failed sync.Once
 	var ready, wg sync.WaitGroup
 	start := make(chan struct{})
 	for i, a := range spec.Addrs {
@@ -85,6 +90,9 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 			defer wg.Done()
 			o := &outs[i]
 			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, ready.Done, start)
+			if o.err != nil {
+				failed.Do(func() { first = o.err; cancel() })
+			}
 		}()
 	}
 	ready.Wait()
@@ -92,12 +100,12 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 	close(start)
 	wg.Wait()
 	cpu1, ok1 := measure.ProcessCPU()
+	if first != nil {
+		return Pipelined{}, first
+	}
 	p := Pipelined{Depth: spec.Depth, Servers: len(spec.Addrs)}
 	var total int64
 	for i, o := range outs {
-		if o.err != nil {
-			return Pipelined{}, o.err
-		}
 		if o.pairs == 0 {
 			return Pipelined{}, fmt.Errorf("servers: pipelined limit on %s: no pair done", spec.Addrs[i])
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"net"
 	"runtime"
 	"testing"
 	"time"
@@ -75,4 +76,22 @@ func TestPipelinedLimitWithoutCPUInfo(t *testing.T) {
 	var re measure.RedisError
 	require.ErrorAs(t, err, &re, "the server's refusal")
 	assert.ErrorContains(t, err, m.Addrs()[0], "names the server")
+}
+
+// A server that cannot be reached fails the measurement with its own
+// error, not with the cancellation it causes in the other servers' loops.
+func TestPipelinedLimitFirstFailureWins(t *testing.T) {
+	r, err := StartRedis(redistest.RedisServerPath(t), 1)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, r.Close()) }()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, err = PipelinedLimit(context.Background(), PipelineSpec{
+		Addrs: []string{r.Addrs()[0], closed}, Depth: 2, Warmup: time.Minute, Duration: time.Minute, TTL: time.Second,
+	})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, closed, "names the server that failed")
+	assert.NotErrorIs(t, err, context.Canceled)
 }

@@ -188,36 +188,17 @@ func Ping(addr string, timeout time.Duration) error {
 // PingRTT sends n PINGs to addr, one at a time on one connection, and
 // returns the median round trip. A -NOAUTH reply counts: it is a round
 // trip too.
-func PingRTT(addr string, n int) (time.Duration, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = c.Close() }() // the replies are read, or the error returned: nothing to lose
-	r := bufio.NewReader(c)
-	rtts := make([]time.Duration, 0, n)
-	for i := 0; i < n; i++ {
-		if err := c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
-			return 0, err
-		}
-		t0 := time.Now()
-		if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-			return 0, err
-		}
-		if _, err := r.ReadString('\n'); err != nil {
-			return 0, err
-		}
-		rtts = append(rtts, time.Since(t0))
-	}
-	slices.Sort(rtts)
-	return rtts[len(rtts)/2], nil
-}
+func PingRTT(addr string, n int) (time.Duration, error) { return PingRoundRTT([]string{addr}, n) }
 
 // PingRoundRTT sends a PING to every one of addrs at once, on one
 // connection each, n times, and returns the median time until the last
 // reply of a round: the floor of a round that fans out to all of them and
-// waits for every answer, as a multiplexed lock round does.
+// waits for every answer, as a multiplexed lock round does. Any reply
+// line counts, -NOAUTH included: it is a round trip too.
 func PingRoundRTT(addrs []string, n int) (time.Duration, error) {
+	if n < 1 || len(addrs) == 0 {
+		return 0, fmt.Errorf("servers: PING rounds: need servers and at least one round, got %d servers, %d rounds", len(addrs), n)
+	}
 	conns := make([]net.Conn, len(addrs))
 	readers := make([]*bufio.Reader, len(addrs))
 	defer func() {

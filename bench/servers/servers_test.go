@@ -36,6 +36,9 @@ func TestMiniAnswersPing(t *testing.T) {
 	if _, err := PingRoundRTT(append(m.Addrs(), "127.0.0.1:1"), 1); err == nil {
 		t.Fatal("PingRoundRTT to a closed port: no error")
 	}
+	if _, err := PingRoundRTT(m.Addrs(), 0); err == nil {
+		t.Fatal("PingRoundRTT of no round: no error")
+	}
 }
 
 func TestRedisAnswersPing(t *testing.T) {
