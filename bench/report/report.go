@@ -439,8 +439,12 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		}
 	}
 	if p := e.PipelinedAtClients; p != nil {
-		fmt.Fprintf(&b, "- the same loop %d pairs per batch (the most the targets' clients put in one read): %.2f µs of the servers' CPU per pair, %.2f µs of the client's\n",
-			p.Depth, p.ServersCPUUsPerOp, p.ClientCPUUsPerOp)
+		fmt.Fprintf(&b, "- the same loop %d pairs per batch (the most the targets' clients put in one read): %.2f µs of the servers' CPU per pair",
+			p.Depth, p.ServersCPUUsPerOp)
+		if p.ClientCPUUsPerOp > 0 {
+			fmt.Fprintf(&b, ", %.2f µs of the client's", p.ClientCPUUsPerOp)
+		}
+		b.WriteString("\n")
 	}
 	for _, n := range e.Notes {
 		fmt.Fprintf(&b, "- note: %s\n", n)

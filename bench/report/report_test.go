@@ -533,4 +533,13 @@ func TestMarkdownSaysTheFloors(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}
 	}
+	// A client CPU that was not measured is not printed as a zero.
+	env.PipelinedAtClients.ClientCPUUsPerOp = 0
+	b.Reset()
+	if err := Markdown(&b, Run{Env: env}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "34.00 µs of the servers' CPU per pair\n"; !strings.Contains(b.String(), want) || strings.Contains(b.String(), "0.00 µs of the client's") {
+		t.Errorf("unmeasured client CPU: %s", b.String())
+	}
 }

@@ -180,6 +180,14 @@ func logf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, forma
 // bench starts the servers and proxies, runs every cell, and reports.
 func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.Writer) error {
 	maxN := slices.Max(cfg.plan.NodeCounts)
+	// The targets' N and concurrency.
+	tn, tc := 5, 32
+	if !slices.Contains(cfg.plan.NodeCounts, tn) {
+		tn = maxN
+	}
+	if !slices.Contains(cfg.plan.Concurrency, tc) {
+		tc = slices.Max(cfg.plan.Concurrency)
+	}
 	var (
 		set  servers.Set
 		err  error
@@ -253,9 +261,12 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 				env.LoopbackPingUs = float64(direct) / 1e3
 				env.ProxyPingUs = float64(proxied) / 1e3
 			}
-			directRound, err1 := servers.PingRoundRTT(set.Addrs(), 200)
-			proxiedRound, err2 := servers.PingRoundRTT(pa, 50)
-			if err1 == nil && err2 == nil {
+			// The round of the targets' N, as their multiplexed cells make.
+			directRound, err1 := servers.PingRoundRTT(set.Addrs()[:tn], 200)
+			proxiedRound, err2 := servers.PingRoundRTT(pa[:tn], 50)
+			if err := errors.Join(err1, err2); err != nil {
+				env.Notes = append(env.Notes, "the round of PINGs to every server not measured: "+firstLine(err.Error()))
+			} else {
 				env.LoopbackRoundPingUs = float64(directRound) / 1e3
 				env.ProxyRoundPingUs = float64(proxiedRound) / 1e3
 			}
@@ -320,40 +331,34 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		return ctx.Err()
 	}
 
-	tn, tc := 5, 32
-	if !slices.Contains(cfg.plan.NodeCounts, tn) {
-		tn = maxN
-	}
-	if !slices.Contains(cfg.plan.Concurrency, tc) {
-		tc = slices.Max(cfg.plan.Concurrency)
-	}
 	if cfg.pipeDepth > 0 && !cfg.plan.VariantsOnly && !cfg.plan.HandoffOnly && !strings.HasPrefix(mode, "miniredis") {
 		// The servers' pipelined limit, on the servers of the targets'
 		// cells, after every cell: the CPU targets' reference.
-		logf(stderr, "the servers' pipelined limit: %d servers, %d pairs per batch, %s\n", tn, cfg.pipeDepth, cfg.duration)
-		p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
-			Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
-			Depth: cfg.pipeDepth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
-			KeyPrefix: "bench:" + runID + ":pipelined:",
-		})
-		if err != nil {
-			env.Notes = append(env.Notes, "the servers' pipelined limit not measured: "+firstLine(err.Error()))
-		} else {
-			env.Pipelined = &p
+		// The same loop as deep as tc clients can make one read, too:
+		// each has one command in flight per server, and a pair is two.
+		loops := []struct {
+			depth int
+			into  **servers.Pipelined
+			what  string
+		}{
+			{cfg.pipeDepth, &env.Pipelined, "the servers' pipelined limit"},
+			{tc / 2, &env.PipelinedAtClients, "the servers' pipelined loop at the clients' depth"},
 		}
-		// The same loop as deep as tc clients can make one read: each has
-		// one command in flight per server, and a pair is two commands.
-		if d := tc / 2; d >= 1 && d < cfg.pipeDepth {
-			q, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
+		for i, l := range loops {
+			if l.depth < 1 || (i > 0 && l.depth >= cfg.pipeDepth) {
+				continue
+			}
+			logf(stderr, "%s: %d servers, %d pairs per batch, %s\n", l.what, tn, l.depth, cfg.duration)
+			p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
 				Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
-				Depth: d, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
-				KeyPrefix: "bench:" + runID + ":pipelined-clients:",
+				Depth: l.depth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
+				KeyPrefix: "bench:" + runID + ":pipelined-" + strconv.Itoa(l.depth) + ":",
 			})
 			if err != nil {
-				env.Notes = append(env.Notes, "the servers' pipelined loop at the clients' depth not measured: "+firstLine(err.Error()))
-			} else {
-				env.PipelinedAtClients = &q
+				env.Notes = append(env.Notes, l.what+" not measured: "+firstLine(err.Error()))
+				continue
 			}
+			*l.into = &p
 		}
 	}
 	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
