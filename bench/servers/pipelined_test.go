@@ -2,9 +2,9 @@ package servers
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
-	"net"
 	"runtime"
 	"testing"
 	"time"
