@@ -41,7 +41,7 @@ func testAuth(t *testing.T, dial DialFunc) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srvs := contract.StartServers(t, 2, tc.srv)
-			eps := endpoints(srvs, tc.srv)
+			eps := Endpoints(srvs, tc.srv)
 			right := drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS, DialTimeout: time.Second}
 			open := func(t *testing.T, o drivers.Options) core.Driver {
 				t.Helper()
@@ -86,8 +86,8 @@ func testAuth(t *testing.T, dial DialFunc) {
 	}
 }
 
-// endpoints returns the endpoints of servers started with opts.
-func endpoints(srv []*redistest.Server, opts redistest.Options) []Endpoint {
+// Endpoints returns the endpoints of servers started with opts.
+func Endpoints(srv []*redistest.Server, opts redistest.Options) []Endpoint {
 	eps := make([]Endpoint, len(srv))
 	for i, s := range srv {
 		eps[i] = Endpoint{Addr: s.Addr, Password: opts.Password, TLS: s.ClientTLS()}

@@ -14,18 +14,20 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// shiftedClock is the system clock moved by a fixed amount: a clock of
+// ShiftedClock is the system clock moved by a fixed amount: a clock of
 // the caller's whose readings are far from time.Now's, so that a driver
 // that took one of its deadlines for a time.Now reading would time every
 // command out at once (a deadline an hour ago) or never (an hour ahead).
-type shiftedClock struct{ by time.Duration }
+type ShiftedClock struct{ By time.Duration }
 
-func (c *shiftedClock) Now() time.Time { return time.Now().Add(c.by) }
+// Now returns time.Now moved by c.By.
+func (c *ShiftedClock) Now() time.Time { return time.Now().Add(c.By) }
 
-func (c *shiftedClock) AfterFunc(d time.Duration, f func()) core.Timer { return time.AfterFunc(d, f) }
+// AfterFunc is time.AfterFunc: durations are the system clock's.
+func (c *ShiftedClock) AfterFunc(d time.Duration, f func()) core.Timer { return time.AfterFunc(d, f) }
 
-// clocked is a driver that says which clock its deadlines read.
-type clocked interface{ Clock() core.Clock }
+// Clocked is a driver that says which clock its deadlines read.
+type Clocked interface{ Clock() core.Clock }
 
 // testDialClock: Options.Clock is the clock the driver reads its
 // deadlines on, and its Clock method says so: a command whose deadline is
@@ -39,7 +41,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 		d, err := dial(contract.AddrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
-		cd, ok := d.(clocked)
+		cd, ok := d.(Clocked)
 		require.True(t, ok, "%T has no Clock method: a Client cannot tell which clock it reads", d)
 		want := clock
 		if want == nil {
@@ -57,12 +59,12 @@ func testDialClock(t *testing.T, dial DialFunc) {
 	}
 	for _, by := range []time.Duration{-time.Hour, time.Hour, 0} {
 		t.Run("shifted="+by.String(), func(t *testing.T) {
-			var clock core.Clock = &shiftedClock{by: by}
+			var clock core.Clock = &ShiftedClock{By: by}
 			if by == 0 {
 				clock = nil
 			}
 			d := open(t, clock)
-			now := (&shiftedClock{by: by}).Now
+			now := (&ShiftedClock{By: by}).Now
 			r := send(d, contract.AcquireCmd("k"), now().Add(time.Second))
 			require.Equal(t, core.StatusOK, r.Status, "a deadline a second ahead on the driver's clock: %v", r.Err)
 			r = send(d, contract.ReleaseCmd("k", contract.Token), now().Add(time.Second))

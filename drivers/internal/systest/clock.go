@@ -10,21 +10,9 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
-
-// shiftedClock is the system clock moved by a fixed amount: a clock of the
-// caller's whose readings are far from time.Now's, so that a driver that
-// took one of its deadlines for a time.Now reading would time every
-// command out at once (a deadline an hour ago) or never (an hour ahead).
-type shiftedClock struct{ by time.Duration }
-
-func (c *shiftedClock) Now() time.Time { return time.Now().Add(c.by) }
-
-func (c *shiftedClock) AfterFunc(d time.Duration, f func()) core.Timer { return time.AfterFunc(d, f) }
-
-// clocked is a driver that says which clock its deadlines read.
-type clocked interface{ Clock() core.Clock }
 
 // testDialClock: Options.Clock is the clock the driver reads its
 // deadlines on, and its Clock method says so. A Client given that clock,
@@ -34,19 +22,19 @@ type clocked interface{ Clock() core.Clock }
 // dialled without a clock reads the system clock.
 func testDialClock(t *testing.T, dial DialFunc) {
 	srvs := startServers(t, 3, redistest.Options{})
-	open := func(t *testing.T, clock core.Clock) clocked {
+	open := func(t *testing.T, clock core.Clock) dialtest.Clocked {
 		t.Helper()
 		d, err := dial(addrsOf(srvs), drivers.Options{DialTimeout: time.Second, Clock: clock})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
-		cd, ok := d.(clocked)
+		cd, ok := d.(dialtest.Clocked)
 		require.True(t, ok, "%T has no Clock method: redlock.NewClient cannot tell which clock it reads", d)
 		return cd
 	}
 	cfg := core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}
 	for _, by := range []time.Duration{-time.Hour, time.Hour} {
 		t.Run("shifted="+by.String(), func(t *testing.T) {
-			clock := &shiftedClock{by: by}
+			clock := &dialtest.ShiftedClock{By: by}
 			cd := open(t, clock)
 			require.Equal(t, core.Clock(clock), cd.Clock(), "Clock returns Options.Clock")
 			d := cd.(core.Driver)
@@ -61,7 +49,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 				require.NoError(t, lock.Extend(ctx))
 				require.NoError(t, lock.Unlock(ctx))
 			}
-			for _, other := range []core.Clock{core.SystemClock{}, &shiftedClock{by: by}} {
+			for _, other := range []core.Clock{core.SystemClock{}, &dialtest.ShiftedClock{By: by}} {
 				_, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: other})
 				require.ErrorIs(t, err, core.ErrInvalidConfig, "Options.Clock %T is not the driver's", other)
 			}
@@ -75,7 +63,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 		lock, err := client.TryLock(testContext(t), testKey(t, ""))
 		require.NoError(t, err)
 		require.NoError(t, lock.Unlock(testContext(t)))
-		_, err = redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: &shiftedClock{}})
+		_, err = redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: &dialtest.ShiftedClock{}})
 		require.ErrorIs(t, err, core.ErrInvalidConfig)
 	})
 }

@@ -137,24 +137,12 @@ type realCluster struct {
 	stopped map[int]bool
 }
 
-// endpoints returns the endpoints of servers started with opts.
-func endpoints(srv []*redistest.Server, opts redistest.Options) []Endpoint {
-	eps := make([]Endpoint, len(srv))
-	for i, s := range srv {
-		eps[i] = Endpoint{Addr: s.Addr, Password: opts.Password, TLS: s.ClientTLS()}
-		if opts.User != "" {
-			eps[i].Username, eps[i].Password = opts.User, opts.UserPassword
-		}
-	}
-	return eps
-}
-
 // startReal starts n servers with opts and a driver over their endpoints,
 // edited by edit when it is not nil (to give wrong credentials, say).
 func startReal(t *testing.T, f Factory, n int, opts redistest.Options, edit func(eps []Endpoint)) *realCluster {
 	t.Helper()
 	c := &realCluster{t: t, srv: startServers(t, n, opts), stopped: map[int]bool{}}
-	c.eps = endpoints(c.srv, opts)
+	c.eps = dialtest.Endpoints(c.srv, opts)
 	if edit != nil {
 		edit(c.eps)
 	}
