@@ -9,10 +9,10 @@
 // (and what they did to the key on the server), the scripts after the
 // server's script cache is flushed, a stopped node timing out, a Batch
 // closed early and the cleanup it still sends, dialling with nodes down,
-// and Close. RunAnnouncer checks the release announcements of a driver
-// that implements core.Announcer: Watch's notifications for a release and
-// for a node's subscription starting, stopping and restarting, Listening,
-// and Stop.
+// one server under two names refused, and Close. RunAnnouncer checks the
+// release announcements of a driver that implements core.Announcer:
+// Watch's notifications for a release and for a node's subscription
+// starting, stopping and restarting, Listening, and Stop.
 //
 // A driver's test calls them as
 //

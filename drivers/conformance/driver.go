@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -41,7 +42,8 @@ func (dial Dialer) open() func(*testing.T, []string) contract.Closer {
 // scripts with and without the server's script cache (SCRIPT FLUSH), a
 // stopped node's timeout (alone and among nodes that answer), a Batch
 // closed early with its cleanup, dialling with nodes down, a caller's
-// slice of addresses reused after the dial, and Close.
+// slice of addresses reused after the dial, one server under two names
+// refused, and Close.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := dial.open()
 	t.Run("commands", func(t *testing.T) { contract.Commands(t, contract.OnServers(t, open, 1, 0)) })
@@ -69,6 +71,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		assert.Equal(t, core.StatusOK, r.Status, "the driver dialled the caller's reused slice: %v", r.Err)
 		assert.Equal(t, srv.Addr, d.NodeName(0))
 	})
+	t.Run("same-server-two-names", func(t *testing.T) { testSameServerTwoNames(t, dial) })
 	t.Run("close", func(t *testing.T) { contract.Close(t, contract.OnServers(t, open, 1, 0)) })
 }
 
@@ -109,4 +112,16 @@ func testDialWithNodeDown(t *testing.T, open func(*testing.T, []string) contract
 		try++
 		return SendOne(d, 1, contract.AcquireCmd("y-"+strconv.Itoa(try)), time.Second).Status == core.StatusOK
 	}, 10*time.Second, 50*time.Millisecond, "the node is dialled again on use")
+}
+
+// testSameServerTwoNames: a dial given one server under two names (its
+// address, and localhost with its port) is refused with
+// core.ErrInvalidConfig: that server would vote twice in every quorum.
+func testSameServerTwoNames(t *testing.T, dial Dialer) {
+	srv := contract.StartServers(t, 1, redistest.Options{})[0]
+	d, err := dial([]string{srv.Addr, net.JoinHostPort("localhost", strconv.Itoa(srv.Port))})
+	if d != nil {
+		assert.NoError(t, d.Close())
+	}
+	require.ErrorIs(t, err, core.ErrInvalidConfig, "one server under two names would vote twice")
 }

@@ -60,7 +60,7 @@ func StoppedNodeTimesOut(t *testing.T, n Target) {
 		assert.Equal(t, core.StatusTimeout, r.Status)
 		assert.True(t, wire.IsTimeout(r.Err), "a deadline error: %v", r.Err)
 		if assert.Error(t, r.Err) {
-			assert.Contains(t, r.Err.Error(), "node "+strconv.Itoa(i)+" ("+n.Names[i]+")")
+			assert.Contains(t, r.Err.Error(), n.Names[i], "the error names the node")
 		}
 	}
 	// In one batch with the others, which answer.
