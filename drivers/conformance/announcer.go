@@ -127,7 +127,7 @@ func testWatchesAndStop(t *testing.T, dial Dialer) {
 	// of the same releases, tells when they have all been relayed.
 	wc, rc := watch(t, a, "k")
 	waitListening(t, wc, allNodes(2))
-	before := rc.count(0)
+	before, beforeB := rc.count(0), rb.count(0)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -144,6 +144,7 @@ func testWatchesAndStop(t *testing.T, dial Dialer) {
 	wc.Stop()
 	rc.stopped.Store(true)
 	<-done
+	rb.waitAbove(t, 0, beforeB+19, "the 20 releases, relayed to the Watch still running")
 	announced(t, a, rb, 0, "k")
 	announced(t, a, rb, 1, "k")
 
@@ -179,7 +180,11 @@ func watch(t *testing.T, a core.Announcer, key string) (core.Watch, *notes) {
 	r := &notes{nodes: a.Nodes(), n: make([]int, a.Nodes()), changed: make(chan struct{}, 1)}
 	w := a.Watch(key, r.notify)
 	require.NotNil(t, w, "Watch returned no Watch")
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() {
+		if !r.stopped.Load() { // a case that stopped it said so
+			w.Stop()
+		}
+	})
 	return w, r
 }
 
@@ -241,6 +246,8 @@ type notes struct {
 	// stopped is set once the Watch's Stop returned: a notification after
 	// it breaks the contract.
 	stopped atomic.Bool
+	// inside counts the notify calls running: one at a time per Watch.
+	inside atomic.Int32
 
 	mu    sync.Mutex
 	n     []int    // notifications per node
@@ -249,7 +256,12 @@ type notes struct {
 
 // notify is the Watch's notify: it must not block, and does not.
 func (r *notes) notify(i int) {
+	concurrent := r.inside.Add(1) > 1
+	defer r.inside.Add(-1)
 	r.mu.Lock()
+	if concurrent {
+		r.wrong = append(r.wrong, "notify("+strconv.Itoa(i)+") while another notify of the Watch ran")
+	}
 	switch {
 	case i < 0 || i >= r.nodes:
 		r.wrong = append(r.wrong, "notify("+strconv.Itoa(i)+"): no such node")
