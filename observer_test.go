@@ -499,7 +499,7 @@ func BenchmarkObserverOverhead(b *testing.B) {
 }
 
 // BenchmarkObserverOverheadRedis is BenchmarkObserverOverhead over five
-// redis-servers (miniredis without one) and the redigo driver: the pair a
+// redis-servers and the redigo driver: the pair a
 // user pays for, with and without an Observer.
 func BenchmarkObserverOverheadRedis(b *testing.B) {
 	srvs := redistest.StartN(b, 5, redistest.Options{})
