@@ -38,14 +38,33 @@ func main() {
 			os.Exit(1)
 		}
 		c := c
-		enc.Encode(matrix.PeerMessage{Start: &c})
+		send(enc, matrix.PeerMessage{Start: &c})
 		rec := measureCell(ctx, c, req, opts)
-		enc.Encode(matrix.PeerMessage{Done: &rec})
+		send(enc, matrix.PeerMessage{Done: &rec})
 	}
 }
 
-func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opts peers.Options) matrix.Record {
-	rec := matrix.Record{Cell: c}
+// send writes m to the parent; if the parent no longer reads, the run is
+// over.
+func send(enc *json.Encoder, m matrix.PeerMessage) {
+	if err := enc.Encode(m); err != nil {
+		fmt.Fprintln(os.Stderr, "peerbench:", err)
+		os.Exit(1)
+	}
+}
+
+// closeInto closes c after a cell, and says in rec's note if that failed.
+func closeInto(rec *matrix.Record, c interface{ Close() error }) {
+	if err := c.Close(); err != nil {
+		if rec.Note != "" {
+			rec.Note += "; "
+		}
+		rec.Note += "close: " + err.Error()
+	}
+}
+
+func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opts peers.Options) (rec matrix.Record) {
+	rec = matrix.Record{Cell: c}
 	addrs := req.Addrs[matrix.ScenarioAddrs(c.Scenario)]
 	if c.Scenario == matrix.Handoff {
 		s, err := peers.OpenHotKey(c, addrs, opts)
@@ -53,15 +72,16 @@ func measureCell(ctx context.Context, c matrix.Cell, req matrix.PeerRequest, opt
 			rec.Note = err.Error()
 			return rec
 		}
-		defer s.Close()
-		return req.MeasureHandoff(ctx, s, c)
+		defer func() { closeInto(&rec, s) }()
+		rec = req.MeasureHandoff(ctx, s, c)
+		return rec
 	}
 	s, err := peers.Open(c, addrs, opts)
 	if err != nil {
 		rec.Note = err.Error()
 		return rec
 	}
-	defer s.Close()
+	defer func() { closeInto(&rec, s) }()
 	rec.Result = req.Measure(ctx, s, c)
 	return rec
 }
