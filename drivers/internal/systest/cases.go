@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/contract"
 )
 
 // newClusterFunc starts n fresh nodes behind one driver for one test.
@@ -701,37 +702,7 @@ func testBatchCloseEarly(t *testing.T, c cluster, mode core.FanOut) {
 	c.Stop(n - 1)
 
 	tok := core.TokenFromUint64s(1, uint64(time.Now().UnixNano()))
-	deadline := time.Now().Add(time.Minute)
-	cmd := core.Command{Op: core.OpAcquire, Key: key, Token: tok, TTL: 2 * time.Second}
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		b := d.Begin(ctx)
-		for i := range n {
-			b.Send(i, cmd, deadline)
-		}
-		r, ok := b.Receive(nil)
-		if assert.True(t, ok) {
-			assert.Equal(t, core.StatusOK, r.Status, "%v", r.Err)
-			assert.Less(t, r.Node, n-1, "the stopped node cannot answer")
-		}
-		b.Close()
-
-		// Receive on a closed cancel channel gives up while the only
-		// outstanding command waits on the stopped node.
-		b = d.Begin(ctx)
-		b.Send(n-1, core.Command{Op: core.OpRelease, Key: key, Token: tok}, deadline)
-		cancelled := make(chan struct{})
-		close(cancelled)
-		_, ok = b.Receive(cancelled)
-		assert.False(t, ok, "Receive must return when cancel is closed")
-		b.Close()
-	}()
-	select {
-	case <-closed:
-	case <-time.After(testTimeout):
-		require.FailNow(t, "Batch.Close or Receive blocked on a node that does not answer")
-	}
+	contract.CloseEarly(t, d, n, n-1, key, tok, 2*time.Second)
 	c.Cont(n - 1)
 
 	client := newClient(t, c, mode, core.Config{})
