@@ -89,7 +89,7 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 		go func() {
 			defer wg.Done()
 			o := &outs[i]
-			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, ready.Done, start)
+			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, sync.OnceFunc(ready.Done), start)
 			if o.err != nil {
 				failed.Do(func() { first = o.err; cancel() })
 			}
@@ -123,15 +123,11 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 }
 
 // pipelineOne runs the pipelined loop on one server and returns its pairs
-// and CPU time over the measured window. It calls warm once, when warmed
-// up or failed, and then measures from the closing of start.
+// and CPU time over the measured window. It calls warm when warmed up or
+// failed (warm must allow more than one call), and then measures from the
+// closing of start.
 func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec, warm func(), start <-chan struct{}) (pairs int64, cpu, elapsed time.Duration, err error) {
-	warmed := false
-	defer func() {
-		if !warmed {
-			warm()
-		}
-	}()
+	defer warm()
 	c, err := measure.Dial(addr, spec.Options)
 	if err != nil {
 		return 0, 0, 0, err
@@ -165,7 +161,6 @@ func pipelineOne(ctx context.Context, addr, sha string, server int, spec Pipelin
 			return 0, 0, 0, err
 		}
 	}
-	warmed = true
 	warm()
 	<-start
 	before, err := c.CPU()
