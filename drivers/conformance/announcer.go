@@ -69,12 +69,7 @@ func RunAnnouncer(t *testing.T, dial Dialer) {
 		assert.Equal(t, uint32(0b101), w.Listening(), "the other nodes listen on")
 		announced(t, a, r, 0, "k")
 
-		before = r.count(1)
-		srvs[1].Restart()
-		r.waitAbove(t, 1, before, "the subscription of the restarted node 1 started again")
-		waitListening(t, w, allNodes(3))
-		reachable(t, a, 1)
-		announced(t, a, r, 1, "k")
+		backUp(t, a, w, r, srvs[1], 1, "the subscription of the restarted node 1 started again")
 		r.requireGood(t)
 	})
 	t.Run("node-down-at-dial", func(t *testing.T) {
@@ -86,12 +81,7 @@ func RunAnnouncer(t *testing.T, dial Dialer) {
 		assert.Zero(t, w.Listening()&(1<<1), "node 1 is down, yet Listening: %03b", w.Listening())
 		announced(t, a, r, 2, "k")
 
-		before := r.count(1)
-		srvs[1].Restart()
-		r.waitAbove(t, 1, before, "the subscription of node 1 started once it came up")
-		waitListening(t, w, allNodes(3))
-		reachable(t, a, 1)
-		announced(t, a, r, 1, "k")
+		backUp(t, a, w, r, srvs[1], 1, "the subscription of node 1 started once it came up")
 		r.requireGood(t)
 	})
 }
@@ -158,6 +148,19 @@ func testWatchesAndStop(t *testing.T, dial Dialer) {
 	for _, r := range []*notes{ra, rb, rc, rd} {
 		r.requireGood(t)
 	}
+}
+
+// backUp restarts node i's server srv and requires what follows: a
+// notification for node i (what), every node Listening, node i
+// answering, and its releases of "k" announced.
+func backUp(t *testing.T, a core.Announcer, w core.Watch, r *notes, srv *redistest.Server, i int, what string) {
+	t.Helper()
+	before := r.count(i)
+	srv.Restart()
+	r.waitAbove(t, i, before, what)
+	waitListening(t, w, allNodes(r.nodes))
+	reachable(t, a, i)
+	announced(t, a, r, i, "k")
 }
 
 // openAnnouncer dials a driver over addrs, closed after the test, and
