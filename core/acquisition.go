@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"math/bits"
 	"time"
@@ -449,8 +450,14 @@ func (a *Acquisition) WaitAgain(now time.Time) {
 //
 // With Config.Fair, a waiter that joined the nodes' queues leaves them
 // first: GiveUp starts that round (PhaseRound), to be driven to its end,
-// and the acquisition ends with the error after it.
+// and the acquisition ends with the error after it. One that never
+// attempted (WaitAgain before its first attempt) has no attempt's error:
+// it ends as Cancel with context.DeadlineExceeded does.
 func (a *Acquisition) GiveUp(now time.Time) {
+	if a.phase == PhaseWait && a.err == nil {
+		a.Cancel(now, context.DeadlineExceeded)
+		return
+	}
 	if a.phase == PhaseWait && !a.leave(now) {
 		a.finish(a.err)
 	}

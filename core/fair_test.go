@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -165,6 +166,35 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 		b.WaitAgain(t0)
 		if b.Phase() != core.PhaseRound {
 			t.Errorf("fair %v: an attempt in flight was made to wait", fair)
+		}
+	}
+}
+
+// TestGiveUpBeforeTheFirstAttempt: an acquisition that gives up in the
+// wait it was told to start with (WaitAgain), before any attempt, ends
+// with ErrCancelled and the deadline as its cause: there is no attempt's
+// error to end with, and a nil one would read as a grant.
+func TestGiveUpBeforeTheFirstAttempt(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, fair := range []bool{false, true} {
+		spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: fair, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := spec.Acquire("k", core.Token{}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.WaitAgain(t0)
+		a.GiveUp(t0)
+		if a.Phase() != core.PhaseDone {
+			t.Fatalf("fair %v: phase %v after GiveUp, want done (nothing to leave)", fair, a.Phase())
+		}
+		g, err := a.Result()
+		var e *core.Error
+		if !errors.As(err, &e) || e == nil || !errors.Is(err, core.ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) ||
+			e.Attempts != 0 || g != (core.Grant{}) {
+			t.Errorf("fair %v: %v (%T), grant %v; want ErrCancelled by the deadline, no attempt", fair, err, err, g)
 		}
 	}
 }
