@@ -255,7 +255,7 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 		c.fenced(ctx, key, g)
 	}
 	if !c.lease { // as locked does, inline: the uncontended path
-		return Lock{c: c, ctx: ctx, grant: g, at: at}, nil
+		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: c.hold(g)}, nil
 	}
 	return c.locked(ctx, g, at), nil
 }
@@ -270,11 +270,19 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 // locked returns the Lock of g, won at at.
 func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
 	if !c.lease {
-		return Lock{c: c, ctx: ctx, grant: g, at: at}
+		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: c.hold(g)}
 	}
 	st := c.newState(ctx, g, at)
 	st.start(c)
-	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at}
+	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at, counted: c.hold(g)}
+}
+
+// hold counts a new Lock on g in the wait room (waitRoom.hold).
+func (c *Client) hold(g core.Grant) *keyQueue {
+	if c.room == nil {
+		return nil
+	}
+	return c.room.hold(g.Key(), g.ValidUntil())
 }
 
 // lockObserved is lock for a Client with an Observer that times.
@@ -321,11 +329,12 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	if err != nil {
 		return core.Grant{}, 0, time.Time{}, err
 	}
-	started := now                              // the reading a's round started at; zero: unknown
-	var w *waiter                               // joined at the first wait: the uncontended path allocates nothing here
-	if c.fair && !once && c.room.waiting(key) { // Fair has a room
-		// Others of this Client wait for the key: wait behind them rather
-		// than attempt, served by the Client's place in the nodes' queue.
+	started := now // the reading a's round started at; zero: unknown
+	var w *waiter  // joined at the first wait: the uncontended path allocates nothing here
+	if !once && c.room != nil && c.room.busy(key, now) {
+		// Others of this Client wait for the key, or hold it: wait behind
+		// them rather than attempt, for the release this Client hears
+		// first, or with Fair for its place in the nodes' queue.
 		w = c.room.join(ctx, key)
 		a.WaitAgain(c.now(vl))
 	}

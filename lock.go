@@ -32,6 +32,7 @@ type Lock struct {
 	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
+	counted  *keyQueue  // the wait room's queue that counts it held; nil: none
 	// Otherwise st, nil until Context or Extend, written once under
 	// making before made is set. Not an atomic.Pointer: its Load makes
 	// every Lock whose methods are called escape to the heap.
@@ -353,6 +354,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		err = c.releaseObserved(ctx, g, l.at, lost)
 	} else {
 		err = c.release(ctx, g, nil)
+	}
+	if l.counted != nil {
+		l.counted.unhold()
 	}
 	if c.room != nil && !c.fair { // Fair: the nodes hand the key to the first waiter
 		c.room.released(l.grant.Key()) // this Client's next waiter tries at once

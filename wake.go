@@ -56,6 +56,8 @@ type keyQueue struct {
 	mu      sync.Mutex
 	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
+	held    int       // Locks of this Client that hold the key and were counted (hold)
+	until   time.Time // the latest validity end among them: a Lock never unlocked stops counting then
 }
 
 // waiter is one Lock call waiting for a key.
@@ -181,6 +183,54 @@ func (r *waitRoom) expire(key string, q *keyQueue, n int) {
 		r.queues.Store(int32(len(r.keys))) //nolint:gosec // G115: fewer keys wait than an int32 counts
 		q.watch.Stop()
 	}
+}
+
+// hold counts a Lock of this Client on key, valid until until, if key
+// has a queue, and returns the queue to give back to unhold; nil: not
+// counted. A key with no queue has no waiter to tell: the uncontended
+// path pays a load.
+func (r *waitRoom) hold(key string, until time.Time) *keyQueue {
+	if r.queues.Load() == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	q := r.keys[key]
+	r.mu.Unlock()
+	if q != nil {
+		q.mu.Lock()
+		q.held++
+		if until.After(q.until) {
+			q.until = until
+		}
+		q.mu.Unlock()
+	}
+	return q
+}
+
+// unhold takes back a Lock that hold counted on q.
+func (q *keyQueue) unhold() {
+	q.mu.Lock()
+	if q.held--; q.held == 0 {
+		q.until = time.Time{}
+	}
+	q.mu.Unlock()
+}
+
+// busy reports whether key has waiters in the room or, at now, a valid
+// Lock of this Client: a new waiter's attempt would find it taken.
+func (r *waitRoom) busy(key string, now time.Time) bool {
+	if r.queues.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	q := r.keys[key]
+	r.mu.Unlock()
+	if q == nil {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters) > 0 || q.held > 0 && now.Before(q.until)
 }
 
 // waiting reports whether key has waiters in the room.

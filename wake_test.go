@@ -248,3 +248,131 @@ func TestWatchLingers(t *testing.T) {
 	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a second after its last waiter left")
 	assert.Zero(t, clock.armed())
 }
+
+// waitersAt returns Options whose Observer sends the count of key's
+// waiters in the room at each change, and the channel it sends on.
+func waitersAt(opts redlock.Options) (redlock.Options, <-chan int) {
+	ch := make(chan int, 64)
+	opts.Observer.Waiters = func(e redlock.WaitersEvent) { ch <- e.Waiters }
+	return opts, ch
+}
+
+// TestDeadlineBehindWaitersBeforeAnyAttempt: a Lock that joins behind
+// other waiters of its Client, and whose deadline ends before it made an
+// attempt, returns ErrCancelled with the deadline as its cause, not a nil
+// error (a typed nil) or a grant, in both wait modes.
+func TestDeadlineBehindWaitersBeforeAnyAttempt(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute}})
+			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), opts)
+			require.NoError(t, err)
+			ctx := context.Background()
+			held, err := c.TryLock(ctx, "k")
+			require.NoError(t, err)
+			first := make(chan error, 1)
+			fctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() {
+				_, err := c.Lock(fctx, "k")
+				first <- err
+			}()
+			require.Equal(t, 1, <-waiters, "the first waiter joined")
+			dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			defer cancel()
+			l, err := c.Lock(dctx, "k")
+			require.Error(t, err)
+			assert.Equal(t, redlock.Token{}, l.Token(), "no grant")
+			assert.ErrorIs(t, err, redlock.ErrCancelled)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			stop()
+			assert.ErrorIs(t, <-first, redlock.ErrCancelled)
+			require.NoError(t, held.Unlock(ctx))
+		})
+	}
+}
+
+// TestLockWaitsBehindItsClientsHolder: a Lock of a key that a Lock of the
+// same Client holds sends no attempt: it waits for that Lock's release,
+// which this Client hears first (with Fair: its place in the nodes'
+// queue), and then takes the key in one attempt. The retry delay is an
+// hour: only the release can wake it.
+func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			clk := newStepClock()
+			nodes := newCounting(memnode.New(3, clk))
+			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute,
+				Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+			c, err := redlock.NewClient(nodes, opts)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a guard, not a wait
+			defer cancel()
+			type result struct {
+				l   *redlock.Lock
+				err error
+			}
+			lock := func() <-chan result {
+				got := make(chan result, 1)
+				go func() {
+					l, err := c.Lock(ctx, "k")
+					got <- result{&l, err}
+				}()
+				return got
+			}
+
+			first, err := c.TryLock(ctx, "k") // no waiter yet: not counted
+			require.NoError(t, err)
+			second := lock()
+			require.Equal(t, 1, <-waiters, "the second waits, after a refused attempt")
+			require.NoError(t, first.Unlock(ctx))
+			got := <-second
+			require.NoError(t, got.err)
+			require.Equal(t, 0, <-waiters)
+			before := nodes.attempts.Load()
+
+			third := lock()
+			require.Equal(t, 1, <-waiters, "the third waits")
+			assert.Equal(t, before, nodes.attempts.Load(), "the third attempted while its Client held the key")
+			require.NoError(t, got.l.Unlock(ctx))
+			got = <-third
+			require.NoError(t, got.err)
+			assert.Equal(t, before+1, nodes.attempts.Load(), "the third took the key in one attempt")
+			require.NoError(t, got.l.Unlock(ctx))
+		})
+	}
+}
+
+// TestLeakedLockStopsHoldingBack: a Lock that is never unlocked holds
+// back its Client's later Locks of the key only while it is valid; after
+// that, a Lock attempts at once (it would otherwise sleep out the hour
+// of the retry delay) and takes the expired key.
+func TestLeakedLockStopsHoldingBack(t *testing.T) {
+	clk := newStepClock()
+	nodes := newCounting(memnode.New(3, clk))
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: 500 * time.Millisecond,
+		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a guard, not a wait
+	defer cancel()
+	first, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(ctx, "k") // leaked: never unlocked
+		got <- err
+	}()
+	require.Equal(t, 1, <-waiters)
+	require.NoError(t, first.Unlock(ctx))
+	require.NoError(t, <-got)
+	require.Equal(t, 0, <-waiters)
+	// Past the leaked Lock's validity and its keys' TTL, within the
+	// second that the key's queue outlives its last waiter.
+	clk.set(clk.Now().Add(600 * time.Millisecond))
+	before := nodes.attempts.Load()
+	l, err := c.Lock(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, before+1, nodes.attempts.Load(), "one attempt, at once")
+	require.NoError(t, l.Unlock(ctx))
+}
