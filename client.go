@@ -16,7 +16,7 @@ import (
 // Options configure a Client. The zero value is safe: a 10 s TTL, the
 // distlock page's drift allowance, multiplexed rounds, Lock woken by
 // release announcements (or paced by random delays of 50–250 ms), no
-// fencing, no lease, the driver's clock, crypto/rand tokens.
+// fencing, no lease, the driver's clock, CryptoTokens.
 type Options struct {
 	// Config is the algorithm's configuration; its zero fields take core's
 	// defaults, and nil Tokens or Jitter the production ones
@@ -279,7 +279,7 @@ func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
 
 // hold counts a new Lock on g in the wait room (waitRoom.hold).
 func (c *Client) hold(g core.Grant) *keyQueue {
-	if c.room == nil {
+	if c.room == nil || c.room.queues.Load() == 0 { // before ValidUntil's arithmetic
 		return nil
 	}
 	return c.room.hold(g.Key(), g.ValidUntil())

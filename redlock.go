@@ -32,6 +32,8 @@
 package redlock
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
 	"sync"
@@ -40,22 +42,39 @@ import (
 	"github.com/redlock-go/redlock/core"
 )
 
-// CryptoTokens returns a TokenSource of 128-bit tokens from crypto/rand. It
-// reads 512 bytes at a time, so a token costs no allocation and, on
-// average, 1/32 of a system call. Safe for concurrent use.
-func CryptoTokens() core.TokenSource { return &cryptoTokens{} }
+// CryptoTokens returns a TokenSource of 128-bit tokens: the AES-128-CTR
+// keystream under a key and a starting counter from crypto/rand, as
+// NIST's CTR_DRBG makes random bits. A token is one AES block of distinct
+// counters, so a source never repeats one (a permutation of distinct
+// blocks), and no token tells another without the key. It makes 32 at a
+// time, so a token costs no allocation, no system call, and a fraction
+// of the cost of reading crypto/rand for it. Safe for concurrent use.
+func CryptoTokens() core.TokenSource {
+	var key, iv [16]byte
+	rand.Read(key[:]) // never fails since Go 1.24: it crashes instead
+	rand.Read(iv[:])
+	block, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic("redlock: AES-128: " + err.Error()) // a 16-byte key is always valid
+	}
+	return &cryptoTokens{stream: cipher.NewCTR(block, iv[:]), off: tokenBatch}
+}
+
+const tokenBatch = 32 * len(core.Token{})
 
 type cryptoTokens struct {
-	mu  sync.Mutex
-	buf [32 * len(core.Token{})]byte
-	off int
+	mu     sync.Mutex
+	stream cipher.Stream
+	buf    [tokenBatch]byte
+	off    int
 }
 
 func (c *cryptoTokens) NewToken() core.Token {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.off == 0 || c.off == len(c.buf) {
-		rand.Read(c.buf[:]) // never fails since Go 1.24: it crashes instead
+	if c.off == len(c.buf) {
+		clear(c.buf[:]) // the keystream itself: XORed over zeros
+		c.stream.XORKeyStream(c.buf[:], c.buf[:])
 		c.off = 0
 	}
 	var t core.Token

@@ -23,6 +23,12 @@ func TestCryptoTokensAreDistinctAndFree(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { src.NewToken() }); a != 0 {
 		t.Fatalf("NewToken allocates %v times", a)
 	}
+	other := redlock.CryptoTokens() // its own key and counter
+	for i := 0; i < 100; i++ {
+		if tok := other.NewToken(); seen[tok] {
+			t.Fatalf("a second source repeated the first's token %v", tok)
+		}
+	}
 }
 
 func TestJitterSpreads(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 )
 
 // counterTokens issues 1, 2, 3, ... so that examples print stable tokens.
-// Production code uses redlock.CryptoTokens (crypto/rand).
+// Production code uses redlock.CryptoTokens (AES-CTR keyed from crypto/rand).
 type counterTokens struct{ n uint64 }
 
 func (c *counterTokens) NewToken() core.Token { c.n++; return core.TokenFromUint64s(0, c.n) }
