@@ -201,6 +201,18 @@ type Batch interface {
 	Close()
 }
 
+// Flusher is a Batch that can put the commands sent so far on their way
+// before its first Receive. Once Flush returns, a command for the same
+// key and node sent in a later Batch, by any goroutine, takes effect on
+// the node after them (the order above). The runner uses it to send a
+// waiter's attempt right behind a release of the same process, rather
+// than after the release's replies: the pair costs one round trip.
+// Receive then waits for replies only.
+type Flusher interface {
+	Batch
+	Flush()
+}
+
 // Announcer is a Driver whose nodes announce releases: a successful
 // OpRelease also tells the node's subscribers to the key that it was
 // deleted, and Watch relays those announcements. A waiting Acquisition

@@ -574,6 +574,10 @@ func (b *batch) run() {
 	b.done = b.n
 }
 
+// Flush runs the commands sent so far (core.Flusher): a later batch's
+// commands run after them.
+func (b *batch) Flush() { b.run() }
+
 // overflow runs a send past MaxNodes, which the core never makes: it
 // takes effect at once, and is never answered.
 func (b *batch) overflow(i int, cmd *core.Command) {

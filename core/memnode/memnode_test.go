@@ -197,3 +197,33 @@ func TestSweptEntryIsNotRemembered(t *testing.T) {
 		t.Fatal("a, taken after the restart, is not held")
 	}
 }
+
+// TestFlushRunsFirst: a release flushed (core.Flusher) takes effect
+// before an acquire another batch sends after it, though its own replies
+// are received last.
+func TestFlushRunsFirst(t *testing.T) {
+	c := New(3, core.SystemClock{})
+	a, b := core.TokenFromUint64s(1, 1), core.TokenFromUint64s(2, 2)
+	for i := range 3 {
+		if r := do(c, i, core.Command{Op: core.OpAcquire, Key: "k", Token: a, TTL: time.Minute}); r.Status != core.StatusOK {
+			t.Fatalf("node %d: %v", i, r.Status)
+		}
+	}
+	rel := c.Begin(context.Background())
+	deadline := time.Now().Add(time.Second)
+	for i := range 3 {
+		rel.Send(i, core.Command{Op: core.OpRelease, Key: "k", Token: a}, deadline)
+	}
+	rel.(core.Flusher).Flush()
+	for i := range 3 {
+		if r := do(c, i, core.Command{Op: core.OpAcquire, Key: "k", Token: b, TTL: time.Minute}); r.Status != core.StatusOK {
+			t.Fatalf("node %d: the acquire after the flushed release: %v", i, r.Status)
+		}
+	}
+	for range 3 {
+		if r, ok := rel.Receive(nil); !ok || r.Status != core.StatusOK {
+			t.Fatalf("the release's reply: %v %v", ok, r.Status)
+		}
+	}
+	rel.Close()
+}

@@ -108,3 +108,50 @@ func Close(t *testing.T, n Target) {
 			"node %d: a round after Close fails instead of hanging", i)
 	}
 }
+
+// FlushOrders checks core.Flusher, where a driver's Batch implements it:
+// a release flushed and not yet awaited takes effect on every node
+// before an acquire of the key sent afterwards in another batch, which
+// then finds the key free. A driver without it passes: the runner then
+// waits for the release's replies instead.
+func FlushOrders(t *testing.T, n Target, nodes int) {
+	d, k := n.D, n.Key("flush")
+	next := core.TokenFromUint64s(2, 2)
+	const s = time.Second
+	for i := range nodes {
+		require.Equal(t, core.StatusOK, SendOne(d, i, AcquireCmd(k), s).Status)
+	}
+	for round := range 20 { // each round hands the key on: the order holds every time
+		from, to := Token, next
+		if round%2 == 1 {
+			from, to = next, Token
+		}
+		rel := d.Begin(context.Background())
+		f, ok := rel.(core.Flusher)
+		if !ok {
+			rel.Close()
+			t.Logf("%T does not implement core.Flusher: nothing to check", rel)
+			return
+		}
+		for i := range nodes {
+			rel.Send(i, ReleaseCmd(k, from), time.Now().Add(s))
+		}
+		f.Flush()
+		acq := d.Begin(context.Background())
+		for i := range nodes {
+			acq.Send(i, core.Command{Op: core.OpAcquire, Key: k, Token: to, TTL: 10 * s}, time.Now().Add(s))
+		}
+		for range nodes {
+			r, ok := acq.Receive(nil)
+			require.True(t, ok)
+			require.Equal(t, core.StatusOK, r.Status, "round %d: node %d: the acquire overtook the flushed release (%v)", round, r.Node, r.Err)
+		}
+		acq.Close()
+		for range nodes {
+			r, ok := rel.Receive(nil)
+			require.True(t, ok)
+			require.Equal(t, core.StatusOK, r.Status, "round %d: node %d: the release", round, r.Node)
+		}
+		rel.Close()
+	}
+}

@@ -79,6 +79,14 @@ func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
 	b.pend = append(b.pend, job{b: b, node: node, cmd: cmd, deadline: deadline})
 }
 
+// Flush queues the buffered commands (core.Flusher): each node takes its
+// jobs in the order they are queued.
+func (b *batch) Flush() {
+	if len(b.pend) > 0 {
+		b.queue(false)
+	}
+}
+
 // Receive queues the buffered commands, then returns the first reply to
 // arrive, or core.StatusTimeout for a node whose deadline passes first.
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
