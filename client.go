@@ -247,17 +247,20 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if c.timing {
 		return c.lockObserved(ctx, key, once)
 	}
-	g, _, at, err := c.acquire(ctx, key, once, nil)
+	g, _, at, counted, err := c.acquire(ctx, key, once, nil)
 	if err != nil {
 		return Lock{}, err
 	}
 	if c.obs.Fence != nil {
 		c.fenced(ctx, key, g)
 	}
-	if !c.lease { // as locked does, inline: the uncontended path
-		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: c.hold(g)}, nil
+	if counted == nil {
+		counted = c.hold(g)
 	}
-	return c.locked(ctx, g, at), nil
+	if !c.lease { // as locked does, inline: the uncontended path
+		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}, nil
+	}
+	return c.locked(ctx, g, at, counted), nil
 }
 
 // fenced tells the Observer the fence g raised, under Config.Fencing.
@@ -267,14 +270,15 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 	}
 }
 
-// locked returns the Lock of g, won at at.
-func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time) Lock {
+// locked returns the Lock of g, won at at, that the wait room's queue
+// counted counts (nil: none).
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted *keyQueue) Lock {
 	if !c.lease {
-		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: c.hold(g)}
+		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}
 	}
 	st := c.newState(ctx, g, at)
 	st.start(c)
-	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at, counted: c.hold(g)}
+	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at, counted: counted}
 }
 
 // hold counts a new Lock on g in the wait room (waitRoom.hold).
@@ -290,7 +294,7 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the acquisition's start too
-	g, attempts, _, err := c.acquire(ctx, key, once, vl)
+	g, attempts, _, counted, err := c.acquire(ctx, key, once, vl)
 	end := vl.last // the acquisition's last reading: its end
 	if f := c.obs.Acquire; f != nil {
 		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
@@ -300,7 +304,10 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 		return Lock{}, err
 	}
 	c.fenced(ctx, key, g)
-	return c.locked(ctx, g, end), nil
+	if counted == nil {
+		counted = c.hold(g)
+	}
+	return c.locked(ctx, g, end, counted), nil
 }
 
 var errNilContext = invalid("context is nil (use context.Background())")
@@ -314,7 +321,7 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // reading at the end of the last round (for a grant: when it was won).
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
-func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, _ error) {
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted *keyQueue, _ error) {
 	spec := &c.spec // not a copy: a Spec is 192 bytes
 	if once {
 		spec = &c.try
@@ -327,7 +334,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	}
 	a, err := spec.Acquire(key, core.Token{}, now)
 	if err != nil {
-		return core.Grant{}, 0, time.Time{}, err
+		return core.Grant{}, 0, time.Time{}, nil, err
 	}
 	started := now // the reading a's round started at; zero: unknown
 	var w *waiter  // joined at the first wait: the uncontended path allocates nothing here
@@ -365,9 +372,9 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
 					f(HandoffEvent{Context: ctx, Key: key, Duration: at.Sub(w.heardAt)}) // at: when it was won
 				}
-				c.room.leave(key, w, err == nil)
+				counted = c.room.leave(key, w, g)
 			}
-			return g, attempts, at, err
+			return g, attempts, at, counted, err
 		}
 	}
 }
@@ -426,14 +433,14 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.Time, vl *voteLog) (attempt bool, now time.Time) {
 	switch op := a.Round().Command().Op; {
 	case op == core.OpRelease: // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), started, nil, time.Time{}, vl, false)
+		c.run(ctx, a.Round(), started, nil, time.Time{}, vl, false, roomNews{})
 	case ctx.Err() != nil:
 		now = c.now(vl)
 		a.Cancel(now, ctx.Err())
 		return false, now
 	default:
 		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
-		if c.run(ctx, a.Round(), started, ctx.Done(), time.Time{}, vl, attempt) {
+		if cancelled, _ := c.run(ctx, a.Round(), started, ctx.Done(), time.Time{}, vl, attempt, roomNews{}); cancelled {
 			now = c.now(vl)
 			a.Cancel(now, ctx.Err())
 			return attempt, now
@@ -454,7 +461,13 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 // when unknown: a sequential round's first node's deadline counts from
 // it rather than from a reading of its own, which would be the same but
 // for the few steps in between (a clock read costs more than a step).
-func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool) (cancelled bool) {
+//
+// news, unless empty, is told to the wait room once every command of a
+// multiplexed round is on its way (core.Flusher), before any reply is
+// awaited: a command sent after that takes effect on each node after the
+// round's. It is not told over a batch that cannot say so, nor for a
+// sequential round; run reports whether it was.
+func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled, told bool) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.seq
@@ -472,10 +485,10 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 	}
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
-			return true
+			return true, told
 		}
 		if !until.IsZero() && !c.clock.Now().Before(until) {
-			return true
+			return true, told
 		}
 		if sequential && now.IsZero() { // each node's deadline counts from its send
 			now = c.clock.Now()
@@ -492,18 +505,25 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		}
 		if sequential {
 			now = time.Time{} // read again for the next node
+		} else if news != (roomNews{}) {
+			if f, ok := b.(core.Flusher); ok {
+				f.Flush()
+				news.tell()
+				told = true
+			}
+			news = roomNews{}
 		}
 		if r.Done() { // a cleanup that awaits nobody
 			break
 		}
 		if rep, got = b.Receive(cancel); !got {
-			return true
+			return true, told
 		}
 		if r.Receive(rep) && vl != nil {
 			c.voted(vl, rep)
 		}
 	}
-	return false
+	return false, told
 }
 
 func isClosed(c <-chan struct{}) bool {

@@ -266,7 +266,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if c.run(ctx, r, started, cancel, until, vl, true) {
+	if cancelled, _ := c.run(ctx, r, started, cancel, until, vl, true, roomNews{}); cancelled {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
@@ -346,20 +346,32 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
+	var tell roomNews
+	switch {
+	case c.fair && l.counted != nil:
+		// Before the followers are counted: a Lock that comes later
+		// attempts rather than wait for a turn this release won't ask for.
+		l.counted.unhold()
+	case !c.fair:
+		tell = roomNews{room: c.room, held: l.counted, key: g.Key()}
+	}
 	if c.fair {
 		g = g.WithFollowers(c.room.waiting(g.Key())) // Fair has a room
 	}
+	// This Client's next waiter of the key, if any, tries at once: as soon
+	// as the release's commands are on their way, where the driver says
+	// when (core.Flusher), its attempt then following them on each node;
+	// otherwise once the release is done. With Fair, the nodes hand the
+	// key to the first waiter instead: the room only stops counting l.
 	var err error
+	var told bool
 	if c.timing {
-		err = c.releaseObserved(ctx, g, l.at, lost)
+		told, err = c.releaseObserved(ctx, g, l.at, lost, tell)
 	} else {
-		err = c.release(ctx, g, nil)
+		told, err = c.release(ctx, g, nil, tell)
 	}
-	if l.counted != nil {
-		l.counted.unhold()
-	}
-	if c.room != nil && !c.fair { // Fair: the nodes hand the key to the first waiter
-		c.room.released(l.grant.Key()) // this Client's next waiter tries at once
+	if !told {
+		tell.tell()
 	}
 	if lost != nil {
 		return lost
@@ -368,8 +380,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 // release runs g's release round to its end; vl, when not nil, hears
-// its answers.
-func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
+// its answers. It tells the wait room news as soon as the round's
+// commands are on their way, if the driver says when (run), and reports
+// whether it did.
+func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news roomNews) (told bool, err error) {
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
@@ -378,19 +392,19 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog) error {
 	}
 	r, err := c.spec.Release(g, now)
 	if err != nil {
-		return err
+		return false, err
 	}
-	c.run(ctx, &r, now, nil, time.Time{}, vl, true)
-	return c.spec.Released(g, &r)
+	_, told = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
+	return told, c.spec.Released(g, &r)
 }
 
 // releaseObserved is release for a Client with an Observer, of a lock
 // acquired at at and lost with lost (nil: not lost).
-func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error) error {
+func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error, news roomNews) (told bool, err error) {
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the round's start too
-	err := c.release(ctx, g, vl)
+	told, err = c.release(ctx, g, vl, news)
 	if f := c.obs.Release; f != nil {
 		res := err
 		if lost != nil {
@@ -399,7 +413,7 @@ func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time
 		f(ReleaseEvent{Context: ctx, Key: g.Key(), Outcome: OutcomeOf(res), Err: res,
 			Start: start, Duration: vl.last.Sub(start), Held: start.Sub(at), Votes: vl.list()})
 	}
-	return err
+	return told, err
 }
 
 // watch is a Lock's goroutine: it sleeps on the Client's clock until the

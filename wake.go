@@ -49,6 +49,7 @@ const watchLinger = time.Second
 
 // keyQueue is the waiters of one key, head first.
 type keyQueue struct {
+	clock   Clock
 	watch   core.Watch
 	linger  core.Timer // while it has no waiter: stops the watch; under waitRoom.mu
 	lingers int        // counts the lingers started, so that a late one stops nothing
@@ -56,8 +57,6 @@ type keyQueue struct {
 	mu      sync.Mutex
 	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
-	held    int       // Locks of this Client that hold the key and were counted (hold)
-	until   time.Time // the latest validity end among them: a Lock never unlocked stops counting then
 }
 
 // waiter is one Lock call waiting for a key.
@@ -72,11 +71,13 @@ type waiter struct {
 	heardAt time.Time // when, as the head, it last heard a release; only its own goroutine touches it
 }
 
-// notify records node's announcement for the head.
+// notify records node's announcement for the head (core.Queue.Announce,
+// which drops it while a Lock of this Client holds the key).
 func (q *keyQueue) notify(node int) {
+	now := q.clock.Now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.q.Announce(node)
+	q.q.Announce(node, now)
 	q.pokeHead()
 }
 
@@ -114,7 +115,7 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 	q := r.keys[key]
 	fresh := q == nil
 	if fresh {
-		q = &keyQueue{q: r.spec.Queue()}
+		q = &keyQueue{q: r.spec.Queue(), clock: r.clock}
 		r.keys[key] = q
 		r.queues.Store(int32(len(r.keys))) //nolint:gosec // G115: fewer keys wait than an int32 counts
 	}
@@ -136,13 +137,20 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 	return w
 }
 
-// leave takes w out of its queue; locked says whether w took the lock.
-// What the new head hears is core.Queue.Handover's, and the new head is
-// woken either way; the key's watch stops with its last waiter.
-func (r *waitRoom) leave(key string, w *waiter, locked bool) {
+// leave takes w out of its queue, with the grant it took, if any (the
+// zero Grant: none). What the new head hears is core.Queue.Handover's,
+// and the new head is woken either way; the key's watch stops with its
+// last waiter. A grant is counted as hold counts one, at once, and leave
+// returns the queue to give back to unhold; nil: no grant.
+func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted *keyQueue) {
 	w.unhook()
 	q := w.q
+	locked := g.Key() != ""
 	q.mu.Lock()
+	if locked {
+		q.q.Hold(g.ValidUntil())
+		counted = q
+	}
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
@@ -167,6 +175,7 @@ func (r *waitRoom) leave(key string, w *waiter, locked bool) {
 		n := q.lingers
 		q.linger = r.clock.AfterFunc(watchLinger, func() { r.expire(key, q, n) })
 	}
+	return counted
 }
 
 // expire stops q's watch and forgets q, unless a waiter joined since its
@@ -198,10 +207,7 @@ func (r *waitRoom) hold(key string, until time.Time) *keyQueue {
 	r.mu.Unlock()
 	if q != nil {
 		q.mu.Lock()
-		q.held++
-		if until.After(q.until) {
-			q.until = until
-		}
+		q.q.Hold(until)
 		q.mu.Unlock()
 	}
 	return q
@@ -210,9 +216,7 @@ func (r *waitRoom) hold(key string, until time.Time) *keyQueue {
 // unhold takes back a Lock that hold counted on q.
 func (q *keyQueue) unhold() {
 	q.mu.Lock()
-	if q.held--; q.held == 0 {
-		q.until = time.Time{}
-	}
+	q.q.Unhold()
 	q.mu.Unlock()
 }
 
@@ -230,7 +234,7 @@ func (r *waitRoom) busy(key string, now time.Time) bool {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.waiters) > 0 || q.held > 0 && now.Before(q.until)
+	return len(q.waiters) > 0 || q.q.Holding(now)
 }
 
 // waiting reports whether key has waiters in the room.
@@ -247,6 +251,25 @@ func (r *waitRoom) waiting(key string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiters) > 0
+}
+
+// roomNews is what an Unlock without Fair tells the wait room once its
+// release's commands are on their way: the Lock that held counted
+// counts no more, and key's head tries at once. A value, so that telling
+// it makes nothing escape; the zero roomNews tells nothing.
+type roomNews struct {
+	room *waitRoom
+	held *keyQueue
+	key  string
+}
+
+func (n roomNews) tell() {
+	if n.held != nil {
+		n.held.unhold()
+	}
+	if n.room != nil {
+		n.room.released(n.key)
+	}
 }
 
 // released tells key's head, if the key has waiters, that this Client

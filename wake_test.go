@@ -376,3 +376,84 @@ func TestLeakedLockStopsHoldingBack(t *testing.T) {
 	assert.Equal(t, before+1, nodes.attempts.Load(), "one attempt, at once")
 	require.NoError(t, l.Unlock(ctx))
 }
+
+// flushWatch is a memnode cluster whose batches are core.Flushers, and
+// whose next release batch, once armed, awaits its first reply only after
+// some other batch sent an acquire (or after a guard of 10 s): it tells
+// whether a waiter's attempt went out while the release was in flight.
+type flushWatch struct {
+	*memnode.Cluster
+	armed    atomic.Bool
+	acquired chan struct{} // closed at the first acquire sent while armed
+	overlap  atomic.Bool   // that acquire came before the release's first Receive
+}
+
+func (d *flushWatch) Begin(ctx context.Context) core.Batch {
+	return &flushBatch{Batch: d.Cluster.Begin(ctx), d: d}
+}
+
+type flushBatch struct {
+	core.Batch
+	d       *flushWatch
+	release bool
+	waited  bool
+}
+
+func (b *flushBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	if b.d.armed.Load() {
+		switch cmd.Op {
+		case core.OpRelease:
+			b.release = true
+		case core.OpAcquire:
+			if node == 0 {
+				close(b.d.acquired)
+				b.d.armed.Store(false)
+			}
+		}
+	}
+	b.Batch.Send(node, cmd, deadline)
+}
+
+func (b *flushBatch) Flush() { b.Batch.(core.Flusher).Flush() }
+
+func (b *flushBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if b.release && !b.waited {
+		b.waited = true
+		select {
+		case <-b.d.acquired:
+			b.d.overlap.Store(true)
+		case <-time.After(10 * time.Second): // a hang, not a timing
+		}
+	}
+	return b.Batch.Receive(cancel)
+}
+
+// TestWaiterAttemptsBehindTheReleaseInFlight: over a driver whose batches
+// can say when their commands are on their way (core.Flusher), Unlock
+// wakes its Client's waiter as soon as the release's commands are, and
+// the waiter's attempt goes out before the release's replies are awaited:
+// on each node it follows the release, and takes the key at once.
+func TestWaiterAttemptsBehindTheReleaseInFlight(t *testing.T) {
+	d := &flushWatch{Cluster: memnode.New(3, core.SystemClock{}), acquired: make(chan struct{})}
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
+		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	first, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	require.Equal(t, 1, <-waiters, "the waiter waits")
+	d.armed.Store(true)
+	require.NoError(t, first.Unlock(ctx))
+	require.NoError(t, <-got)
+	assert.True(t, d.overlap.Load(), "the waiter attempted only after the release's replies")
+}

@@ -1,5 +1,7 @@
 package core
 
+import "time"
+
 // Queue is the wait decisions of one process's waiters of one key. Only
 // the first waiter, the head, hears the key's announcements and attempts;
 // the others wait their turn, so that a release wakes one attempt per
@@ -12,25 +14,68 @@ package core
 //   - a head that leaves having taken the lock hands its successor a
 //     clean slate, to wait for that lock's release or expiry; one that gave
 //     up hands it every node, since it cannot pass on what it heard
-//     (Handover).
+//     (Handover);
+//   - while a lock of this process holds the key, valid, a new waiter
+//     waits behind it rather than attempt (Holding), and, without
+//     Config.Fair, announcements are dropped: each is of a release before
+//     that lock took the key (the late echo of the process's own release,
+//     typically), and would only make the head attempt in vain. The
+//     lock's own release wakes the head (Handover(false)). With Fair, an
+//     announcement is the process's turn, never stale so.
 //
 // Its zero value hears nothing; Spec.Queue returns one for the Spec's
 // nodes. It is a small value that allocates nothing.
 type Queue struct {
-	all   uint32 // every node's bit
-	heard uint32 // heard by the head and not yet taken
-	fresh bool   // the head must wait afresh: its predecessor took the lock
+	all   uint32    // every node's bit
+	heard uint32    // heard by the head and not yet taken
+	fresh bool      // the head must wait afresh: its predecessor took the lock
+	fair  bool      // Config.Fair: announcements are turns
+	holds int32     // the process's locks of the key (Hold), not yet released
+	until time.Time // the latest validity end among them
 }
 
 // Queue returns an empty Queue over the Spec's nodes.
-func (s Spec) Queue() Queue { return Queue{all: 1<<s.n - 1} }
+func (s Spec) Queue() Queue { return Queue{all: 1<<s.n - 1, fair: s.cfg.Fair} }
 
-// Announce records node's announcement (Announcer.Watch) for the head.
-func (q *Queue) Announce(node int) {
+// Announce records node's announcement (Announcer.Watch), heard at now,
+// for the head; without Config.Fair, it drops it while Holding(now).
+func (q *Queue) Announce(node int, now time.Time) {
+	if !q.fair && q.Holding(now) {
+		return
+	}
 	if node >= 0 && node < MaxNodes {
 		q.heard |= 1 << node & q.all
 	}
 }
+
+// Hold records that a lock of this process took the key, valid until
+// until (Grant.ValidUntil). Call Unhold when its release starts.
+func (q *Queue) Hold(until time.Time) {
+	q.holds++
+	if until.After(q.until) {
+		q.until = until
+	}
+}
+
+// Unhold records that one lock Hold recorded is being released. Without
+// Config.Fair, call it with Handover(false), once the release is on its
+// way; with Fair, before the release counts its followers
+// (Grant.WithFollowers), so that a waiter that comes later attempts
+// rather than wait for a turn the release does not ask for.
+func (q *Queue) Unhold() {
+	if q.holds > 0 {
+		q.holds--
+	}
+	if q.holds == 0 {
+		q.until = time.Time{}
+	}
+}
+
+// Holding reports whether a lock of this process holds the key at now,
+// valid: a new waiter then waits behind it (Acquisition.WaitAgain) rather
+// than attempt. A lock that is never released stops counting at the end
+// of its validity.
+func (q *Queue) Holding(now time.Time) bool { return q.holds > 0 && now.Before(q.until) }
 
 // Handover records that the head left the queue having taken the lock
 // (locked), or that the lock was released: by this process, or by a head

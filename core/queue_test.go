@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
@@ -88,7 +89,7 @@ func TestQueue(t *testing.T) {
 			for i, s := range tc.steps {
 				switch s.act {
 				case "announce":
-					q.Announce(s.node)
+					q.Announce(s.node, time.Time{})
 				case "released":
 					q.Handover(false) // a release by this process
 				case "handover-locked":
@@ -111,13 +112,58 @@ func TestQueue(t *testing.T) {
 	}
 }
 
+// TestQueueHolding: while a lock of the process holds the key, valid, a
+// new waiter waits behind it (Holding) and, without Fair, the head hears
+// no announcement (each is of a release before that lock took the key);
+// the lock's release (Unhold, Handover(false)) wakes the head with every
+// node. A lock never released counts only until its validity ends. With
+// Fair, announcements are turns and always reach the head.
+func TestQueueHolding(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, fair := range []bool{false, true} {
+		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
+		if q.Holding(t0) {
+			t.Fatalf("fair %v: holding before any Hold", fair)
+		}
+		q.Hold(t0.Add(10 * time.Second))
+		q.Hold(t0.Add(5 * time.Second)) // an earlier end does not shorten it
+		q.Announce(1, t0)
+		heard, _ := q.Take()
+		if want := map[bool]uint32{false: 0, true: 0b010}[fair]; !q.Holding(t0) || heard != want {
+			t.Fatalf("fair %v: holding %v, heard %#b; want holding, heard %#b", fair, q.Holding(t0), heard, want)
+		}
+		q.Unhold()
+		if !q.Holding(t0.Add(9 * time.Second)) {
+			t.Fatalf("fair %v: one of two holds released: not holding", fair)
+		}
+		q.Unhold()
+		q.Handover(false)
+		if heard, _ := q.Take(); q.Holding(t0) || heard != 0b111 {
+			t.Fatalf("fair %v: released: holding %v, heard %#b; want every node", fair, q.Holding(t0), heard)
+		}
+		q.Unhold() // more releases than holds: no negative count
+		q.Hold(t0.Add(time.Second))
+		if !q.Holding(t0) {
+			t.Fatalf("fair %v: an Unhold too many cancelled a later Hold", fair)
+		}
+		// Never released: it stops counting at its validity's end.
+		q.Announce(0, t0.Add(time.Second))
+		if heard, _ := q.Take(); q.Holding(t0.Add(time.Second)) || heard != 0b001 {
+			t.Fatalf("fair %v: past the validity: holding %v, heard %#b", fair, q.Holding(t0.Add(time.Second)), heard)
+		}
+	}
+}
+
 // TestQueueAllocatesNothing: a Queue is a small value; none of its steps
 // touch the heap.
 func TestQueueAllocatesNothing(t *testing.T) {
 	q := newEnv(t, 5, core.Multiplexed, core.Config{}).l.spec.Queue()
 	var sum uint32
 	if got := mallocsPerRun(100, func() {
-		q.Announce(2)
+		q.Hold(time.Unix(1, 0))
+		q.Announce(2, time.Time{})
+		_ = q.Holding(time.Time{})
+		q.Unhold()
 		q.Handover(false)
 		q.Handover(true)
 		heard, _ := q.Take()
