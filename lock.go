@@ -355,14 +355,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	case !c.fair:
 		tell = roomNews{room: c.room, held: l.counted, key: g.Key()}
 	}
-	if c.fair {
-		g = g.WithFollowers(c.room.waiting(g.Key())) // Fair has a room
+	if c.room != nil { // Fair has a room
+		g = g.WithFollowers(c.room.waiting(g.Key()))
 	}
 	// This Client's next waiter of the key, if any, tries at once: as soon
 	// as the release's commands are on their way, where the driver says
 	// when (core.Flusher), its attempt then following them on each node;
-	// otherwise once the release is done. With Fair, the nodes hand the
-	// key to the first waiter instead: the room only stops counting l.
+	// otherwise once the release is done. The release, followed, then
+	// announces nothing (Grant.WithFollowers). With Fair, the nodes hand
+	// the key to the first waiter instead: the room only stops counting l.
 	var err error
 	var told bool
 	if c.timing {

@@ -63,7 +63,13 @@ type Command struct {
 	// hears its turn (Announcer). An acquire then takes a key handed to
 	// that waiter as a free one; a release that frees the key hands it to
 	// the first waiter, and announces it to that waiter alone.
-	Fair  bool
+	Fair bool
+	// Quiet asks an OpRelease without Fair not to announce the deletion
+	// (Announcer): a waiter of the releasing process takes the key next,
+	// its attempt right behind the release on each node (Flusher), and
+	// the others' attempts would be refused. Set from
+	// Grant.WithFollowers.
+	Quiet bool
 	Key   string
 	Token Token
 	// TTL is the expiry for OpAcquire and OpExtend, a whole number of

@@ -170,6 +170,35 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 	}
 }
 
+// TestFollowedReleaseIsQuiet: without Fair, the release of a grant that
+// others of the process follow announces nothing (Command.Quiet); one
+// that nobody follows announces, and so does a failed attempt's cleanup.
+func TestFollowedReleaseIsQuiet(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := spec.Acquire("k", core.Token{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, clean := failAttempt(t, &a, t0); clean.Quiet {
+		t.Errorf("a failed attempt's cleanup is quiet: %+v", clean)
+	}
+	a.Wake(t0.Add(time.Second))
+	drive(a.Round(), t0.Add(time.Second), core.StatusOK)
+	a.RoundDone(t0.Add(time.Second))
+	g, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ := spec.Release(g.WithFollowers(true), t0.Add(2*time.Second))
+	wantCommand(t, "followed: quiet", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Quiet: true})
+	rel, _ = spec.Release(g, t0.Add(2*time.Second))
+	wantCommand(t, "not followed: announced", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token()})
+}
+
 // TestGiveUpBeforeTheFirstAttempt: an acquisition that gives up in the
 // wait it was told to start with (WaitAgain), before any attempt, ends
 // with ErrCancelled and the deadline as its cause: there is no attempt's

@@ -17,12 +17,14 @@ type Grant struct {
 	followed   bool // Config.Fair: its release queues the process again (WithFollowers)
 }
 
-// WithFollowers returns g, whose release, with Config.Fair, queues the
-// caller's process again at the back of the nodes' queues before it hands
-// the key on, if other waiters of the process follow it on the key: the
-// next of them is then served in turn, without a failed attempt first.
-// Queued at the release, the process has the same place on every node,
-// whichever nodes its attempt took.
+// WithFollowers returns g, whose release says whether other waiters of
+// the caller's process follow it on the key. With Config.Fair, the
+// release then queues the process again at the back of the nodes' queues
+// before it hands the key on: the next of them is served in turn, without
+// a failed attempt first, and queued at the release, the process has the
+// same place on every node, whichever nodes its attempt took. Without
+// Fair, the release announces nothing (Command.Quiet): the follower's
+// attempt goes right behind it, and the others' would be refused.
 func (g Grant) WithFollowers(follow bool) Grant {
 	g.followed = follow
 	return g

@@ -3,7 +3,8 @@
 --
 -- Without a waiter queue (one key), a deletion is announced on the key's
 -- release channel (ReleaseChannel), with the token, for the waiters that
--- subscribe to it.
+-- subscribe to it, unless ARGV[2] is "q" (core.Command.Quiet: a waiter of
+-- the caller's takes the key next).
 --
 -- With one (core.Config.Fair): KEYS[2] = the key's waiter queue, a sorted
 -- set of waiter ids by ticket; KEYS[3] = each entry's deadline, in the
@@ -37,7 +38,7 @@ elseif v == false then
   st = 0
 end
 if #KEYS == 1 then
-  if st == 1 then
+  if st == 1 and ARGV[2] ~= "q" then
     redis.pcall(publish, channel("redlock:release:", KEYS[1]), ARGV[1])
   end
   return st

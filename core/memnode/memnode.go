@@ -251,7 +251,7 @@ func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay
 	case r.Status == core.StatusHeld && (cmd.Op == core.OpAcquire && cmd.Probe || cmd.Op == core.OpAcquireFenced):
 		r.TTL = n.entry(cmd.Key).expires.sub(now) // live: apply found it
 	}
-	announce = (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair) && !n.muted
+	announce = (handed || r.Status == core.StatusOK && cmd.Op == core.OpRelease && !cmd.Fair && !cmd.Quiet) && !n.muted
 	if r.Status == 0 {
 		r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: unknown op " + cmd.Op.String())}
 	}

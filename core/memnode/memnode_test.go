@@ -227,3 +227,22 @@ func TestFlushRunsFirst(t *testing.T) {
 	}
 	rel.Close()
 }
+
+// TestQuietReleaseIsNotAnnounced: a release with Command.Quiet deletes
+// the key without telling the key's watches; one without it tells them.
+func TestQuietReleaseIsNotAnnounced(t *testing.T) {
+	c := New(1, core.SystemClock{})
+	var heard int
+	w := c.Watch("k", func(int) { heard++ })
+	defer w.Stop()
+	heard = 0 // the watch's start is heard too
+	tok := core.TokenFromUint64s(1, 1)
+	do(c, 0, core.Command{Op: core.OpAcquire, Key: "k", Token: tok, TTL: time.Minute})
+	if r := do(c, 0, core.Command{Op: core.OpRelease, Key: "k", Token: tok, Quiet: true}); r.Status != core.StatusOK || heard != 0 {
+		t.Fatalf("quiet release: %v, heard %d times", r.Status, heard)
+	}
+	do(c, 0, core.Command{Op: core.OpAcquire, Key: "k", Token: tok, TTL: time.Minute})
+	if r := do(c, 0, core.Command{Op: core.OpRelease, Key: "k", Token: tok}); r.Status != core.StatusOK || heard != 1 {
+		t.Fatalf("release: %v, heard %d times, want 1", r.Status, heard)
+	}
+}

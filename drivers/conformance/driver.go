@@ -41,10 +41,11 @@ func (dial Dialer) open() func(*testing.T, []string) contract.Closer {
 // and their replies (and what they did to the key on the server), the
 // scripts with and without the server's script cache (SCRIPT FLUSH), a
 // stopped node's timeout (alone and among nodes that answer), a Batch
-// closed early with its cleanup, a flushed release's order before a later
-// batch's acquire (core.Flusher, if the Batch implements it), dialling with nodes down, a caller's
-// slice of addresses reused after the dial, one server under two names
-// refused, and Close.
+// closed early with its cleanup, a quiet release (core.Command.Quiet), a
+// flushed release's order before a later batch's acquire (core.Flusher,
+// if the Batch implements it), dialling with nodes down, a caller's slice
+// of addresses reused after the dial, one server under two names refused,
+// and Close.
 func RunDriver(t *testing.T, dial Dialer) {
 	open := dial.open()
 	t.Run("commands", func(t *testing.T) { contract.Commands(t, contract.OnServers(t, open, 1, 0)) })
@@ -53,6 +54,7 @@ func RunDriver(t *testing.T, dial Dialer) {
 		contract.StoppedNodeTimesOut(t, contract.OnServers(t, open, 3, 1))
 	})
 	t.Run("batch-close-early", func(t *testing.T) { contract.BatchCloseEarly(t, contract.OnServers(t, open, 3, 2)) })
+	t.Run("quiet-release", func(t *testing.T) { contract.QuietRelease(t, contract.OnServers(t, open, 1, 0)) })
 	t.Run("flush-orders", func(t *testing.T) { contract.FlushOrders(t, contract.OnServers(t, open, 3, 0), 3) })
 	t.Run("dial-with-node-down", func(t *testing.T) { testDialWithNodeDown(t, open) })
 	t.Run("dial-all-down", func(t *testing.T) {

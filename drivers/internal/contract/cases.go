@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +155,32 @@ func FlushOrders(t *testing.T, n Target, nodes int) {
 		}
 		rel.Close()
 	}
+}
+
+// QuietRelease checks core.Command.Quiet: a release that deletes the key
+// publishes nothing on the node, where one without it publishes the
+// deletion once.
+func QuietRelease(t *testing.T, n Target) {
+	d, i, k := n.D, n.I, n.Key("quiet")
+	const s = time.Second
+	publishes := func() string {
+		stats := n.Do(t, "INFO", "commandstats").(string)
+		for _, line := range strings.Split(stats, "\n") {
+			if strings.HasPrefix(line, "cmdstat_publish:") {
+				calls, _, _ := strings.Cut(strings.TrimPrefix(line, "cmdstat_publish:"), ",")
+				return strings.TrimSpace(calls)
+			}
+		}
+		return "none"
+	}
+	n.Do(t, "CONFIG", "RESETSTAT")
+	require.Equal(t, core.StatusOK, SendOne(d, i, AcquireCmd(k), s).Status)
+	quiet := ReleaseCmd(k, Token)
+	quiet.Quiet = true
+	require.Equal(t, core.StatusOK, SendOne(d, i, quiet, s).Status)
+	assert.Equal(t, int64(0), n.Do(t, "EXISTS", k), "the quiet release deleted the key")
+	assert.Equal(t, "none", publishes(), "a quiet release published")
+	require.Equal(t, core.StatusOK, SendOne(d, i, AcquireCmd(k), s).Status)
+	require.Equal(t, core.StatusOK, SendOne(d, i, ReleaseCmd(k, Token), s).Status)
+	assert.Equal(t, "calls=1", publishes(), "a release announces its deletion")
 }

@@ -626,6 +626,10 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 			args = append(args, tok)
 		}
 		switch op {
+		case core.OpRelease:
+			if cmd.Quiet && !cmd.Fair {
+				args = append(args, "q") // release.lua: announce nothing
+			}
 		case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
 			text, args = appendInt(text, args, wire.Millis(cmd.TTL))
 		case core.OpRaiseFence:
