@@ -462,7 +462,7 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 // it rather than from a reading of its own, which would be the same but
 // for the few steps in between (a clock read costs more than a step).
 //
-// news, unless empty, is told to the wait room once every command of a
+// news, if early, is told to the wait room once every command of a
 // multiplexed round is on its way (core.Flusher), before any reply is
 // awaited: a command sent after that takes effect on each node after the
 // round's. It is not told over a batch that cannot say so, nor for a
@@ -505,7 +505,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		}
 		if sequential {
 			now = time.Time{} // read again for the next node
-		} else if news != (roomNews{}) {
+		} else if news.early {
 			if f, ok := b.(core.Flusher); ok {
 				f.Flush()
 				news.tell()

@@ -346,17 +346,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
-	var tell roomNews
-	switch {
-	case c.fair && l.counted != nil:
+	if c.fair && l.counted != nil {
 		// Before the followers are counted: a Lock that comes later
 		// attempts rather than wait for a turn this release won't ask for.
 		l.counted.unhold()
-	case !c.fair:
-		tell = roomNews{room: c.room, held: l.counted, key: g.Key()}
 	}
-	if c.room != nil { // Fair has a room
-		g = g.WithFollowers(c.room.waiting(g.Key()))
+	follow := c.room != nil && c.room.followed(g.Key()) // Fair has a room
+	g = g.WithFollowers(follow)
+	var tell roomNews
+	if !c.fair {
+		tell = roomNews{room: c.room, held: l.counted, key: g.Key(), early: follow}
 	}
 	// This Client's next waiter of the key, if any, tries at once: as soon
 	// as the release's commands are on their way, where the driver says

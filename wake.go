@@ -237,8 +237,9 @@ func (r *waitRoom) busy(key string, now time.Time) bool {
 	return len(q.waiters) > 0 || q.q.Holding(now)
 }
 
-// waiting reports whether key has waiters in the room.
-func (r *waitRoom) waiting(key string) bool {
+// followed reports whether key has waiters in the room that a release
+// hands the key on to (core.Queue.Follow).
+func (r *waitRoom) followed(key string) bool {
 	if r.queues.Load() == 0 { // as mu and an empty keys would say
 		return false
 	}
@@ -250,17 +251,20 @@ func (r *waitRoom) waiting(key string) bool {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.waiters) > 0
+	return len(q.waiters) > 0 && q.q.Follow()
 }
 
-// roomNews is what an Unlock without Fair tells the wait room once its
-// release's commands are on their way: the Lock that held counted
-// counts no more, and key's head tries at once. A value, so that telling
-// it makes nothing escape; the zero roomNews tells nothing.
+// roomNews is what an Unlock without Fair tells the wait room of its
+// release: the Lock that held counted counts no more, and key's head
+// tries at once. A release followed within the Client (core.Queue.Follow)
+// tells it as soon as its commands are on their way (early); another,
+// once it is done. A value, so that telling it makes nothing escape; the
+// zero roomNews tells nothing.
 type roomNews struct {
-	room *waitRoom
-	held *keyQueue
-	key  string
+	room  *waitRoom
+	held  *keyQueue
+	key   string
+	early bool
 }
 
 func (n roomNews) tell() {

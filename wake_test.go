@@ -457,3 +457,70 @@ func TestWaiterAttemptsBehindTheReleaseInFlight(t *testing.T) {
 	require.NoError(t, <-got)
 	assert.True(t, d.overlap.Load(), "the waiter attempted only after the release's replies")
 }
+
+// quietLog is a memnode cluster that logs whether each token's release
+// sent to node 0 was quiet (core.Command.Quiet).
+type quietLog struct {
+	*memnode.Cluster
+	mu    sync.Mutex
+	quiet map[core.Token]bool
+}
+
+func (d *quietLog) Begin(ctx context.Context) core.Batch {
+	return &quietBatch{Batch: d.Cluster.Begin(ctx), d: d}
+}
+
+type quietBatch struct {
+	core.Batch
+	d *quietLog
+}
+
+func (b *quietBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	if node == 0 && cmd.Op == core.OpRelease {
+		b.d.mu.Lock()
+		b.d.quiet[cmd.Token] = cmd.Quiet
+		b.d.mu.Unlock()
+	}
+	b.Batch.Send(node, cmd, deadline)
+}
+
+// TestHandoffChainOpensToOthers: releases that a waiter of the Client
+// follows announce nothing, MaxChain in a row; the next is announced to
+// every process, whose waiters would otherwise never hear of the key.
+func TestHandoffChainOpensToOthers(t *testing.T) {
+	d := &quietLog{Cluster: memnode.New(3, core.SystemClock{}), quiet: map[core.Token]bool{}}
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
+		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	first, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	cur := &first
+	releases := core.MaxChain + 3
+	var tokens []core.Token // of the Locks, in the order they are unlocked
+	for range releases {
+		tokens = append(tokens, cur.Token())
+		next := make(chan *redlock.Lock, 1)
+		go func() {
+			l, err := c.Lock(ctx, "k")
+			assert.NoError(t, err)
+			next <- &l
+		}()
+		require.Equal(t, 1, <-waiters, "the next waits")
+		require.NoError(t, cur.Unlock(ctx))
+		cur = <-next
+		require.Equal(t, 0, <-waiters)
+	}
+	tokens = append(tokens, cur.Token())
+	require.NoError(t, cur.Unlock(ctx)) // followed by nobody: announced
+	var want, got []bool
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, tok := range tokens {
+		want = append(want, i < releases && i != core.MaxChain)
+		got = append(got, d.quiet[tok])
+	}
+	assert.Equal(t, want, got, "quiet releases, in order")
+}

@@ -32,7 +32,12 @@ type Queue struct {
 	fair  bool      // Config.Fair: announcements are turns
 	holds int32     // the process's locks of the key (Hold), not yet released
 	until time.Time // the latest validity end among them
+	chain int32     // releases in a row handed on within the process (Follow)
 }
+
+// MaxChain is how many releases in a row Queue.Follow hands on within
+// the process before one is open to every process.
+const MaxChain = 16
 
 // Queue returns an empty Queue over the Spec's nodes.
 func (s Spec) Queue() Queue { return Queue{all: 1<<s.n - 1, fair: s.cfg.Fair} }
@@ -69,6 +74,29 @@ func (q *Queue) Unhold() {
 	if q.holds == 0 {
 		q.until = time.Time{}
 	}
+}
+
+// Follow decides, without Config.Fair, whether the release of a lock of
+// this process that the process's waiters follow hands the key on within
+// the process: announced to nobody (Grant.WithFollowers), with the head
+// woken right behind it to attempt (Handover(false) as soon as its
+// commands are on their way). Other processes' waiters, which then hear
+// nothing, would wait for ever behind a process that always has a
+// waiter: after MaxChain such releases in a row, Follow returns false
+// once, and that release is open: announced to every process, the head
+// woken only once it is done, so that every process's head tries alike.
+// With Fair, the nodes' queue orders the processes, and Follow returns
+// true.
+func (q *Queue) Follow() bool {
+	if q.fair {
+		return true
+	}
+	if q.chain >= MaxChain {
+		q.chain = 0
+		return false
+	}
+	q.chain++
+	return true
 }
 
 // Holding reports whether a lock of this process holds the key at now,
