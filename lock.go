@@ -351,18 +351,25 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		// attempts rather than wait for a turn this release won't ask for.
 		l.counted.unhold()
 	}
-	follow := c.room != nil && c.room.followed(g.Key()) // Fair has a room
-	g = g.WithFollowers(follow)
+	var waiting, handoff bool
+	if c.room != nil { // Fair has a room
+		waiting, handoff = c.room.follows(g.Key())
+	}
+	g = g.WithFollowers(waiting).WithHandoff(handoff)
 	var tell roomNews
-	if !c.fair {
-		tell = roomNews{room: c.room, held: l.counted, key: g.Key(), early: follow}
+	switch {
+	case !c.fair:
+		tell = roomNews{room: c.room, held: l.counted, key: g.Key(), early: handoff}
+	case handoff:
+		tell = roomNews{room: c.room, key: g.Key(), early: true}
 	}
 	// This Client's next waiter of the key, if any, tries at once: as soon
 	// as the release's commands are on their way, where the driver says
 	// when (core.Flusher), its attempt then following them on each node;
-	// otherwise once the release is done. The release, followed, then
-	// announces nothing (Grant.WithFollowers). With Fair, the nodes hand
-	// the key to the first waiter instead: the room only stops counting l.
+	// otherwise once the release is done. A release that hands the key on
+	// so announces nothing (Grant.WithHandoff); every MaxChain+1st is
+	// open to other processes, and with Fair the nodes hand it to the
+	// first waiter.
 	var err error
 	var told bool
 	if c.timing {

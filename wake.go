@@ -237,28 +237,32 @@ func (r *waitRoom) busy(key string, now time.Time) bool {
 	return len(q.waiters) > 0 || q.q.Holding(now)
 }
 
-// followed reports whether key has waiters in the room that a release
-// hands the key on to (core.Queue.Follow).
-func (r *waitRoom) followed(key string) bool {
+// follows reports whether key has waiters in the room, and whether a
+// release hands the key on to them (core.Queue.Follow).
+func (r *waitRoom) follows(key string) (waiting, handoff bool) {
 	if r.queues.Load() == 0 { // as mu and an empty keys would say
-		return false
+		return false, false
 	}
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
 	if q == nil {
-		return false
+		return false, false
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.waiters) > 0 && q.q.Follow()
+	if len(q.waiters) == 0 {
+		return false, false
+	}
+	return true, q.q.Follow()
 }
 
-// roomNews is what an Unlock without Fair tells the wait room of its
-// release: the Lock that held counted counts no more, and key's head
-// tries at once. A release followed within the Client (core.Queue.Follow)
-// tells it as soon as its commands are on their way (early); another,
-// once it is done. A value, so that telling it makes nothing escape; the
+// roomNews is what an Unlock tells the wait room of its release: the
+// Lock that held counted counts no more, and key's head tries at once. A
+// release that hands the key on within the Client (core.Queue.Follow)
+// tells it as soon as its commands are on their way (early); another
+// without Fair, once it is done; another with Fair, nothing (the nodes
+// hand the key to a waiter, which hears its turn). A value, so that telling it makes nothing escape; the
 // zero roomNews tells nothing.
 type roomNews struct {
 	room  *waitRoom

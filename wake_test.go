@@ -485,11 +485,19 @@ func (b *quietBatch) Send(node int, cmd core.Command, deadline time.Time) {
 }
 
 // TestHandoffChainOpensToOthers: releases that a waiter of the Client
-// follows announce nothing, MaxChain in a row; the next is announced to
-// every process, whose waiters would otherwise never hear of the key.
+// follows hand the key on within the Client, announcing nothing (with
+// Fair, outside the nodes' queue), MaxChain in a row; the next is open to
+// every process (with Fair, it hands the key to the first process the
+// nodes queued), whose waiters would otherwise never hear of the key.
 func TestHandoffChainOpensToOthers(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) { testHandoffChainOpensToOthers(t, fair) })
+	}
+}
+
+func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 	d := &quietLog{Cluster: memnode.New(3, core.SystemClock{}), quiet: map[core.Token]bool{}}
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Fair: fair,
 		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)

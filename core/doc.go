@@ -171,11 +171,18 @@
 //     disagree, a waiter that left) at the cost of time, never of
 //     exclusion; a handed key that nobody takes expires after the
 //     handoff, and the waiters retry on their timers.
-//   - Within a process, the waiters of a key take turns (Queue): the
-//     release queues the process again when more of its waiters follow
-//     (Grant.WithFollowers), and a new waiter waits behind the others
-//     (WaitAgain before its first attempt), so that each is served in one
-//     attempt.
+//   - Within a process, the waiters of a key take turns (Queue): a new
+//     waiter waits behind the others, or behind the process's own holder
+//     (WaitAgain before its first attempt). A release that more of its
+//     waiters follow hands the key on to the next of them, up to
+//     MaxChain in a row (Queue.Follow, Grant.WithHandoff): a plain,
+//     unannounced compare-and-delete, the waiter's attempt right behind
+//     it on each node (Flusher), outside the nodes' queue. The next
+//     release is open: it queues the process again at the back
+//     (Grant.WithFollowers) and hands the key to the first process the
+//     nodes queued. So the queue orders processes in turns of at most
+//     MaxChain+1 critical sections, and a turn within a process costs
+//     one round trip.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

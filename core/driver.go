@@ -67,8 +67,7 @@ type Command struct {
 	// Quiet asks an OpRelease without Fair not to announce the deletion
 	// (Announcer): a waiter of the releasing process takes the key next,
 	// its attempt right behind the release on each node (Flusher), and
-	// the others' attempts would be refused. Set from
-	// Grant.WithFollowers.
+	// the others' attempts would be refused. Set from Grant.WithHandoff.
 	Quiet bool
 	Key   string
 	Token Token

@@ -170,9 +170,10 @@ func TestWaitAgainBeforeTheFirstAttempt(t *testing.T) {
 	}
 }
 
-// TestFollowedReleaseIsQuiet: without Fair, the release of a grant that
-// others of the process follow announces nothing (Command.Quiet); one
-// that nobody follows announces, and so does a failed attempt's cleanup.
+// TestFollowedReleaseIsQuiet: the release of a grant handed on within
+// the process (Grant.WithHandoff) announces nothing (Command.Quiet), and
+// with Fair is a plain one; one merely followed, or followed by nobody,
+// announces, and so does a failed attempt's cleanup.
 func TestFollowedReleaseIsQuiet(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Tokens: &seqTokens{}, Jitter: fixedRand(0)})
@@ -193,10 +194,21 @@ func TestFollowedReleaseIsQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, _ := spec.Release(g.WithFollowers(true), t0.Add(2*time.Second))
-	wantCommand(t, "followed: quiet", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Quiet: true})
+	rel, _ := spec.Release(g.WithHandoff(true), t0.Add(2*time.Second))
+	wantCommand(t, "handed on: quiet", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Quiet: true})
+	rel, _ = spec.Release(g.WithFollowers(true), t0.Add(2*time.Second))
+	wantCommand(t, "followed, not handed on: announced", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token()})
 	rel, _ = spec.Release(g, t0.Add(2*time.Second))
 	wantCommand(t, "not followed: announced", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token()})
+
+	// With Fair, a release handed on is a plain quiet one, outside the
+	// nodes' queue.
+	fair, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, _ = fair.Release(g.WithFollowers(true).WithHandoff(true), t0.Add(2*time.Second))
+	wantCommand(t, "Fair, handed on: plain and quiet", rel.Command(), core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Quiet: true})
 }
 
 // TestGiveUpBeforeTheFirstAttempt: an acquisition that gives up in the

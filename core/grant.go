@@ -15,18 +15,28 @@ type Grant struct {
 	fence      uint64
 	extensions int
 	followed   bool // Config.Fair: its release queues the process again (WithFollowers)
+	handoff    bool // its release hands the key on within the process (WithHandoff)
 }
 
-// WithFollowers returns g, whose release says whether other waiters of
-// the caller's process follow it on the key. With Config.Fair, the
-// release then queues the process again at the back of the nodes' queues
-// before it hands the key on: the next of them is served in turn, without
-// a failed attempt first, and queued at the release, the process has the
-// same place on every node, whichever nodes its attempt took. Without
-// Fair, the release announces nothing (Command.Quiet): the follower's
-// attempt goes right behind it, and the others' would be refused.
+// WithFollowers returns g, whose release, with Config.Fair, queues the
+// caller's process again at the back of the nodes' queues before it hands
+// the key on, if other waiters of the process follow it on the key: the
+// next of them is then served in turn, without a failed attempt first.
+// Queued at the release, the process has the same place on every node,
+// whichever nodes its attempt took.
 func (g Grant) WithFollowers(follow bool) Grant {
 	g.followed = follow
+	return g
+}
+
+// WithHandoff returns g, whose release hands the key on to a waiter of
+// the caller's process (Queue.Follow), whose attempt goes right behind
+// the release on each node (Flusher): the release announces nothing
+// (Command.Quiet), since every other attempt would be refused, and with
+// Config.Fair it is a plain compare-and-delete, outside the nodes'
+// queue, which serves the next process at the end of the chain.
+func (g Grant) WithHandoff(handoff bool) Grant {
+	g.handoff = handoff
 	return g
 }
 

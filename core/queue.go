@@ -76,21 +76,18 @@ func (q *Queue) Unhold() {
 	}
 }
 
-// Follow decides, without Config.Fair, whether the release of a lock of
-// this process that the process's waiters follow hands the key on within
-// the process: announced to nobody (Grant.WithFollowers), with the head
-// woken right behind it to attempt (Handover(false) as soon as its
-// commands are on their way). Other processes' waiters, which then hear
-// nothing, would wait for ever behind a process that always has a
-// waiter: after MaxChain such releases in a row, Follow returns false
-// once, and that release is open: announced to every process, the head
-// woken only once it is done, so that every process's head tries alike.
-// With Fair, the nodes' queue orders the processes, and Follow returns
-// true.
+// Follow decides whether the release of a lock of this process that the
+// process's waiters follow hands the key on within the process
+// (Grant.WithHandoff): announced to nobody and, with Config.Fair, outside
+// the nodes' queue, with the head woken right behind it to attempt
+// (Handover(false) as soon as its commands are on their way). Other
+// processes' waiters, which then hear nothing, would wait for ever behind
+// a process that always has a waiter: after MaxChain such releases in a
+// row, Follow returns false once, and that release is open: announced to
+// every process (with Fair, handing the key to the first process in the
+// nodes' queue), the head woken only once it is done (with Fair, by its
+// turn), so that the other processes get their turn.
 func (q *Queue) Follow() bool {
-	if q.fair {
-		return true
-	}
 	if q.chain >= MaxChain {
 		q.chain = 0
 		return false

@@ -173,25 +173,20 @@ func TestQueueAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestQueueFollow: without Fair, MaxChain releases in a row are handed
-// on within the process, and the next is open to every process; with
-// Fair, the nodes' queue orders the processes and every release is.
+// TestQueueFollow: MaxChain releases in a row are handed on within the
+// process, and the next is open to every process, with Fair or not.
 func TestQueueFollow(t *testing.T) {
-	q := newEnv(t, 3, core.Multiplexed, core.Config{}).l.spec.Queue()
-	for round := range 3 {
-		for i := range core.MaxChain {
-			if !q.Follow() {
-				t.Fatalf("round %d: release %d of the chain is open", round, i)
+	for _, fair := range []bool{false, true} {
+		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
+		for round := range 3 {
+			for i := range core.MaxChain {
+				if !q.Follow() {
+					t.Fatalf("fair %v, round %d: release %d of the chain is open", fair, round, i)
+				}
 			}
-		}
-		if q.Follow() {
-			t.Fatalf("round %d: release %d in a row handed on within the process", round, core.MaxChain+1)
-		}
-	}
-	fair := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue()
-	for i := range 3 * core.MaxChain {
-		if !fair.Follow() {
-			t.Fatalf("Fair: release %d is open", i)
+			if q.Follow() {
+				t.Fatalf("fair %v, round %d: release %d in a row handed on within the process", fair, round, core.MaxChain+1)
+			}
 		}
 	}
 }

@@ -112,13 +112,13 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	}
 	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token}
 	switch {
+	case g.handoff:
+		cmd.Quiet = true // the follower's attempt comes right behind: no announcement, no queue
 	case s.cfg.Fair:
 		cmd = s.fairRelease(cmd)
 		if g.followed {
 			cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
 		}
-	case g.followed:
-		cmd.Quiet = true // the follower's attempt comes right behind: no announcement
 	}
 	s.initRound(&r, cmd, now)
 	return r, nil
