@@ -377,7 +377,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		told, err = c.release(ctx, g, nil, tell)
 	}
-	if !told {
+	if told {
+		tell.retell()
+	} else {
 		tell.tell()
 	}
 	if lost != nil {

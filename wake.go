@@ -57,6 +57,7 @@ type keyQueue struct {
 	mu      sync.Mutex
 	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
+	told    *waiter   // the head an early release told (roomNews.retell)
 }
 
 // waiter is one Lock call waiting for a key.
@@ -276,13 +277,39 @@ func (n roomNews) tell() {
 		n.held.unhold()
 	}
 	if n.room != nil {
-		n.room.released(n.key)
+		n.room.released(n.key, n.early)
 	}
 }
 
+// retell is for a release told early, once it is done: its commands
+// were on their way, but a node may still have run the head's attempt
+// first (another connection, as a WAIT lane's; a redirect), and the
+// release, quiet, tells nobody else. If the head told is still the head,
+// it hears every node again: an attempt that failed so is made again at
+// once, and one that won leaves the queue, which forgets it.
+func (n roomNews) retell() {
+	if n.room == nil || n.room.queues.Load() == 0 {
+		return
+	}
+	n.room.mu.Lock()
+	q := n.room.keys[n.key]
+	n.room.mu.Unlock()
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiters) > 0 && q.waiters[0] == q.told {
+		q.q.Handover(false)
+		q.pokeHead()
+	}
+	q.told = nil
+}
+
 // released tells key's head, if the key has waiters, that this Client
-// released key (core.Queue.Handover(false)).
-func (r *waitRoom) released(key string) {
+// released key (core.Queue.Handover(false)); early: as soon as the
+// release was on its way, to be told again once it is done (retell).
+func (r *waitRoom) released(key string, early bool) {
 	if r.queues.Load() == 0 { // as mu and an empty keys would say
 		return
 	}
@@ -292,6 +319,10 @@ func (r *waitRoom) released(key string) {
 	if q != nil {
 		q.mu.Lock()
 		q.q.Handover(false) // released: the head hears every node
+		q.told = nil
+		if early && len(q.waiters) > 0 {
+			q.told = q.waiters[0]
+		}
 		q.pokeHead()
 		q.mu.Unlock()
 	}

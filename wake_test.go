@@ -532,3 +532,81 @@ func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 	}
 	assert.Equal(t, want, got, "quiet releases, in order")
 }
+
+// overtaken is a memnode cluster whose batches claim core.Flusher but
+// flush nothing, as when a node runs the next attempt on another
+// connection (a WAIT lane) before the release: an armed release waits,
+// before its first reply, until an acquire of another batch was refused.
+type overtaken struct {
+	*memnode.Cluster
+	armed   atomic.Bool
+	refused chan struct{} // closed when an acquire was refused while armed
+}
+
+func (d *overtaken) Begin(ctx context.Context) core.Batch {
+	return &overtakenBatch{Batch: d.Cluster.Begin(ctx), d: d}
+}
+
+type overtakenBatch struct {
+	core.Batch
+	d                        *overtaken
+	release, acquire, waited bool
+}
+
+func (b *overtakenBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	b.release = b.release || cmd.Op == core.OpRelease
+	b.acquire = b.acquire || cmd.Op == core.OpAcquire
+	b.Batch.Send(node, cmd, deadline)
+}
+
+func (b *overtakenBatch) Flush() {} // a lie: the release runs at its first Receive
+
+func (b *overtakenBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if b.release && b.d.armed.Load() && !b.waited {
+		b.waited = true
+		select {
+		case <-b.d.refused:
+		case <-time.After(10 * time.Second): // a hang, not a timing
+		}
+	}
+	r, ok := b.Batch.Receive(cancel)
+	if b.acquire && r.Status == core.StatusHeld && b.d.armed.CompareAndSwap(true, false) {
+		close(b.d.refused)
+	}
+	return r, ok
+}
+
+// TestHandoffOvertakenIsRetold: a release that hands the key on (quiet,
+// its follower told as soon as it was on its way) but that a node ran
+// after the follower's attempt tells the follower again once it is done:
+// the follower, whose attempt found the key held, takes it then, rather
+// than sleep until the old key's expiry (a minute; the retry delay is an
+// hour) with nobody announcing the release.
+func TestHandoffOvertakenIsRetold(t *testing.T) {
+	d := &overtaken{Cluster: memnode.New(3, core.SystemClock{}), refused: make(chan struct{})}
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
+		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
+	defer cancel()
+	first, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	require.Equal(t, 1, <-waiters, "the follower waits")
+	d.armed.Store(true)
+	require.NoError(t, first.Unlock(ctx))
+	select {
+	case <-d.refused:
+	default:
+		t.Fatal("the follower's attempt did not overtake the release: nothing tested")
+	}
+	require.NoError(t, <-got, "the follower took the key")
+}

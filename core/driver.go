@@ -208,11 +208,14 @@ type Batch interface {
 
 // Flusher is a Batch that can put the commands sent so far on their way
 // before its first Receive. Once Flush returns, a command for the same
-// key and node sent in a later Batch, by any goroutine, takes effect on
-// the node after them (the order above). The runner uses it to send a
-// waiter's attempt right behind a release of the same process, rather
-// than after the release's replies: the pair costs one round trip.
-// Receive then waits for replies only.
+// key and node sent in a later Batch, by any goroutine, should take
+// effect on the node after them (the order above). The runner uses it to
+// send a waiter's attempt right behind a release of the same process,
+// rather than after the release's replies: the pair costs one round
+// trip. Receive then waits for replies only. The order is what makes
+// that attempt win, not what keeps the lock safe: where a node runs the
+// attempt first (another connection, a redirect), the attempt fails and
+// the runner tells the waiter again once the release is done.
 type Flusher interface {
 	Batch
 	Flush()

@@ -80,7 +80,8 @@ func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
 }
 
 // Flush queues the buffered commands (core.Flusher): each node takes its
-// jobs in the order they are queued.
+// jobs in the order they are queued, but for a member with WAIT, whose
+// acquires go on a lane of their own, which a release may follow.
 func (b *batch) Flush() {
 	if len(b.pend) > 0 {
 		b.queue(false)
