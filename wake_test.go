@@ -350,31 +350,17 @@ func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
 func TestLeakedLockStopsHoldingBack(t *testing.T) {
 	clk := newStepClock()
 	nodes := newCounting(memnode.New(3, clk))
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: 500 * time.Millisecond,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
-	c, err := redlock.NewClient(nodes, opts)
+	h, err := handToWaiter(t, nodes, 500*time.Millisecond, func() {}, false) // the waiter's Lock leaks
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a guard, not a wait
-	defer cancel()
-	first, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	got := make(chan error, 1)
-	go func() {
-		_, err := c.Lock(ctx, "k") // leaked: never unlocked
-		got <- err
-	}()
-	require.Equal(t, 1, <-waiters)
-	require.NoError(t, first.Unlock(ctx))
-	require.NoError(t, <-got)
-	require.Equal(t, 0, <-waiters)
+	require.Equal(t, 0, <-h.waiters)
 	// Past the leaked Lock's validity and its keys' TTL, within the
 	// second that the key's queue outlives its last waiter.
 	clk.set(clk.Now().Add(600 * time.Millisecond))
 	before := nodes.attempts.Load()
-	l, err := c.Lock(ctx, "k")
+	l, err := h.c.Lock(h.ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, before+1, nodes.attempts.Load(), "one attempt, at once")
-	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Unlock(h.ctx))
 }
 
 // flushWatch is a memnode cluster whose batches are core.Flushers, and
@@ -435,27 +421,45 @@ func (b *flushBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 // on each node it follows the release, and takes the key at once.
 func TestWaiterAttemptsBehindTheReleaseInFlight(t *testing.T) {
 	d := &flushWatch{Cluster: memnode.New(3, core.SystemClock{}), acquired: make(chan struct{})}
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
+	_, err := handToWaiter(t, d, time.Minute, func() { d.armed.Store(true) }, true)
+	require.NoError(t, err)
+	assert.True(t, d.overlap.Load(), "the waiter attempted only after the release's replies")
+}
+
+// handoff is a Client over a test's driver, with the guard of the test
+// and the counts of its waiters (waitersAt).
+type handoff struct {
+	c       *redlock.Client
+	ctx     context.Context
+	waiters <-chan int
+}
+
+// handToWaiter takes "k" on a Client over d, starts a Lock of it that
+// waits (and unlocks once it wins, if unlock), calls arm, unlocks the
+// first Lock, and returns the waiter's error. The retry delay is an hour:
+// only a release the Client hears, or the TTL, can wake the waiter.
+func handToWaiter(t *testing.T, d redlock.Driver, ttl time.Duration, arm func(), unlock bool) (handoff, error) {
+	t.Helper()
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: ttl,
 		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
-	defer cancel()
+	t.Cleanup(cancel)
 	first, err := c.TryLock(ctx, "k")
 	require.NoError(t, err)
 	got := make(chan error, 1)
 	go func() {
 		l, err := c.Lock(ctx, "k")
-		if err == nil {
+		if err == nil && unlock {
 			err = l.Unlock(ctx)
 		}
 		got <- err
 	}()
 	require.Equal(t, 1, <-waiters, "the waiter waits")
-	d.armed.Store(true)
+	arm()
 	require.NoError(t, first.Unlock(ctx))
-	require.NoError(t, <-got)
-	assert.True(t, d.overlap.Load(), "the waiter attempted only after the release's replies")
+	return handoff{c, ctx, waiters}, <-got
 }
 
 // quietLog is a memnode cluster that logs whether each token's release
@@ -584,29 +588,11 @@ func (b *overtakenBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 // hour) with nobody announcing the release.
 func TestHandoffOvertakenIsRetold(t *testing.T) {
 	d := &overtaken{Cluster: memnode.New(3, core.SystemClock{}), refused: make(chan struct{})}
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
-	c, err := redlock.NewClient(d, opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
-	defer cancel()
-	first, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	got := make(chan error, 1)
-	go func() {
-		l, err := c.Lock(ctx, "k")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
-	require.Equal(t, 1, <-waiters, "the follower waits")
-	d.armed.Store(true)
-	require.NoError(t, first.Unlock(ctx))
+	_, err := handToWaiter(t, d, time.Minute, func() { d.armed.Store(true) }, true)
 	select {
 	case <-d.refused:
 	default:
 		t.Fatal("the follower's attempt did not overtake the release: nothing tested")
 	}
-	require.NoError(t, <-got, "the follower took the key")
+	require.NoError(t, err, "the follower took the key")
 }
