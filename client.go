@@ -228,14 +228,17 @@ func (c *Client) TryLock(ctx context.Context, key string) (Lock, error) {
 // held, or when the holder's keys expire (a crashed holder), as learnt
 // from the failed attempt; announcements are hints, and every attempt is
 // the usual quorum round. Within the Client, one waiter per key makes the
-// attempts and the others queue behind it. Where a node's announcements
-// are not heard (its subscription is down, or refused: said once in the
-// log), Lock waits at most Config.Retry's delay, as with Options.Poll,
-// which always does.
+// attempts and the others queue behind it; a Lock of a key that others of
+// the Client wait for, or that a Lock of the Client holds, queues without
+// an attempt first. Where a node's announcements are not heard (its
+// subscription is down, or refused: said once in the log), Lock waits at
+// most Config.Retry's delay, as with Options.Poll, which always does.
 //
 // When ctx's deadline ends a wait, Lock returns the last attempt's error
-// (ErrTaken, typically). ctx cancelled, or ending during an attempt, gives
-// ErrCancelled. Errors are otherwise TryLock's.
+// (ErrTaken, typically), or ErrCancelled with the deadline as its cause
+// if it made none (it queued behind others of the Client). ctx
+// cancelled, or ending during an attempt, gives ErrCancelled. Errors are
+// otherwise TryLock's.
 func (c *Client) Lock(ctx context.Context, key string) (Lock, error) {
 	return c.lock(ctx, key, false)
 }
@@ -254,7 +257,7 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if c.obs.Fence != nil {
 		c.fenced(ctx, key, g)
 	}
-	if counted == nil {
+	if counted.q == nil {
 		counted = c.hold(g)
 	}
 	if !c.lease { // as locked does, inline: the uncontended path
@@ -270,9 +273,9 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 	}
 }
 
-// locked returns the Lock of g, won at at, that the wait room's queue
-// counted counts (nil: none).
-func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted *keyQueue) Lock {
+// locked returns the Lock of g, won at at, that the wait room counts as
+// counted (the zero held: not counted).
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted held) Lock {
 	if !c.lease {
 		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}
 	}
@@ -282,11 +285,25 @@ func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted
 }
 
 // hold counts a new Lock on g in the wait room (waitRoom.hold).
-func (c *Client) hold(g core.Grant) *keyQueue {
+func (c *Client) hold(g core.Grant) held {
 	if c.room == nil || c.room.queues.Load() == 0 { // before ValidUntil's arithmetic
-		return nil
+		return held{}
 	}
 	return c.room.hold(g.Key(), g.ValidUntil())
+}
+
+// reannounce makes up for a quiet release (Grant.WithHandoff) whose
+// waiter left without the key, nobody of this Client left to take it:
+// other processes' waiters heard nothing, and would wait for the old
+// key's expiry. A TryLock and its Unlock, which announces (or, with Fair,
+// hands the key to the first process the nodes queued), detached from
+// ctx's cancellation as a cleanup is. It may find the key taken already:
+// then its holder's release will announce.
+func (c *Client) reannounce(ctx context.Context, key string) {
+	ctx = context.WithoutCancel(ctx)
+	if l, err := c.lock(ctx, key, true); err == nil {
+		_ = l.Unlock(ctx) // its errors are the next holder's to meet
+	}
 }
 
 // lockObserved is lock for a Client with an Observer that times.
@@ -304,7 +321,7 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 		return Lock{}, err
 	}
 	c.fenced(ctx, key, g)
-	if counted == nil {
+	if counted.q == nil {
 		counted = c.hold(g)
 	}
 	return c.locked(ctx, g, end, counted), nil
@@ -321,7 +338,7 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // reading at the end of the last round (for a grant: when it was won).
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
-func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted *keyQueue, _ error) {
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted held, _ error) {
 	spec := &c.spec // not a copy: a Spec is 192 bytes
 	if once {
 		spec = &c.try
@@ -334,7 +351,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	}
 	a, err := spec.Acquire(key, core.Token{}, now)
 	if err != nil {
-		return core.Grant{}, 0, time.Time{}, nil, err
+		return core.Grant{}, 0, time.Time{}, held{}, err
 	}
 	started := now // the reading a's round started at; zero: unknown
 	var w *waiter  // joined at the first wait: the uncontended path allocates nothing here
@@ -466,8 +483,9 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 // multiplexed round is on its way (core.Flusher), before any reply is
 // awaited: a command sent after that takes effect on each node after the
 // round's. It is not told over a batch that cannot say so, nor for a
-// sequential round; run reports whether it was.
-func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled, told bool) {
+// sequential round; run returns the early release's number it was told
+// as (roomNews.tell), 0 if it was not.
+func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled bool, told uint64) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.seq
@@ -508,8 +526,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		} else if news.early {
 			if f, ok := b.(core.Flusher); ok {
 				f.Flush()
-				news.tell()
-				told = true
+				told = news.tell()
 			}
 			news = roomNews{}
 		}

@@ -32,7 +32,7 @@ type Lock struct {
 	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
-	counted  *keyQueue  // the wait room's queue that counts it held; nil: none
+	counted  held       // the wait room counts it (core.Queue.Hold); zero: not
 	// Otherwise st, nil until Context or Extend, written once under
 	// making before made is set. Not an atomic.Pointer: its Load makes
 	// every Lock whose methods are called escape to the heap.
@@ -346,10 +346,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
-	if c.fair && l.counted != nil {
+	if c.fair {
 		// Before the followers are counted: a Lock that comes later
 		// attempts rather than wait for a turn this release won't ask for.
-		l.counted.unhold()
+		l.counted.release()
 	}
 	var waiting, handoff bool
 	if c.room != nil { // Fair has a room
@@ -359,7 +359,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	var tell roomNews
 	switch {
 	case !c.fair:
-		tell = roomNews{room: c.room, held: l.counted, key: g.Key(), early: handoff}
+		tell = roomNews{room: c.room, counted: l.counted, key: g.Key(), early: handoff}
 	case handoff:
 		tell = roomNews{room: c.room, key: g.Key(), early: true}
 	}
@@ -371,16 +371,20 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// open to other processes, and with Fair the nodes hand it to the
 	// first waiter.
 	var err error
-	var told bool
+	var told uint64
 	if c.timing {
 		told, err = c.releaseObserved(ctx, g, l.at, lost, tell)
 	} else {
 		told, err = c.release(ctx, g, nil, tell)
 	}
-	if told {
-		tell.retell()
+	if told != 0 {
+		tell.retell(told)
 	} else {
+		tell.early = false // told once it is done: nothing to tell again
 		tell.tell()
+	}
+	if handoff && !c.room.settled(g.Key(), c.clock.Now()) {
+		c.reannounce(ctx, g.Key()) // its waiter left without the key
 	}
 	if lost != nil {
 		return lost
@@ -390,9 +394,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 
 // release runs g's release round to its end; vl, when not nil, hears
 // its answers. It tells the wait room news as soon as the round's
-// commands are on their way, if the driver says when (run), and reports
-// whether it did.
-func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news roomNews) (told bool, err error) {
+// commands are on their way, if the driver says when (run), and returns
+// the number it was told as; 0: not told.
+func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news roomNews) (told uint64, err error) {
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
@@ -401,7 +405,7 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 	}
 	r, err := c.spec.Release(g, now)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	_, told = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
 	return told, c.spec.Released(g, &r)
@@ -409,7 +413,7 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 
 // releaseObserved is release for a Client with an Observer, of a lock
 // acquired at at and lost with lost (nil: not lost).
-func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error, news roomNews) (told bool, err error) {
+func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error, news roomNews) (told uint64, err error) {
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the round's start too

@@ -43,12 +43,14 @@ import (
 )
 
 // CryptoTokens returns a TokenSource of 128-bit tokens: the AES-128-CTR
-// keystream under a key and a starting counter from crypto/rand, as
-// NIST's CTR_DRBG makes random bits. A token is one AES block of distinct
-// counters, so a source never repeats one (a permutation of distinct
-// blocks), and no token tells another without the key. It makes 32 at a
-// time, so a token costs no allocation, no system call, and a fraction
-// of the cost of reading crypto/rand for it. Safe for concurrent use.
+// keystream under a key and a starting counter from crypto/rand (the
+// generator of NIST's CTR_DRBG, without its reseeding: a token must be
+// unique and unguessable, not secret after the fact). A token is one
+// AES block of distinct counters, so a source never repeats one (a
+// permutation of distinct blocks), and no token tells another without
+// the key. It makes 32 at a time, so a token costs no allocation, no
+// system call, and a fraction of the cost of reading crypto/rand for it.
+// Safe for concurrent use.
 func CryptoTokens() core.TokenSource {
 	var key, iv [16]byte
 	rand.Read(key[:]) // never fails since Go 1.24: it crashes instead

@@ -57,7 +57,24 @@ type keyQueue struct {
 	mu      sync.Mutex
 	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
-	told    *waiter   // the head an early release told (roomNews.retell)
+	told    *waiter   // the head the last early release told, or its successor (roomNews.retell)
+	tells   uint64    // counts the early releases told: the last one's number
+}
+
+// held is a Lock that the wait room counts (core.Queue.Hold): the key's
+// queue and the Hold's number; the zero held counts nothing.
+type held struct {
+	q *keyQueue
+	n uint64
+}
+
+// release takes back the Lock h counts.
+func (h held) release() {
+	if h.q != nil {
+		h.q.mu.Lock()
+		h.q.q.Unhold(h.n)
+		h.q.mu.Unlock()
+	}
 }
 
 // waiter is one Lock call waiting for a key.
@@ -142,19 +159,25 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 // zero Grant: none). What the new head hears is core.Queue.Handover's,
 // and the new head is woken either way; the key's watch stops with its
 // last waiter. A grant is counted as hold counts one, at once, and leave
-// returns the queue to give back to unhold; nil: no grant.
-func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted *keyQueue) {
+// returns it; the zero held: no grant. A head an early release told that
+// leaves without the key passes that on to its successor (retell).
+func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 	w.unhook()
 	q := w.q
 	locked := g.Key() != ""
 	q.mu.Lock()
 	if locked {
-		q.q.Hold(g.ValidUntil())
-		counted = q
+		counted = held{q, q.q.Hold(g.ValidUntil())}
 	}
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
+			if q.told == w {
+				q.told = nil
+				if !locked && len(q.waiters) > 0 {
+					q.told = q.waiters[0]
+				}
+			}
 			if r.waiters != nil {
 				r.waiters(WaitersEvent{Key: key, Waiters: len(q.waiters), Delta: -1})
 			}
@@ -196,29 +219,29 @@ func (r *waitRoom) expire(key string, q *keyQueue, n int) {
 }
 
 // hold counts a Lock of this Client on key, valid until until, if key
-// has a queue, and returns the queue to give back to unhold; nil: not
-// counted. A key with no queue has no waiter to tell: the uncontended
-// path pays a load.
-func (r *waitRoom) hold(key string, until time.Time) *keyQueue {
+// has a queue; the zero held: not counted. A key with no queue has no
+// waiter to tell: the uncontended path pays a load.
+func (r *waitRoom) hold(key string, until time.Time) held {
 	if r.queues.Load() == 0 {
-		return nil
+		return held{}
 	}
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
-	if q != nil {
-		q.mu.Lock()
-		q.q.Hold(until)
-		q.mu.Unlock()
+	if q == nil {
+		return held{}
 	}
-	return q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return held{q, q.q.Hold(until)}
 }
 
-// unhold takes back a Lock that hold counted on q.
-func (q *keyQueue) unhold() {
-	q.mu.Lock()
-	q.q.Unhold()
-	q.mu.Unlock()
+// settled reports whether key has a waiter in the room, or a valid Lock
+// of this Client at now: someone of this Client will take the key, or
+// has it. A quiet release that leaves it unsettled must be made up for
+// (Client.reannounce).
+func (r *waitRoom) settled(key string, now time.Time) bool {
+	return r.busy(key, now)
 }
 
 // busy reports whether key has waiters in the room or, at now, a valid
@@ -259,35 +282,38 @@ func (r *waitRoom) follows(key string) (waiting, handoff bool) {
 }
 
 // roomNews is what an Unlock tells the wait room of its release: the
-// Lock that held counted counts no more, and key's head tries at once. A
+// Lock that counted is counted no more, and key's head tries at once. A
 // release that hands the key on within the Client (core.Queue.Follow)
-// tells it as soon as its commands are on their way (early); another
-// without Fair, once it is done; another with Fair, nothing (the nodes
-// hand the key to a waiter, which hears its turn). A value, so that telling it makes nothing escape; the
+// tells it as soon as its commands are on their way (early), and again
+// once it is done (retell); another without Fair, once it is done;
+// another with Fair, nothing (the nodes hand the key to a waiter, which
+// hears its turn). A value, so that telling it makes nothing escape; the
 // zero roomNews tells nothing.
 type roomNews struct {
-	room  *waitRoom
-	held  *keyQueue
-	key   string
-	early bool
+	room    *waitRoom
+	counted held
+	key     string
+	early   bool
 }
 
-func (n roomNews) tell() {
-	if n.held != nil {
-		n.held.unhold()
-	}
+// tell tells it, and returns the early release's number (released).
+func (n roomNews) tell() uint64 {
+	n.counted.release()
 	if n.room != nil {
-		n.room.released(n.key, n.early)
+		return n.room.released(n.key, n.early)
 	}
+	return 0
 }
 
-// retell is for a release told early, once it is done: its commands
-// were on their way, but a node may still have run the head's attempt
-// first (another connection, as a WAIT lane's; a redirect), and the
-// release, quiet, tells nobody else. If the head told is still the head,
-// it hears every node again: an attempt that failed so is made again at
-// once, and one that won leaves the queue, which forgets it.
-func (n roomNews) retell() {
+// retell is for the release told early as number tell, once it is done:
+// its commands were on their way, but a node may still have run the
+// head's attempt first (another connection, as a WAIT lane's; a
+// redirect), and the release, quiet, tells nobody else. If the head it
+// told, or that head's successor after it left without the key, is the
+// head, it hears every node again: an attempt that failed so is made
+// again at once, and one that won leaves the queue. A later early
+// release's head is that release's to tell.
+func (n roomNews) retell(tell uint64) {
 	if n.room == nil || n.room.queues.Load() == 0 {
 		return
 	}
@@ -299,6 +325,9 @@ func (n roomNews) retell() {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.tells != tell {
+		return
+	}
 	if len(q.waiters) > 0 && q.waiters[0] == q.told {
 		q.q.Handover(false)
 		q.pokeHead()
@@ -308,24 +337,31 @@ func (n roomNews) retell() {
 
 // released tells key's head, if the key has waiters, that this Client
 // released key (core.Queue.Handover(false)); early: as soon as the
-// release was on its way, to be told again once it is done (retell).
-func (r *waitRoom) released(key string, early bool) {
+// release was on its way, to be told again once it is done (retell),
+// which needs the number released returns; 0: none.
+func (r *waitRoom) released(key string, early bool) uint64 {
 	if r.queues.Load() == 0 { // as mu and an empty keys would say
-		return
+		return 0
 	}
 	r.mu.Lock()
 	q := r.keys[key]
 	r.mu.Unlock()
-	if q != nil {
-		q.mu.Lock()
-		q.q.Handover(false) // released: the head hears every node
-		q.told = nil
-		if early && len(q.waiters) > 0 {
-			q.told = q.waiters[0]
-		}
-		q.pokeHead()
-		q.mu.Unlock()
+	if q == nil {
+		return 0
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.q.Handover(false) // released: the head hears every node
+	q.pokeHead()
+	if !early {
+		return 0
+	}
+	q.tells++
+	q.told = nil
+	if len(q.waiters) > 0 {
+		q.told = q.waiters[0]
+	}
+	return q.tells
 }
 
 // take returns and clears what the head heard and whether it must wait

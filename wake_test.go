@@ -14,6 +14,8 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/redigo"
 )
 
 // TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
@@ -595,4 +597,107 @@ func TestHandoffOvertakenIsRetold(t *testing.T) {
 		t.Fatal("the follower's attempt did not overtake the release: nothing tested")
 	}
 	require.NoError(t, err, "the follower took the key")
+}
+
+// gated is a memnode cluster whose batches cannot flush (no
+// core.Flusher): an armed release, before its first reply, says it is in
+// flight and waits for the gate.
+type gated struct {
+	core.Announcer
+	armed    atomic.Bool
+	inflight chan struct{}
+	gate     chan struct{}
+}
+
+func (d *gated) Begin(ctx context.Context) core.Batch {
+	return &gatedBatch{b: d.Announcer.Begin(ctx), d: d}
+}
+
+type gatedBatch struct {
+	b               core.Batch
+	d               *gated
+	release, waited bool
+}
+
+func (b *gatedBatch) Send(n int, cmd core.Command, deadline time.Time) {
+	b.release = b.release || cmd.Op == core.OpRelease
+	b.b.Send(n, cmd, deadline)
+}
+
+func (b *gatedBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if b.release && !b.waited && b.d.armed.CompareAndSwap(true, false) {
+		b.waited = true
+		close(b.d.inflight)
+		<-b.d.gate
+	}
+	return b.b.Receive(cancel)
+}
+
+func (b *gatedBatch) Close() { b.b.Close() }
+
+// TestQuietReleaseWhoseWaiterLeftIsAnnounced: a release that hands the
+// key to a waiter of its Client announces nothing; when that waiter
+// leaves without the key (its ctx ends) and nobody of the Client is left
+// to take it, the Client announces the free key all the same (a TryLock
+// and its Unlock; with Fair, on redis-server, where each process is its
+// own waiter in the nodes' queue, the Unlock hands the key to the other
+// process), so that another process's waiter takes it rather than sleep
+// until the old key's expiry (a minute; its retry delay is an hour).
+func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			var da, db core.Announcer
+			if fair {
+				_, addrs, _ := fairServers(t)
+				for _, d := range []*core.Announcer{&da, &db} {
+					c, err := redigo.Dial(addrs, drivers.Options{})
+					require.NoError(t, err)
+					t.Cleanup(func() { assert.NoError(t, c.Close()) })
+					*d = c
+				}
+			} else {
+				m := memnode.New(3, core.SystemClock{})
+				da, db = m, m
+			}
+			d := &gated{Announcer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
+			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
+			optsA, wa := waitersAt(redlock.Options{Config: cfg})
+			optsB, wb := waitersAt(redlock.Options{Config: cfg})
+			a, err := redlock.NewClient(d, optsA)
+			require.NoError(t, err)
+			b, err := redlock.NewClient(db, optsB)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
+			defer cancel()
+			first, err := a.TryLock(ctx, "k")
+			require.NoError(t, err)
+			other := make(chan error, 1)
+			go func() {
+				l, err := b.Lock(ctx, "k")
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				other <- err
+			}()
+			require.Equal(t, 1, <-wb, "the other process's waiter waits")
+			wctx, leave := context.WithCancel(ctx)
+			defer leave()
+			left := make(chan error, 1)
+			go func() {
+				_, err := a.Lock(wctx, "k")
+				left <- err
+			}()
+			require.Equal(t, 1, <-wa, "a waiter of the holder's Client waits")
+			d.armed.Store(true)
+			unlocked := make(chan error, 1)
+			go func() { unlocked <- first.Unlock(ctx) }()
+			<-d.inflight // the release, quiet, is on its way
+			leave()
+			require.Equal(t, 0, <-wa, "the waiter left")
+			require.ErrorIs(t, <-left, redlock.ErrCancelled)
+			close(d.gate)
+			require.NoError(t, <-unlocked)
+			require.NoError(t, <-other, "the other process heard the free key")
+		})
+	}
 }

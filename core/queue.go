@@ -30,8 +30,9 @@ type Queue struct {
 	heard uint32    // heard by the head and not yet taken
 	fresh bool      // the head must wait afresh: its predecessor took the lock
 	fair  bool      // Config.Fair: announcements are turns
-	holds int32     // the process's locks of the key (Hold), not yet released
-	until time.Time // the latest validity end among them
+	held  bool      // a lock of the process holds the key (Hold), not yet released
+	hold  uint64    // counts the Holds: the latest one's number, which Unhold names
+	until time.Time // its validity end
 	chain int32     // releases in a row handed on within the process (Follow)
 }
 
@@ -54,25 +55,25 @@ func (q *Queue) Announce(node int, now time.Time) {
 }
 
 // Hold records that a lock of this process took the key, valid until
-// until (Grant.ValidUntil). Call Unhold when its release starts.
-func (q *Queue) Hold(until time.Time) {
-	q.holds++
-	if until.After(q.until) {
-		q.until = until
-	}
+// until (Grant.ValidUntil), and returns its number for Unhold. It
+// replaces any earlier Hold: a new grant of the key means that every
+// earlier one's validity has ended, so an earlier lock that is never
+// released (a leak) stops counting at once.
+func (q *Queue) Hold(until time.Time) uint64 {
+	q.hold++
+	q.held, q.until = true, until
+	return q.hold
 }
 
-// Unhold records that one lock Hold recorded is being released. Without
-// Config.Fair, call it with Handover(false), once the release is on its
-// way; with Fair, before the release counts its followers
-// (Grant.WithFollowers), so that a waiter that comes later attempts
-// rather than wait for a turn the release does not ask for.
-func (q *Queue) Unhold() {
-	if q.holds > 0 {
-		q.holds--
-	}
-	if q.holds == 0 {
-		q.until = time.Time{}
+// Unhold records that the lock Hold numbered n is being released; a lock
+// that a later Hold replaced changes nothing. Without Config.Fair, call
+// it with Handover(false), once the release is on its way; with Fair,
+// before the release counts its followers (Grant.WithFollowers), so that
+// a waiter that comes later attempts rather than wait for a turn the
+// release does not ask for.
+func (q *Queue) Unhold(n uint64) {
+	if n == q.hold {
+		q.held, q.until = false, time.Time{}
 	}
 }
 
@@ -100,7 +101,7 @@ func (q *Queue) Follow() bool {
 // valid: a new waiter then waits behind it (Acquisition.WaitAgain) rather
 // than attempt. A lock that is never released stops counting at the end
 // of its validity.
-func (q *Queue) Holding(now time.Time) bool { return q.holds > 0 && now.Before(q.until) }
+func (q *Queue) Holding(now time.Time) bool { return q.held && now.Before(q.until) }
 
 // Handover records that the head left the queue having taken the lock
 // (locked), or that the lock was released: by this process, or by a head

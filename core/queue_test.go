@@ -116,8 +116,9 @@ func TestQueue(t *testing.T) {
 // new waiter waits behind it (Holding) and, without Fair, the head hears
 // no announcement (each is of a release before that lock took the key);
 // the lock's release (Unhold, Handover(false)) wakes the head with every
-// node. A lock never released counts only until its validity ends. With
-// Fair, announcements are turns and always reach the head.
+// node. A lock never released counts only until its validity ends, or
+// until a later Hold replaces it, whose release then ends the holding.
+// With Fair, announcements are turns and always reach the head.
 func TestQueueHolding(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	for _, fair := range []bool{false, true} {
@@ -125,32 +126,37 @@ func TestQueueHolding(t *testing.T) {
 		if q.Holding(t0) {
 			t.Fatalf("fair %v: holding before any Hold", fair)
 		}
-		q.Hold(t0.Add(10 * time.Second))
-		q.Hold(t0.Add(5 * time.Second)) // an earlier end does not shorten it
+		n := q.Hold(t0.Add(10 * time.Second))
 		q.Announce(1, t0)
 		heard, _ := q.Take()
 		if want := map[bool]uint32{false: 0, true: 0b010}[fair]; !q.Holding(t0) || heard != want {
 			t.Fatalf("fair %v: holding %v, heard %#b; want holding, heard %#b", fair, q.Holding(t0), heard, want)
 		}
-		q.Unhold()
-		if !q.Holding(t0.Add(9 * time.Second)) {
-			t.Fatalf("fair %v: one of two holds released: not holding", fair)
-		}
-		q.Unhold()
+		q.Unhold(n)
 		q.Handover(false)
 		if heard, _ := q.Take(); q.Holding(t0) || heard != 0b111 {
 			t.Fatalf("fair %v: released: holding %v, heard %#b; want every node", fair, q.Holding(t0), heard)
 		}
-		q.Unhold() // more releases than holds: no negative count
-		q.Hold(t0.Add(time.Second))
+
+		// A leak: never released. A later lock replaces it; its release
+		// ends the holding, and the leak's late Unhold changes nothing.
+		leak := q.Hold(t0.Add(time.Minute))
+		later := q.Hold(t0.Add(2 * time.Second))
+		q.Unhold(later)
+		if q.Holding(t0) {
+			t.Fatalf("fair %v: a leaked lock kept the key counted after the later lock's release", fair)
+		}
+		again := q.Hold(t0.Add(3 * time.Second))
+		q.Unhold(leak)
 		if !q.Holding(t0) {
-			t.Fatalf("fair %v: an Unhold too many cancelled a later Hold", fair)
+			t.Fatalf("fair %v: the leak's late Unhold ended a later lock's holding", fair)
 		}
 		// Never released: it stops counting at its validity's end.
-		q.Announce(0, t0.Add(time.Second))
-		if heard, _ := q.Take(); q.Holding(t0.Add(time.Second)) || heard != 0b001 {
-			t.Fatalf("fair %v: past the validity: holding %v, heard %#b", fair, q.Holding(t0.Add(time.Second)), heard)
+		q.Announce(0, t0.Add(3*time.Second))
+		if heard, _ := q.Take(); q.Holding(t0.Add(3*time.Second)) || heard != 0b001 {
+			t.Fatalf("fair %v: past the validity: holding %v, heard %#b", fair, q.Holding(t0.Add(3*time.Second)), heard)
 		}
+		q.Unhold(again)
 	}
 }
 
@@ -160,10 +166,10 @@ func TestQueueAllocatesNothing(t *testing.T) {
 	q := newEnv(t, 5, core.Multiplexed, core.Config{}).l.spec.Queue()
 	var sum uint32
 	if got := mallocsPerRun(100, func() {
-		q.Hold(time.Unix(1, 0))
+		n := q.Hold(time.Unix(1, 0))
 		q.Announce(2, time.Time{})
 		_ = q.Holding(time.Time{})
-		q.Unhold()
+		q.Unhold(n)
 		q.Handover(false)
 		q.Handover(true)
 		heard, _ := q.Take()
