@@ -158,7 +158,10 @@ func loop(ctx context.Context, hot *target.HotKey, sh *Shared, spec ChildSpec, t
 				sh.Store(v + 1)
 				sh.Leave()
 				call := Now()
-				err = l.Unlock(release)
+				// Its acquire rounds, if any (a release that handed the key
+				// to a waiter that then left is announced by a TryLock and
+				// its Unlock), are this contender's.
+				err = l.Unlock(WithAttempts(release, &n))
 				rel := Now()
 				if err != nil {
 					fail(err)
