@@ -218,16 +218,22 @@ func (r *waitRoom) expire(key string, q *keyQueue, n int) {
 	}
 }
 
+// queue returns key's queue, or nil. When no key has a queue it costs a
+// load rather than mu and a lookup: the uncontended path pays that.
+func (r *waitRoom) queue(key string) *keyQueue {
+	if r.queues.Load() == 0 { // as mu and an empty keys would say
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys[key]
+}
+
 // hold counts a Lock of this Client on key, valid until until, if key
 // has a queue; the zero held: not counted. A key with no queue has no
 // waiter to tell: the uncontended path pays a load.
 func (r *waitRoom) hold(key string, until time.Time) held {
-	if r.queues.Load() == 0 {
-		return held{}
-	}
-	r.mu.Lock()
-	q := r.keys[key]
-	r.mu.Unlock()
+	q := r.queue(key)
 	if q == nil {
 		return held{}
 	}
@@ -236,23 +242,12 @@ func (r *waitRoom) hold(key string, until time.Time) held {
 	return held{q, q.q.Hold(until)}
 }
 
-// settled reports whether key has a waiter in the room, or a valid Lock
-// of this Client at now: someone of this Client will take the key, or
-// has it. A quiet release that leaves it unsettled must be made up for
-// (Client.reannounce).
-func (r *waitRoom) settled(key string, now time.Time) bool {
-	return r.busy(key, now)
-}
-
 // busy reports whether key has waiters in the room or, at now, a valid
-// Lock of this Client: a new waiter's attempt would find it taken.
+// Lock of this Client: a new waiter's attempt would find it taken, and
+// someone of this Client will take the key, or has it (a quiet release
+// that leaves it not busy must be made up for: Client.reannounce).
 func (r *waitRoom) busy(key string, now time.Time) bool {
-	if r.queues.Load() == 0 {
-		return false
-	}
-	r.mu.Lock()
-	q := r.keys[key]
-	r.mu.Unlock()
+	q := r.queue(key)
 	if q == nil {
 		return false
 	}
@@ -264,12 +259,7 @@ func (r *waitRoom) busy(key string, now time.Time) bool {
 // follows reports whether key has waiters in the room, and whether a
 // release hands the key on to them (core.Queue.Follow).
 func (r *waitRoom) follows(key string) (waiting, handoff bool) {
-	if r.queues.Load() == 0 { // as mu and an empty keys would say
-		return false, false
-	}
-	r.mu.Lock()
-	q := r.keys[key]
-	r.mu.Unlock()
+	q := r.queue(key)
 	if q == nil {
 		return false, false
 	}
@@ -314,12 +304,10 @@ func (n roomNews) tell() uint64 {
 // again at once, and one that won leaves the queue. A later early
 // release's head is that release's to tell.
 func (n roomNews) retell(tell uint64) {
-	if n.room == nil || n.room.queues.Load() == 0 {
+	if n.room == nil {
 		return
 	}
-	n.room.mu.Lock()
-	q := n.room.keys[n.key]
-	n.room.mu.Unlock()
+	q := n.room.queue(n.key)
 	if q == nil {
 		return
 	}
@@ -340,12 +328,7 @@ func (n roomNews) retell(tell uint64) {
 // release was on its way, to be told again once it is done (retell),
 // which needs the number released returns; 0: none.
 func (r *waitRoom) released(key string, early bool) uint64 {
-	if r.queues.Load() == 0 { // as mu and an empty keys would say
-		return 0
-	}
-	r.mu.Lock()
-	q := r.keys[key]
-	r.mu.Unlock()
+	q := r.queue(key)
 	if q == nil {
 		return 0
 	}
