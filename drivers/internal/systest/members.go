@@ -536,7 +536,11 @@ func sentinelClient(t *testing.T, md Members, g *redistest.SentinelGroup, replic
 // validity has ended, and nobody else before.
 func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
-	const ttl = 4 * time.Second
+	// The failover must end within the TTL, or the promoted replica's copy
+	// has expired. It takes DownAfter, then an election; a split vote
+	// retries after twice the FailoverTimeout (4 s), and one was seen to
+	// take the failover to 7 s. 15 s leaves room for three elections.
+	const ttl = 15 * time.Second
 	holder := sentinelClient(t, md, g, 2, ttl)
 	other := sentinelClient(t, md, g, 0, ttl)
 	ctx := context.Background()
@@ -551,7 +555,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 	got := make(chan time.Time, 1)
 	waiting := make(chan struct{})
 	go func() {
-		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		wctx, cancel := context.WithTimeout(ctx, 2*ttl)
 		defer cancel()
 		_, err := other.TryLock(wctx, "failover")
 		assert.ErrorIs(t, err, redlock.ErrTaken, "held before the failover")
@@ -566,7 +570,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 	<-waiting
 	old := g.KillMaster()
 	promoted := g.WaitFailover(t, old.Addr)
-	assert.Equal(t, lock.Token().String(), get(t, promoted, "failover"), "the promoted replica holds the key")
+	assert.Equal(t, lock.Token().String(), get(t, promoted, "failover"), "the promoted replica holds the key (%v of the lock's validity left)", time.Until(until))
 
 	_, err = other.TryLock(ctx, "failover")
 	if time.Now().Before(until) {
