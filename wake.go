@@ -57,8 +57,6 @@ type keyQueue struct {
 	mu      sync.Mutex
 	q       core.Queue
 	waiters []*waiter // joined under waitRoom.mu too, so that leave's emptiness check holds
-	told    *waiter   // the head the last early release told, or its successor (roomNews.retell)
-	tells   uint64    // counts the early releases told: the last one's number
 }
 
 // held is a Lock that the wait room counts (core.Queue.Hold): the key's
@@ -159,8 +157,7 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 // zero Grant: none). What the new head hears is core.Queue.Handover's,
 // and the new head is woken either way; the key's watch stops with its
 // last waiter. A grant is counted as hold counts one, at once, and leave
-// returns it; the zero held: no grant. A head an early release told that
-// leaves without the key passes that on to its successor (retell).
+// returns it; the zero held: no grant.
 func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 	w.unhook()
 	q := w.q
@@ -172,12 +169,6 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
-			if q.told == w {
-				q.told = nil
-				if !locked && len(q.waiters) > 0 {
-					q.told = q.waiters[0]
-				}
-			}
 			if r.waiters != nil {
 				r.waiters(WaitersEvent{Key: key, Waiters: len(q.waiters), Delta: -1})
 			}
@@ -296,13 +287,7 @@ func (n roomNews) tell() uint64 {
 }
 
 // retell is for the release told early as number tell, once it is done:
-// its commands were on their way, but a node may still have run the
-// head's attempt first (another connection, as a WAIT lane's; a
-// redirect), and the release, quiet, tells nobody else. If the head it
-// told, or that head's successor after it left without the key, is the
-// head, it hears every node again: an attempt that failed so is made
-// again at once, and one that won leaves the queue. A later early
-// release's head is that release's to tell.
+// the head hears every node again if core.Queue.Retell says so.
 func (n roomNews) retell(tell uint64) {
 	if n.room == nil {
 		return
@@ -313,14 +298,9 @@ func (n roomNews) retell(tell uint64) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.tells != tell {
-		return
-	}
-	if len(q.waiters) > 0 && q.waiters[0] == q.told {
-		q.q.Handover(false)
+	if q.q.Retell(tell, len(q.waiters) > 0) {
 		q.pokeHead()
 	}
-	q.told = nil
 }
 
 // released tells key's head, if the key has waiters, that this Client
@@ -339,12 +319,7 @@ func (r *waitRoom) released(key string, early bool) uint64 {
 	if !early {
 		return 0
 	}
-	q.tells++
-	q.told = nil
-	if len(q.waiters) > 0 {
-		q.told = q.waiters[0]
-	}
-	return q.tells
+	return q.q.Told(len(q.waiters) > 0)
 }
 
 // take returns and clears what the head heard and whether it must wait

@@ -34,6 +34,8 @@ type Queue struct {
 	hold  uint64    // counts the Holds: the latest one's number, which Unhold names
 	until time.Time // its validity end
 	chain int32     // releases in a row handed on within the process (Follow)
+	tells uint64    // counts the early releases (Told): the last one's number
+	told  bool      // the head was told of release tells early, or succeeded one that was and left without the lock
 }
 
 // MaxChain is how many releases in a row Queue.Follow hands on within
@@ -114,10 +116,42 @@ func (q *Queue) Holding(now time.Time) bool { return q.held && now.Before(q.unti
 // attempt while the new holder works.
 func (q *Queue) Handover(locked bool) {
 	if locked {
-		q.heard, q.fresh = 0, true
+		q.heard, q.fresh, q.told = 0, true, false
 		return
 	}
 	q.heard, q.fresh = q.all, false
+}
+
+// Told records a release by this process that hands the key on within it
+// (Follow), heard by the head as soon as its commands were on their way
+// (Handover(false) then), and returns its number for Retell; waiting:
+// the process has a waiter, which was told.
+func (q *Queue) Told(waiting bool) uint64 {
+	q.tells++
+	q.told = waiting
+	return q.tells
+}
+
+// Retell decides, once the release Told numbered n is done, whether the
+// head hears every node again (Handover(false)), and returns true if so:
+// the caller wakes the head. The release's commands were on their way,
+// but a node may still have run the head's attempt first (on another
+// connection, as a WAIT lane's, or after a redirect), and the release,
+// quiet, tells nobody else; an attempt that failed so is made again at
+// once. It does so if the head it told, or a successor of that head that
+// left without the lock, is the head (waiting: the process has a
+// waiter), and no later early release was told since: that one's head is
+// its own to tell.
+func (q *Queue) Retell(n uint64, waiting bool) bool {
+	if n != q.tells {
+		return false
+	}
+	told := q.told && waiting
+	q.told = false
+	if told {
+		q.Handover(false)
+	}
+	return told
 }
 
 // Take returns what the head has heard since it last took, bit i for node

@@ -172,6 +172,7 @@ func TestQueueAllocatesNothing(t *testing.T) {
 		q.Unhold(n)
 		q.Handover(false)
 		q.Handover(true)
+		q.Retell(q.Told(true), true)
 		heard, _ := q.Take()
 		sum += heard
 	}); got != 0 {
@@ -194,5 +195,56 @@ func TestQueueFollow(t *testing.T) {
 				t.Fatalf("fair %v, round %d: release %d in a row handed on within the process", fair, round, core.MaxChain+1)
 			}
 		}
+	}
+}
+
+// TestQueueRetell: once an early release is done, its head hears every
+// node again, or the successor of a head that left without the lock; not
+// after a head took the lock, after a later early release, nor without a
+// waiter.
+func TestQueueRetell(t *testing.T) {
+	q := newEnv(t, 3, core.Multiplexed, core.Config{}).l.spec.Queue()
+	all := uint32(1<<3 - 1)
+	retold := func(n uint64, waiting bool) uint32 {
+		q.Take()
+		if !q.Retell(n, waiting) {
+			return 0
+		}
+		heard, fresh := q.Take()
+		if fresh {
+			t.Fatal("a retold head waits afresh")
+		}
+		return heard
+	}
+	for _, tc := range []struct {
+		name    string
+		between func() // after the tell, before the retell
+		waiting bool
+		want    uint32
+	}{
+		{"the head it told", func() {}, true, all},
+		{"a successor of a head that gave up", func() { q.Handover(false) }, true, all},
+		{"after a head took the lock", func() { q.Handover(true) }, true, 0},
+		{"without a waiter", func() {}, false, 0},
+	} {
+		n := q.Told(true)
+		tc.between()
+		if got := retold(n, tc.waiting); got != tc.want {
+			t.Errorf("%s: the head heard %b, want %b", tc.name, got, tc.want)
+		}
+	}
+	first := q.Told(true)
+	second := q.Told(true)
+	if got := retold(first, true); got != 0 {
+		t.Errorf("an earlier release retold after a later one: heard %b", got)
+	}
+	if got := retold(second, true); got != all {
+		t.Errorf("the later release: heard %b, want %b", got, all)
+	}
+	if got := retold(second, true); got != 0 {
+		t.Errorf("a release retold twice: heard %b", got)
+	}
+	if n := q.Told(false); retold(n, true) != 0 {
+		t.Error("a release told to no waiter retells one that came later")
 	}
 }
