@@ -43,6 +43,13 @@ func ValidityWithoutDrift() (restore func()) {
 	return func() { mutations.validityWithoutDrift = false }
 }
 
+// ChainNeverOpens makes Queue.Follow hand every release on within the
+// process, and returns the function that fixes it.
+func ChainNeverOpens() (restore func()) {
+	mutations.chainNeverOpens = true
+	return func() { mutations.chainNeverOpens = false }
+}
+
 // NodeStatus returns node i's answer recorded in r; 0 means none yet.
 func NodeStatus(r *Round, i int) Status {
 	s, _ := r.tally.statusOf(i)

@@ -23,4 +23,7 @@ var mutations struct {
 	// wakeOnHeldOnly wakes a waiter only on announcements from nodes its
 	// failed attempt found held, as before a quorum announced free counted.
 	wakeOnHeldOnly bool
+	// chainNeverOpens makes Queue.Follow hand every release on within the
+	// process: a process that always has a waiter keeps the key for ever.
+	chainNeverOpens bool
 }

@@ -91,7 +91,7 @@ func (q *Queue) Unhold(n uint64) {
 // nodes' queue), the head woken only once it is done (with Fair, by its
 // turn), so that the other processes get their turn.
 func (q *Queue) Follow() bool {
-	if q.chain >= MaxChain {
+	if q.chain >= MaxChain && !mutations.chainNeverOpens {
 		q.chain = 0
 		return false
 	}

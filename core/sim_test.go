@@ -241,3 +241,12 @@ func TestSimulationSeesWaitBehindStaleKey(t *testing.T) {
 	seesDefect(t, []sim.Config{sim.WaitersStale(3), sim.WaitersStale(5), sim.WaitersAnnounced(5)},
 		core.WakeOnHeldOnly, "stalled wait", func(v sim.Violations) int { return v.LongWait })
 }
+
+// TestSimulationSeesAChainThatNeverOpens: a process whose releases are
+// all handed on within it (Queue.Follow never opening one) keeps the key
+// from the other processes' heads, which the skipped-waiter checker
+// reports in the Fair process configurations, and none with the fix.
+func TestSimulationSeesAChainThatNeverOpens(t *testing.T) {
+	seesDefect(t, []sim.Config{sim.ProcessesFair(3), sim.ProcessesFair(5)},
+		core.ChainNeverOpens, "chain that never opens", func(v sim.Violations) int { return v.Skipped })
+}

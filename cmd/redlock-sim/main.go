@@ -92,10 +92,11 @@ func configs() []sim.Config {
 	out = append(out, waiterConfigs()...)
 	out = append(out, leaseConfigs()...)
 	out = append(out, queueConfigs()...)
+	out = append(out, processConfigs()...)
 	out = append(out, failoverConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
-			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n),
+			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n), sim.ProcessesForgetSuccessor(n),
 			sim.FailoverNoWait(n), sim.FailoverNoWaitFenced(n))
 	}
 	return out
@@ -163,9 +164,26 @@ func queueConfigs() []sim.Config {
 	return append(out, sim.QueueFaulty(5, core.Sequential), sim.QueuePersistent(5))
 }
 
+// processConfigs returns the configurations of processes of several
+// waiters (Config.Waiters), which hand the key on within themselves,
+// within the assumptions: announced and Fair, fault-free and with every
+// fault, both fan-outs.
+func processConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		out = append(out, sim.Processes(n), sim.ProcessesFair(n))
+	}
+	for _, n := range []int{3, 5} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			out = append(out, sim.ProcessesFaulty(n, fo), sim.ProcessesFairFaulty(n, fo))
+		}
+	}
+	return out
+}
+
 // waiters reports whether cfg is one of waiterConfigs or queueConfigs.
 func waiters(cfg sim.Config) bool {
-	return strings.HasPrefix(cfg.Name, "waiters") || strings.HasPrefix(cfg.Name, "queue")
+	return strings.HasPrefix(cfg.Name, "waiters") || strings.HasPrefix(cfg.Name, "queue") || cfg.Waiters > 1
 }
 
 // broken reports whether cfg breaks an assumption on purpose.
@@ -199,10 +217,10 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	start := time.Now()
 	out.printf("redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision()) //nolint:gosec // G115: main checks schedules >= 1
-	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s\n",
+	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
 		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss",
-		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip")
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck")
 	ok := true
 	var total sim.Result
 	var within, withinCfgs int
@@ -229,11 +247,11 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
+		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
 			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, verdict)
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -256,7 +274,8 @@ liveness after a holder crash, release hygiene, a lease going on after a
 round proved the lock lost, a fence not above that of every acquisition
 completed before it, a loss declared at or after the end of validity, a
 waiter whose quorum was announced free waiting past its retry delay, a
-Fair waiter overtaken more than Config.MaxOvertaken times in one wait).`)
+Fair waiter overtaken more than Config.MaxOvertaken times in one wait, a
+process whose head waited with nothing to wake it).`)
 	if len(firsts) > 0 {
 		out.println("\nFirst violation per configuration:")
 		for _, s := range firsts {
@@ -354,6 +373,20 @@ func queues(out *printer, rs []result) {
 tickets moved (QueueLoss, QueueSkew); acquisitions won while a waiter with
 an earlier ticket waited (once per such waiter), and the most times one
 waiter was overtaken in one wait.`)
+	out.printf("\nProcesses of several waiters:\n%-58s %8s %8s %8s %8s %8s\n",
+		"configuration", "acquired", "chained", "opened", "retold", "max")
+	for _, x := range rs {
+		if x.cfg.Waiters <= 1 {
+			continue
+		}
+		q := x.r.Queue
+		out.printf("%-58s %8d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Chained, q.Opened, q.Retold, q.MaxOvertaken)
+	}
+	out.println(`Columns: acquisitions; releases handed on within a process (quiet), and
+those its waiters followed that were open to every process; early tells
+of a handed-on release told again once it was done; with Fair, the most
+times one process's head was overtaken in one wait (bound: Config's plus
+MaxChain+1 per other process).`)
 }
 
 // failovers prints what the failovers did in the configurations of

@@ -167,6 +167,10 @@ func (c *client) announcement(n int) {
 }
 
 func (c *client) announce(n int) {
+	if c.p != nil {
+		c.p.notify(n) // c carries its process's watch: the head hears it
+		return
+	}
 	c.heard = true
 	c.annSince |= 1 << n
 	c.acq.Announce(n, c.now())
@@ -176,6 +180,9 @@ func (c *client) announce(n int) {
 // setListening tells the acquisition which nodes' subscriptions are
 // confirmed.
 func (c *client) setListening() {
+	if c.p != nil {
+		return // the process's head reads its watch at each look (proc.step)
+	}
 	l := c.confirmed
 	if !c.watching {
 		l = 0
@@ -189,7 +196,7 @@ func (c *client) setListening() {
 // rewake, after an announcement or a change of listening in PhaseWait,
 // starts the next attempt if WakeAt has come, or moves the wake to it.
 func (c *client) rewake() {
-	if c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if c.p != nil || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
 		return
 	}
 	at := c.acq.WakeAt()
@@ -205,6 +212,7 @@ func (c *client) rewake() {
 // wakes are stale.
 func (c *client) scheduleWake() {
 	c.wakeGen++
+	c.armed = c.wakeGen
 	c.wakeAt = c.acq.WakeAt()
 	c.w.schedule(event{at: max(realAt(c.wakeAt, c.ppm), c.w.now), kind: evWake, c: c.id, gen: c.wakeGen})
 }

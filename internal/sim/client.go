@@ -73,6 +73,19 @@ type client struct {
 	// cleanup, and how often others overtook it since.
 	ticket    int64
 	overtaken int
+
+	// With Config.Waiters (proc.go): its process; whether it waits in the
+	// process's queue; the pokes on their way to it; the wake generation
+	// last set (armed == wakeGen: a wake is set); the room's count of its
+	// lock (Queue.Hold's number, 0: none, and the Queue's gen); and its
+	// release: handing the key on, to tell early, told as number told.
+	p              *proc
+	queued         bool
+	pokes          int
+	armed          uint64
+	hold, holdGen  uint64
+	handoff, early bool
+	told, toldGen  uint64
 }
 
 // use is one stretch of real time during which a client used a lock.
@@ -162,6 +175,11 @@ func (c *client) handle(e event) {
 		if e.gen == c.wakeGen && c.state == acquiring && c.acq.Phase() == core.PhaseWait {
 			c.wake()
 		}
+	case evPoke:
+		c.pokes--
+		c.step()
+	case evLinger:
+		c.p.expire(e.gen)
 	case evSubConfirm, evSubLost:
 		c.subEvent(e)
 	case evAnnounce:
@@ -171,11 +189,15 @@ func (c *client) handle(e event) {
 			c.timer()
 		}
 	case evPause:
-		c.pause(time.Duration(e.dur))
+		for _, m := range c.process() {
+			m.pause(time.Duration(e.dur))
+		}
 	case evResume:
 		c.resume()
 	case evClientCrash:
-		c.crash()
+		for _, m := range c.process() {
+			m.crash()
+		}
 	}
 }
 
@@ -192,10 +214,28 @@ func (c *client) start() {
 		panic("sim: " + err.Error())
 	}
 	c.state, c.acq = acquiring, a
-	c.ticket, c.overtaken = 0, 0
-	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 1
+	c.ticket, c.overtaken, c.hold = 0, 0, 0
+	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
+	if p := c.p; p != nil && p.busy(c) {
+		// Others of its process wait for the key or hold it: it waits
+		// behind them rather than attempt.
+		p.join(c)
+		c.waitAfresh()
+		c.step()
+		return
+	}
+	c.attempts = 1
 	c.w.res.Attempts++
 	c.drive(c.acq.Round())
+}
+
+// process returns the clients of c's process: c alone without
+// Config.Waiters.
+func (c *client) process() []*client {
+	if c.p != nil {
+		return c.p.members
+	}
+	return []*client{c}
 }
 
 // drive starts a round and sends what it can.
@@ -219,6 +259,9 @@ func (c *client) pump() {
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm)}
 		c.w.send(c.id, m)
 		c.w.schedule(event{at: m.deadline, kind: evTimeout, c: c.id, n: node, msg: m})
+	}
+	if c.early && c.state == releasing {
+		c.tellEarly() // every command of the release is on its way
 	}
 	if c.round.Done() {
 		c.roundDone()
@@ -260,8 +303,14 @@ func (c *client) roundDone() {
 		case core.PhaseWait:
 			c.startWait()
 		case core.PhaseDone:
-			c.unwatch()
 			lock, err := c.acq.Result()
+			if c.p != nil {
+				if c.queued {
+					c.p.leave(c, lock, err == nil)
+				}
+			} else {
+				c.unwatch()
+			}
 			if err != nil {
 				c.idle()
 				return
@@ -280,6 +329,9 @@ func (c *client) roundDone() {
 		c.leaseStep()
 	case releasing:
 		c.checkHygiene(r)
+		if c.p != nil {
+			c.released()
+		}
 		c.idle()
 	}
 }
@@ -336,6 +388,13 @@ func (c *client) startWait() {
 		retry = core.DefaultRetry
 	}
 	c.retryEnd = c.now().Add(retry.Delay(c.attempts, c.firstDraw))
+	if c.p != nil {
+		if !c.queued {
+			c.p.join(c)
+		}
+		c.step()
+		return
+	}
 	if !c.watching {
 		c.watch() // the first wait: as redlock's Lock, which joins then
 	}
@@ -367,10 +426,16 @@ func (c *client) acquired(g core.Grant) {
 		c.lease = c.watchSpec.Lease(g)
 	}
 	c.lastSetEnd, c.grantAt = w.now, w.now
+	if p := c.p; p != nil && c.hold == 0 && p.exists {
+		c.hold, c.holdGen = p.q.Hold(g.ValidUntil()), p.gen // a lock that never waited counts too
+	}
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
 	w.noteAcquired(c)
 	if w.chance(w.cfg.Faults.PauseAfterAcquire) {
-		c.pause(time.Duration(w.between(0, w.cfg.Faults.MaxPause)))
+		d := time.Duration(w.between(0, w.cfg.Faults.MaxPause))
+		for _, m := range c.process() {
+			m.pause(d)
+		}
 		return
 	}
 	c.use()
@@ -500,7 +565,11 @@ func (c *client) release() {
 	c.stopUsing()
 	c.timerGen++
 	c.w.noteRelease(c)
-	r, err := c.spec.Release(c.lease.Grant(), c.now())
+	g := c.lease.Grant()
+	if c.p != nil {
+		g = c.releaseGrant(g)
+	}
+	r, err := c.spec.Release(g, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
@@ -540,4 +609,7 @@ func (c *client) crash() {
 	c.stopUsing()
 	c.unwatch() // its connections close
 	c.crashed = true
+	if p := c.p; p != nil {
+		p.waiters, c.queued = nil, false
+	}
 }

@@ -12,6 +12,10 @@ type Config struct {
 	Name    string
 	Nodes   int
 	Clients int
+	// Waiters, above 1, groups the clients into processes of that many
+	// (the last may have fewer): the Locks of one redlock.Client, which
+	// share its wait room (proc.go). Zero or 1: every client is a process.
+	Waiters int
 	FanOut  core.FanOut
 	TTL     time.Duration
 	// NodeTimeout and Retry go to every client's core.Config.
@@ -239,6 +243,10 @@ type Faults struct {
 	// SkipHead (broken): a release hands the key to the second waiter
 	// whenever two or more wait.
 	SkipHead bool
+	// ForgetSuccessor (broken, with Config.Waiters): a head that leaves
+	// its process's queue pokes no successor, which then waits for
+	// whatever the process hears next, if anything.
+	ForgetSuccessor bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -292,6 +300,11 @@ type QueueCounts struct {
 	// ticket waited, once per such waiter; MaxOvertaken is the most times
 	// one waiter was overtaken in one wait.
 	Overtakes, MaxOvertaken int
+	// With Config.Waiters: releases handed on within a process (quiet),
+	// releases its waiters followed that were open to every process (one
+	// in MaxChain+1 in a row), and early tells retold once the release
+	// was done.
+	Chained, Opened, Retold int
 }
 
 // AnnounceCounts counts release announcements.
@@ -358,11 +371,14 @@ type Violations struct {
 	// Skipped counts waiters that acquisitions overtook more than
 	// Config.MaxOvertaken times while they waited in a Fair queue (fair.go).
 	Skipped int
+	// Stuck counts processes (Config.Waiters) whose head waited, at the
+	// end of a schedule, with nothing to wake it (proc.go).
+	Stuck int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck
 }
 
 func (r *Result) add(o Result) {
@@ -415,12 +431,16 @@ func (r *Result) add(o Result) {
 	v.LateLoss += u.LateLoss
 	v.LongWait += u.LongWait
 	v.Skipped += u.Skipped
+	v.Stuck += u.Stuck
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost
 	q.Skewed += p.Skewed
 	q.Overtakes += p.Overtakes
 	q.MaxOvertaken = max(q.MaxOvertaken, p.MaxOvertaken)
+	q.Chained += p.Chained
+	q.Opened += p.Opened
+	q.Retold += p.Retold
 	if r.First == "" {
 		r.First = o.First
 	}

@@ -566,3 +566,61 @@ func FailoverNoWaitFenced(n int) Config {
 	c.Fencing = true
 	return c
 }
+
+// Processes is WaitersAnnounced with the clients in processes
+// (Config.Waiters, proc.go): three processes of four waiters each, as
+// three redlock.Clients whose goroutines lock the key again and again,
+// with short work (0-5 ms) and thinking (0-2 ms), so that a process
+// nearly always has a waiter and hands the key on within itself, every
+// MaxChain+1st release open to the others.
+func Processes(n int) Config {
+	c := WaitersAnnounced(n)
+	c.Name = "processes, announced N=" + strconv.Itoa(n)
+	c.Clients, c.Waiters = 12, 4
+	c.Work = [2]time.Duration{0, 5 * ms}
+	c.Think = [2]time.Duration{0, 2 * ms}
+	return c
+}
+
+// ProcessesFair is Processes with Config.Fair: the open release of a
+// chain serves the nodes' queue, so that a process's head is overtaken
+// at most a chain per other process (maxOvertaken).
+func ProcessesFair(n int) Config {
+	c := Processes(n)
+	c.Name = "processes, fair N=" + strconv.Itoa(n)
+	c.Fair = true
+	return c
+}
+
+// ProcessesFaulty is Processes with every fault of WaitersFaulty: loss,
+// late and reordered commands (an attempt may then overtake the release
+// it follows), a node crash, clock-rate errors, pauses and crashes of
+// whole processes, leases, and every announcement fault; fan-out fo.
+func ProcessesFaulty(n int, fo core.FanOut) Config {
+	c := WaitersFaulty(n, fo)
+	c.Name = "processes, all faults N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Clients, c.Waiters = 12, 4
+	c.Work = [2]time.Duration{0, c.TTL / 4}
+	c.Think = [2]time.Duration{0, 2 * ms}
+	return c
+}
+
+// ProcessesFairFaulty is QueueFaulty's faults (every fault, every
+// client listening, queue entries lost and reordered) over processes.
+func ProcessesFairFaulty(n int, fo core.FanOut) Config {
+	c := ProcessesFaulty(n, fo)
+	q := QueueFaulty(n, fo)
+	c.Name = "processes, fair, all faults N=" + strconv.Itoa(n) + " " + fo.String()
+	c.Fair, c.Announce.Listen, c.MaxOvertaken = true, 1, q.MaxOvertaken
+	c.Faults.QueueLoss, c.Faults.QueueSkew, c.Faults.SkewBy = q.Faults.QueueLoss, q.Faults.QueueSkew, q.Faults.SkewBy
+	return c
+}
+
+// ProcessesForgetSuccessor is Processes whose heads poke no successor as
+// they leave: the stuck-process checker must see it.
+func ProcessesForgetSuccessor(n int) Config {
+	c := Processes(n)
+	c.Name = "broken: processes forget the successor N=" + strconv.Itoa(n)
+	c.Faults.ForgetSuccessor = true
+	return c
+}

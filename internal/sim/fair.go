@@ -37,11 +37,21 @@ type entry struct {
 // the key free after a handoff expired, or that won on nodes whose queue
 // lost or reordered its entry. A queue that skips its head overtakes it
 // at every release while two or more wait.
+//
+// With Config.Waiters, a waiter is its process's head, and each other
+// process may take up to MaxChain+1 turns in a row (core.Queue.Follow)
+// before the open release serves the nodes' queue: the bound counts
+// that chain once per other process on top.
 func (c Config) maxOvertaken() int {
+	bound := 8
 	if c.MaxOvertaken > 0 {
-		return c.MaxOvertaken
+		bound = c.MaxOvertaken
 	}
-	return 8
+	if c.Waiters > 1 {
+		procs := (c.Clients + c.Waiters - 1) / c.Waiters
+		bound += (core.MaxChain + 1) * (procs - 1)
+	}
+	return bound
 }
 
 // applyFair runs a Fair acquire or release from client c at real time t.
@@ -153,6 +163,9 @@ func (w *world) checkOvertakes(x *client) {
 	for _, c := range w.clients {
 		if c == x || c.crashed || c.state != acquiring || c.ticket == 0 || (x.ticket != 0 && x.ticket <= c.ticket) {
 			continue
+		}
+		if p := c.p; p != nil && (p == x.p || !c.queued || p.waiters[0] != c) {
+			continue // its process's turns are its head's
 		}
 		c.overtaken++
 		w.res.Queue.Overtakes++

@@ -38,6 +38,7 @@ func Run(cfg Config, seed uint64) Result {
 		c.stopUsing()
 	}
 	w.checkExclusion()
+	w.checkStuck()
 	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
 		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
 			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
@@ -72,6 +73,7 @@ func newWorld(cfg Config, seed uint64) *world {
 	for _, c := range w.clients {
 		c.listener = w.chance(a.Listen)
 	}
+	w.groupProcs()
 	length := int64(cfg.Length)
 	for range f.NodeCrashes {
 		w.schedule(event{at: w.rng.Int64N(length), kind: evNodeCrash, n: w.rng.IntN(cfg.Nodes)})
@@ -108,13 +110,13 @@ func (w *world) dispatch(e event) {
 	case evSubscribe:
 		w.subscribe(e)
 	case evSubDrop:
-		if w.dropSub(e.n, e.c) {
+		if w.dropSub(e.n, w.conn(e.c)) {
 			w.res.Announce.SubDrops++
 		}
 	case evForge:
 		w.res.Announce.Forged++
 		e.kind = evAnnounce
-		w.clients[e.c].handle(e)
+		w.clients[w.conn(e.c)].handle(e)
 	case evNodeCrash:
 		w.crashNode(e.n, w.cfg.Faults.RestartDelay)
 	case evNodeRestart:

@@ -129,6 +129,46 @@ func TestQueueWithinAssumptions(t *testing.T) {
 	}
 }
 
+// TestProcessesWithinAssumptions: processes of four waiters that hand
+// the key on within themselves (proc.go), announced and Fair, fault-free
+// and with every fault: no checker finds anything, chains were handed
+// on and opened, and early tells were retold where releases fan out at
+// once.
+func TestProcessesWithinAssumptions(t *testing.T) {
+	for _, cfg := range []Config{Processes(3), ProcessesFair(5), ProcessesFaulty(5, core.Multiplexed),
+		ProcessesFaulty(3, core.Sequential), ProcessesFairFaulty(3, core.Multiplexed), ProcessesFairFaulty(5, core.Sequential)} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			q := r.Queue
+			if r.Acquisitions < schedulesPerConfig || q.Chained == 0 || (q.Retold > 0) != (cfg.FanOut == core.Multiplexed) {
+				t.Fatalf("%d acquisitions, %+v", r.Acquisitions, q)
+			}
+			// Faults break chains before they reach MaxChain+1; fault-free
+			// schedules run them to their end.
+			if faultFree := cfg.Faults == (Faults{ClientPPM: 5000, NodePPM: 5000}); faultFree && (q.Opened == 0 || cfg.Fair && q.MaxOvertaken <= core.MaxChain) {
+				t.Fatalf("no chain opened, or no head waited through another process's: %+v", q)
+			}
+		})
+	}
+}
+
+// TestStuckCheckerSeesAForgottenSuccessor: heads that leave their
+// process's queue without poking the successor make the stuck-process
+// checker, and only it, report violations.
+func TestStuckCheckerSeesAForgottenSuccessor(t *testing.T) {
+	for _, n := range []int{3, 5} {
+		r := Campaign(ProcessesForgetSuccessor(n), 1, schedulesPerConfig)
+		v := r.Violations
+		if v.Stuck == 0 || v.Total() != v.Stuck {
+			t.Fatalf("N=%d: %+v in %d schedules", n, v, r.Schedules)
+		}
+		t.Logf("N=%d: %+v in %d schedules; first: %s", n, v, r.Schedules, r.First)
+	}
+}
+
 // TestSkippedCheckerSeesAQueueThatSkipsItsHead: nodes whose release hands
 // the key to the second waiter make the skipped-waiter checker, and only
 // it, report violations; the same schedules with a sound queue do not

@@ -90,6 +90,7 @@ type world struct {
 	free    []int32 // free slab indices
 	nodes   []node
 	clients []*client
+	procs   []*proc // with Config.Waiters (proc.go)
 	res     Result
 	// lastDelivery[c][n] is when the latest in-order message from client c
 	// reached node n: in-order messages never overtake each other, as on
@@ -150,6 +151,8 @@ const (
 	evReplLink                         // replica c of node n (re)connects and resyncs
 	evRejoin                           // node n's failed master comes back, as its replica c
 	evWaitEnd                          // WAIT gen's timeout passes
+	evPoke                             // client c's process pokes it to look at its wait (proc.go)
+	evLinger                           // the linger gen of process c's watch ends (proc.go)
 )
 
 // message is one command and, once applied, its reply.
@@ -383,8 +386,9 @@ func (w *world) send(c int, m message) {
 		w.schedule(event{at: w.now + lat, kind: evRequest, c: c, n: m.node, msg: m})
 		return
 	}
-	at := max(w.now+lat, w.lastDelivery[c][m.node]+1)
-	w.lastDelivery[c][m.node] = at
+	conn := w.conn(c)
+	at := max(w.now+lat, w.lastDelivery[conn][m.node]+1)
+	w.lastDelivery[conn][m.node] = at
 	w.schedule(event{at: at, kind: evRequest, c: c, n: m.node, msg: m})
 }
 
@@ -394,9 +398,9 @@ func (w *world) deliver(e event) {
 	m := e.msg
 	m.appliedAt = -1
 	if n.up {
-		m.status = n.apply(&m, e.c, w.now, w)
+		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
-		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair {
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet {
 			w.publish(e.n) // the release script PUBLISHes after its delete
 		}
 		if m.ttl > 0 && w.chance(w.cfg.Announce.UnknownTTL) {

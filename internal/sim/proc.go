@@ -1,0 +1,278 @@
+package sim
+
+import (
+	"slices"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// Processes of several waiters (Config.Waiters): the clients of one
+// process are the Locks of one redlock.Client, and share what the Client
+// shares among them (wake.go's wait room), every decision of which is
+// core.Queue's:
+//
+//   - one connection to each node, in order: the nodes know the process
+//     by its first client's id (its Fair waiter id, its subscription);
+//   - one watch of the key, which the first client carries: it starts
+//     with the key's first waiter and stops a linger after its last
+//     (the room forgets the key then, and its Queue);
+//   - the waiters in order: only the head attempts and hears the key's
+//     announcements (Queue.Announce, dropped while a lock of the process
+//     holds the key, without Fair); the others wait to be poked;
+//   - a new acquisition waits behind the key's waiters or its holder in
+//     the process (Acquisition.WaitAgain) rather than attempt;
+//   - a release that the process's waiters follow hands the key on
+//     within it (Queue.Follow, Grant.WithHandoff): quiet, with Fair
+//     outside the nodes' queue, the head told as soon as its commands
+//     are sent and again once it is done (Queue.Told, Queue.Retell);
+//     every MaxChain+1st is open to the other processes.
+//
+// What a process does not do: its waiters never give up (no ctx ends),
+// so the re-announcement of a quiet release whose waiter left
+// (Client.reannounce) has nothing to make up for; and a pause or a crash
+// takes the whole process. The Stuck checker looks, at the end of each
+// schedule, for a process whose head waits with nothing to wake it: no
+// wake set, no poke on its way.
+
+// proc is one process of Config.Waiters clients.
+type proc struct {
+	id      int     // its first client's id: the nodes know the process by it
+	anchor  *client // its first client, which carries the process's watch (announce.go)
+	members []*client
+	exists  bool   // the wait room has the key: from a join until the linger after the last leave
+	gen     uint64 // counts the room's Queues of the key: a Hold or Told of an earlier one names nothing in q
+	lingers uint64
+	q       core.Queue
+	waiters []*client // head first
+}
+
+// conn returns the id the nodes know client c by: its process's, which
+// has one connection to each node.
+func (w *world) conn(c int) int {
+	if len(w.procs) > 0 {
+		return w.clients[c].p.id
+	}
+	return c
+}
+
+// groupProcs groups the world's clients into processes of cfg.Waiters.
+func (w *world) groupProcs() {
+	k := w.cfg.Waiters
+	if k <= 1 {
+		return
+	}
+	var p *proc
+	for i, c := range w.clients {
+		if i%k == 0 {
+			p = &proc{id: i, anchor: c}
+			w.procs = append(w.procs, p)
+		}
+		p.members = append(p.members, c)
+		c.p = p
+	}
+}
+
+// busy reports whether a new acquisition of the process waits behind
+// others of it: the key has waiters in the room or, at now, a lock of
+// the process holds it (redlock's waitRoom.busy).
+func (p *proc) busy(c *client) bool {
+	return p.exists && (len(p.waiters) > 0 || p.q.Holding(c.now()))
+}
+
+// join queues c, the room making the key's Queue and starting its watch
+// if it has none.
+func (p *proc) join(c *client) {
+	if !p.exists {
+		p.exists = true
+		p.gen++
+		p.q = c.spec.Queue()
+		p.anchor.watch()
+	}
+	p.lingers++ // a linger under way stops nothing
+	c.queued = true
+	p.waiters = append(p.waiters, c)
+}
+
+// leave takes c out of the queue with its lock g, if locked, which the
+// room counts (Queue.Hold); a head that leaves hands over (Queue.Handover)
+// and its successor is poked. The watch lingers after the last waiter.
+func (p *proc) leave(c *client, g core.Grant, locked bool) {
+	c.queued = false
+	if locked {
+		c.hold, c.holdGen = p.q.Hold(g.ValidUntil()), p.gen
+	}
+	if j := slices.Index(p.waiters, c); j >= 0 {
+		p.waiters = slices.Delete(p.waiters, j, j+1)
+		if j == 0 {
+			p.q.Handover(locked)
+			if !c.w.cfg.Faults.ForgetSuccessor {
+				p.pokeHead(c.w)
+			}
+		}
+	}
+	if len(p.waiters) == 0 {
+		p.lingers++
+		linger := c.w.cfg.TTL // redlock's watchLinger (1 s), scaled as the schedules' times are
+		c.w.schedule(event{at: c.w.now + int64(linger), kind: evLinger, c: p.id, gen: p.lingers})
+	}
+}
+
+// expire forgets the key and stops its watch, unless a waiter came since
+// the linger n started.
+func (p *proc) expire(n uint64) {
+	if p.exists && len(p.waiters) == 0 && p.lingers == n {
+		p.exists = false
+		p.anchor.unwatch()
+	}
+}
+
+// notify records node n's announcement, or a "maybe missed" one, for the
+// head (Queue.Announce) and pokes it.
+func (p *proc) notify(n int) {
+	p.q.Announce(n, p.anchor.now())
+	p.pokeHead(p.anchor.w)
+}
+
+// pokeHead wakes the head, if any, to look at its wait.
+func (p *proc) pokeHead(w *world) {
+	if len(p.waiters) > 0 {
+		h := p.waiters[0]
+		h.pokes++
+		w.schedule(event{at: w.now, kind: evPoke, c: h.id})
+	}
+}
+
+// listening returns the nodes whose subscription of the process's watch
+// is confirmed.
+func (p *proc) listening() uint32 {
+	if a := p.anchor; a.watching {
+		return a.confirmed
+	}
+	return 0
+}
+
+// step is a queued waiter's look at its wait (redlock's Client.wait):
+// the head takes what the process heard (Queue.Take), waits afresh if
+// its predecessor took the lock, and sleeps until WakeAt; the others
+// wait for a poke.
+func (c *client) step() {
+	p := c.p
+	if !c.queued || p.waiters[0] != c || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+		return
+	}
+	now := c.now()
+	heard, fresh := p.q.Take()
+	if fresh {
+		c.waitAfresh()
+	}
+	c.acq.SetListening(p.listening())
+	for n := 0; heard != 0; n, heard = n+1, heard>>1 {
+		if heard&1 != 0 {
+			c.heard = true
+			c.annSince |= 1 << n
+			c.acq.Announce(n, now)
+		}
+	}
+	c.checkWait()
+	switch at := c.acq.WakeAt(); {
+	case !at.After(now):
+		c.wake()
+	case c.armed != c.wakeGen || !at.Equal(c.wakeAt):
+		c.scheduleWake()
+	}
+}
+
+// waitAfresh starts the wait again (Acquisition.WaitAgain): a retry
+// delay from now, nothing learnt before.
+func (c *client) waitAfresh() {
+	c.acq.WaitAgain(c.now())
+	c.retryEnd = c.acq.WakeAt()
+	c.ours, c.annSince, c.heard = 0, 0, false
+}
+
+// unhold takes back the room's count of c's lock (Queue.Unhold).
+func (c *client) unhold() {
+	if c.hold != 0 && c.holdGen == c.p.gen {
+		c.p.q.Unhold(c.hold)
+	}
+	c.hold = 0
+}
+
+// releaseGrant returns g as c's release hands it on (redlock's Unlock):
+// with Fair the lock is uncounted first; the release of a key whose
+// process has waiters queues the process again (WithFollowers) or hands
+// the key on within it (Queue.Follow, WithHandoff).
+func (c *client) releaseGrant(g core.Grant) core.Grant {
+	p, w := c.p, c.w
+	if w.cfg.Fair {
+		c.unhold()
+	}
+	waiting := p.exists && len(p.waiters) > 0
+	c.handoff = waiting && p.q.Follow()
+	c.early = c.handoff && w.cfg.FanOut != core.Sequential
+	c.told = 0
+	switch {
+	case c.handoff:
+		w.res.Queue.Chained++
+	case waiting:
+		w.res.Queue.Opened++
+	}
+	return g.WithFollowers(waiting).WithHandoff(c.handoff)
+}
+
+// tellEarly, once every command of a release that hands the key on is
+// sent, tells the head, whose attempt then follows the release on each
+// node's connection.
+func (c *client) tellEarly() {
+	c.early = false
+	p := c.p
+	if !c.w.cfg.Fair {
+		c.unhold()
+	}
+	if p.exists {
+		p.q.Handover(false)
+		p.pokeHead(c.w)
+		c.told, c.toldGen = p.q.Told(len(p.waiters) > 0), p.gen
+	}
+}
+
+// released tells the room, once c's release is done, what Unlock does:
+// the early tell retold if Queue.Retell says so; otherwise, without
+// Fair or for a release that handed the key on, the head hears every
+// node.
+func (c *client) released() {
+	p, w := c.p, c.w
+	if c.told != 0 {
+		if c.toldGen == p.gen && p.q.Retell(c.told, len(p.waiters) > 0) {
+			w.res.Queue.Retold++
+			p.pokeHead(w)
+		}
+		c.told = 0
+		return
+	}
+	if !w.cfg.Fair {
+		c.unhold()
+	}
+	if (!w.cfg.Fair || c.handoff) && p.exists {
+		p.q.Handover(false)
+		p.pokeHead(w)
+	}
+}
+
+// checkStuck, at the end of a schedule, reports a process whose head
+// waits with nothing to wake it.
+func (w *world) checkStuck() {
+	for _, p := range w.procs {
+		if len(p.waiters) == 0 {
+			continue
+		}
+		h := p.waiters[0]
+		if h.crashed || h.paused || h.pokes > 0 || h.state != acquiring || h.acq.Phase() != core.PhaseWait {
+			continue
+		}
+		if h.armed != h.wakeGen {
+			w.violation(&w.res.Violations.Stuck, "process %d: its head, client %d, waits with no wake set and no poke coming (%d waiters)",
+				p.id, h.id, len(p.waiters))
+		}
+	}
+}
