@@ -405,12 +405,14 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 		poke = w.arm()
 		var heard uint32
 		var fresh bool
-		heard, fresh, head = w.take()
+		var place int64
+		heard, fresh, head, place = w.take()
 		if head {
 			now := c.now(vl)
 			if fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
+			a.Queued(place) // Fair: the Client's place, which its failed attempts keep
 			if heard != 0 {
 				w.heardAt = now // the attempt it starts may win: a handoff
 			}

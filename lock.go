@@ -407,6 +407,9 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 	if err != nil {
 		return 0, err
 	}
+	if t := r.Command().Ticket; t > 0 {
+		c.room.queued(g.Key(), t) // Fair, followed: the Client's place in the nodes' queue
+	}
 	_, told = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
 	return told, c.spec.Released(g, &r)
 }

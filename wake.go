@@ -323,16 +323,31 @@ func (r *waitRoom) released(key string, early bool) uint64 {
 }
 
 // take returns and clears what the head heard and whether it must wait
-// afresh (core.Queue.Take), if w is the head, and whether it is.
-func (w *waiter) take() (heard uint32, fresh, head bool) {
+// afresh (core.Queue.Take), if w is the head, and whether it is, with
+// the Client's place in the nodes' queue (core.Queue.Ticket).
+func (w *waiter) take() (heard uint32, fresh, head bool, place int64) {
 	q := w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 || q.waiters[0] != w {
-		return 0, false, false
+		return 0, false, false, 0
 	}
 	heard, fresh = q.q.Take()
-	return heard, fresh, true
+	return heard, fresh, true, q.q.Ticket()
+}
+
+// queued records that a release queued the Client under ticket in the
+// nodes' queue of key (core.Queue.Queued), if key has a queue, and pokes
+// the head to take that place (take).
+func (r *waitRoom) queued(key string, ticket int64) {
+	q := r.queue(key)
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.q.Queued(ticket)
+	q.pokeHead()
 }
 
 // arm returns a channel closed at the next poke, closed already if one

@@ -136,6 +136,16 @@ func (a *Acquisition) startAttempt(now time.Time) {
 // exclusion.
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
+// Queued records, with Config.Fair, that the nodes queued the
+// acquisition's process under ticket (Queue.Ticket): the cleanups of its
+// failed attempts keep that place rather than queue it at the back. The
+// earliest place it knows counts; 0 changes nothing.
+func (a *Acquisition) Queued(ticket int64) {
+	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) {
+		a.ticket = ticket
+	}
+}
+
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }
 

@@ -36,6 +36,7 @@ type Queue struct {
 	chain int32     // releases in a row handed on within the process (Follow)
 	tells uint64    // counts the early releases (Told): the last one's number
 	told  bool      // the head was told of release tells early, or succeeded one that was and left without the lock
+	place int64     // Config.Fair: the ticket the nodes queued the process under (Queued); 0: none known
 }
 
 // MaxChain is how many releases in a row Queue.Follow hands on within
@@ -116,11 +117,29 @@ func (q *Queue) Holding(now time.Time) bool { return q.held && now.Before(q.unti
 // attempt while the new holder works.
 func (q *Queue) Handover(locked bool) {
 	if locked {
-		q.heard, q.fresh, q.told = 0, true, false
+		q.heard, q.fresh, q.told, q.place = 0, true, false, 0
 		return
 	}
 	q.heard, q.fresh = q.all, false
 }
+
+// Queued records, with Config.Fair, that a release of the process's
+// lock queued the process under ticket (the release round's
+// Command.Ticket, Grant.WithFollowers): its place in the nodes' queue,
+// which the head keeps (Ticket, Acquisition.Queued) until a waiter of
+// the process takes the lock (Handover(true)), which takes the process
+// out of the nodes' queue. Without it, a head that never attempted would
+// queue the process at the back at its first failed attempt: after a
+// turn it missed on a node, say.
+func (q *Queue) Queued(ticket int64) {
+	if ticket > 0 && q.place == 0 {
+		q.place = ticket
+	}
+}
+
+// Ticket returns the place Queued recorded, for the head's
+// Acquisition.Queued; 0: none.
+func (q *Queue) Ticket() int64 { return q.place }
 
 // Told records a release by this process that hands the key on within it
 // (Follow), heard by the head as soon as its commands were on their way

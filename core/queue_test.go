@@ -248,3 +248,45 @@ func TestQueueRetell(t *testing.T) {
 		t.Error("a release told to no waiter retells one that came later")
 	}
 }
+
+// TestQueuePlace: the place a release queued the process under is kept
+// (the earliest) until a waiter of the process takes the lock, and the
+// head's failed attempt queues the process under it, not at the back.
+func TestQueuePlace(t *testing.T) {
+	e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true, Retry: core.DefaultRetry})
+	q := e.l.spec.Queue()
+	q.Queued(100)
+	q.Queued(200) // a later release of the process: its entry keeps the first place
+	if got := q.Ticket(); got != 100 {
+		t.Fatalf("place %d, want 100", got)
+	}
+	q.Handover(false) // a head that gave up: the process is still queued
+	if got := q.Ticket(); got != 100 {
+		t.Fatalf("after a head gave up: place %d, want 100", got)
+	}
+	q.Handover(true) // a waiter took the lock: the process left the nodes' queue
+	if got := q.Ticket(); got != 0 {
+		t.Fatalf("after a waiter took the lock: place %d, want 0", got)
+	}
+
+	a, err := e.l.spec.Acquire("k", core.Token{}, e.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Queued(0) // nothing known: no change
+	a.Queued(42)
+	a.Queued(99) // a later place does not replace an earlier one
+	r := a.Round()
+	for {
+		if _, _, _, ok := r.Next(e.clock.Now()); !ok {
+			break
+		}
+	}
+	for n := range 3 {
+		r.Receive(core.Reply{Node: n, Status: core.StatusHeld})
+	}
+	a.RoundDone(e.clock.Now())
+	if cmd := a.Round().Command(); cmd.Op != core.OpRelease || cmd.Ticket != 42 {
+		t.Fatalf("the failed attempt's cleanup: %v with ticket %d, want a release with ticket 42", cmd.Op, cmd.Ticket)
+	}
+}

@@ -573,6 +573,10 @@ func (c *client) release() {
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
+	if t := r.Command().Ticket; t > 0 && c.p != nil && c.p.exists {
+		c.p.q.Queued(t) // the process's place, which its head takes at its next look
+		c.p.pokeHead(c.w)
+	}
 	c.state, c.own = releasing, r
 	c.drive(&c.own)
 }

@@ -40,8 +40,11 @@ type entry struct {
 //
 // With Config.Waiters, a waiter is its process's head, and each other
 // process may take up to MaxChain+1 turns in a row (core.Queue.Follow)
-// before the open release serves the nodes' queue: the bound counts
-// that chain once per other process on top.
+// before its open release serves the nodes' queue: the bound adds that
+// chain once per other process, and once more for a chain that another
+// process's timed attempt started by taking the key in the moment a
+// handed-on release left it free (a quiet release is outside the
+// queue, and a free key is anyone's).
 func (c Config) maxOvertaken() int {
 	bound := 8
 	if c.MaxOvertaken > 0 {
@@ -49,7 +52,7 @@ func (c Config) maxOvertaken() int {
 	}
 	if c.Waiters > 1 {
 		procs := (c.Clients + c.Waiters - 1) / c.Waiters
-		bound += (core.MaxChain + 1) * (procs - 1)
+		bound += (core.MaxChain + 1) * procs
 	}
 	return bound
 }
@@ -147,9 +150,18 @@ func (n *node) handOn(t int64, handoff time.Duration, w *world) {
 
 // noteTicket records the ticket of client c's cleanup: its place in the
 // queues while it waits.
+//
+// With Config.Waiters the place is the process's: the nodes keep one
+// entry per process, under the ticket that queued it first (a failed
+// attempt's cleanup, or a release its waiters follow), until one of its
+// clients acquires.
 func (c *client) noteTicket(cmd core.Command) {
-	if cmd.Fair && cmd.Op == core.OpRelease && cmd.Ticket > 0 && c.ticket == 0 {
-		c.ticket = cmd.Ticket
+	t := &c.ticket
+	if c.p != nil {
+		t = &c.p.ticket
+	}
+	if cmd.Fair && cmd.Op == core.OpRelease && cmd.Ticket > 0 && *t == 0 {
+		*t = cmd.Ticket
 	}
 }
 
@@ -160,12 +172,13 @@ func (w *world) checkOvertakes(x *client) {
 	if !w.cfg.Fair {
 		return
 	}
+	if len(w.procs) > 0 {
+		w.checkProcOvertakes(x.p)
+		return
+	}
 	for _, c := range w.clients {
 		if c == x || c.crashed || c.state != acquiring || c.ticket == 0 || (x.ticket != 0 && x.ticket <= c.ticket) {
 			continue
-		}
-		if p := c.p; p != nil && (p == x.p || !c.queued || p.waiters[0] != c) {
-			continue // its process's turns are its head's
 		}
 		c.overtaken++
 		w.res.Queue.Overtakes++
@@ -175,4 +188,25 @@ func (w *world) checkOvertakes(x *client) {
 				c.id, c.ticket, c.overtaken, x.id, x.ticket)
 		}
 	}
+}
+
+// checkProcOvertakes is checkOvertakes for processes (Config.Waiters),
+// when a client of x acquires: an overtake of every other process with a
+// waiting head and an earlier ticket, and a violation for one overtaken
+// more than maxOvertaken times while it waited. x's place in the queue
+// is taken.
+func (w *world) checkProcOvertakes(x *proc) {
+	for _, p := range w.procs {
+		if p == x || p.ticket == 0 || len(p.waiters) == 0 || p.waiters[0].crashed || (x.ticket != 0 && x.ticket <= p.ticket) {
+			continue
+		}
+		p.overtaken++
+		w.res.Queue.Overtakes++
+		w.res.Queue.MaxOvertaken = max(w.res.Queue.MaxOvertaken, p.overtaken)
+		if p.overtaken == w.cfg.maxOvertaken()+1 {
+			w.violation(&w.res.Violations.Skipped, "process %d (ticket %d) was overtaken %d times while it waited; the last by process %d (ticket %d)",
+				p.id, p.ticket, p.overtaken, x.id, x.ticket)
+		}
+	}
+	x.ticket, x.overtaken = 0, 0
 }

@@ -44,6 +44,10 @@ type proc struct {
 	lingers uint64
 	q       core.Queue
 	waiters []*client // head first
+	// With Fair (fair.go): the ticket the nodes queued the process under,
+	// 0 once it acquired, and how often others overtook it since.
+	ticket    int64
+	overtaken int
 }
 
 // conn returns the id the nodes know client c by: its process's, which
@@ -165,6 +169,7 @@ func (c *client) step() {
 	if fresh {
 		c.waitAfresh()
 	}
+	c.acq.Queued(p.q.Ticket())
 	c.acq.SetListening(p.listening())
 	for n := 0; heard != 0; n, heard = n+1, heard>>1 {
 		if heard&1 != 0 {
