@@ -182,7 +182,10 @@
 //     (Grant.WithFollowers) and hands the key to the first process the
 //     nodes queued. So the queue orders processes in turns of at most
 //     MaxChain+1 critical sections, and a turn within a process costs
-//     one round trip.
+//     one round trip. The place that release queued the process under
+//     is the process's (Queue.Queued): its next head keeps it in the
+//     cleanups of its failed attempts (Acquisition.Queued) rather than
+//     queue the process at the back.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.
