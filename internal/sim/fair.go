@@ -180,13 +180,20 @@ func (w *world) checkOvertakes(x *client) {
 		if c == x || c.crashed || c.state != acquiring || c.ticket == 0 || (x.ticket != 0 && x.ticket <= c.ticket) {
 			continue
 		}
-		c.overtaken++
-		w.res.Queue.Overtakes++
-		w.res.Queue.MaxOvertaken = max(w.res.Queue.MaxOvertaken, c.overtaken)
-		if c.overtaken == w.cfg.maxOvertaken()+1 {
-			w.violation(&w.res.Violations.Skipped, "client %d (ticket %d) was overtaken %d times while it waited; the last by client %d (ticket %d)",
-				c.id, c.ticket, c.overtaken, x.id, x.ticket)
-		}
+		w.overtake(&c.overtaken, "client", c.id, c.ticket, x.id, x.ticket)
+	}
+}
+
+// overtake counts one overtake, by what has id by and ticket byTicket,
+// of a waiter (a client, or a process: what) overtaken *n times so far,
+// and reports it once past maxOvertaken.
+func (w *world) overtake(n *int, what string, id int, ticket int64, by int, byTicket int64) {
+	*n++
+	w.res.Queue.Overtakes++
+	w.res.Queue.MaxOvertaken = max(w.res.Queue.MaxOvertaken, *n)
+	if *n == w.cfg.maxOvertaken()+1 {
+		w.violation(&w.res.Violations.Skipped, "%s %d (ticket %d) was overtaken %d times while it waited; the last by %s %d (ticket %d)",
+			what, id, ticket, *n, what, by, byTicket)
 	}
 }
 
@@ -200,13 +207,7 @@ func (w *world) checkProcOvertakes(x *proc) {
 		if p == x || p.ticket == 0 || len(p.waiters) == 0 || p.waiters[0].crashed || (x.ticket != 0 && x.ticket <= p.ticket) {
 			continue
 		}
-		p.overtaken++
-		w.res.Queue.Overtakes++
-		w.res.Queue.MaxOvertaken = max(w.res.Queue.MaxOvertaken, p.overtaken)
-		if p.overtaken == w.cfg.maxOvertaken()+1 {
-			w.violation(&w.res.Violations.Skipped, "process %d (ticket %d) was overtaken %d times while it waited; the last by process %d (ticket %d)",
-				p.id, p.ticket, p.overtaken, x.id, x.ticket)
-		}
+		w.overtake(&p.overtaken, "process", p.id, p.ticket, x.id, x.ticket)
 	}
 	x.ticket, x.overtaken = 0, 0
 }

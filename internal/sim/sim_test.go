@@ -159,10 +159,17 @@ func TestProcessesWithinAssumptions(t *testing.T) {
 // process's queue without poking the successor make the stuck-process
 // checker, and only it, report violations.
 func TestStuckCheckerSeesAForgottenSuccessor(t *testing.T) {
+	seenOnlyBy(t, ProcessesForgetSuccessor, func(v Violations) int { return v.Stuck })
+}
+
+// seenOnlyBy runs the broken configurations mk makes at N=3 and 5: the
+// checker whose violations count returns, and only it, must report some.
+func seenOnlyBy(t *testing.T, mk func(n int) Config, count func(Violations) int) {
+	t.Helper()
 	for _, n := range []int{3, 5} {
-		r := Campaign(ProcessesForgetSuccessor(n), 1, schedulesPerConfig)
+		r := Campaign(mk(n), 1, schedulesPerConfig)
 		v := r.Violations
-		if v.Stuck == 0 || v.Total() != v.Stuck {
+		if count(v) == 0 || v.Total() != count(v) {
 			t.Fatalf("N=%d: %+v in %d schedules", n, v, r.Schedules)
 		}
 		t.Logf("N=%d: %+v in %d schedules; first: %s", n, v, r.Schedules, r.First)
@@ -174,14 +181,7 @@ func TestStuckCheckerSeesAForgottenSuccessor(t *testing.T) {
 // it, report violations; the same schedules with a sound queue do not
 // (TestQueueWithinAssumptions).
 func TestSkippedCheckerSeesAQueueThatSkipsItsHead(t *testing.T) {
-	for _, n := range []int{3, 5} {
-		r := Campaign(QueueSkipsHead(n), 1, schedulesPerConfig)
-		v := r.Violations
-		if v.Skipped == 0 || v.Total() != v.Skipped {
-			t.Fatalf("N=%d: %+v in %d schedules", n, v, r.Schedules)
-		}
-		t.Logf("N=%d: %+v in %d schedules; first: %s", n, v, r.Schedules, r.First)
-	}
+	seenOnlyBy(t, QueueSkipsHead, func(v Violations) int { return v.Skipped })
 }
 
 // TestCheckersSeeBrokenAssumptions: each broken assumption, and the bug of
