@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -232,6 +233,29 @@ func TestTokenHex(t *testing.T) {
 	}
 	if len(tok.String()) != hexSize {
 		t.Fatal("hexSize")
+	}
+}
+
+// TestSystemClockNow: a reading carries a monotonic reading (so that
+// comparisons with time.Now's ignore wall-clock steps), lies between the
+// time.Now readings around it, and never goes back.
+func TestSystemClockNow(t *testing.T) {
+	var c Clock = SystemClock{}
+	prev := c.Now()
+	for range 1000 {
+		before := time.Now()
+		now := c.Now()
+		after := time.Now()
+		if !strings.Contains(now.String(), " m=") {
+			t.Fatalf("%v carries no monotonic reading", now)
+		}
+		if now.Before(before) || now.After(after) || now.Before(prev) {
+			t.Fatalf("reading %v, between time.Now's %v and %v, after %v", now, before, after, prev)
+		}
+		if d := now.Round(0).Sub(before.Round(0)); d < -time.Second || d > time.Second {
+			t.Fatalf("wall reading %v is %v from time.Now's", now.Round(0), d)
+		}
+		prev = now
 	}
 }
 
