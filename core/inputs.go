@@ -76,21 +76,16 @@ func TokenFromUint64s(hi, lo uint64) Token {
 	return t
 }
 
-// SystemClock is the real clock: the monotonic clock, and
-// time.AfterFunc. Its zero value is ready to use.
+// SystemClock is the real clock: time.Now and time.AfterFunc. Its zero
+// value is ready to use.
 type SystemClock struct{}
 
-// systemEpoch anchors SystemClock's readings: one time.Now, at start.
-var systemEpoch = time.Now()
-
-// Now returns the current time, with a monotonic reading as time.Now's:
-// the start's time.Now advanced by the monotonic clock since. It reads
-// the monotonic clock alone, where time.Now reads the wall clock too,
-// which costs as much again and which no decision here uses. Its wall
-// part does not follow a wall-clock step made after the start; its
-// comparisons with time.Now's readings, by their monotonic readings,
-// are unaffected.
-func (SystemClock) Now() time.Time { return systemEpoch.Add(time.Since(systemEpoch)) }
+// Now returns time.Now(), which carries a monotonic reading. Its wall
+// reading matters too: Config.Fair's tickets are wall-clock
+// milliseconds, compared across processes, so a reading must follow
+// the wall clock when it is stepped or the host resumes from suspend
+// (during which the monotonic clock stops).
+func (SystemClock) Now() time.Time { return time.Now() }
 
 // AfterFunc is time.AfterFunc.
 func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
