@@ -403,16 +403,16 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 	head := true
 	if w != nil {
 		poke = w.arm()
-		var heard uint32
-		var fresh bool
-		var place int64
-		heard, fresh, head, place = w.take()
+		lk := w.take()
+		head = lk.head
 		if head {
 			now := c.now(vl)
-			if fresh {
+			if lk.fresh {
 				a.WaitAgain(now) // the head before took the lock: wait for its release
 			}
-			a.Queued(place) // Fair: the Client's place, which its failed attempts keep
+			a.Queued(lk.place)      // Fair: the Client's place, which its failed attempts keep
+			a.Followed(lk.followed) // Fair: giving up, it leaves that place to those behind
+			heard := lk.heard
 			if heard != 0 {
 				w.heardAt = now // the attempt it starts may win: a handoff
 			}

@@ -322,18 +322,27 @@ func (r *waitRoom) released(key string, early bool) uint64 {
 	return q.q.Told(len(q.waiters) > 0)
 }
 
+// look is what the head takes at a look at its wait.
+type look struct {
+	heard    uint32 // the nodes heard (core.Queue.Take)
+	fresh    bool   // it must wait afresh
+	head     bool   // it is the head; if not, the rest is zero
+	place    int64  // the Client's place in the nodes' queue (core.Queue.Ticket)
+	followed bool   // other waiters of the key wait behind it
+}
+
 // take returns and clears what the head heard and whether it must wait
-// afresh (core.Queue.Take), if w is the head, and whether it is, with
-// the Client's place in the nodes' queue (core.Queue.Ticket).
-func (w *waiter) take() (heard uint32, fresh, head bool, place int64) {
+// afresh (core.Queue.Take), if w is the head, with the Client's place and
+// whether others follow it.
+func (w *waiter) take() look {
 	q := w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 || q.waiters[0] != w {
-		return 0, false, false, 0
+		return look{}
 	}
-	heard, fresh = q.q.Take()
-	return heard, fresh, true, q.q.Ticket()
+	heard, fresh := q.q.Take()
+	return look{heard: heard, fresh: fresh, head: true, place: q.q.Ticket(), followed: len(q.waiters) > 1}
 }
 
 // queued records that a release queued the Client under ticket in the

@@ -35,18 +35,19 @@ const (
 // clock. The zero Acquisition is in Phase 0 and does nothing; its Result
 // is an ErrInvalidConfig error.
 type Acquisition struct {
-	spec   Spec
-	key    string
-	base   Token // the caller's token; zero: draw each from Config.Tokens
-	retry  retrier
-	start  time.Time // the current attempt's start: validity counts from it
-	fence  uint64    // the current attempt's fence, once its acquire round won
-	round  Round
-	wake   time.Time // the retry delay's end
-	grant  Grant
-	err    *Error // the last attempt's failure, or the result
-	cause  error  // set by Cancel
-	ticket int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
+	spec     Spec
+	key      string
+	base     Token // the caller's token; zero: draw each from Config.Tokens
+	retry    retrier
+	start    time.Time // the current attempt's start: validity counts from it
+	fence    uint64    // the current attempt's fence, once its acquire round won
+	round    Round
+	wake     time.Time // the retry delay's end
+	grant    Grant
+	err      *Error // the last attempt's failure, or the result
+	cause    error  // set by Cancel
+	ticket   int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
+	followed bool   // with Config.Fair: other waiters of the process wait behind it (Followed)
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
@@ -141,10 +142,18 @@ func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 // failed attempts keep that place rather than queue it at the back. The
 // earliest place it knows counts; 0 changes nothing.
 func (a *Acquisition) Queued(ticket int64) {
-	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) {
+	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutations.placeIgnored {
 		a.ticket = ticket
 	}
 }
+
+// Followed records, with Config.Fair, whether other waiters of the
+// acquisition's process wait behind it: the process's entry in the
+// nodes' queue is theirs too, so an acquisition that gives up while
+// followed does not take it out (no leave round, and a last cleanup that
+// does not leave). Call it at each look at the wait: the waiters behind
+// may come and go.
+func (a *Acquisition) Followed(followed bool) { a.followed = followed }
 
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }
@@ -377,7 +386,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 				a.ticket = ticketAt(now)
 			}
 			cmd.Ticket = a.ticket
-		case a.ticket != 0:
+		case a.ticket != 0 && !a.followed: // a followed one leaves its process queued for the others
 			cmd.Ticket = leaveTicket
 		}
 	}
@@ -395,7 +404,7 @@ const leaveTicket = -1
 // release of the last attempt's token, which its cleanup deleted
 // already, so it frees nothing but a key handed to the waiter.
 func (a *Acquisition) leave(now time.Time) bool {
-	if !a.spec.cfg.Fair || a.ticket == 0 || a.phase != PhaseWait {
+	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed || a.phase != PhaseWait {
 		return false
 	}
 	cmd := a.spec.fairRelease(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token})

@@ -303,3 +303,58 @@ func TestFairWaiterLeaves(t *testing.T) {
 		t.Errorf("after the leave: %v, want ErrCancelled", err)
 	}
 }
+
+// TestFollowedWaiterKeepsItsProcessQueued: with Fair, a waiter that gives
+// up while others of its process follow it (Acquisition.Followed) leaves
+// the process's entry, which is theirs too, in the nodes' queue: no leave
+// round, and a last cleanup that does not leave; one that is followed by
+// nobody leaves as before.
+func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(2, 20*time.Millisecond, 20*time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, followed := range []bool{false, true} {
+		// Gives up in its wait, after a failed attempt queued it.
+		a, _ := spec.Acquire("k", core.Token{}, t0)
+		a.Queued(5)
+		a.Followed(followed)
+		drive(a.Round(), t0, core.StatusHeld)
+		a.RoundDone(t0)
+		if c := a.Round().Command(); c.Ticket != 5 {
+			t.Fatalf("followed %v: the cleanup queued it under %d, want its process's place 5", followed, c.Ticket)
+		}
+		drive(a.Round(), t0, core.StatusMissing)
+		a.RoundDone(t0)
+		a.GiveUp(t0)
+		if left := a.Phase() == core.PhaseRound; left == followed {
+			t.Errorf("followed %v: a leave round: %v", followed, left)
+		}
+
+		// Its last try fails: the cleanup leaves unless followed.
+		b, _ := spec.Acquire("k", core.Token{}, t0)
+		b.Queued(5)
+		b.Followed(followed)
+		for try := 1; try <= 2; try++ {
+			drive(b.Round(), t0, core.StatusHeld)
+			b.RoundDone(t0)
+			c := b.Round().Command()
+			want := int64(5)
+			if try == 2 && !followed {
+				want = -1
+			} else if try == 2 {
+				want = 0
+			}
+			if c.Ticket != want {
+				t.Fatalf("followed %v, try %d: cleanup ticket %d, want %d", followed, try, c.Ticket, want)
+			}
+			drive(b.Round(), t0, core.StatusMissing)
+			b.RoundDone(t0)
+			if try == 1 {
+				b.Wake(t0)
+			}
+		}
+	}
+}
