@@ -50,6 +50,13 @@ func ChainNeverOpens() (restore func()) {
 	return func() { mutations.chainNeverOpens = false }
 }
 
+// PlaceIgnored makes Acquisition.Queued a no-op, and returns the function
+// that fixes it.
+func PlaceIgnored() (restore func()) {
+	mutations.placeIgnored = true
+	return func() { mutations.placeIgnored = false }
+}
+
 // NodeStatus returns node i's answer recorded in r; 0 means none yet.
 func NodeStatus(r *Round, i int) Status {
 	s, _ := r.tally.statusOf(i)

@@ -250,3 +250,12 @@ func TestSimulationSeesAChainThatNeverOpens(t *testing.T) {
 	seesDefect(t, []sim.Config{sim.ProcessesFair(3), sim.ProcessesFair(5)},
 		core.ChainNeverOpens, "chain that never opens", func(v sim.Violations) int { return v.Skipped })
 }
+
+// TestSimulationSeesAPlaceIgnored: a head that ignores its process's
+// place in the nodes' queue (Acquisition.Queued a no-op) queues it at
+// the back at its first failed attempt, which the skipped-waiter checker
+// reports in the Fair process configurations, and none with the fix.
+func TestSimulationSeesAPlaceIgnored(t *testing.T) {
+	seesDefect(t, []sim.Config{sim.ProcessesFair(3), sim.ProcessesFair(5)},
+		core.PlaceIgnored, "place ignored", func(v sim.Violations) int { return v.Skipped })
+}

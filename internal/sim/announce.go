@@ -167,7 +167,7 @@ func (c *client) announcement(n int) {
 }
 
 func (c *client) announce(n int) {
-	if c.p != nil {
+	if c.room() != nil {
 		c.p.notify(n) // c carries its process's watch: the head hears it
 		return
 	}
@@ -180,7 +180,7 @@ func (c *client) announce(n int) {
 // setListening tells the acquisition which nodes' subscriptions are
 // confirmed.
 func (c *client) setListening() {
-	if c.p != nil {
+	if c.room() != nil {
 		return // the process's head reads its watch at each look (proc.step)
 	}
 	l := c.confirmed
@@ -196,7 +196,7 @@ func (c *client) setListening() {
 // rewake, after an announcement or a change of listening in PhaseWait,
 // starts the next attempt if WakeAt has come, or moves the wake to it.
 func (c *client) rewake() {
-	if c.p != nil || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if c.room() != nil || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
 		return
 	}
 	at := c.acq.WakeAt()

@@ -216,7 +216,7 @@ func (c *client) start() {
 	c.state, c.acq = acquiring, a
 	c.ticket, c.overtaken, c.hold = 0, 0, 0
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
-	if p := c.p; p != nil && p.busy(c) {
+	if p := c.room(); p != nil && p.busy(c) {
 		// Others of its process wait for the key or hold it: it waits
 		// behind them rather than attempt.
 		p.join(c)
@@ -304,7 +304,7 @@ func (c *client) roundDone() {
 			c.startWait()
 		case core.PhaseDone:
 			lock, err := c.acq.Result()
-			if c.p != nil {
+			if c.room() != nil {
 				if c.queued {
 					c.p.leave(c, lock, err == nil)
 				}
@@ -329,7 +329,7 @@ func (c *client) roundDone() {
 		c.leaseStep()
 	case releasing:
 		c.checkHygiene(r)
-		if c.p != nil {
+		if c.room() != nil {
 			c.released()
 		}
 		c.idle()
@@ -388,7 +388,7 @@ func (c *client) startWait() {
 		retry = core.DefaultRetry
 	}
 	c.retryEnd = c.now().Add(retry.Delay(c.attempts, c.firstDraw))
-	if c.p != nil {
+	if c.room() != nil {
 		if !c.queued {
 			c.p.join(c)
 		}
@@ -426,7 +426,7 @@ func (c *client) acquired(g core.Grant) {
 		c.lease = c.watchSpec.Lease(g)
 	}
 	c.lastSetEnd, c.grantAt = w.now, w.now
-	if p := c.p; p != nil && c.hold == 0 && p.exists {
+	if p := c.room(); p != nil && c.hold == 0 && p.exists {
 		c.hold, c.holdGen = p.q.Hold(g.ValidUntil()), p.gen // a lock that never waited counts too
 	}
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
@@ -566,14 +566,14 @@ func (c *client) release() {
 	c.timerGen++
 	c.w.noteRelease(c)
 	g := c.lease.Grant()
-	if c.p != nil {
+	if c.room() != nil {
 		g = c.releaseGrant(g)
 	}
 	r, err := c.spec.Release(g, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
-	if t := r.Command().Ticket; t > 0 && c.p != nil && c.p.exists {
+	if t := r.Command().Ticket; t > 0 && c.room() != nil && c.p.exists {
 		c.p.q.Queued(t) // the process's place, which its head takes at its next look
 		c.p.pokeHead(c.w)
 	}

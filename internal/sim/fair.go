@@ -160,8 +160,12 @@ func (c *client) noteTicket(cmd core.Command) {
 	if c.p != nil {
 		t = &c.p.ticket
 	}
-	if cmd.Fair && cmd.Op == core.OpRelease && cmd.Ticket > 0 && *t == 0 {
+	switch {
+	case !cmd.Fair || cmd.Op != core.OpRelease:
+	case cmd.Ticket > 0 && *t == 0:
 		*t = cmd.Ticket
+	case cmd.Ticket < 0:
+		*t = 0 // it leaves the queue: nobody waits in that place
 	}
 }
 

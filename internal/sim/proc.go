@@ -36,8 +36,13 @@ import (
 
 // proc is one process of Config.Waiters clients.
 type proc struct {
-	id      int     // its first client's id: the nodes know the process by it
-	anchor  *client // its first client, which carries the process's watch (announce.go)
+	id     int     // its first client's id: the nodes know the process by it
+	anchor *client // its first client, which carries the process's watch (announce.go)
+	// room: the process listens (Config.Announce.Listen draws it), so its
+	// Client has a wait room; one that polls (Options.Poll, or a driver
+	// with no announcements) has none, and its clients wait each on its
+	// own, sharing only the connections.
+	room    bool
 	members []*client
 	exists  bool   // the wait room has the key: from a join until the linger after the last leave
 	gen     uint64 // counts the room's Queues of the key: a Hold or Told of an earlier one names nothing in q
@@ -68,12 +73,20 @@ func (w *world) groupProcs() {
 	var p *proc
 	for i, c := range w.clients {
 		if i%k == 0 {
-			p = &proc{id: i, anchor: c}
+			p = &proc{id: i, anchor: c, room: c.listener}
 			w.procs = append(w.procs, p)
 		}
 		p.members = append(p.members, c)
-		c.p = p
+		c.p, c.listener = p, p.room
 	}
+}
+
+// room returns c's process if its Client has a wait room, nil if not.
+func (c *client) room() *proc {
+	if c.p != nil && c.p.room {
+		return c.p
+	}
+	return nil
 }
 
 // busy reports whether a new acquisition of the process waits behind
@@ -170,6 +183,7 @@ func (c *client) step() {
 		c.waitAfresh()
 	}
 	c.acq.Queued(p.q.Ticket())
+	c.acq.Followed(len(p.waiters) > 1)
 	c.acq.SetListening(p.listening())
 	for n := 0; heard != 0; n, heard = n+1, heard>>1 {
 		if heard&1 != 0 {
@@ -268,7 +282,7 @@ func (c *client) released() {
 // waits with nothing to wake it.
 func (w *world) checkStuck() {
 	for _, p := range w.procs {
-		if len(p.waiters) == 0 {
+		if !p.room || len(p.waiters) == 0 {
 			continue
 		}
 		h := p.waiters[0]
