@@ -485,9 +485,9 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 // multiplexed round is on its way (core.Flusher), before any reply is
 // awaited: a command sent after that takes effect on each node after the
 // round's. It is not told over a batch that cannot say so, nor for a
-// sequential round; run returns the early release's number it was told
-// as (roomNews.tell), 0 if it was not.
-func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled bool, told uint64) {
+// sequential round; run returns the early release as it was told
+// (roomNews.tell), the zero told if it was not.
+func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled bool, early told) {
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.seq
@@ -505,10 +505,10 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 	}
 	for !r.Done() {
 		if cancel != nil && isClosed(cancel) {
-			return true, told
+			return true, early
 		}
 		if !until.IsZero() && !c.clock.Now().Before(until) {
-			return true, told
+			return true, early
 		}
 		if sequential && now.IsZero() { // each node's deadline counts from its send
 			now = c.clock.Now()
@@ -528,7 +528,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		} else if news.early {
 			if f, ok := b.(core.Flusher); ok {
 				f.Flush()
-				told = news.tell()
+				early = news.tell()
 			}
 			news = roomNews{}
 		}
@@ -536,13 +536,13 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 			break
 		}
 		if rep, got = b.Receive(cancel); !got {
-			return true, told
+			return true, early
 		}
 		if r.Receive(rep) && vl != nil {
 			c.voted(vl, rep)
 		}
 	}
-	return false, told
+	return false, early
 }
 
 func isClosed(c <-chan struct{}) bool {

@@ -371,14 +371,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// open to other processes, and with Fair the nodes hand it to the
 	// first waiter.
 	var err error
-	var told uint64
+	var early told
 	if c.timing {
-		told, err = c.releaseObserved(ctx, g, l.at, lost, tell)
+		early, err = c.releaseObserved(ctx, g, l.at, lost, tell)
 	} else {
-		told, err = c.release(ctx, g, nil, tell)
+		early, err = c.release(ctx, g, nil, tell)
 	}
-	if told != 0 {
-		tell.retell(told)
+	if early.n != 0 {
+		early.retell()
 	} else {
 		tell.early = false // told once it is done: nothing to tell again
 		tell.tell()
@@ -395,8 +395,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // release runs g's release round to its end; vl, when not nil, hears
 // its answers. It tells the wait room news as soon as the round's
 // commands are on their way, if the driver says when (run), and returns
-// the number it was told as; 0: not told.
-func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news roomNews) (told uint64, err error) {
+// the early release as told; the zero told: not told.
+func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news roomNews) (early told, err error) {
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
@@ -405,22 +405,22 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 	}
 	r, err := c.spec.Release(g, now)
 	if err != nil {
-		return 0, err
+		return told{}, err
 	}
 	if t := r.Command().Ticket; t > 0 {
 		c.room.queued(g.Key(), t) // Fair, followed: the Client's place in the nodes' queue
 	}
-	_, told = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
-	return told, c.spec.Released(g, &r)
+	_, early = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
+	return early, c.spec.Released(g, &r)
 }
 
 // releaseObserved is release for a Client with an Observer, of a lock
 // acquired at at and lost with lost (nil: not lost).
-func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error, news roomNews) (told uint64, err error) {
+func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time, lost error, news roomNews) (early told, err error) {
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the round's start too
-	told, err = c.release(ctx, g, vl, news)
+	early, err = c.release(ctx, g, vl, news)
 	if f := c.obs.Release; f != nil {
 		res := err
 		if lost != nil {
@@ -429,7 +429,7 @@ func (c *Client) releaseObserved(ctx context.Context, g core.Grant, at time.Time
 		f(ReleaseEvent{Context: ctx, Key: g.Key(), Outcome: OutcomeOf(res), Err: res,
 			Start: start, Duration: vl.last.Sub(start), Held: start.Sub(at), Votes: vl.list()})
 	}
-	return told, err
+	return early, err
 }
 
 // watch is a Lock's goroutine: it sleeps on the Client's clock until the

@@ -277,49 +277,52 @@ type roomNews struct {
 	early   bool
 }
 
-// tell tells it, and returns the early release's number (released).
-func (n roomNews) tell() uint64 {
+// told is an early release as told: the queue told and the release's
+// number there (core.Queue.Told); the zero told: none.
+type told struct {
+	q *keyQueue
+	n uint64
+}
+
+// tell tells it, and returns the early release as told (released).
+func (n roomNews) tell() told {
 	n.counted.release()
 	if n.room != nil {
 		return n.room.released(n.key, n.early)
 	}
-	return 0
+	return told{}
 }
 
-// retell is for the release told early as number tell, once it is done:
-// the head hears every node again if core.Queue.Retell says so.
-func (n roomNews) retell(tell uint64) {
-	if n.room == nil {
-		return
-	}
-	q := n.room.queue(n.key)
-	if q == nil {
-		return
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.q.Retell(tell, len(q.waiters) > 0) {
-		q.pokeHead()
+// retell is for the release told early as t, once it is done: the head
+// hears every node again if core.Queue.Retell says so. It asks the queue
+// it told, which a queue made for the key since would not know.
+func (t told) retell() {
+	if q := t.q; q != nil {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.q.Retell(t.n, len(q.waiters) > 0) {
+			q.pokeHead()
+		}
 	}
 }
 
 // released tells key's head, if the key has waiters, that this Client
 // released key (core.Queue.Handover(false)); early: as soon as the
 // release was on its way, to be told again once it is done (retell),
-// which needs the number released returns; 0: none.
-func (r *waitRoom) released(key string, early bool) uint64 {
+// which needs what released returns; the zero told: none.
+func (r *waitRoom) released(key string, early bool) told {
 	q := r.queue(key)
 	if q == nil {
-		return 0
+		return told{}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.q.Handover(false) // released: the head hears every node
 	q.pokeHead()
 	if !early {
-		return 0
+		return told{}
 	}
-	return q.q.Told(len(q.waiters) > 0)
+	return told{q, q.q.Told(len(q.waiters) > 0)}
 }
 
 // look is what the head takes at a look at its wait.

@@ -585,7 +585,9 @@ func (c *client) pause(d time.Duration) {
 	if c.paused || c.crashed {
 		return
 	}
-	c.w.res.Faults.ClientPauses++
+	if c.p == nil || c.p.anchor == c { // once per process: its clients pause together
+		c.w.res.Faults.ClientPauses++
+	}
 	c.paused = true
 	if c.w.now != c.resumedAt || c.resumedAt == 0 {
 		c.pausedAt = c.w.now // a pause deferred by the last one continues it
@@ -609,7 +611,9 @@ func (c *client) resume() {
 }
 
 func (c *client) crash() {
-	c.w.res.Faults.ClientCrashes++
+	if c.p == nil || c.p.anchor == c { // once per process: its clients crash together
+		c.w.res.Faults.ClientCrashes++
+	}
 	c.stopUsing()
 	c.unwatch() // its connections close
 	c.crashed = true
