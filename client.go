@@ -403,25 +403,12 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 	head := true
 	if w != nil {
 		poke = w.arm()
-		lk := w.take()
-		head = lk.head
-		if head {
-			now := c.now(vl)
-			if lk.fresh {
-				a.WaitAgain(now) // the head before took the lock: wait for its release
-			}
-			a.Queued(lk.place)      // Fair: the Client's place, which its failed attempts keep
-			a.Followed(lk.followed) // Fair: giving up, it leaves that place to those behind
-			heard := lk.heard
-			if heard != 0 {
-				w.heardAt = now // the attempt it starts may win: a handoff
-			}
-			a.SetListening(w.q.watch.Listening())
-			for i := 0; heard != 0; i, heard = i+1, heard>>1 {
-				if heard&1 != 0 {
-					a.Announce(i, now)
-				}
-			}
+		now := c.now(vl)
+		// The watch's lock comes before the queue's: read it first.
+		var heard uint32
+		heard, head = w.look(a, now, w.q.watch.Listening())
+		if heard != 0 {
+			w.heardAt = now // the attempt it starts may win: a handoff
 		}
 	}
 	var d time.Duration = -1 // a waiter behind the head waits for its turn

@@ -325,32 +325,23 @@ func (r *waitRoom) released(key string, early bool) told {
 	return told{q, q.q.Told(len(q.waiters) > 0)}
 }
 
-// look is what the head takes at a look at its wait.
-type look struct {
-	heard    uint32 // the nodes heard (core.Queue.Take)
-	fresh    bool   // it must wait afresh
-	head     bool   // it is the head; if not, the rest is zero
-	place    int64  // the Client's place in the nodes' queue (core.Queue.Ticket)
-	followed bool   // other waiters of the key wait behind it
-}
-
-// take returns and clears what the head heard and whether it must wait
-// afresh (core.Queue.Take), if w is the head, with the Client's place and
-// whether others follow it.
-func (w *waiter) take() look {
+// look is the head's look at its wait (core.Queue.Look), if w is the
+// head, at now, hearing the nodes listening; it returns the nodes heard
+// and whether w is the head.
+func (w *waiter) look(a *core.Acquisition, now time.Time, listening uint32) (heard uint32, head bool) {
 	q := w.q
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 || q.waiters[0] != w {
-		return look{}
+		return 0, false
 	}
-	heard, fresh := q.q.Take()
-	return look{heard: heard, fresh: fresh, head: true, place: q.q.Ticket(), followed: len(q.waiters) > 1}
+	heard, _ = q.q.Look(a, now, listening, len(q.waiters) > 1)
+	return heard, true
 }
 
 // queued records that a release queued the Client under ticket in the
 // nodes' queue of key (core.Queue.Queued), if key has a queue, and pokes
-// the head to take that place (take).
+// the head to take that place (look).
 func (r *waitRoom) queued(key string, ticket int64) {
 	q := r.queue(key)
 	if q == nil {

@@ -47,7 +47,7 @@ type Acquisition struct {
 	err      *Error // the last attempt's failure, or the result
 	cause    error  // set by Cancel
 	ticket   int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	followed bool   // with Config.Fair: other waiters of the process wait behind it (Followed)
+	followed bool   // with Config.Fair: other waiters of the process wait behind it (Queue.Look)
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
@@ -137,23 +137,19 @@ func (a *Acquisition) startAttempt(now time.Time) {
 // exclusion.
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
-// Queued records, with Config.Fair, that the nodes queued the
-// acquisition's process under ticket (Queue.Ticket): the cleanups of its
+// queued records, with Config.Fair, that the nodes queued the
+// acquisition's process under ticket (Queue.Look): the cleanups of its
 // failed attempts keep that place rather than queue it at the back. The
-// earliest place it knows counts; 0 changes nothing.
-func (a *Acquisition) Queued(ticket int64) {
+// earliest place it knows counts; 0 changes nothing. With followed
+// (Queue.Look) other waiters of the process wait behind it: the
+// process's entry is theirs too, so an acquisition that gives up while
+// followed does not take it out (no leave round, and a last cleanup that
+// does not leave).
+func (a *Acquisition) queued(ticket int64) {
 	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutations.placeIgnored {
 		a.ticket = ticket
 	}
 }
-
-// Followed records, with Config.Fair, whether other waiters of the
-// acquisition's process wait behind it: the process's entry in the
-// nodes' queue is theirs too, so an acquisition that gives up while
-// followed does not take it out (no leave round, and a last cleanup that
-// does not leave). Call it at each look at the wait: the waiters behind
-// may come and go.
-func (a *Acquisition) Followed(followed bool) { a.followed = followed }
 
 // Phase returns what the acquisition waits for.
 func (a *Acquisition) Phase() Phase { return a.phase }

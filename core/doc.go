@@ -184,7 +184,7 @@
 //     MaxChain+1 critical sections, and a turn within a process costs
 //     one round trip. The place that release queued the process under
 //     is the process's (Queue.Queued): its next head keeps it in the
-//     cleanups of its failed attempts (Acquisition.Queued) rather than
+//     cleanups of its failed attempts (Queue.Look) rather than
 //     queue the process at the back.
 //
 // The order that wins is the tickets'. A process whose clock runs behind

@@ -50,12 +50,15 @@ func ChainNeverOpens() (restore func()) {
 	return func() { mutations.chainNeverOpens = false }
 }
 
-// PlaceIgnored makes Acquisition.Queued a no-op, and returns the function
+// PlaceIgnored makes a head ignore its place (Queue.Look), and returns the function
 // that fixes it.
 func PlaceIgnored() (restore func()) {
 	mutations.placeIgnored = true
 	return func() { mutations.placeIgnored = false }
 }
+
+// Place returns the place q recorded (Queue.Queued); 0: none.
+func Place(q *Queue) int64 { return q.place }
 
 // NodeStatus returns node i's answer recorded in r; 0 means none yet.
 func NodeStatus(r *Round, i int) Status {

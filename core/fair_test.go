@@ -305,7 +305,7 @@ func TestFairWaiterLeaves(t *testing.T) {
 }
 
 // TestFollowedWaiterKeepsItsProcessQueued: with Fair, a waiter that gives
-// up while others of its process follow it (Acquisition.Followed) leaves
+// up while others of its process follow it (Queue.Look's followed) leaves
 // the process's entry, which is theirs too, in the nodes' queue: no leave
 // round, and a last cleanup that does not leave; one that is followed by
 // nobody leaves as before.
@@ -316,11 +316,15 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	look := func(a *core.Acquisition, followed bool) { // the head's look: its process queued under 5
+		q := spec.Queue()
+		q.Queued(5)
+		q.Look(a, t0, 0, followed)
+	}
 	for _, followed := range []bool{false, true} {
 		// Gives up in its wait, after a failed attempt queued it.
 		a, _ := spec.Acquire("k", core.Token{}, t0)
-		a.Queued(5)
-		a.Followed(followed)
+		look(&a, followed)
 		drive(a.Round(), t0, core.StatusHeld)
 		a.RoundDone(t0)
 		if c := a.Round().Command(); c.Ticket != 5 {
@@ -335,8 +339,7 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 
 		// Its last try fails: the cleanup leaves unless followed.
 		b, _ := spec.Acquire("k", core.Token{}, t0)
-		b.Queued(5)
-		b.Followed(followed)
+		look(&b, followed)
 		for try := 1; try <= 2; try++ {
 			drive(b.Round(), t0, core.StatusHeld)
 			b.RoundDone(t0)

@@ -26,7 +26,7 @@ var mutations struct {
 	// chainNeverOpens makes Queue.Follow hand every release on within the
 	// process: a process that always has a waiter keeps the key for ever.
 	chainNeverOpens bool
-	// placeIgnored makes Acquisition.Queued a no-op: a head queues its
+	// placeIgnored makes a head ignore its place (Queue.Look): it queues its
 	// process at the back at its first failed attempt (the bug the
 	// processes' campaign found).
 	placeIgnored bool

@@ -123,10 +123,35 @@ func (q *Queue) Handover(locked bool) {
 	q.heard, q.fresh = q.all, false
 }
 
+// Look is the head's look at its wait, in PhaseWait, at now: what it
+// heard since its last look (Take) and, if its predecessor took the lock,
+// a wait afresh (Acquisition.WaitAgain); with Config.Fair the process's
+// place in the nodes' queue (Queued), which its failed attempts keep, and
+// whether other waiters of the process follow it (followed), to whom it
+// leaves that place if it gives up; the nodes whose announcements it
+// hears (Acquisition.SetListening); and each node heard
+// (Acquisition.Announce). It returns the nodes heard and whether it
+// waits afresh.
+func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed bool) (heard uint32, fresh bool) {
+	heard, fresh = q.Take()
+	if fresh {
+		a.WaitAgain(now) // the head before took the lock: wait for its release
+	}
+	a.queued(q.place)
+	a.followed = followed
+	a.SetListening(listening)
+	for i, h := 0, heard; h != 0; i, h = i+1, h>>1 {
+		if h&1 != 0 {
+			a.Announce(i, now)
+		}
+	}
+	return heard, fresh
+}
+
 // Queued records, with Config.Fair, that a release of the process's
 // lock queued the process under ticket (the release round's
 // Command.Ticket, Grant.WithFollowers): its place in the nodes' queue,
-// which the head keeps (Ticket, Acquisition.Queued) until a waiter of
+// which the head keeps (Look) until a waiter of
 // the process takes the lock (Handover(true)), which takes the process
 // out of the nodes' queue. Without it, a head that never attempted would
 // queue the process at the back at its first failed attempt: after a
@@ -136,10 +161,6 @@ func (q *Queue) Queued(ticket int64) {
 		q.place = ticket
 	}
 }
-
-// Ticket returns the place Queued recorded, for the head's
-// Acquisition.Queued; 0: none.
-func (q *Queue) Ticket() int64 { return q.place }
 
 // Told records a release by this process that hands the key on within it
 // (Follow), heard by the head as soon as its commands were on their way

@@ -251,21 +251,22 @@ func TestQueueRetell(t *testing.T) {
 
 // TestQueuePlace: the place a release queued the process under is kept
 // (the earliest) until a waiter of the process takes the lock, and the
-// head's failed attempt queues the process under it, not at the back.
+// head that takes it at a look (Look) queues the process under it at its
+// failed attempt, not at the back.
 func TestQueuePlace(t *testing.T) {
 	e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true, Retry: core.DefaultRetry})
 	q := e.l.spec.Queue()
 	q.Queued(100)
 	q.Queued(200) // a later release of the process: its entry keeps the first place
-	if got := q.Ticket(); got != 100 {
+	if got := core.Place(&q); got != 100 {
 		t.Fatalf("place %d, want 100", got)
 	}
 	q.Handover(false) // a head that gave up: the process is still queued
-	if got := q.Ticket(); got != 100 {
+	if got := core.Place(&q); got != 100 {
 		t.Fatalf("after a head gave up: place %d, want 100", got)
 	}
 	q.Handover(true) // a waiter took the lock: the process left the nodes' queue
-	if got := q.Ticket(); got != 0 {
+	if got := core.Place(&q); got != 0 {
 		t.Fatalf("after a waiter took the lock: place %d, want 0", got)
 	}
 
@@ -273,9 +274,14 @@ func TestQueuePlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Queued(0) // nothing known: no change
-	a.Queued(42)
-	a.Queued(99) // a later place does not replace an earlier one
+	look := func(place int64) { // the head's look, at a queue that knows place
+		q := e.l.spec.Queue()
+		q.Queued(place)
+		q.Look(&a, e.clock.Now(), 0, false)
+	}
+	look(0) // nothing known: no change
+	look(42)
+	look(99) // a later place does not replace an earlier one
 	r := a.Round()
 	for {
 		if _, _, _, ok := r.Next(e.clock.Now()); !ok {

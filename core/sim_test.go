@@ -252,7 +252,7 @@ func TestSimulationSeesAChainThatNeverOpens(t *testing.T) {
 }
 
 // TestSimulationSeesAPlaceIgnored: a head that ignores its process's
-// place in the nodes' queue (Acquisition.Queued a no-op) queues it at
+// place in the nodes' queue (Queue.Look) queues it at
 // the back at its first failed attempt, which the skipped-waiter checker
 // reports in the Fair process configurations, and none with the fix.
 func TestSimulationSeesAPlaceIgnored(t *testing.T) {

@@ -220,7 +220,9 @@ func (c *client) start() {
 		// Others of its process wait for the key or hold it: it waits
 		// behind them rather than attempt.
 		p.join(c)
-		c.waitAfresh()
+		c.draws = 0
+		c.acq.WaitAgain(c.now())
+		c.restartWait(c.now())
 		c.step()
 		return
 	}
@@ -383,11 +385,7 @@ func (c *client) checkHygiene(r *core.Round) {
 // cleanup, or starts the next attempt at once when announcements heard
 // during the attempt already warrant one.
 func (c *client) startWait() {
-	retry := c.w.cfg.Retry
-	if retry == (core.RetryPolicy{}) {
-		retry = core.DefaultRetry
-	}
-	c.retryEnd = c.now().Add(retry.Delay(c.attempts, c.firstDraw))
+	c.retryEnd = c.retryEndAt(c.now())
 	if c.room() != nil {
 		if !c.queued {
 			c.p.join(c)
@@ -404,6 +402,17 @@ func (c *client) startWait() {
 		return
 	}
 	c.scheduleWake()
+}
+
+// retryEndAt returns the end of the retry delay that the Acquisition
+// drew first since c.draws was zeroed (a cleanup's RoundDone, or
+// WaitAgain), counted from now.
+func (c *client) retryEndAt(now time.Time) time.Time {
+	retry := c.w.cfg.Retry
+	if retry == (core.RetryPolicy{}) {
+		retry = core.DefaultRetry
+	}
+	return now.Add(retry.Delay(max(c.attempts, 1), c.firstDraw))
 }
 
 func (c *client) idle() {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
@@ -169,28 +170,22 @@ func (p *proc) listening() uint32 {
 }
 
 // step is a queued waiter's look at its wait (redlock's Client.wait):
-// the head takes what the process heard (Queue.Take), waits afresh if
-// its predecessor took the lock, and sleeps until WakeAt; the others
-// wait for a poke.
+// the head looks (Queue.Look) and sleeps until WakeAt; the others wait
+// for a poke.
 func (c *client) step() {
 	p := c.p
 	if !c.queued || p.waiters[0] != c || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
 		return
 	}
 	now := c.now()
-	heard, fresh := p.q.Take()
+	c.draws = 0 // a wait afresh draws its retry delay first
+	heard, fresh := p.q.Look(&c.acq, now, p.listening(), len(p.waiters) > 1)
 	if fresh {
-		c.waitAfresh()
+		c.restartWait(now)
 	}
-	c.acq.Queued(p.q.Ticket())
-	c.acq.Followed(len(p.waiters) > 1)
-	c.acq.SetListening(p.listening())
-	for n := 0; heard != 0; n, heard = n+1, heard>>1 {
-		if heard&1 != 0 {
-			c.heard = true
-			c.annSince |= 1 << n
-			c.acq.Announce(n, now)
-		}
+	if heard != 0 {
+		c.heard = true
+		c.annSince |= heard
 	}
 	c.checkWait()
 	switch at := c.acq.WakeAt(); {
@@ -201,11 +196,10 @@ func (c *client) step() {
 	}
 }
 
-// waitAfresh starts the wait again (Acquisition.WaitAgain): a retry
-// delay from now, nothing learnt before.
-func (c *client) waitAfresh() {
-	c.acq.WaitAgain(c.now())
-	c.retryEnd = c.acq.WakeAt()
+// restartWait notes a wait started afresh at now (Acquisition.WaitAgain):
+// a retry delay from now, nothing learnt before.
+func (c *client) restartWait(now time.Time) {
+	c.retryEnd = c.retryEndAt(now)
 	c.ours, c.annSince, c.heard = 0, 0, false
 }
 
