@@ -36,6 +36,7 @@ package redigo
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"time"
 
@@ -76,21 +77,36 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 	}
 	do := []redis.DialOption{
 		redis.DialUsername(opts.Username), redis.DialPassword(opts.Password), redis.DialDatabase(opts.DB),
-		// Writes have no context in redigo: bound them as the dial is.
-		redis.DialWriteTimeout(timeout), redis.DialConnectTimeout(timeout), redis.DialTLSHandshakeTimeout(timeout),
+		redis.DialConnectTimeout(timeout), redis.DialTLSHandshakeTimeout(timeout),
 	}
 	if opts.TLS != nil {
 		do = append(do, redis.DialUseTLS(true), redis.DialTLSConfig(opts.TLS))
 	}
+	dialer := net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute} // redigo's, with DialConnectTimeout
 	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...)
+		var raw *ownDeadlines
+		c, err := redis.DialContext(ctx, "tcp", addrs[i], append(do[:len(do):len(do)], redis.DialContextFunc(
+			func(ctx context.Context, network, addr string) (net.Conn, error) {
+				nc, err := dialer.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				if wrapSocket != nil {
+					nc = wrapSocket(nc)
+				}
+				raw = &ownDeadlines{Conn: nc}
+				return raw, nil
+			}))...)
 		if err != nil {
 			return nil, err
 		}
-		return &duplex{conn{c: c}}, nil
+		raw.own = true // from now on, write and read set the deadlines
+		return &duplex{conn{c: c, raw: raw.Conn, writeTimeout: timeout}}, nil
 	}
+	// Writes have no context in redigo: bound them as the dial is.
+	subDo := append(do[:len(do):len(do)], redis.DialWriteTimeout(timeout))
 	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		c, err := redis.DialContext(ctx, "tcp", addrs[i], do...) // no read timeout: it idles
+		c, err := redis.DialContext(ctx, "tcp", addrs[i], subDo...) // no read timeout: it idles
 		return subscription(c, err)
 	}
 	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
@@ -219,9 +235,50 @@ func (s sub) Receive(context.Context) (engine.Event, error) {
 }
 
 // conn is one redigo connection: the engine's Conn.
+//
+// redigo sets a socket deadline for each command it sends and each reply
+// it reads, at the cost of a timer update and a clock reading each. On a
+// connection Dial made, raw is the socket, whose deadlines the driver
+// sets instead, once per pipeline written and once per pipeline read:
+// redigo's own calls reach ownDeadlines and do nothing. A pool's
+// connection (New) is not the driver's to wrap; raw is nil there.
 type conn struct {
-	c    redis.Conn
-	args boxes
+	c            redis.Conn
+	args         boxes
+	raw          net.Conn
+	writeTimeout time.Duration // with raw: the bound of each pipeline's write
+}
+
+// wrapSocket, when a test sets it, wraps each command connection's socket.
+var wrapSocket func(net.Conn) net.Conn
+
+// ownDeadlines is a socket whose deadlines redigo no longer sets once own
+// is: the driver sets them on the socket itself (conn.raw). It is set
+// before the connection is handed to the engine, and never cleared.
+type ownDeadlines struct {
+	net.Conn
+	own bool
+}
+
+func (o *ownDeadlines) SetDeadline(t time.Time) error {
+	if o.own {
+		return nil
+	}
+	return o.Conn.SetDeadline(t)
+}
+
+func (o *ownDeadlines) SetReadDeadline(t time.Time) error {
+	if o.own {
+		return nil
+	}
+	return o.Conn.SetReadDeadline(t)
+}
+
+func (o *ownDeadlines) SetWriteDeadline(t time.Time) error {
+	if o.own {
+		return nil
+	}
+	return o.Conn.SetWriteDeadline(t)
 }
 
 func (c *conn) Close() error { return c.c.Close() }
@@ -237,6 +294,11 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 // write sends cmds with Send and one Flush, within the write timeout the
 // connection was dialled with (redigo's writes take no context).
 func (c *conn) write(cmds [][]string) error {
+	if c.raw != nil {
+		if err := c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+			return err
+		}
+	}
 	for _, cmd := range cmds {
 		if err := c.c.Send(cmd[0], c.args.of(cmd[1:])...); err != nil {
 			return err
@@ -248,12 +310,24 @@ func (c *conn) write(cmds [][]string) error {
 // read reads len(replies) replies, each by ctx's deadline.
 func (c *conn) read(ctx context.Context, replies []engine.Reply) error {
 	deadline, _ := ctx.Deadline()
-	for i := range replies {
-		d := time.Until(deadline)
-		if d <= 0 {
+	if c.raw != nil {
+		if !time.Now().Before(deadline) {
 			return context.DeadlineExceeded
 		}
-		v, err := redis.ReceiveWithTimeout(c.c, d)
+		if err := c.raw.SetReadDeadline(deadline); err != nil {
+			return err
+		}
+	}
+	for i := range replies {
+		var v any
+		var err error
+		if c.raw != nil {
+			v, err = c.c.Receive() // by the socket's deadline, set above
+		} else if d := time.Until(deadline); d <= 0 {
+			return context.DeadlineExceeded
+		} else {
+			v, err = redis.ReceiveWithTimeout(c.c, d)
+		}
 		if err != nil {
 			var rerr redis.Error // declared here: As moves it to the heap, on errors only
 			if errors.As(err, &rerr) {

@@ -2,6 +2,7 @@ package redigo_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -88,4 +89,41 @@ func TestSubscriptionOverPools(t *testing.T) {
 		}
 		return redigo.PoolSubscriber(pools)
 	})
+}
+
+// TestDialSetsOneDeadlinePerPipeline: a Dial connection's socket gets one
+// write deadline per pipeline written and one read deadline per pipeline
+// read, whatever the commands in it (redigo alone would set one per
+// command sent and one per reply read), and the read deadline still ends
+// a read that waits longer.
+func TestDialSetsOneDeadlinePerPipeline(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	n := redigo.CountSocketDeadlines(t)
+	c, err := redigo.DialDuplex(context.Background(), []string{s.Addr}, redigo.Options{}, 0)
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }() // after the timeout below, redigo's Close returns that failure
+	r0, w0 := n.Read.Load(), n.Write.Load()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmds := [][]string{{"SET", "k", "v"}, {"GET", "k"}, {"INCR", "n"}, {"INCR", "n"}, {"GET", "missing"}}
+	require.NoError(t, c.Write(ctx, cmds))
+	replies := make([]engine.Reply, len(cmds))
+	require.NoError(t, c.Read(ctx, replies))
+	assert.Equal(t, []engine.Reply{engine.String("OK"), engine.String("v"),
+		{Kind: engine.KindInt, Int: 1}, {Kind: engine.KindInt, Int: 2}, {Kind: engine.KindNil}}, replies)
+	assert.Equal(t, int64(1), n.Write.Load()-w0, "write deadlines for one pipeline")
+	assert.Equal(t, int64(1), n.Read.Load()-r0, "read deadlines for one pipeline")
+
+	// BLPOP answers after 5 s; the read's deadline comes first.
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	require.NoError(t, c.Write(short, [][]string{{"BLPOP", "empty", "5"}}))
+	err = c.Read(short, make([]engine.Reply, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+
+	// A read whose deadline has passed fails before it touches the socket.
+	r1 := n.Read.Load()
+	require.ErrorIs(t, c.Read(short, make([]engine.Reply, 1)), context.DeadlineExceeded)
+	assert.Equal(t, r1, n.Read.Load())
 }
