@@ -3,8 +3,10 @@ package systest
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,7 +51,9 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 // BenchAcquireReleaseParallel measures acquire+release pairs from 32
 // goroutines on distinct keys against 5 local redis-servers, multiplexed,
 // with a 50 ms node timeout: the shape of a loaded service. allocs/op is
-// per pair; failed/op counts pairs that did not succeed.
+// per pair; failed/op counts pairs that did not succeed; writes/op and
+// reads/op count the process's write and read system calls per pair
+// (Linux), which tell how many commands each pipeline carried.
 func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 	const n, clients = 5, 32
 	d := openBench(b, dial, n)
@@ -66,6 +70,7 @@ func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 	var next, failed atomic.Int64
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ReportAllocs()
+	io0, ioOK := processIO()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
@@ -82,6 +87,39 @@ func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 		}
 	})
 	b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
+	if io1, ok := processIO(); ioOK && ok {
+		b.ReportMetric(float64(io1.writes-io0.writes)/float64(b.N), "writes/op")
+		b.ReportMetric(float64(io1.reads-io0.reads)/float64(b.N), "reads/op")
+	}
+}
+
+// ioCounts are the process's read and write system calls so far.
+type ioCounts struct{ reads, writes int64 }
+
+// processIO reads /proc/self/io (Linux): the system calls of every thread
+// of the process, the benchmark's servers excluded. It reports false
+// where there is no such file.
+func processIO() (ioCounts, bool) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return ioCounts{}, false
+	}
+	var c ioCounts
+	var found int
+	for line := range strings.Lines(string(b)) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil {
+			continue
+		}
+		switch name {
+		case "syscr":
+			c.reads, found = n, found+1
+		case "syscw":
+			c.writes, found = n, found+1
+		}
+	}
+	return c, found == 2
 }
 
 // openBench starts n servers and dials a driver over them.
