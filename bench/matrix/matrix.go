@@ -215,6 +215,40 @@ func (p Plan) repeated(c Cell) bool {
 	return c.Library == Redsync && c.Driver == "redigo"
 }
 
+// ThroughputClients is the concurrency of the throughput targets: 32 if
+// the run has it, else its largest.
+func (p Plan) ThroughputClients() int {
+	if slices.Contains(p.Concurrency, 32) {
+		return 32
+	}
+	return slices.Max(p.Concurrency)
+}
+
+// Rounds returns the cells of cells that the throughput targets compare,
+// which a run with Plan.Repeats above 1 measures Repeats-1 more times in
+// rounds that alternate this library's cells with the peers' (see
+// measure.MedianThroughput): this library's multiplexed cells over every
+// driver but mem, and redsync's and rueidislock's, at VariantNodes and
+// ThroughputClients on distinct keys. None with Repeats 1, or one client.
+func (p Plan) Rounds(cells []Cell) []Cell {
+	n, c := p.VariantNodes(), p.ThroughputClients()
+	if p.Repeats < 2 || c < 2 {
+		return nil
+	}
+	var out []Cell
+	for _, x := range cells {
+		if x.Scenario != Loopback || x.Nodes != n || x.Clients != c || x.SharedKey || x.Duration != 0 {
+			continue
+		}
+		switch {
+		case x.Library == Redlock && x.Driver != "mem" && x.FanOut == "multiplexed",
+			x.Library == Redsync, x.Library == Rueidislock:
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // CurveNodes is the N of the throughput curve's extra points, and
 // HandoffNodes the N of the Handoff cells: 5 if the run has it, else its
 // largest N.

@@ -335,3 +335,38 @@ func TestMeasureDuration(t *testing.T) {
 		t.Error("a cell's own duration")
 	}
 }
+
+// Plan.Rounds picks the cells the throughput targets compare, and no
+// other; none without repeats.
+func TestPlanRounds(t *testing.T) {
+	p := Plan{
+		Drivers:     []string{"mem", "redigo", "rueidis"},
+		NodeCounts:  []int{1, 3, 5},
+		FanOuts:     []string{"sequential", "multiplexed"},
+		Concurrency: []int{1, 32},
+		Curve:       []int{2, 32, 64},
+		Proxy:       true,
+		Contended:   true,
+		Peers:       AllPeers,
+		Variants:    []string{"plain"},
+		Repeats:     3,
+	}
+	var got []string
+	for _, c := range p.Rounds(p.Cells()) {
+		got = append(got, c.Name())
+	}
+	want := []string{
+		"lib=redlock/driver=redigo/scenario=loopback/nodes=5/fanout=multiplexed/clients=32",
+		"lib=redlock/driver=rueidis/scenario=loopback/nodes=5/fanout=multiplexed/clients=32",
+		"lib=redsync/driver=redigo/scenario=loopback/nodes=5/fanout=concurrent/clients=32",
+		"lib=redsync/driver=rueidis/scenario=loopback/nodes=5/fanout=concurrent/clients=32",
+		"lib=rueidislock/driver=rueidis/scenario=loopback/nodes=5/fanout=sequential-keys/clients=32",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rounds = %q,\nwant %q", got, want)
+	}
+	p.Repeats = 1
+	if r := p.Rounds(p.Cells()); r != nil {
+		t.Errorf("rounds without repeats: %v", r)
+	}
+}

@@ -131,3 +131,18 @@ func TestMedianOfRepeats(t *testing.T) {
 	assert.Nil(t, one.RepeatP50Us, "a single measurement is not a repeat")
 	assert.Equal(t, Result{}, Median(nil))
 }
+
+func TestMedianThroughputOfRounds(t *testing.T) {
+	rs := []Result{{Ops: 10, Throughput: 200, P50Us: 2}, {Ops: 10, Throughput: 90, P50Us: 9}, {Ops: 10, Throughput: 300, P50Us: 1}}
+	m := MedianThroughput(rs)
+	assert.Equal(t, 200.0, m.Throughput, "the slow round does not decide")
+	assert.Equal(t, 2.0, m.P50Us, "the median round's other figures")
+	assert.Equal(t, []float64{200, 90, 300}, m.RepeatThroughput, "every round, in run order")
+
+	m = MedianThroughput([]Result{{Ops: 10, Throughput: 300}, {Throughput: 0}, {Ops: 10, Throughput: 100}})
+	assert.Equal(t, 100.0, m.Throughput, "a round without pairs does not count; even: the lower middle")
+	assert.Equal(t, []float64{300, 0, 100}, m.RepeatThroughput)
+
+	one := Result{Ops: 1, Throughput: 5}
+	assert.Equal(t, one, MedianThroughput([]Result{one}), "one round is returned as it is")
+}

@@ -117,6 +117,10 @@ type Result struct {
 	// than once (see Median), in run order; the other fields are the
 	// median repeat's.
 	RepeatP50Us []float64 `json:"repeat_p50_us,omitempty"`
+	// RepeatThroughput holds the throughput of every round of a cell
+	// measured in interleaved rounds (see MedianThroughput), in run
+	// order; the other fields are the median round's.
+	RepeatThroughput []float64 `json:"repeat_ops_per_sec,omitempty"`
 }
 
 // RoundCounter is implemented by a Subject that counts the rounds its

@@ -1,6 +1,9 @@
 package measure
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+)
 
 // Median returns the repeat of one cell with the median p50, with
 // RepeatP50Us set to every repeat's p50 in the order given: one stalled
@@ -40,5 +43,33 @@ func Median(rs []Result) Result {
 		m.P50Us = (ok[len(ok)/2-1].P50Us + ok[len(ok)/2].P50Us) / 2
 	}
 	m.RepeatP50Us = p50s
+	return m
+}
+
+// MedianThroughput returns the repeat of one cell with the median
+// throughput, with RepeatThroughput set to every repeat's, in the order
+// given: the throughput targets' cells are measured in rounds
+// interleaved with their peers', and a slow stretch of the machine in one
+// round does not decide a ratio. With an even count, the figures are the
+// lower middle repeat's. Repeats without pairs do not count unless none
+// has any. A single result is returned as it is.
+func MedianThroughput(rs []Result) Result {
+	if len(rs) < 2 {
+		return Median(rs)
+	}
+	all := make([]float64, len(rs))
+	var ok []Result
+	for i, r := range rs {
+		all[i] = r.Throughput
+		if r.Ops > 0 {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		ok = slices.Clone(rs)
+	}
+	slices.SortStableFunc(ok, func(a, b Result) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	m := ok[(len(ok)-1)/2]
+	m.RepeatThroughput = all
 	return m
 }

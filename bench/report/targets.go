@@ -79,6 +79,19 @@ func repeats(r matrix.Record) string {
 	return strings.Join(s, ", ") + " µs"
 }
 
+// tputRounds lists a record's throughput in each interleaved round,
+// "22355, 19001, 23410", or "" if it was measured once.
+func tputRounds(r matrix.Record) string {
+	if len(r.RepeatThroughput) < 2 {
+		return ""
+	}
+	var s []string
+	for _, t := range r.RepeatThroughput {
+		s = append(s, fmt.Sprintf("%.0f", t))
+	}
+	return strings.Join(s, ", ")
+}
+
 // pipeDepth is the pipelined limit's depth in words, "100", or "N".
 func pipeDepth(env Env) string {
 	if env.Pipelined == nil {
@@ -313,9 +326,12 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 				n = join(fmt.Sprintf("CPU ceiling %.0f ops/s (%d %s over the bare pipelined loop %d deep: %.2f + %.2f µs/pair), %.3g× the peer; this cell reaches %.0f%% of it",
 					ceiling, cpus, plural(cpus, "CPU", "CPUs"), q.Depth, q.ClientCPUUsPerOp, q.ServersCPUUsPerOp, ceiling/vs.peer.Throughput, 100*r.Throughput/ceiling), n)
 			}
+			figs := fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, vs.peer.Throughput, vs.peer.Subject())
+			if a, b := tputRounds(*r), tputRounds(*vs.peer); a != "" && b != "" {
+				figs = fmt.Sprintf("median %s; rounds %s vs %s ops/s", figs, a, b)
+			}
 			ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
-				Figures: fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, vs.peer.Throughput, vs.peer.Subject()),
-				Ratio:   ratio, Pass: ratio >= vs.bound, Note: n})
+				Figures: figs, Ratio: ratio, Pass: ratio >= vs.bound, Note: n})
 		}
 	}
 

@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.plan.HandoffDuration, "handoff-duration", 1500*time.Millisecond, "measured time of each hot-key cell (after --warmup)")
 	fs.DurationVar(&c.handoffHold, "handoff-hold", 0, "how much longer a hot-key critical section holds the lock once every other contender is in its acquire call (a sleep; 0: release at once)")
 	fs.BoolVar(&handoffOnly, "handoff-only", false, "run the hot-key cells alone (with --variants-only: and the fencing and lease table)")
-	fs.IntVar(&c.plan.Repeats, "repeats", 3, "measure the one-client N=5 (or the largest N) cells of the p50 targets this many times each (this library's multiplexed cells and redsync+redigo's); their targets take the median repeat's p50")
+	fs.IntVar(&c.plan.Repeats, "repeats", 3, "measure the one-client N=5 (or the largest N) cells of the p50 targets this many times each (this library's multiplexed cells and redsync+redigo's), and the cells of the throughput targets in this many rounds that alternate this library's cells with the peers'; their targets take the median repeat's p50 and the median round's throughput")
 	fs.IntVar(&c.pipeDepth, "pipeline-depth", 100, "the servers' pipelined limit: pairs (SET NX PX, then the release script by EVALSHA) per pipelined batch on each server, for --duration, to compare the servers' CPU per pair with (0: not measured)")
 	fs.DurationVar(&c.duration, "duration", 400*time.Millisecond, "measured time per cell")
 	fs.DurationVar(&c.warmup, "warmup", 100*time.Millisecond, "unmeasured warm-up per cell")
@@ -237,7 +237,10 @@ first run to compile this command and the peer libraries:
     driver and fan-out at N=5 with one client, with rounds per pair;
     --variants-only runs that table alone, in about 25 s); the one-client
     N=5 cells of the p50 targets (each driver multiplexed, redsync+redigo)
-    run 3 times each (--repeats) and keep the median repeat;
+    run 3 times each (--repeats) and keep the median repeat; the 32-client
+    N=5 cells of the throughput targets (each driver multiplexed, redsync
+    and rueidislock) run twice more, in rounds that alternate this
+    library's cells with the peers', and keep the median round;
   - 40 more points of the throughput curve (--curve) at N=5 on distinct
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
   - 18 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32

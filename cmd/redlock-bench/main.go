@@ -62,7 +62,13 @@
 // driver multiplexed, and redsync+redigo) run --repeats times (3) one
 // after the other; each keeps the repeat of median p50, and lists every
 // repeat's p50 (repeat_p50_us in run.json, and the targets' figures), so
-// that a single stalled cell does not decide a verdict.
+// that a single stalled cell does not decide a verdict. The 32-client N=5
+// cells of the throughput targets (each driver multiplexed, redsync and
+// rueidislock) run --repeats-1 more times after every other cell, in
+// rounds that alternate this library's child process with the peers', so
+// that the two sides of a ratio are measured seconds apart rather than
+// minutes; each keeps its median round (repeat_ops_per_sec in run.json,
+// and the targets' figures).
 //
 // The hot key across processes (--multiproc, on by default;
 // --multiproc-only for it alone) re-executes this binary as 4 child
@@ -296,26 +302,45 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		RunID: runID, TTL: cfg.ttl, PoolSize: cfg.poolSize, Duration: cfg.duration, Warmup: cfg.warmup,
 		HandoffHold: cfg.handoffHold,
 	}
-	prog := newProgress(stderr, len(cells))
+	rounds := cfg.plan.Rounds(cells)
+	prog := newProgress(stderr, len(cells)+(cfg.plan.Repeats-1)*len(rounds))
 	var recs []matrix.Record
 	onStart := func(c matrix.Cell) { prog.step(c.Name()) }
 	onRecord := func(r matrix.Record) { recs = append(recs, r) }
-	if len(ours) > 0 {
-		// This library's cells run in a child process too, so that both
-		// sides of the comparison count only their own allocations and
-		// goroutines, not the parent's servers and proxies.
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		req.Cells = ours
-		if err := runChild(ctx, self, []string{workerEnv + "=1"}, req, onStart, onRecord); err != nil {
-			return err
-		}
+	// This library's cells run in a child process too, so that both sides
+	// of the comparison count only their own allocations and goroutines,
+	// not the parent's servers and proxies.
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
+	// Round i > 0 (interleaveRounds) keys its cells apart from the others'.
+	roundReq := func(i int, cells []matrix.Cell) matrix.PeerRequest {
+		r := req
+		r.Cells = cells
+		if i > 0 {
+			r.RunID = runID + "r" + strconv.Itoa(i)
+		}
+		return r
+	}
+	runOurs := func(i int, cells []matrix.Cell, onRecord func(matrix.Record)) error {
+		if len(cells) == 0 {
+			return nil
+		}
+		return runChild(ctx, self, []string{workerEnv + "=1"}, roundReq(i, cells), onStart, onRecord)
+	}
+	if err := runOurs(0, ours, onRecord); err != nil {
+		return err
+	}
+	var peerBin string
 	if len(peers) > 0 && ctx.Err() == nil {
-		req.Cells = peers
-		if err := peerCells(ctx, cfg, req, prog, onStart, onRecord); err != nil {
+		var done func()
+		peerBin, done, err = buildPeerCommand(cfg, prog)
+		if err == nil {
+			defer done()
+			err = runChild(ctx, peerBin, nil, roundReq(0, peers), onStart, onRecord)
+		}
+		if err != nil {
 			prog.log("peers: %v", err)
 			env.Notes = append(env.Notes, "peers not measured: "+firstLine(err.Error()))
 			for _, c := range peers {
@@ -323,6 +348,17 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 					recs = append(recs, matrix.Record{Cell: c, Note: "not measured: peer command failed"})
 				}
 			}
+			peerBin = ""
+		}
+	}
+	if len(rounds) > 0 && ctx.Err() == nil {
+		if err := interleaveRounds(ctx, cfg.plan.Repeats-1, rounds, recs, runOurs, func(i int, cells []matrix.Cell, onRecord func(matrix.Record)) error {
+			if peerBin == "" || len(cells) == 0 {
+				return nil
+			}
+			return runChild(ctx, peerBin, nil, roundReq(i, cells), onStart, onRecord)
+		}); err != nil {
+			return err
 		}
 	}
 	mp, mpErr := runMultiProc(ctx, cfg, set.Addrs(), runID, prog)
@@ -407,27 +443,64 @@ func wrote(w io.Writer, cfg *config, dir string, files []string, committed strin
 	return err
 }
 
-// peerCells builds the peer command and runs req's cells with it.
-func peerCells(ctx context.Context, cfg *config, req matrix.PeerRequest, prog *progress, onStart func(matrix.Cell), onRecord func(matrix.Record)) error {
+// buildPeerCommand builds the peer command into a temporary directory,
+// which done removes.
+func buildPeerCommand(cfg *config, prog *progress) (bin string, done func(), err error) {
 	dir, err := findPeersDir(cfg.peersDir)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	tmp, err := os.MkdirTemp("", "redlock-peerbench-")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer func() {
+	done = func() {
 		if err := os.RemoveAll(tmp); err != nil {
 			prog.log("peers: removing %s: %v", tmp, err)
 		}
-	}()
-	prog.log("building the peer command in %s (first time: downloads the peers' modules)", dir)
-	bin, err := buildPeers(dir, tmp)
-	if err != nil {
-		return err
 	}
-	return runChild(ctx, bin, nil, req, onStart, onRecord)
+	prog.log("building the peer command in %s (first time: downloads the peers' modules)", dir)
+	if bin, err = buildPeers(dir, tmp); err != nil {
+		done()
+		return "", nil, err
+	}
+	return bin, done, nil
+}
+
+// interleaveRounds measures rounds n more times, each time this library's
+// cells (ours) then the peers', and replaces each cell's record in recs
+// by its median round (measure.MedianThroughput), the first measurement
+// included: the throughput targets then compare figures taken seconds
+// apart, not minutes, and a slow stretch of a shared machine in one
+// round does not decide them. A cell's rounds are kept only if every
+// round measured it.
+func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error) error {
+	var mine, theirs []matrix.Cell
+	for _, c := range rounds {
+		if c.IsPeer() {
+			theirs = append(theirs, c)
+		} else {
+			mine = append(mine, c)
+		}
+	}
+	got := make(map[string][]measure.Result)
+	keep := func(r matrix.Record) { got[r.Name()] = append(got[r.Name()], r.Result) }
+	for i := 1; i <= n && ctx.Err() == nil; i++ {
+		if err := ours(i, mine, keep); err != nil {
+			return err
+		}
+		if err := peers(i, theirs, keep); err != nil {
+			return err
+		}
+	}
+	for i := range recs {
+		more := got[recs[i].Name()]
+		if len(more) != n || recs[i].Ops == 0 {
+			continue
+		}
+		recs[i].Result = measure.MedianThroughput(append([]measure.Result{recs[i].Result}, more...))
+	}
+	return ctx.Err()
 }
 
 // replot redraws the plots and results.md of the --replot directory from
