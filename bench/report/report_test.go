@@ -528,7 +528,7 @@ func TestVariantTablesRender(t *testing.T) {
 func TestMarkdownSaysTheFloors(t *testing.T) {
 	env := Env{ProxyDelayMs: 1, ProxyPingUs: 2250, LoopbackPingUs: 30, ProxyRoundPingUs: 2700, LoopbackRoundPingUs: 120,
 		Pipelined:          &servers.Pipelined{Depth: 100, Servers: 5, Pairs: 50000, Seconds: 1, ServersCPUUsPerOp: 22, ClientCPUUsPerOp: 14},
-		PipelinedAtClients: &servers.Pipelined{Depth: 16, Servers: 5, Pairs: 15000, Seconds: 1, ServersCPUUsPerOp: 34, ClientCPUUsPerOp: 24}}
+		PipelinedAtClients: &servers.Pipelined{Depth: 16, Servers: 5, Pairs: 15000, Seconds: 1, ServersCPUUsPerOp: 34, ClientCPUUsPerOp: 24, Rounds: []float64{40, 34, 35.5}}}
 	var b strings.Builder
 	if err := Markdown(&b, Run{Env: env}, nil); err != nil {
 		t.Fatal(err)
@@ -536,7 +536,8 @@ func TestMarkdownSaysTheFloors(t *testing.T) {
 	for _, want := range []string{
 		"a PING to every server at once, answered by all: 2700 µs through the proxies, 120 µs direct",
 		"  - the loop's own client CPU: 14.00 µs per pair (getrusage)",
-		"- the same loop 16 pairs per batch (the most the targets' clients put in one read): 34.00 µs of the servers' CPU per pair, 24.00 µs of the client's",
+		"- the same loop 16 pairs per batch (the most the targets' clients put in one read): 34.00 µs of the servers' CPU per pair, 24.00 µs of the client's; the lowest of rounds 40.0, 34.0, 35.5 µs, one after each round of the throughput cells\n",
+		"in 1 s\n", // the limit measured once says no rounds
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
@@ -544,6 +545,7 @@ func TestMarkdownSaysTheFloors(t *testing.T) {
 	}
 	// A client CPU that was not measured is not printed as a zero.
 	env.PipelinedAtClients.ClientCPUUsPerOp = 0
+	env.PipelinedAtClients.Rounds = nil
 	b.Reset()
 	if err := Markdown(&b, Run{Env: env}, nil); err != nil {
 		t.Fatal(err)

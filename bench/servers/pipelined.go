@@ -56,6 +56,33 @@ type Pipelined struct {
 	// pairs per server, in µs: what sending and reading the commands
 	// costs a client that does nothing else. 0 if not measured.
 	ClientCPUUsPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
+	// Rounds holds ServersCPUUsPerOp of every measurement, in run order,
+	// when the loop ran more than once (Lowest); the other fields are the
+	// lowest one's.
+	Rounds []float64 `json:"rounds_servers_cpu_us_per_op,omitempty"`
+}
+
+// Lowest returns the measurement of the loop that cost the servers the
+// least CPU per pair, with Rounds set to every one's: the limit is a
+// floor, and a measurement taken while the machine ran slow only raises
+// it. With one measurement it is returned as it is.
+func Lowest(ps []Pipelined) Pipelined {
+	if len(ps) < 2 {
+		if len(ps) == 0 {
+			return Pipelined{}
+		}
+		return ps[0]
+	}
+	low := ps[0]
+	rounds := make([]float64, len(ps))
+	for i, p := range ps {
+		rounds[i] = p.ServersCPUUsPerOp
+		if p.ServersCPUUsPerOp < low.ServersCPUUsPerOp {
+			low = p
+		}
+	}
+	low.Rounds = rounds
+	return low
 }
 
 // PipelinedLimit measures the servers' CPU per pair with the work of a

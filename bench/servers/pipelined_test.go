@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,4 +95,18 @@ func TestPipelinedLimitFirstFailureWins(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, closed, "names the server that failed")
 	assert.NotErrorIs(t, err, context.Canceled)
+}
+
+func TestLowestOfRounds(t *testing.T) {
+	ps := []Pipelined{{Depth: 100, ServersCPUUsPerOp: 27.3, Pairs: 1}, {Depth: 100, ServersCPUUsPerOp: 19.4, Pairs: 2}, {Depth: 100, ServersCPUUsPerOp: 20.1, Pairs: 3}}
+	low := Lowest(ps)
+	if low.ServersCPUUsPerOp != 19.4 || low.Pairs != 2 {
+		t.Errorf("lowest = %+v, want the second measurement", low)
+	}
+	if !slices.Equal(low.Rounds, []float64{27.3, 19.4, 20.1}) {
+		t.Errorf("rounds = %v", low.Rounds)
+	}
+	if one := Lowest(ps[:1]); one.Rounds != nil || one.ServersCPUUsPerOp != 27.3 {
+		t.Errorf("one measurement: %+v", one)
+	}
 }

@@ -252,6 +252,8 @@ first run to compile this command and the peer libraries:
     pair pipelined 100 deep on every server at once, and again as deep as
     the targets' clients can make one read (16 for 32 clients), with the
     CPU of the servers and of the loop's own client, for the CPU targets;
+    it runs after each round of the throughput cells too, and the lowest
+    measurement counts;
   - the hot key across processes (--multiproc): 4 child processes of 8
     goroutines on one key, woken and polling, 5 s each after 0.5 s of
     warm-up, with attempts per acquisition, the handoff gap across

@@ -54,7 +54,9 @@
 // ttl then the release script by EVALSHA, pipelined that deep on distinct
 // keys on each of the targets' N servers at once for --duration, and
 // reports the servers' CPU per pair the same way (pipelined_limit in
-// run.json). The CPU targets compare, at N=5 multiplexed with 32 clients,
+// run.json); it runs again after each round of the throughput cells
+// (below), and the lowest measurement is kept, since a floor measured
+// while the machine ran slow is only higher. The CPU targets compare, at N=5 multiplexed with 32 clients,
 // each driver's servers' CPU per pair with that limit and its client CPU
 // with its servers'.
 //
@@ -351,13 +353,48 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			peerBin = ""
 		}
 	}
+	// The servers' pipelined limit, on the servers of the targets' cells,
+	// after every cell and again after each round of the throughput
+	// cells: the CPU targets' reference, the lowest measurement kept. The
+	// same loop as deep as tc clients can make one read, too: each has one
+	// command in flight per server, and a pair is two.
+	var loopRuns [2][]servers.Pipelined
+	measureLoops := func(round int) {
+		if cfg.pipeDepth < 1 || cfg.plan.VariantsOnly || cfg.plan.HandoffOnly || strings.HasPrefix(mode, "miniredis") || ctx.Err() != nil {
+			return
+		}
+		loops := []struct {
+			depth int
+			what  string
+		}{
+			{cfg.pipeDepth, "the servers' pipelined limit"},
+			{tc / 2, "the servers' pipelined loop at the clients' depth"},
+		}
+		for i, l := range loops {
+			if l.depth < 1 || (i > 0 && l.depth >= cfg.pipeDepth) {
+				continue
+			}
+			prog.log("%s: %d servers, %d pairs per batch, %s", l.what, tn, l.depth, cfg.duration)
+			p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
+				Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
+				Depth: l.depth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
+				KeyPrefix: "bench:" + runID + ":pipelined-" + strconv.Itoa(l.depth) + ":" + strconv.Itoa(round) + ":",
+			})
+			if err != nil {
+				env.Notes = append(env.Notes, l.what+" not measured: "+firstLine(err.Error()))
+				continue
+			}
+			loopRuns[i] = append(loopRuns[i], p)
+		}
+	}
+	measureLoops(0)
 	if len(rounds) > 0 && ctx.Err() == nil {
 		if err := interleaveRounds(ctx, cfg.plan.Repeats-1, rounds, recs, runOurs, func(i int, cells []matrix.Cell, onRecord func(matrix.Record)) error {
 			if peerBin == "" || len(cells) == 0 {
 				return nil
 			}
 			return runChild(ctx, peerBin, nil, roundReq(i, cells), onStart, onRecord)
-		}); err != nil {
+		}, measureLoops); err != nil {
 			return err
 		}
 	}
@@ -367,35 +404,11 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		return ctx.Err()
 	}
 
-	if cfg.pipeDepth > 0 && !cfg.plan.VariantsOnly && !cfg.plan.HandoffOnly && !strings.HasPrefix(mode, "miniredis") {
-		// The servers' pipelined limit, on the servers of the targets'
-		// cells, after every cell: the CPU targets' reference.
-		// The same loop as deep as tc clients can make one read, too:
-		// each has one command in flight per server, and a pair is two.
-		loops := []struct {
-			depth int
-			into  **servers.Pipelined
-			what  string
-		}{
-			{cfg.pipeDepth, &env.Pipelined, "the servers' pipelined limit"},
-			{tc / 2, &env.PipelinedAtClients, "the servers' pipelined loop at the clients' depth"},
-		}
-		for i, l := range loops {
-			if l.depth < 1 || (i > 0 && l.depth >= cfg.pipeDepth) {
-				continue
-			}
-			logf(stderr, "%s: %d servers, %d pairs per batch, %s\n", l.what, tn, l.depth, cfg.duration)
-			p, err := servers.PipelinedLimit(ctx, servers.PipelineSpec{
-				Addrs: set.Addrs()[:tn], Options: measure.ServerOptions{Username: cfg.user, Password: cfg.pass, TLS: opts.TLS},
-				Depth: l.depth, Warmup: cfg.warmup, Duration: cfg.duration, TTL: cfg.ttl,
-				KeyPrefix: "bench:" + runID + ":pipelined-" + strconv.Itoa(l.depth) + ":",
-			})
-			if err != nil {
-				env.Notes = append(env.Notes, l.what+" not measured: "+firstLine(err.Error()))
-				continue
-			}
-			*l.into = &p
-		}
+	if loops := loopRuns[0]; len(loops) > 0 {
+		env.Pipelined = lowest(loops)
+	}
+	if loops := loopRuns[1]; len(loops) > 0 {
+		env.PipelinedAtClients = lowest(loops)
 	}
 	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
 	if _, err := fmt.Fprintln(stdout); err != nil {
@@ -467,14 +480,20 @@ func buildPeerCommand(cfg *config, prog *progress) (bin string, done func(), err
 	return bin, done, nil
 }
 
+// lowest is servers.Lowest of a loop's measurements.
+func lowest(ps []servers.Pipelined) *servers.Pipelined {
+	p := servers.Lowest(ps)
+	return &p
+}
+
 // interleaveRounds measures rounds n more times, each time this library's
-// cells (ours) then the peers', and replaces each cell's record in recs
+// cells (ours) then the peers', then after(round), and replaces each cell's record in recs
 // by its median round (measure.MedianThroughput), the first measurement
 // included: the throughput targets then compare figures taken seconds
 // apart, not minutes, and a slow stretch of a shared machine in one
 // round does not decide them. A cell's rounds are kept only if every
 // round measured it.
-func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error) error {
+func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error, after func(int)) error {
 	var mine, theirs []matrix.Cell
 	for _, c := range rounds {
 		if c.IsPeer() {
@@ -492,6 +511,7 @@ func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []m
 		if err := peers(i, theirs, keep); err != nil {
 			return err
 		}
+		after(i)
 	}
 	for i := range recs {
 		more := got[recs[i].Name()]

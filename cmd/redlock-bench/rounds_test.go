@@ -11,7 +11,7 @@ import (
 )
 
 // interleaveRounds alternates this library's cells with the peers', round
-// by round, and keeps each cell's median round, the first measurement
+// by round, measures the pipelined loops after each round, and keeps each cell's median round, the first measurement
 // included; a cell some round missed keeps its first measurement.
 func TestInterleaveRounds(t *testing.T) {
 	ours := matrix.Cell{Library: matrix.Redlock, Driver: "redigo", Scenario: matrix.Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 32}
@@ -37,11 +37,12 @@ func TestInterleaveRounds(t *testing.T) {
 			return nil
 		}
 	}
-	err := interleaveRounds(context.Background(), 2, []matrix.Cell{ours, theirs, missed}, recs, run("ours"), run("peers"))
+	after := func(i int) { calls = append(calls, fmt.Sprintf("%d loops", i)) }
+	err := interleaveRounds(context.Background(), 2, []matrix.Cell{ours, theirs, missed}, recs, run("ours"), run("peers"), after)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"1 ours redlock", "1 peers redsync", "1 peers rueidislock", "2 ours redlock", "2 peers redsync", "2 peers rueidislock"}
+	want := []string{"1 ours redlock", "1 peers redsync", "1 peers rueidislock", "1 loops", "2 ours redlock", "2 peers redsync", "2 peers rueidislock", "2 loops"}
 	if !slices.Equal(calls, want) {
 		t.Errorf("calls = %q, want %q", calls, want)
 	}
