@@ -12,32 +12,13 @@ import (
 // of the two middle p50s. Repeats without pairs (Ops 0) do not count
 // unless none has any. A single result is returned as it is.
 func Median(rs []Result) Result {
-	switch len(rs) {
-	case 0:
-		return Result{}
-	case 1:
+	if len(rs) < 2 {
+		if len(rs) == 0 {
+			return Result{}
+		}
 		return rs[0]
 	}
-	p50s := make([]float64, len(rs))
-	var ok []Result
-	for i, r := range rs {
-		p50s[i] = r.P50Us
-		if r.Ops > 0 {
-			ok = append(ok, r)
-		}
-	}
-	if len(ok) == 0 {
-		ok = slices.Clone(rs)
-	}
-	slices.SortStableFunc(ok, func(a, b Result) int {
-		switch {
-		case a.P50Us < b.P50Us:
-			return -1
-		case a.P50Us > b.P50Us:
-			return 1
-		}
-		return 0
-	})
+	ok, p50s := byKey(rs, func(r Result) float64 { return r.P50Us })
 	m := ok[(len(ok)-1)/2]
 	if len(ok)%2 == 0 {
 		m.P50Us = (ok[len(ok)/2-1].P50Us + ok[len(ok)/2].P50Us) / 2
@@ -57,19 +38,25 @@ func MedianThroughput(rs []Result) Result {
 	if len(rs) < 2 {
 		return Median(rs)
 	}
-	all := make([]float64, len(rs))
-	var ok []Result
-	for i, r := range rs {
-		all[i] = r.Throughput
-		if r.Ops > 0 {
-			ok = append(ok, r)
-		}
-	}
-	if len(ok) == 0 {
-		ok = slices.Clone(rs)
-	}
-	slices.SortStableFunc(ok, func(a, b Result) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	ok, all := byKey(rs, func(r Result) float64 { return r.Throughput })
 	m := ok[(len(ok)-1)/2]
 	m.RepeatThroughput = all
 	return m
+}
+
+// byKey returns the repeats with pairs (all of them if none has any)
+// sorted by key, stably, and every repeat's key in the order given.
+func byKey(rs []Result, key func(Result) float64) (sorted []Result, keys []float64) {
+	keys = make([]float64, len(rs))
+	for i, r := range rs {
+		keys[i] = key(r)
+		if r.Ops > 0 {
+			sorted = append(sorted, r)
+		}
+	}
+	if len(sorted) == 0 {
+		sorted = slices.Clone(rs)
+	}
+	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(key(a), key(b)) })
+	return sorted, keys
 }

@@ -290,14 +290,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	logf(stderr, "servers: %s %v; GOMAXPROCS=%d, CPUs %s; %s per cell after %s warm-up\n",
 		env.Servers, set.Addrs(), env.GOMAXPROCS, env.Affinity, cfg.duration, cfg.warmup)
 	cells := cfg.plan.Cells()
-	var ours, peers []matrix.Cell
-	for _, c := range cells {
-		if c.IsPeer() {
-			peers = append(peers, c)
-		} else {
-			ours = append(ours, c)
-		}
-	}
+	ours, peers := splitPeers(cells)
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	req := matrix.PeerRequest{
 		Addrs: addrs, Username: cfg.user, Password: cfg.pass, TLS: cfg.tls, TLSCA: cfg.tlsCA,
@@ -480,28 +473,33 @@ func buildPeerCommand(cfg *config, prog *progress) (bin string, done func(), err
 	return bin, done, nil
 }
 
+// splitPeers splits cells into this library's and the peers', in order.
+func splitPeers(cells []matrix.Cell) (ours, peers []matrix.Cell) {
+	for _, c := range cells {
+		if c.IsPeer() {
+			peers = append(peers, c)
+		} else {
+			ours = append(ours, c)
+		}
+	}
+	return ours, peers
+}
+
 // lowest is servers.Lowest of a loop's measurements.
 func lowest(ps []servers.Pipelined) *servers.Pipelined {
 	p := servers.Lowest(ps)
 	return &p
 }
 
-// interleaveRounds measures rounds n more times, each time this library's
-// cells (ours) then the peers', then after(round), and replaces each cell's record in recs
-// by its median round (measure.MedianThroughput), the first measurement
-// included: the throughput targets then compare figures taken seconds
-// apart, not minutes, and a slow stretch of a shared machine in one
-// round does not decide them. A cell's rounds are kept only if every
-// round measured it.
+// interleaveRounds measures rounds n more times, each time this
+// library's cells (ours), then the peers', then after(round), and
+// replaces each cell's record in recs by its median round
+// (measure.MedianThroughput), the first measurement included: the
+// throughput targets then compare figures taken seconds apart, not
+// minutes, and a slow stretch of a shared machine in one round does not
+// decide them. A cell's rounds are kept only if every round measured it.
 func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error, after func(int)) error {
-	var mine, theirs []matrix.Cell
-	for _, c := range rounds {
-		if c.IsPeer() {
-			theirs = append(theirs, c)
-		} else {
-			mine = append(mine, c)
-		}
-	}
+	mine, theirs := splitPeers(rounds)
 	got := make(map[string][]measure.Result)
 	keep := func(r matrix.Record) { got[r.Name()] = append(got[r.Name()], r.Result) }
 	for i := 1; i <= n && ctx.Err() == nil; i++ {
