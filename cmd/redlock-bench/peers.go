@@ -75,7 +75,7 @@ func runChild(ctx context.Context, bin string, env []string, req matrix.PeerRequ
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, bin)
+	cmd := exec.CommandContext(ctx, bin) //nolint:gosec // G702: bin is this command's own executable or the peer command it built itself
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(string(in))
 	cmd.Stderr = os.Stderr
