@@ -35,8 +35,9 @@ type SocketDeadlines struct{ Read, Write atomic.Int64 }
 
 func CountSocketDeadlines(t testing.TB) *SocketDeadlines {
 	n := new(SocketDeadlines)
-	wrapSocket = func(c net.Conn) net.Conn { return countingSocket{c, n} }
-	t.Cleanup(func() { wrapSocket = nil })
+	wrap := func(c net.Conn) net.Conn { return countingSocket{c, n} }
+	wrapSocket.Store(&wrap)
+	t.Cleanup(func() { wrapSocket.Store(nil) })
 	return n
 }
 

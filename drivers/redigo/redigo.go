@@ -38,6 +38,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -91,8 +92,14 @@ func dialConfig(addrs []string, opts Options) (engine.Config, error) {
 				if err != nil {
 					return nil, err
 				}
-				if wrapSocket != nil {
-					nc = wrapSocket(nc)
+				if wrap := wrapSocket.Load(); wrap != nil {
+					nc = (*wrap)(nc)
+				}
+				// AUTH and SELECT go out in DialContext, before the
+				// driver sets deadlines: bound their writes as the dial is.
+				if err := nc.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+					_ = nc.Close() // the deadline's error is the one to report
+					return nil, err
 				}
 				raw = &ownDeadlines{Conn: nc}
 				return raw, nil
@@ -250,7 +257,7 @@ type conn struct {
 }
 
 // wrapSocket, when a test sets it, wraps each command connection's socket.
-var wrapSocket func(net.Conn) net.Conn
+var wrapSocket atomic.Pointer[func(net.Conn) net.Conn]
 
 // ownDeadlines is a socket whose deadlines redigo no longer sets once own
 // is: the driver sets them on the socket itself (conn.raw). It is set
@@ -281,7 +288,15 @@ func (o *ownDeadlines) SetWriteDeadline(t time.Time) error {
 	return o.Conn.SetWriteDeadline(t)
 }
 
-func (c *conn) Close() error { return c.c.Close() }
+// Close closes the connection. On a socket whose deadlines the driver
+// sets, a TLS connection's close alert goes out under a fresh write
+// deadline, since the one the last pipeline left may have passed.
+func (c *conn) Close() error {
+	if c.raw != nil {
+		_ = c.raw.SetWriteDeadline(time.Now().Add(c.writeTimeout)) // a failure here shows in Close's
+	}
+	return c.c.Close()
+}
 
 // Exchange sends cmds with Send and one Flush, then reads the replies.
 func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {

@@ -53,7 +53,8 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 // with a 50 ms node timeout: the shape of a loaded service. allocs/op is
 // per pair; failed/op counts pairs that did not succeed; writes/op and
 // reads/op count the process's write and read system calls per pair
-// (Linux), which tell how many commands each pipeline carried.
+// (Linux): an upper bound on the sockets', since the runtime's netpoll
+// wake-ups and the reads that meet EAGAIN count too.
 func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 	const n, clients = 5, 32
 	d := openBench(b, dial, n)
