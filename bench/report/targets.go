@@ -92,6 +92,35 @@ func tputRounds(r matrix.Record) string {
 	return strings.Join(s, ", ")
 }
 
+// roundRatios returns r's throughput over peer's round by round, when
+// both were measured in the same rounds (measure.MedianThroughput); nil
+// otherwise.
+func roundRatios(r, peer matrix.Record) []float64 {
+	a, b := r.RepeatThroughput, peer.RepeatThroughput
+	if len(a) < 2 || len(a) != len(b) {
+		return nil
+	}
+	out := make([]float64, len(a))
+	for i := range a {
+		if b[i] <= 0 {
+			return nil
+		}
+		out[i] = a[i] / b[i]
+	}
+	return out
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count); xs is not modified.
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 // pipeDepth is the pipelined limit's depth in words, "100", or "N".
 func pipeDepth(env Env) string {
 	if env.Pipelined == nil {
@@ -327,8 +356,14 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 					ceiling, cpus, plural(cpus, "CPU", "CPUs"), q.Depth, q.ClientCPUUsPerOp, q.ServersCPUUsPerOp, ceiling/vs.peer.Throughput, 100*r.Throughput/ceiling), n)
 			}
 			figs := fmt.Sprintf("%.0f vs %.0f ops/s (%s)", r.Throughput, vs.peer.Throughput, vs.peer.Subject())
-			if a, b := tputRounds(*r), tputRounds(*vs.peer); a != "" && b != "" {
-				figs = fmt.Sprintf("median %s; rounds %s vs %s ops/s", figs, a, b)
+			if rs := roundRatios(*r, *vs.peer); len(rs) > 1 {
+				// Each round's two sides ran seconds apart: the ratio is
+				// the median of the rounds' own.
+				ratio = median(rs)
+				figs = fmt.Sprintf("the median of the rounds' ratios; rounds %s vs %s ops/s (%s); the median rounds %.0f vs %.0f",
+					tputRounds(*r), tputRounds(*vs.peer), vs.peer.Subject(), r.Throughput, vs.peer.Throughput)
+			} else if a := tputRounds(*r); a != "" {
+				figs = fmt.Sprintf("%s; rounds %s ops/s, the peer's measured once", figs, a)
 			}
 			ts = append(ts, Target{Name: name, Goal: goal, Measured: true,
 				Figures: figs, Ratio: ratio, Pass: ratio >= vs.bound, Note: n})

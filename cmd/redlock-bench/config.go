@@ -85,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.commit, "commit-results", false, "write into the committed results/<servers>[-pinned] (such as results/redis-server) instead of "+latestDir+"; with --replot, rewrite its directory in place")
 	fs.BoolVar(&c.noRedis, "no-redis-server", false, "use in-process miniredis even if redis-server is on PATH")
 	fs.StringVar(&c.peersDir, "peers-dir", "", "directory of the nested peers module (default: bench/peers of this repository)")
-	fs.StringVar(&c.replot, "replot", "", "redraw the plots and results.md of a results directory from its run.json into "+latestDir+" (see --out, --commit-results), and exit")
+	fs.StringVar(&c.replot, "replot", "", "redraw the plots and results.md of a results directory from its run.json, with its targets evaluated again by this build's rules, into "+latestDir+" (see --out, --commit-results), and exit")
 	fs.BoolVar(&c.listDrivers, "list", false, "print the drivers and peers compiled in, and exit")
 	c.mp.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -240,7 +240,8 @@ first run to compile this command and the peer libraries:
     run 3 times each (--repeats) and keep the median repeat; the 32-client
     N=5 cells of the throughput targets (each driver multiplexed, redsync
     and rueidislock) run twice more, in rounds that alternate this
-    library's cells with the peers', and keep the median round;
+    library's cells with the peers'; a target takes the median of the
+    rounds' ratios;
   - 40 more points of the throughput curve (--curve) at N=5 on distinct
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
   - 18 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32

@@ -66,11 +66,12 @@
 // repeat's p50 (repeat_p50_us in run.json, and the targets' figures), so
 // that a single stalled cell does not decide a verdict. The 32-client N=5
 // cells of the throughput targets (each driver multiplexed, redsync and
-// rueidislock) run --repeats-1 more times after every other cell, in
-// rounds that alternate this library's child process with the peers', so
-// that the two sides of a ratio are measured seconds apart rather than
-// minutes; each keeps its median round (repeat_ops_per_sec in run.json,
-// and the targets' figures).
+// rueidislock) run --repeats-1 more times after the matrix, in rounds
+// that alternate this library's child process with the peers', so that
+// the two sides of a round are measured seconds apart rather than
+// minutes; each cell keeps its median round (repeat_ops_per_sec in
+// run.json), and a throughput target is the median of the rounds' own
+// ratios, the matrix's first measurements counting as one round.
 //
 // The hot key across processes (--multiproc, on by default;
 // --multiproc-only for it alone) re-executes this binary as 4 child
@@ -351,7 +352,10 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	// cells: the CPU targets' reference, the lowest measurement kept. The
 	// same loop as deep as tc clients can make one read, too: each has one
 	// command in flight per server, and a pair is two.
-	var loopRuns [2][]servers.Pipelined
+	var (
+		loopRuns [2][]servers.Pipelined
+		loopErrs [2]error
+	)
 	measureLoops := func(round int) {
 		if cfg.pipeDepth < 1 || cfg.plan.VariantsOnly || cfg.plan.HandoffOnly || strings.HasPrefix(mode, "miniredis") || ctx.Err() != nil {
 			return
@@ -374,7 +378,8 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 				KeyPrefix: "bench:" + runID + ":pipelined-" + strconv.Itoa(l.depth) + ":" + strconv.Itoa(round) + ":",
 			})
 			if err != nil {
-				env.Notes = append(env.Notes, l.what+" not measured: "+firstLine(err.Error()))
+				prog.log("%s, round %d: %v", l.what, round, err)
+				loopErrs[i] = fmt.Errorf("%s not measured: %s", l.what, firstLine(err.Error()))
 				continue
 			}
 			loopRuns[i] = append(loopRuns[i], p)
@@ -388,7 +393,11 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			}
 			return runChild(ctx, peerBin, nil, roundReq(i, cells), onStart, onRecord)
 		}, measureLoops); err != nil {
-			return err
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			prog.log("throughput rounds: %v", err)
+			env.Notes = append(env.Notes, "throughput rounds not completed, each cell measured once: "+firstLine(err.Error()))
 		}
 	}
 	mp, mpErr := runMultiProc(ctx, cfg, set.Addrs(), runID, prog)
@@ -397,11 +406,12 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 		return ctx.Err()
 	}
 
-	if loops := loopRuns[0]; len(loops) > 0 {
-		env.Pipelined = lowest(loops)
-	}
-	if loops := loopRuns[1]; len(loops) > 0 {
-		env.PipelinedAtClients = lowest(loops)
+	for i, into := range []**servers.Pipelined{&env.Pipelined, &env.PipelinedAtClients} {
+		if len(loopRuns[i]) > 0 {
+			*into = lowest(loopRuns[i])
+		} else if loopErrs[i] != nil { // no round measured it
+			env.Notes = append(env.Notes, loopErrs[i].Error())
+		}
 	}
 	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
 	if _, err := fmt.Fprintln(stdout); err != nil {
@@ -473,6 +483,29 @@ func buildPeerCommand(cfg *config, prog *progress) (bin string, done func(), err
 	return bin, done, nil
 }
 
+// targetShape returns the targets' N and concurrency of a run's records,
+// as bench chooses them: 5 and 32 when the matrix has them, else its
+// largest.
+func targetShape(recs []matrix.Record) (nodes, clients int) {
+	var ns, cs []int
+	for _, r := range recs {
+		if r.Scenario == matrix.Loopback && r.Duration == 0 && !r.SharedKey {
+			ns, cs = append(ns, r.Nodes), append(cs, r.Clients)
+		}
+	}
+	if len(ns) == 0 {
+		return 5, 32
+	}
+	nodes, clients = slices.Max(ns), slices.Max(cs)
+	if slices.Contains(ns, 5) {
+		nodes = 5
+	}
+	if slices.Contains(cs, 32) {
+		clients = 32
+	}
+	return nodes, clients
+}
+
 // splitPeers splits cells into this library's and the peers', in order.
 func splitPeers(cells []matrix.Cell) (ours, peers []matrix.Cell) {
 	for _, c := range cells {
@@ -497,19 +530,25 @@ func lowest(ps []servers.Pipelined) *servers.Pipelined {
 // (measure.MedianThroughput), the first measurement included: the
 // throughput targets then compare figures taken seconds apart, not
 // minutes, and a slow stretch of a shared machine in one round does not
-// decide them. A cell's rounds are kept only if every round measured it.
+// decide them. A cell's rounds are kept only if every round measured it;
+// a round that fails ends the rounds, and the cells keep their first
+// measurement.
 func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error, after func(int)) error {
 	mine, theirs := splitPeers(rounds)
 	got := make(map[string][]measure.Result)
 	keep := func(r matrix.Record) { got[r.Name()] = append(got[r.Name()], r.Result) }
+	var err error
 	for i := 1; i <= n && ctx.Err() == nil; i++ {
-		if err := ours(i, mine, keep); err != nil {
-			return err
+		if err = ours(i, mine, keep); err != nil {
+			break
 		}
-		if err := peers(i, theirs, keep); err != nil {
-			return err
+		if err = peers(i, theirs, keep); err != nil {
+			break
 		}
 		after(i)
+	}
+	if err != nil {
+		return err // a round is missing: the cells keep their first measurement
 	}
 	for i := range recs {
 		more := got[recs[i].Name()]
@@ -533,6 +572,15 @@ func replot(cfg *config, stdout io.Writer) error {
 	var r report.Run
 	if err := json.Unmarshal(b, &r); err != nil {
 		return fmt.Errorf("%s: %w", src, err)
+	}
+	if len(r.Records) > 0 && len(r.Targets) > 0 {
+		// The targets again, by today's rules, from the run's own figures.
+		tn, tc := targetShape(r.Records)
+		ts := report.Evaluate(r.Records, r.Env, tn, tc)
+		if t, ok := report.MultiProcTarget(r.MultiProc); ok {
+			ts = append(ts, t)
+		}
+		r.Targets = ts
 	}
 	out, err := outDir(cfg, "")
 	if err != nil {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/bench/matrix"
 	"github.com/redlock-go/redlock/bench/measure"
@@ -58,6 +60,61 @@ func TestInterleaveRounds(t *testing.T) {
 	} {
 		if tc.r.Throughput != tc.tput || !slices.Equal(tc.r.RepeatThroughput, tc.rounds) {
 			t.Errorf("%s: %v ops/s, rounds %v; want %v, %v", tc.r.Subject(), tc.r.Throughput, tc.r.RepeatThroughput, tc.tput, tc.rounds)
+		}
+	}
+}
+
+// A round that fails ends the rounds: every cell keeps its first
+// measurement, and the error comes back for the run's notes.
+func TestInterleaveRoundsFailure(t *testing.T) {
+	ours := matrix.Cell{Library: matrix.Redlock, Driver: "redigo", Scenario: matrix.Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 32}
+	theirs := matrix.Cell{Library: matrix.Redsync, Driver: "redigo", Scenario: matrix.Loopback, Nodes: 5, FanOut: matrix.FanConcurrent, Clients: 32}
+	recs := []matrix.Record{{Cell: ours, Result: measure.Result{Ops: 1, Throughput: 900}}, {Cell: theirs, Result: measure.Result{Ops: 1, Throughput: 100}}}
+	boom := errors.New("peer command: exit status 1")
+	var loops []int
+	err := interleaveRounds(context.Background(), 2, []matrix.Cell{ours, theirs}, recs,
+		func(i int, cells []matrix.Cell, keep func(matrix.Record)) error {
+			keep(matrix.Record{Cell: cells[0], Result: measure.Result{Ops: 1, Throughput: 100 * float64(i)}})
+			return nil
+		},
+		func(i int, cells []matrix.Cell, keep func(matrix.Record)) error {
+			if i == 2 {
+				return boom
+			}
+			keep(matrix.Record{Cell: cells[0], Result: measure.Result{Ops: 1, Throughput: 50}})
+			return nil
+		},
+		func(i int) { loops = append(loops, i) })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want the round's", err)
+	}
+	if !slices.Equal(loops, []int{1}) {
+		t.Errorf("loops after rounds %v, want [1]", loops)
+	}
+	for _, r := range recs {
+		if r.RepeatThroughput != nil || (r.Throughput != 900 && r.Throughput != 100) {
+			t.Errorf("%s: %v ops/s, rounds %v: want its first measurement alone", r.Subject(), r.Throughput, r.RepeatThroughput)
+		}
+	}
+}
+
+// --replot evaluates the targets again at the run's own N and
+// concurrency: 5 and 32 when the matrix has them, else its largest; the
+// curve's points and the shared-key cells do not count.
+func TestTargetShape(t *testing.T) {
+	cell := func(n, c int, curve time.Duration, shared bool) matrix.Record {
+		return matrix.Record{Cell: matrix.Cell{Library: matrix.Redlock, Driver: "redigo", Scenario: matrix.Loopback, Nodes: n, FanOut: "multiplexed", Clients: c, Duration: curve, SharedKey: shared}}
+	}
+	for _, tc := range []struct {
+		recs          []matrix.Record
+		nodes, client int
+	}{
+		{[]matrix.Record{cell(1, 1, 0, false), cell(5, 32, 0, false), cell(5, 64, time.Second, false), cell(7, 32, 0, false)}, 5, 32},
+		{[]matrix.Record{cell(1, 1, 0, false), cell(3, 16, 0, false), cell(3, 64, 0, true)}, 3, 16},
+		{nil, 5, 32},
+	} {
+		if n, c := targetShape(tc.recs); n != tc.nodes || c != tc.client {
+			t.Errorf("targetShape = %d, %d; want %d, %d", n, c, tc.nodes, tc.client)
 		}
 	}
 }
