@@ -56,9 +56,9 @@
 // reports the servers' CPU per pair the same way (pipelined_limit in
 // run.json); it runs again after each round of the throughput cells
 // (below), and the lowest measurement is kept, since a floor measured
-// while the machine ran slow is only higher. The CPU targets compare, at N=5 multiplexed with 32 clients,
-// each driver's servers' CPU per pair with that limit and its client CPU
-// with its servers'.
+// while the machine ran slow is only higher. The CPU targets compare, at
+// N=5 multiplexed with 32 clients, each driver's servers' CPU per pair
+// with that limit and its client CPU with its servers'.
 //
 // Repeats: the one-client N=5 cells that the p50 targets compare (each
 // driver multiplexed, and redsync+redigo) run --repeats times (3) one
@@ -190,13 +190,7 @@ func logf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, forma
 func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.Writer) error {
 	maxN := slices.Max(cfg.plan.NodeCounts)
 	// The targets' N and concurrency.
-	tn, tc := 5, 32
-	if !slices.Contains(cfg.plan.NodeCounts, tn) {
-		tn = maxN
-	}
-	if !slices.Contains(cfg.plan.Concurrency, tc) {
-		tc = slices.Max(cfg.plan.Concurrency)
-	}
+	tn, tc := cfg.plan.VariantNodes(), cfg.plan.ThroughputClients()
 	var (
 		set  servers.Set
 		err  error
@@ -408,7 +402,8 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 
 	for i, into := range []**servers.Pipelined{&env.Pipelined, &env.PipelinedAtClients} {
 		if len(loopRuns[i]) > 0 {
-			*into = lowest(loopRuns[i])
+			p := servers.Lowest(loopRuns[i])
+			*into = &p
 		} else if loopErrs[i] != nil { // no round measured it
 			env.Notes = append(env.Notes, loopErrs[i].Error())
 		}
@@ -484,26 +479,19 @@ func buildPeerCommand(cfg *config, prog *progress) (bin string, done func(), err
 }
 
 // targetShape returns the targets' N and concurrency of a run's records,
-// as bench chooses them: 5 and 32 when the matrix has them, else its
-// largest.
+// by the rule bench follows (matrix.Plan): 5 and 32 when the matrix has
+// them, else its largest.
 func targetShape(recs []matrix.Record) (nodes, clients int) {
-	var ns, cs []int
+	var p matrix.Plan
 	for _, r := range recs {
 		if r.Scenario == matrix.Loopback && r.Duration == 0 && !r.SharedKey {
-			ns, cs = append(ns, r.Nodes), append(cs, r.Clients)
+			p.NodeCounts, p.Concurrency = append(p.NodeCounts, r.Nodes), append(p.Concurrency, r.Clients)
 		}
 	}
-	if len(ns) == 0 {
+	if len(p.NodeCounts) == 0 {
 		return 5, 32
 	}
-	nodes, clients = slices.Max(ns), slices.Max(cs)
-	if slices.Contains(ns, 5) {
-		nodes = 5
-	}
-	if slices.Contains(cs, 32) {
-		clients = 32
-	}
-	return nodes, clients
+	return p.VariantNodes(), p.ThroughputClients()
 }
 
 // splitPeers splits cells into this library's and the peers', in order.
@@ -516,12 +504,6 @@ func splitPeers(cells []matrix.Cell) (ours, peers []matrix.Cell) {
 		}
 	}
 	return ours, peers
-}
-
-// lowest is servers.Lowest of a loop's measurements.
-func lowest(ps []servers.Pipelined) *servers.Pipelined {
-	p := servers.Lowest(ps)
-	return &p
 }
 
 // interleaveRounds measures rounds n more times, each time this
