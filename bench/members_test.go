@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -504,13 +503,13 @@ func writeMembers(dir string) error {
 			return "–"
 		}
 		if len(rs) != len(bs) {
-			return fmt.Sprintf("%.2f×", median(of(rs, f))/median(of(bs, f)))
+			return fmt.Sprintf("%.2f×", measure.MedianOf(of(rs, f))/measure.MedianOf(of(bs, f)))
 		}
 		var q []float64
 		for i := range rs {
 			q = append(q, f(rs[i])/f(bs[i]))
 		}
-		return fmt.Sprintf("%.2f×", median(q))
+		return fmt.Sprintf("%.2f×", measure.MedianOf(q))
 	}
 	var sb strings.Builder
 	sb.WriteString("| N | members | p50 µs | p99 µs | p50 / standalone | p99 / standalone | runs × pairs | p50 of each run µs | p99 of each run µs |\n")
@@ -528,7 +527,7 @@ func writeMembers(dir string) error {
 		if len(rs) == 0 {
 			continue
 		}
-		m50, m99 := median(of(rs, p50)), median(of(rs, p99))
+		m50, m99 := measure.MedianOf(of(rs, p50)), measure.MedianOf(of(rs, p99))
 		fmt.Fprintf(&sb, "| %d | %s | %.0f | %.0f | %s | %s | %d × %d | %s | %s |\n",
 			c.nodes, c.label, m50, m99, ratio(rs, base[c.nodes], p50), ratio(rs, base[c.nodes], p99),
 			len(rs), rs[len(rs)-1].Ops, list(of(rs, p50)), list(of(rs, p99)))
@@ -538,17 +537,4 @@ func writeMembers(dir string) error {
 		return err
 	}
 	return plots.WriteMembers(filepath.Join(dir, "members_latency.png"), pts)
-}
-
-// median returns the median of vs (the mean of the middle two when even).
-func median(vs []float64) float64 {
-	if len(vs) == 0 {
-		return 0
-	}
-	s := slices.Clone(vs)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

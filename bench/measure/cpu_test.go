@@ -132,6 +132,14 @@ func TestMedianOfRepeats(t *testing.T) {
 	assert.Equal(t, Result{}, Median(nil))
 }
 
+func TestMedianOf(t *testing.T) {
+	xs := []float64{10, 3, 10, 3}
+	assert.Equal(t, 6.5, MedianOf(xs), "an even count: the mean of the middle two")
+	assert.Equal(t, []float64{10, 3, 10, 3}, xs, "not modified")
+	assert.Equal(t, 2.0, MedianOf([]float64{3, 1, 2}))
+	assert.Equal(t, 0.0, MedianOf(nil))
+}
+
 func TestMedianThroughputOfRounds(t *testing.T) {
 	rs := []Result{{Ops: 10, Throughput: 200, P50Us: 2}, {Ops: 10, Throughput: 90, P50Us: 9}, {Ops: 10, Throughput: 300, P50Us: 1}}
 	m := MedianThroughput(rs)

@@ -44,6 +44,20 @@ func MedianThroughput(rs []Result) Result {
 	return m
 }
 
+// MedianOf returns the median of xs (the mean of the middle two for an
+// even count, 0 for none); xs is not modified.
+func MedianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
 // byKey returns the repeats with pairs (all of them if none has any)
 // sorted by key, stably, and every repeat's key in the order given.
 func byKey(rs []Result, key func(Result) float64) (sorted []Result, keys []float64) {

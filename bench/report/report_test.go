@@ -565,12 +565,6 @@ func TestRoundRatios(t *testing.T) {
 	if !slices.Equal(got, []float64{10, 3, 10, 3}) {
 		t.Errorf("ratios = %v", got)
 	}
-	if m := median(got); m != 6.5 {
-		t.Errorf("median of an even count = %v, want the mean of the middle two", m)
-	}
-	if m := median([]float64{3, 1, 2}); m != 2 {
-		t.Errorf("median = %v", m)
-	}
 	if roundRatios(r, matrix.Record{Result: measure.Result{RepeatThroughput: []float64{1, 2}}}) != nil {
 		t.Error("rounds of different counts paired")
 	}

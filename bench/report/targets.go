@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/bench/multiproc"
 	"github.com/redlock-go/redlock/bench/servers"
 )
@@ -108,17 +109,6 @@ func roundRatios(r, peer matrix.Record) []float64 {
 		out[i] = a[i] / b[i]
 	}
 	return out
-}
-
-// median is the median of xs (the mean of the middle two for an even
-// count); xs is not modified.
-func median(xs []float64) float64 {
-	s := slices.Sorted(slices.Values(xs))
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // pipeDepth is the pipelined limit's depth in words, "100", or "N".
@@ -359,7 +349,7 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 			if rs := roundRatios(*r, *vs.peer); len(rs) > 1 {
 				// Each round's two sides ran seconds apart: the ratio is
 				// the median of the rounds' own.
-				ratio = median(rs)
+				ratio = measure.MedianOf(rs)
 				figs = fmt.Sprintf("the median of the rounds' ratios; rounds %s vs %s ops/s (%s); the median rounds %.0f vs %.0f",
 					tputRounds(*r), tputRounds(*vs.peer), vs.peer.Subject(), r.Throughput, vs.peer.Throughput)
 			} else if a := tputRounds(*r); a != "" {
