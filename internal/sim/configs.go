@@ -454,8 +454,14 @@ func Queue(n int) Config {
 // tickets moved by up to 50 ms (QueueSkew), so that nodes disagree on
 // the order.
 func QueueFaulty(n int, fo core.FanOut) Config {
-	c := WaitersFaulty(n, fo)
+	c := queueFaults(WaitersFaulty(n, fo))
 	c.Name = "queue, all faults N=" + strconv.Itoa(n) + " " + fo.String()
+	return c
+}
+
+// queueFaults is c with Config.Fair, every client listening, and the
+// queue's own faults (QueueFaulty's).
+func queueFaults(c Config) Config {
 	c.Fair = true
 	c.Announce.Listen = 1
 	c.Faults.QueueLoss, c.Faults.QueueSkew, c.Faults.SkewBy = 0.05, 0.2, 50*ms
@@ -574,10 +580,16 @@ func FailoverNoWaitFenced(n int) Config {
 // nearly always has a waiter and hands the key on within itself, every
 // MaxChain+1st release open to the others.
 func Processes(n int) Config {
-	c := WaitersAnnounced(n)
+	c := inProcesses(WaitersAnnounced(n), 5*ms)
 	c.Name = "processes, announced N=" + strconv.Itoa(n)
+	return c
+}
+
+// inProcesses is c with its clients in three processes of four waiters
+// (Config.Waiters), each working up to work and thinking up to 2 ms.
+func inProcesses(c Config, work time.Duration) Config {
 	c.Clients, c.Waiters = 12, 4
-	c.Work = [2]time.Duration{0, 5 * ms}
+	c.Work = [2]time.Duration{0, work}
 	c.Think = [2]time.Duration{0, 2 * ms}
 	return c
 }
@@ -598,21 +610,16 @@ func ProcessesFair(n int) Config {
 // whole processes, leases, and every announcement fault; fan-out fo.
 func ProcessesFaulty(n int, fo core.FanOut) Config {
 	c := WaitersFaulty(n, fo)
+	c = inProcesses(c, c.TTL/4)
 	c.Name = "processes, all faults N=" + strconv.Itoa(n) + " " + fo.String()
-	c.Clients, c.Waiters = 12, 4
-	c.Work = [2]time.Duration{0, c.TTL / 4}
-	c.Think = [2]time.Duration{0, 2 * ms}
 	return c
 }
 
 // ProcessesFairFaulty is QueueFaulty's faults (every fault, every
 // client listening, queue entries lost and reordered) over processes.
 func ProcessesFairFaulty(n int, fo core.FanOut) Config {
-	c := ProcessesFaulty(n, fo)
-	q := QueueFaulty(n, fo)
+	c := queueFaults(ProcessesFaulty(n, fo))
 	c.Name = "processes, fair, all faults N=" + strconv.Itoa(n) + " " + fo.String()
-	c.Fair, c.Announce.Listen, c.MaxOvertaken = true, 1, q.MaxOvertaken
-	c.Faults.QueueLoss, c.Faults.QueueSkew, c.Faults.SkewBy = q.Faults.QueueLoss, q.Faults.QueueSkew, q.Faults.SkewBy
 	return c
 }
 
