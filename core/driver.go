@@ -221,6 +221,18 @@ type Flusher interface {
 	Flush()
 }
 
+// Gatherer is a Batch that can wait for several replies at once: the
+// runner asks for Round.Needed of them, fewer of which cannot change the
+// round, and is woken once for them rather than once per reply.
+type Gatherer interface {
+	Batch
+	// Gather is Receive, but it waits until at least n replies have come
+	// in and not been returned, or a command's deadline passes, or cancel
+	// closes; it then returns one of them. n larger than the replies
+	// still due waits for every one of them.
+	Gather(n int, cancel <-chan struct{}) (r Reply, ok bool)
+}
+
 // Announcer is a Driver whose nodes announce releases: a successful
 // OpRelease also tells the node's subscribers to the key that it was
 // deleted, and Watch relays those announcements. A waiting Acquisition

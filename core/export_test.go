@@ -57,6 +57,13 @@ func PlaceIgnored() (restore func()) {
 	return func() { mutations.placeIgnored = false }
 }
 
+// NeededOverstates makes Round.Needed ask for one reply too many, and
+// returns the function that fixes it.
+func NeededOverstates() (restore func()) {
+	mutations.neededOverstates = true
+	return func() { mutations.neededOverstates = false }
+}
+
 // Place returns the place q recorded (Queue.Queued); 0: none.
 func Place(q *Queue) int64 { return q.place }
 

@@ -30,4 +30,7 @@ var mutations struct {
 	// process at the back at its first failed attempt (the bug the
 	// processes' campaign found).
 	placeIgnored bool
+	// neededOverstates makes Round.Needed ask for one reply more than can
+	// change the round: a gathering caller decides later than it could.
+	neededOverstates bool
 }

@@ -117,6 +117,37 @@ func (r *Round) Done() bool {
 	return t.ok+t.pending() < t.quorum // lost
 }
 
+// Needed returns the fewest further replies that can change the round:
+// until that many more have come in, Done stays false and Next hands out
+// nothing, whatever they say. A caller that waits for them before
+// feeding any to Receive (Gatherer) decides nothing later for it, and is
+// woken once rather than once per reply. It is 1 for a sequential round,
+// whose every reply may release the next command, and 0 once done.
+func (r *Round) Needed() int {
+	if r.Done() {
+		return 0
+	}
+	k := 1
+	if r.fanOut == Multiplexed && int(r.sent) == r.tally.n {
+		k = r.needed()
+	}
+	if mutations.neededOverstates {
+		k++
+	}
+	return k
+}
+
+// needed is Needed for a multiplexed round with every command out.
+func (r *Round) needed() int {
+	if r.cmd.Op == OpRelease {
+		return max(int(r.waiting), 1) // done once every awaited node answered
+	}
+	t := &r.tally
+	won := t.quorum - t.ok                    // OKs that win it
+	lost := t.ok + t.pending() - t.quorum + 1 // other answers that lose it
+	return max(min(won, lost), 1)
+}
+
 // started returns the clock reading the round started at.
 func (r *Round) started() time.Time { return r.end.Add(-r.timeout) }
 
