@@ -40,6 +40,14 @@ type batch struct {
 	timer Timer         // wakes Receive at the earliest deadline
 	wake  chan struct{} // the timer's signal
 
+	// Replies come in through replies: arrived counts them, taken those
+	// Gather took. A node that brings arrived to need signals ready,
+	// which Gather waits on for the replies it wants.
+	arrived atomic.Int64
+	need    atomic.Int64
+	ready   chan struct{}
+	taken   int64
+
 	// inflight counts the jobs queued whose reply is not yet delivered,
 	// plus abandoned once Close has run. Whoever brings it to exactly
 	// abandoned (Close, or the node delivering the last reply) recycles the
@@ -58,6 +66,7 @@ func newBatch(e *Engine) *batch {
 		deadline: make([]time.Time, n),
 		op:       make([]core.Op, n),
 		wake:     make(chan struct{}, 1),
+		ready:    make(chan struct{}, 1),
 	}
 	b.timer = e.clock.AfterFunc(time.Hour, b.ring)
 	b.timer.Stop()
@@ -70,6 +79,8 @@ func (b *batch) ring() {
 	default:
 	}
 }
+
+var _ core.Gatherer = (*batch)(nil)
 
 // Send buffers cmd for node until the next Receive or Close.
 func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
@@ -91,6 +102,13 @@ func (b *batch) Flush() {
 // Receive queues the buffered commands, then returns the first reply to
 // arrive, or core.StatusTimeout for a node whose deadline passes first.
 func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	return b.Gather(1, cancel)
+}
+
+// Gather is Receive, woken only once n replies are at hand
+// (core.Gatherer): the nodes' replies queue without waking the round
+// until then.
+func (b *batch) Gather(n int, cancel <-chan struct{}) (core.Reply, bool) {
 	if len(b.pend) > 0 {
 		if isClosed(cancel) {
 			b.queue(true) // cancelled before anything went out: releases only
@@ -99,28 +117,36 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		b.queue(false)
 	}
 	for b.waiting != 0 {
-		select {
-		case r := <-b.replies:
+		want := int64(min(max(n, 1), bits.OnesCount64(b.waiting)))
+		if b.arrived.Load()-b.taken >= want {
+			r := <-b.replies // arrived counts it once it is in the channel
+			b.taken++
 			if b.take(r.Node) {
 				return r, true
 			}
 			continue // a reply already answered as a timeout
-		default:
 		}
 		now := b.e.clock.Now()
 		node := b.earliest()
-		if d := b.deadline[node].Sub(now); d > 0 {
-			b.timer.Reset(d)
-		} else {
+		d := b.deadline[node].Sub(now)
+		if d <= 0 && b.arrived.Load() > b.taken {
+			n = 1 // the replies that came in time go first
+			continue
+		}
+		if d <= 0 {
 			b.take(node)
 			return b.e.fail(node, b.op[node], errNoReply, true), true
 		}
+		// Ask the nodes for a signal at the want-th reply, then look
+		// again: a reply that came in meanwhile may not have seen the ask.
+		b.need.Store(b.taken + want)
+		if b.arrived.Load()-b.taken >= want {
+			continue
+		}
+		b.timer.Reset(d)
 		select {
-		case r := <-b.replies:
+		case <-b.ready:
 			b.timer.Stop()
-			if b.take(r.Node) {
-				return r, true
-			}
 		case <-b.wake:
 		case <-cancel:
 			b.timer.Stop()
@@ -176,6 +202,12 @@ func (b *batch) queue(releasesOnly bool) {
 // was closed and this was the last reply it awaited.
 func (b *batch) deliver(r core.Reply) {
 	b.replies <- r
+	if b.arrived.Add(1) == b.need.Load() {
+		select {
+		case b.ready <- struct{}{}:
+		default:
+		}
+	}
 	if b.inflight.Add(-1) == abandoned {
 		b.recycle()
 	}
@@ -198,6 +230,13 @@ func (b *batch) recycle() {
 	for len(b.replies) > 0 {
 		<-b.replies
 	}
+	select {
+	case <-b.ready:
+	default:
+	}
+	b.arrived.Store(0)
+	b.need.Store(0)
+	b.taken = 0
 	b.ctx = nil
 	b.waiting = 0
 	b.inflight.Store(0)

@@ -45,7 +45,9 @@
 //     fence counter, whose name is written into the node's buffer as
 //     tokens are, so that they cost no allocation either.
 //   - Replies: decoded into core.Status, with an OpAcquireFenced's fence
-//     in core.Reply.Fence; failures name the node.
+//     in core.Reply.Fence; failures name the node. A batch is a
+//     core.Gatherer: the round's goroutine is woken once the replies it
+//     needs are in, not once per reply.
 //
 // Deadline, reply decoding and naming rules are tested here against a fake
 // connection on a manual clock; the drivers' conformance suites test them
