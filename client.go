@@ -487,6 +487,10 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 	cmd := r.Command()
 	var rep core.Reply
 	var got bool
+	// A multiplexed round is woken once for the replies it needs
+	// (Round.Needed), not once per reply, unless an observer times each.
+	g, gather := b.(core.Gatherer)
+	gather = gather && !sequential && vl == nil
 	if vl != nil {
 		vl.begin(r, keep)
 	}
@@ -522,7 +526,12 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		if r.Done() { // a cleanup that awaits nobody
 			break
 		}
-		if rep, got = b.Receive(cancel); !got {
+		if gather {
+			rep, got = g.Gather(r.Needed(), cancel)
+		} else {
+			rep, got = b.Receive(cancel)
+		}
+		if !got {
 			return true, early
 		}
 		if r.Receive(rep) && vl != nil {
