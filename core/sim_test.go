@@ -259,3 +259,11 @@ func TestSimulationSeesAPlaceIgnored(t *testing.T) {
 	seesDefect(t, []sim.Config{sim.ProcessesFair(3), sim.ProcessesFair(5)},
 		core.PlaceIgnored, "place ignored", func(v sim.Violations) int { return v.Skipped })
 }
+
+// TestSimulationSeesAnOverstatedNeeded: a Round.Needed that asks for one
+// reply too many holds back replies that would have ended the round,
+// which the gathering checker reports, and none with the fix.
+func TestSimulationSeesAnOverstatedNeeded(t *testing.T) {
+	seesDefect(t, []sim.Config{sim.Assumed(3, core.Multiplexed), sim.Assumed(5, core.Multiplexed)},
+		core.NeededOverstates, "overstated Needed", func(v sim.Violations) int { return v.Gathered })
+}

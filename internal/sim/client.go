@@ -38,8 +38,13 @@ type client struct {
 	own     core.Round  // the release round
 	round   *core.Round // the round being driven
 	roundID uint64
-	got     [core.MaxNodes]bool    // a reply or timeout was fed for node
+	got     [core.MaxNodes]bool    // a reply or timeout came in for node
 	replies [core.MaxNodes]message // the replies fed, for the hygiene check
+	// gathered holds, in arrival order, the nodes whose replies came in
+	// and wait, as the root's runner waits (core.Gatherer), until the
+	// round needs no more than are at hand (Round.Needed).
+	gathered  [core.MaxNodes]int
+	nGathered int
 
 	acqID      int        // global id of the current acquisition
 	lease      core.Lease // the held lock's lease: core decides when to extend and when it is lost
@@ -246,6 +251,7 @@ func (c *client) drive(r *core.Round) {
 	c.w.rounds++
 	c.roundID = c.w.rounds
 	c.got = [core.MaxNodes]bool{}
+	c.nGathered = 0
 	c.pump()
 }
 
@@ -270,7 +276,10 @@ func (c *client) pump() {
 	}
 }
 
-// answer feeds node's reply, or its timeout, to the current round.
+// answer takes node's reply, or its timeout, for the current round. A
+// reply is gathered with the others until the round needs no more than
+// are at hand; a timeout, at the round's deadline, goes in after every
+// reply gathered, as the engine's batch returns them.
 func (c *client) answer(n int, m message, s core.Status) {
 	if c.round == nil || m.round != c.roundID || c.got[n] {
 		return // a straggler of an earlier round, or already timed out
@@ -278,10 +287,57 @@ func (c *client) answer(n int, m message, s core.Status) {
 	c.got[n] = true
 	c.replies[n] = m
 	c.replies[n].status = s
-	// A timeout's message is the one sent, never applied: its fence and
-	// TTL are 0.
-	c.round.Receive(core.Reply{Node: n, Status: s, Fence: m.fence, TTL: m.ttl})
+	if s != core.StatusTimeout {
+		c.gathered[c.nGathered] = n
+		c.nGathered++
+		c.gather(false)
+		return
+	}
+	if c.gather(true) {
+		c.feed(n)
+	}
+}
+
+// gather feeds the replies gathered, first come first, while the round
+// needs no more of them than are at hand (all: every one). It reports
+// whether the round is still under way. Those left must not decide the
+// round: a reply held back that would have is a violation
+// (Violations.Gathered), since the runner decides later for it.
+func (c *client) gather(all bool) bool {
+	id := c.roundID
+	for c.nGathered > 0 && (all || c.nGathered >= c.round.Needed()) {
+		n := c.gathered[0]
+		copy(c.gathered[:], c.gathered[1:c.nGathered])
+		c.nGathered--
+		c.feed(n)
+		if c.round == nil || c.roundID != id {
+			return false
+		}
+	}
+	if c.nGathered > 0 {
+		r := *c.round
+		for _, n := range c.gathered[:c.nGathered] {
+			r.Receive(c.reply(n))
+		}
+		if r.Done() {
+			c.w.violation(&c.w.res.Violations.Gathered, "client %d: replies of nodes %v held back, though they end the round (Needed %d)",
+				c.id, c.gathered[:c.nGathered], c.round.Needed())
+		}
+	}
+	return true
+}
+
+// feed feeds node n's reply, or its timeout, to the current round, then
+// sends what the round has due. A timeout's message is the one sent,
+// never applied: its fence and TTL are 0.
+func (c *client) feed(n int) {
+	c.round.Receive(c.reply(n))
 	c.pump()
+}
+
+func (c *client) reply(n int) core.Reply {
+	m := &c.replies[n]
+	return core.Reply{Node: n, Status: m.status, Fence: m.fence, TTL: m.ttl}
 }
 
 func (c *client) roundDone() {

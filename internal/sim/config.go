@@ -374,11 +374,14 @@ type Violations struct {
 	// Stuck counts processes (Config.Waiters) whose head waited, at the
 	// end of a schedule, with nothing to wake it (proc.go).
 	Stuck int
+	// Gathered counts replies held back (core.Gatherer) that would have
+	// ended their round: a round decided later than it could be.
+	Gathered int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered
 }
 
 func (r *Result) add(o Result) {
@@ -432,6 +435,7 @@ func (r *Result) add(o Result) {
 	v.LongWait += u.LongWait
 	v.Skipped += u.Skipped
 	v.Stuck += u.Stuck
+	v.Gathered += u.Gathered
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost
