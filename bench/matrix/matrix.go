@@ -224,20 +224,26 @@ func (p Plan) ThroughputClients() int {
 	return slices.Max(p.Concurrency)
 }
 
-// Rounds returns the cells of cells that the throughput targets compare,
-// which a run with Plan.Repeats above 1 measures Repeats-1 more times in
-// rounds that alternate this library's cells with the peers' (see
-// measure.MedianThroughput): this library's multiplexed cells over every
-// driver but mem, and redsync's and rueidislock's, at VariantNodes and
-// ThroughputClients on distinct keys. None with Repeats 1, or one client.
+// Rounds returns the cells that a run with Plan.Repeats above 1 measures
+// Repeats-1 more times, in rounds that alternate this library's cells
+// with the peers' (see measure.MedianThroughput and
+// measure.MedianLatency), so that each target compares figures taken
+// seconds apart: the p50 targets' cells (repeated), and the throughput
+// targets' (this library's multiplexed cells over every driver but mem,
+// and redsync's and rueidislock's, at VariantNodes and ThroughputClients
+// on distinct keys). None with Repeats 1.
 func (p Plan) Rounds(cells []Cell) []Cell {
 	n, c := p.VariantNodes(), p.ThroughputClients()
-	if p.Repeats < 2 || c < 2 {
+	if p.Repeats < 2 {
 		return nil
 	}
 	var out []Cell
 	for _, x := range cells {
-		if x.Scenario != Loopback || x.Nodes != n || x.Clients != c || x.SharedKey || x.Duration != 0 {
+		if p.repeated(x) {
+			out = append(out, x)
+			continue
+		}
+		if c < 2 || x.Scenario != Loopback || x.Nodes != n || x.Clients != c || x.SharedKey || x.Duration != 0 {
 			continue
 		}
 		switch {

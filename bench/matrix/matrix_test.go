@@ -356,14 +356,22 @@ func TestPlanRounds(t *testing.T) {
 		got = append(got, c.Name())
 	}
 	want := []string{
+		"lib=redlock/driver=redigo/scenario=loopback/nodes=5/fanout=multiplexed/clients=1",
 		"lib=redlock/driver=redigo/scenario=loopback/nodes=5/fanout=multiplexed/clients=32",
+		"lib=redlock/driver=rueidis/scenario=loopback/nodes=5/fanout=multiplexed/clients=1",
 		"lib=redlock/driver=rueidis/scenario=loopback/nodes=5/fanout=multiplexed/clients=32",
+		"lib=redsync/driver=redigo/scenario=loopback/nodes=5/fanout=concurrent/clients=1",
 		"lib=redsync/driver=redigo/scenario=loopback/nodes=5/fanout=concurrent/clients=32",
 		"lib=redsync/driver=rueidis/scenario=loopback/nodes=5/fanout=concurrent/clients=32",
 		"lib=rueidislock/driver=rueidis/scenario=loopback/nodes=5/fanout=sequential-keys/clients=32",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("rounds = %q,\nwant %q", got, want)
+	}
+	// One client only: the p50 targets' cells alone.
+	p.Concurrency = []int{1}
+	if r := p.Rounds(p.Cells()); len(r) != 3 || r[0].Clients != 1 || r[2].Clients != 1 {
+		t.Errorf("rounds at one client: %v", r)
 	}
 	p.Repeats = 1
 	if r := p.Rounds(p.Cells()); r != nil {

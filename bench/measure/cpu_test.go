@@ -140,6 +140,25 @@ func TestMedianOf(t *testing.T) {
 	assert.Equal(t, 0.0, MedianOf(nil))
 }
 
+func TestMedianLatencyOfRounds(t *testing.T) {
+	rs := []Result{
+		{Ops: 10, P50Us: 400, RepeatP50Us: []float64{400, 410, 390}},
+		{Ops: 10, P50Us: 900, RepeatP50Us: []float64{900, 880, 950}},
+		{Ops: 10, P50Us: 300, RepeatP50Us: []float64{300, 310, 305}, Throughput: 7},
+	}
+	m := MedianLatency(rs)
+	assert.Equal(t, 400.0, m.P50Us, "the slow round does not decide")
+	assert.Equal(t, []float64{400, 410, 390}, m.RepeatP50Us, "the median round's repeats")
+	assert.Equal(t, []float64{400, 900, 300}, m.RoundP50Us, "every round, in run order")
+
+	m = MedianLatency([]Result{{Ops: 10, P50Us: 300}, {P50Us: 0}, {Ops: 10, P50Us: 100}})
+	assert.Equal(t, 100.0, m.P50Us, "a round without pairs does not count; even: the lower middle")
+	assert.Equal(t, []float64{300, 0, 100}, m.RoundP50Us)
+
+	one := Result{Ops: 1, P50Us: 5}
+	assert.Equal(t, one, MedianLatency([]Result{one}), "one round is returned as it is")
+}
+
 func TestMedianThroughputOfRounds(t *testing.T) {
 	rs := []Result{{Ops: 10, Throughput: 200, P50Us: 2}, {Ops: 10, Throughput: 90, P50Us: 9}, {Ops: 10, Throughput: 300, P50Us: 1}}
 	m := MedianThroughput(rs)

@@ -121,6 +121,10 @@ type Result struct {
 	// measured in interleaved rounds (see MedianThroughput), in run
 	// order; the other fields are the median round's.
 	RepeatThroughput []float64 `json:"repeat_ops_per_sec,omitempty"`
+	// RoundP50Us holds the p50 of every round of a repeated cell measured
+	// in interleaved rounds (see MedianLatency), each its repeats'
+	// median, in run order; the other fields are the median round's.
+	RoundP50Us []float64 `json:"round_p50_us,omitempty"`
 }
 
 // RoundCounter is implemented by a Subject that counts the rounds its

@@ -44,6 +44,24 @@ func MedianThroughput(rs []Result) Result {
 	return m
 }
 
+// MedianLatency returns the round of one repeated cell with the median
+// p50, with RoundP50Us set to every round's p50, in the order given: the
+// p50 targets' cells are measured in rounds interleaved with their
+// peers' (each round the median of its repeats, see Median), and a slow
+// stretch of the machine in one round does not decide a ratio. With an
+// even count, the figures are the lower middle round's. Rounds without
+// pairs do not count unless none has any. A single result is returned as
+// it is.
+func MedianLatency(rs []Result) Result {
+	if len(rs) < 2 {
+		return Median(rs)
+	}
+	ok, all := byKey(rs, func(r Result) float64 { return r.P50Us })
+	m := ok[(len(ok)-1)/2]
+	m.RoundP50Us = all
+	return m
+}
+
 // MedianOf returns the median of xs (the mean of the middle two for an
 // even count, 0 for none); xs is not modified.
 func MedianOf(xs []float64) float64 {

@@ -478,7 +478,11 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 				us(r.P50Us), us(r.P90Us), us(r.P99Us), us(r.P999Us), us(r.MaxUs),
 				r.AllocsPerOp, r.BytesPerOp, r.GoroutinesPerOp, won(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), r.Errors)
 			if len(r.RepeatP50Us) > 1 {
-				repeated = append(repeated, fmt.Sprintf("%s N=%d %s, %s: %s", r.Subject(), r.Nodes, r.FanOut, clients(r), repeats(r)))
+				l := fmt.Sprintf("%s N=%d %s, %s: %s", r.Subject(), r.Nodes, r.FanOut, clients(r), repeats(r))
+				if len(r.RoundP50Us) > 1 {
+					l += fmt.Sprintf(" (the median round; every round's p50: %s µs)", p50Rounds(r))
+				}
+				repeated = append(repeated, l)
 			}
 		}
 		b.WriteString("\nclient CPU: user+system CPU of the process that ran the loop (getrusage) over the measured window, per pair; " +

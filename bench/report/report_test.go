@@ -247,6 +247,42 @@ func TestEvaluateFailures(t *testing.T) {
 	}
 }
 
+// TestP50FromRounds: cells measured in interleaved rounds compare round
+// by round, and the target is the median of the rounds' ratios, not the
+// ratio of two medians taken in different rounds.
+func TestP50FromRounds(t *testing.T) {
+	ours := measure.Result{P50Us: 300, RepeatP50Us: []float64{300, 310, 290}, RoundP50Us: []float64{300, 400, 200}}
+	peer := measure.Result{P50Us: 500, RepeatP50Us: []float64{500, 510, 490}, RoundP50Us: []float64{500, 800, 250}}
+	recs := []matrix.Record{
+		rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 1, ours),
+		rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, peer),
+	}
+	tg := find(Evaluate(recs, Env{}, 5, 32), "redlock+redigo N=5 multiplexed vs redsync+redigo: p50")
+	if tg == nil {
+		t.Fatal("no p50 target")
+	}
+	// Rounds: 0.6, 0.5, 0.8; median 0.6 (the medians' ratio would be 0.6 too
+	// only by chance: 300/500).
+	if tg.Ratio != 0.6 || !tg.Pass {
+		t.Errorf("ratio = %v, pass %v; want the median round ratio 0.6", tg.Ratio, tg.Pass)
+	}
+	if !strings.Contains(tg.Figures, "rounds 300, 400, 200 vs 500, 800, 250 µs, each the median of 3 repeats") {
+		t.Errorf("figures = %q", tg.Figures)
+	}
+	peer.RoundP50Us = []float64{500, 800, 200}
+	recs[1] = rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, peer)
+	tg = find(Evaluate(recs, Env{}, 5, 32), "redlock+redigo N=5 multiplexed vs redsync+redigo: p50")
+	if tg.Ratio != 0.6 {
+		t.Errorf("ratio = %v; want the median of 0.6, 0.5, 1.0", tg.Ratio)
+	}
+	peer.RoundP50Us = []float64{500, 800}
+	recs[1] = rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, peer)
+	tg = find(Evaluate(recs, Env{}, 5, 32), "redlock+redigo N=5 multiplexed vs redsync+redigo: p50")
+	if tg.Ratio != 0.6 || !strings.Contains(tg.Figures, "repeats 300, 310, 290 µs") {
+		t.Errorf("rounds that do not pair: want the medians' ratio, got %v (%q)", tg.Ratio, tg.Figures)
+	}
+}
+
 func TestEvaluateMissingPeer(t *testing.T) {
 	recs := []matrix.Record{rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 1, measure.Result{P50Us: 100})}
 	tg := find(Evaluate(recs, Env{}, 5, 32), "redlock+redigo N=5 multiplexed vs redsync+redigo: p50")

@@ -80,6 +80,22 @@ func repeats(r matrix.Record) string {
 	return strings.Join(s, ", ") + " µs"
 }
 
+// p50Rounds lists a record's p50 in each interleaved round, "412, 398,
+// 405".
+func p50Rounds(r matrix.Record) string {
+	var s []string
+	for _, p := range r.RoundP50Us {
+		s = append(s, us(p))
+	}
+	return strings.Join(s, ", ")
+}
+
+// p50Ratios returns r's p50 over peer's round by round, when both were
+// measured in the same rounds (measure.MedianLatency); nil otherwise.
+func p50Ratios(r, peer matrix.Record) []float64 {
+	return ratiosOf(r.RoundP50Us, peer.RoundP50Us)
+}
+
 // tputRounds lists a record's throughput in each interleaved round,
 // "22355, 19001, 23410", or "" if it was measured once.
 func tputRounds(r matrix.Record) string {
@@ -97,7 +113,11 @@ func tputRounds(r matrix.Record) string {
 // both were measured in the same rounds (measure.MedianThroughput); nil
 // otherwise.
 func roundRatios(r, peer matrix.Record) []float64 {
-	a, b := r.RepeatThroughput, peer.RepeatThroughput
+	return ratiosOf(r.RepeatThroughput, peer.RepeatThroughput)
+}
+
+// ratiosOf returns a[i]/b[i] for rounds measured on both sides, or nil.
+func ratiosOf(a, b []float64) []float64 {
 	if len(a) < 2 || len(a) != len(b) {
 		return nil
 	}
@@ -220,7 +240,11 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		}
 		ratio := r.P50Us / peer.P50Us
 		figs := fmt.Sprintf("%.1f µs vs %.1f µs", r.P50Us, peer.P50Us)
-		if len(r.RepeatP50Us) > 1 || len(peer.RepeatP50Us) > 1 {
+		if rs := p50Ratios(*r, *peer); rs != nil {
+			ratio = measure.MedianOf(rs)
+			figs = fmt.Sprintf("the median of the rounds' ratios; rounds %s vs %s µs, each the median of %d repeats",
+				p50Rounds(*r), p50Rounds(*peer), max(len(r.RepeatP50Us), 1))
+		} else if len(r.RepeatP50Us) > 1 || len(peer.RepeatP50Us) > 1 {
 			figs = fmt.Sprintf("median %s; repeats %s vs %s", figs, repeats(*r), repeats(*peer))
 		}
 		ts = append(ts, Target{Name: name, Goal: goal, Measured: true,

@@ -390,8 +390,8 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			prog.log("throughput rounds: %v", err)
-			env.Notes = append(env.Notes, "throughput rounds not completed, each cell measured once: "+firstLine(err.Error()))
+			prog.log("rounds: %v", err)
+			env.Notes = append(env.Notes, "rounds not completed, each cell keeps its first measurement: "+firstLine(err.Error()))
 		}
 	}
 	mp, mpErr := runMultiProc(ctx, cfg, set.Addrs(), runID, prog)
@@ -509,10 +509,10 @@ func splitPeers(cells []matrix.Cell) (ours, peers []matrix.Cell) {
 // interleaveRounds measures rounds n more times, each time this
 // library's cells (ours), then the peers', then after(round), and
 // replaces each cell's record in recs by its median round
-// (measure.MedianThroughput), the first measurement included: the
-// throughput targets then compare figures taken seconds apart, not
-// minutes, and a slow stretch of a shared machine in one round does not
-// decide them. A cell's rounds are kept only if every round measured it;
+// (measure.MedianLatency for a repeated cell, measure.MedianThroughput
+// for the others), the first measurement included: the targets then
+// compare figures taken seconds apart, not minutes, and a slow stretch
+// of a shared machine in one round does not decide them. A cell's rounds are kept only if every round measured it;
 // a round that fails ends the rounds, and the cells keep their first
 // measurement.
 func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []matrix.Record, ours, peers func(int, []matrix.Cell, func(matrix.Record)) error, after func(int)) error {
@@ -537,7 +537,12 @@ func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []m
 		if len(more) != n || recs[i].Ops == 0 {
 			continue
 		}
-		recs[i].Result = measure.MedianThroughput(append([]measure.Result{recs[i].Result}, more...))
+		all := append([]measure.Result{recs[i].Result}, more...)
+		if recs[i].Repeats > 1 { // a p50 target's cell
+			recs[i].Result = measure.MedianLatency(all)
+		} else {
+			recs[i].Result = measure.MedianThroughput(all)
+		}
 	}
 	return ctx.Err()
 }

@@ -118,3 +118,36 @@ func TestTargetShape(t *testing.T) {
 		}
 	}
 }
+
+// A p50 target's cell (repeated) keeps its median round by p50, with
+// every round's p50; its throughput does not pick the round.
+func TestInterleaveRoundsP50(t *testing.T) {
+	ours := matrix.Cell{Library: matrix.Redlock, Driver: "radix", Scenario: matrix.Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 1, Repeats: 3}
+	theirs := matrix.Cell{Library: matrix.Redsync, Driver: "redigo", Scenario: matrix.Loopback, Nodes: 5, FanOut: matrix.FanConcurrent, Clients: 1, Repeats: 3}
+	rec := func(c matrix.Cell, p50, tput float64) matrix.Record {
+		return matrix.Record{Cell: c, Result: measure.Result{Ops: 100, P50Us: p50, Throughput: tput}}
+	}
+	recs := []matrix.Record{rec(ours, 400, 2000), rec(theirs, 700, 1400)}
+	p50 := map[string][]float64{ours.Name(): {650, 420}, theirs.Name(): {720, 460}}
+	run := func(i int, cells []matrix.Cell, keep func(matrix.Record)) error {
+		for _, c := range cells {
+			keep(rec(c, p50[c.Name()][i-1], 1e6/p50[c.Name()][i-1]))
+		}
+		return nil
+	}
+	if err := interleaveRounds(context.Background(), 2, []matrix.Cell{ours, theirs}, recs, run, run, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		r      matrix.Record
+		p50    float64
+		rounds []float64
+	}{
+		{recs[0], 420, []float64{400, 650, 420}},
+		{recs[1], 700, []float64{700, 720, 460}},
+	} {
+		if tc.r.P50Us != tc.p50 || !slices.Equal(tc.r.RoundP50Us, tc.rounds) || tc.r.RepeatThroughput != nil {
+			t.Errorf("%s: p50 %v, rounds %v, throughput rounds %v; want %v, %v, none", tc.r.Subject(), tc.r.P50Us, tc.r.RoundP50Us, tc.r.RepeatThroughput, tc.p50, tc.rounds)
+		}
+	}
+}
