@@ -35,12 +35,10 @@ func Median(rs []Result) Result {
 // lower middle repeat's. Repeats without pairs do not count unless none
 // has any. A single result is returned as it is.
 func MedianThroughput(rs []Result) Result {
-	if len(rs) < 2 {
-		return Median(rs)
+	m, all := medianRound(rs, func(r Result) float64 { return r.Throughput })
+	if all != nil {
+		m.RepeatThroughput = all
 	}
-	ok, all := byKey(rs, func(r Result) float64 { return r.Throughput })
-	m := ok[(len(ok)-1)/2]
-	m.RepeatThroughput = all
 	return m
 }
 
@@ -53,13 +51,22 @@ func MedianThroughput(rs []Result) Result {
 // pairs do not count unless none has any. A single result is returned as
 // it is.
 func MedianLatency(rs []Result) Result {
-	if len(rs) < 2 {
-		return Median(rs)
+	m, all := medianRound(rs, func(r Result) float64 { return r.P50Us })
+	if all != nil {
+		m.RoundP50Us = all
 	}
-	ok, all := byKey(rs, func(r Result) float64 { return r.P50Us })
-	m := ok[(len(ok)-1)/2]
-	m.RoundP50Us = all
 	return m
+}
+
+// medianRound returns the round of rs with the median key (the lower
+// middle one for an even count) and every round's key in the order given;
+// a single result as it is, with no keys.
+func medianRound(rs []Result, key func(Result) float64) (Result, []float64) {
+	if len(rs) < 2 {
+		return Median(rs), nil
+	}
+	ok, all := byKey(rs, key)
+	return ok[(len(ok)-1)/2], all
 }
 
 // MedianOf returns the median of xs (the mean of the middle two for an
