@@ -402,15 +402,22 @@ func testMembersClusterFair(t *testing.T, md Members) {
 	l, err := holder.TryLock(ctx, "k")
 	require.NoError(t, err)
 	got := make(chan string, 2)
+	// The waiters' Unlocks end before the test does: its cleanup closes
+	// their drivers.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	lockThen := func(name string, c *redlock.Client) {
+		defer wg.Done()
 		lk, err := c.Lock(ctx, "k")
 		got <- name
 		if assert.NoError(t, err, name) {
 			assert.NoError(t, lk.Unlock(ctx), name)
 		}
 	}
+	wg.Add(1)
 	go lockThen("first", first)
 	require.Eventually(t, queued(1), 10*time.Second, time.Millisecond, "the first queues in %s", queue)
+	wg.Add(1)
 	go lockThen("second", second)
 	require.Eventually(t, queued(2), 10*time.Second, time.Millisecond, "then the second")
 	require.NoError(t, l.Unlock(ctx))
