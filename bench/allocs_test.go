@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/bench/measure"
@@ -28,7 +29,10 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed}})
+	// A node timeout well above the default (TTL/200, 50 ms): these tests
+	// count allocations, and a CI machine busy with other packages' tests
+	// must not fail them with a round that timed out.
+	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed, NodeTimeout: time.Second}})
 	if err != nil {
 		_ = closeFn() // NewClient's error is the one to report
 		tb.Fatal(err)
