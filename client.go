@@ -495,11 +495,15 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 		vl.begin(r, keep)
 	}
 	for !r.Done() {
-		if cancel != nil && isClosed(cancel) {
-			return true, early
-		}
-		if !until.IsZero() && !c.clock.Now().Before(until) {
-			return true, early
+		// Replies already in are taken as they came, one at a time
+		// before gathering: cancel and until count between waits.
+		if !gather || g.Ready() == 0 {
+			if cancel != nil && isClosed(cancel) {
+				return true, early
+			}
+			if !until.IsZero() && !c.clock.Now().Before(until) {
+				return true, early
+			}
 		}
 		if sequential && now.IsZero() { // each node's deadline counts from its send
 			now = c.clock.Now()

@@ -231,6 +231,11 @@ type Gatherer interface {
 	// closes; it then returns one of them. n larger than the replies
 	// still due waits for every one of them.
 	Gather(n int, cancel <-chan struct{}) (r Reply, ok bool)
+	// Ready returns how many replies have come in and not been returned.
+	// The runner takes those as they are, without looking at the clock
+	// or cancel between them: one at a time, each would have been taken
+	// when it came.
+	Ready() int
 }
 
 // Announcer is a Driver whose nodes announce releases: a successful

@@ -156,6 +156,9 @@ func (b *batch) Gather(n int, cancel <-chan struct{}) (core.Reply, bool) {
 	return core.Reply{}, false // nothing awaited: outside the contract
 }
 
+// Ready returns the replies come in and not yet returned (core.Gatherer).
+func (b *batch) Ready() int { return int(b.arrived.Load() - b.taken) }
+
 // take marks node's reply as returned, reporting false if it already was.
 func (b *batch) take(node int) bool {
 	bit := uint64(1) << node
