@@ -281,28 +281,38 @@ func (c *client) pump() {
 // are at hand; a timeout, at the round's deadline, goes in after every
 // reply gathered, as the engine's batch returns them.
 func (c *client) answer(n int, m message, s core.Status) {
-	if c.round == nil || m.round != c.roundID || c.got[n] {
-		return // a straggler of an earlier round, or already timed out
+	if c.round == nil || m.round != c.roundID {
+		return // a straggler of an earlier round
+	}
+	if c.got[n] {
+		if s == core.StatusTimeout && c.nGathered > 0 {
+			c.gather(true) // the deadline: the replies held go in
+		}
+		return // already answered or timed out
 	}
 	c.got[n] = true
 	c.replies[n] = m
 	c.replies[n].status = s
-	if s != core.StatusTimeout {
+	switch {
+	case s == core.StatusTimeout:
+		if c.gather(true) {
+			c.feed(n)
+		}
+	case c.w.cfg.FanOut == core.Sequential: // the runner gathers multiplexed rounds only
+		c.feed(n)
+	default:
 		c.gathered[c.nGathered] = n
 		c.nGathered++
 		c.gather(false)
-		return
-	}
-	if c.gather(true) {
-		c.feed(n)
 	}
 }
 
 // gather feeds the replies gathered, first come first, while the round
 // needs no more of them than are at hand (all: every one). It reports
 // whether the round is still under way. Those left must not decide the
-// round: a reply held back that would have is a violation
-// (Violations.Gathered), since the runner decides later for it.
+// round or release its next command: a reply held back that would have
+// is a violation (Violations.Gathered), since the runner decides later
+// for it.
 func (c *client) gather(all bool) bool {
 	id := c.roundID
 	for c.nGathered > 0 && (all || c.nGathered >= c.round.Needed()) {
@@ -319,8 +329,9 @@ func (c *client) gather(all bool) bool {
 		for _, n := range c.gathered[:c.nGathered] {
 			r.Receive(c.reply(n))
 		}
-		if r.Done() {
-			c.w.violation(&c.w.res.Violations.Gathered, "client %d: replies of nodes %v held back, though they end the round (Needed %d)",
+		_, _, _, next := r.Next(c.now())
+		if r.Done() || next {
+			c.w.violation(&c.w.res.Violations.Gathered, "client %d: replies of nodes %v held back, though they end the round or send its next command (Needed %d)",
 				c.id, c.gathered[:c.nGathered], c.round.Needed())
 		}
 	}
