@@ -116,14 +116,16 @@ func roundRatios(r, peer matrix.Record) []float64 {
 	return ratiosOf(r.RepeatThroughput, peer.RepeatThroughput)
 }
 
-// ratiosOf returns a[i]/b[i] for rounds measured on both sides, or nil.
+// ratiosOf returns a[i]/b[i] for rounds measured on both sides, or nil
+// if a round is missing or has no figure (0: a round without pairs) on
+// either side.
 func ratiosOf(a, b []float64) []float64 {
 	if len(a) < 2 || len(a) != len(b) {
 		return nil
 	}
 	out := make([]float64, len(a))
 	for i := range a {
-		if b[i] <= 0 {
+		if a[i] <= 0 || b[i] <= 0 {
 			return nil
 		}
 		out[i] = a[i] / b[i]

@@ -141,15 +141,31 @@ func TestGatherCancelled(t *testing.T) {
 	y.ok() // the straggler's reply is dropped with the batch
 }
 
-// TestGatherRecycledBatchStartsAfresh: a batch back from the pool counts
-// its replies from zero.
+// TestGatherRecycledBatchStartsAfresh: a round decided before its last
+// reply was taken leaves the batch, once recycled, counting from zero;
+// otherwise the next round's Gather would take a drained reply as one at
+// hand and wait on the channel past its deadline and cancel.
 func TestGatherRecycledBatchStartsAfresh(t *testing.T) {
-	e, f, clock := start(t, 1)
-	for i := range 3 {
-		b := send(e, clock, 0, acquire("k", uint64(i)), time.Second)
-		c := gather(b, 1, nil)
-		f.next().ok()
-		assert.Equal(t, core.StatusOK, wait(t, c).Status)
-		b.Close()
+	e, f, clock := start(t, 2)
+	b := e.Begin(context.Background())
+	b.Send(0, acquire("k", 1), clock.Now().Add(time.Second))
+	b.Send(1, acquire("k", 1), clock.Now().Add(time.Second))
+	c := gather(b, 1, nil)
+	x, y := f.next(), f.next()
+	answerAtEnd(t, x, y)
+	x.ok()
+	wait(t, c)
+	y.ok()
+	arrived(t, b, 2)
+	bt := b.(*batch)
+	for end := time.Now().Add(10 * time.Second); bt.inflight.Load() != 0; runtime.Gosched() {
+		if time.Now().After(end) {
+			t.Fatal("the second reply was not delivered")
+		}
 	}
+	b.Close() // recycles here, with a reply in that was never taken
+	assert.Zero(t, bt.arrived.Load(), "arrived")
+	assert.Zero(t, bt.need.Load(), "need")
+	assert.Zero(t, bt.taken, "taken")
+	assert.Empty(t, bt.ready, "ready")
 }
