@@ -620,9 +620,6 @@ func loopRounds(p *servers.Pipelined) string {
 	if len(p.Rounds) < 2 {
 		return ""
 	}
-	var s []string
-	for _, r := range p.Rounds {
-		s = append(s, fmt.Sprintf("%.1f", r))
-	}
-	return "; the lowest of rounds " + strings.Join(s, ", ") + " µs, one after each round of the throughput cells"
+	return "; the lowest of rounds " + joined(p.Rounds, func(v float64) string { return fmt.Sprintf("%.1f", v) }) +
+		" µs, one after each round of the throughput cells"
 }

@@ -73,22 +73,21 @@ func repeats(r matrix.Record) string {
 	if len(r.RepeatP50Us) < 2 {
 		return us(r.P50Us) + " µs"
 	}
-	var s []string
-	for _, p := range r.RepeatP50Us {
-		s = append(s, us(p))
+	return joined(r.RepeatP50Us, us) + " µs"
+}
+
+// joined lists xs, each as f writes it: "412, 398, 405".
+func joined(xs []float64, f func(float64) string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = f(x)
 	}
-	return strings.Join(s, ", ") + " µs"
+	return strings.Join(s, ", ")
 }
 
 // p50Rounds lists a record's p50 in each interleaved round, "412, 398,
 // 405".
-func p50Rounds(r matrix.Record) string {
-	var s []string
-	for _, p := range r.RoundP50Us {
-		s = append(s, us(p))
-	}
-	return strings.Join(s, ", ")
-}
+func p50Rounds(r matrix.Record) string { return joined(r.RoundP50Us, us) }
 
 // p50Ratios returns r's p50 over peer's round by round, when both were
 // measured in the same rounds (measure.MedianLatency); nil otherwise.
@@ -102,11 +101,7 @@ func tputRounds(r matrix.Record) string {
 	if len(r.RepeatThroughput) < 2 {
 		return ""
 	}
-	var s []string
-	for _, t := range r.RepeatThroughput {
-		s = append(s, fmt.Sprintf("%.0f", t))
-	}
-	return strings.Join(s, ", ")
+	return joined(r.RepeatThroughput, func(t float64) string { return fmt.Sprintf("%.0f", t) })
 }
 
 // roundRatios returns r's throughput over peer's round by round, when

@@ -284,21 +284,17 @@ func (c *client) answer(n int, m message, s core.Status) {
 	if c.round == nil || m.round != c.roundID {
 		return // a straggler of an earlier round
 	}
+	if s == core.StatusTimeout && !c.gather(true) { // the deadline: the replies held go in first
+		return // and ended the round
+	}
 	if c.got[n] {
-		if s == core.StatusTimeout && c.nGathered > 0 {
-			c.gather(true) // the deadline: the replies held go in
-		}
 		return // already answered or timed out
 	}
 	c.got[n] = true
 	c.replies[n] = m
 	c.replies[n].status = s
 	switch {
-	case s == core.StatusTimeout:
-		if c.gather(true) {
-			c.feed(n)
-		}
-	case c.w.cfg.FanOut == core.Sequential: // the runner gathers multiplexed rounds only
+	case s == core.StatusTimeout, c.w.cfg.FanOut == core.Sequential: // the runner gathers multiplexed rounds only
 		c.feed(n)
 	default:
 		c.gathered[c.nGathered] = n
