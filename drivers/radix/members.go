@@ -278,17 +278,37 @@ func (o *oneConn) Close() error {
 // watched is a oneConn's connection as an Action sees it: an error that
 // leaves it unusable drops it; a usable one (resp.ErrConnUsable) or an
 // error reply (as keyed returns a redirection) does not.
+//
+// A reply that comes after its command's context ended is still read, by
+// radix's reader, into the command's target, after EncodeDecode has
+// returned. The driver's own actions are given up on error; radix's
+// Cluster reads its CLUSTER SLOTS target after one (getTopo). So any
+// other target gets its reply through a RawMessage of its own, read into
+// the target only once EncodeDecode has succeeded.
 type watched struct {
 	radixv4.Conn
 	o *oneConn
 }
 
 func (w watched) EncodeDecode(ctx context.Context, m, u any) error {
-	err := w.Conn.EncodeDecode(ctx, m, u)
+	var raw *resp3.RawMessage
+	switch u.(type) {
+	case nil, *action, *keyed:
+	default: // radix's single commands: CLUSTER SLOTS, ASKING
+		raw = new(resp3.RawMessage)
+	}
+	into := u
+	if raw != nil {
+		into = raw
+	}
+	err := w.Conn.EncodeDecode(ctx, m, into)
 	if err != nil && !errors.As(err, new(resp.ErrConnUsable)) && !errors.As(err, new(resp3.SimpleError)) {
 		w.o.drop(w.Conn)
 	}
-	return err
+	if err != nil || raw == nil {
+		return err
+	}
+	return raw.UnmarshalInto(u, resp.NewOpts())
 }
 
 func (w watched) Do(ctx context.Context, a radixv4.Action) error { return a.Perform(ctx, w) }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/stretchr/testify/assert"
@@ -77,4 +78,40 @@ func TestMemberPoolLeavesNoConnection(t *testing.T) {
 	close(d.closed)
 	cancel()
 	<-done
+}
+
+// TestMemberPoolLeavesATimedOutTargetAlone: when a command's context ends
+// before its reply, radix's reader later reads that reply into the
+// command's target, to keep the connection in step, after Do has returned.
+// radix's Cluster reads its CLUSTER SLOTS target after such an error
+// (getTopo), and the race detector caught the two in CI. A member's pool
+// reads a reply into a target of its own and hands it over only on
+// success: once Do has returned an error, the caller's target is left
+// alone.
+func TestMemberPoolLeavesATimedOutTargetAlone(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	p, err := radix.NewMemberPool(ctx, radixv4.Dialer{}, s.Addr)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, p.Close()) }()
+	require.NoError(t, p.Do(ctx, radixv4.Cmd(nil, "SET", "late", "reply")))
+
+	s.Stop()
+	var got string
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = p.Do(short, radixv4.Cmd(&got, "GET", "late"))
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	s.Cont()
+
+	// radix's reader reads the late GET reply before this one, on the same
+	// connection (a timeout leaves it usable).
+	var pong string
+	require.NoError(t, p.Do(ctx, radixv4.Cmd(&pong, "PING")))
+	assert.Equal(t, "PONG", pong)
+	assert.Empty(t, got, "the late reply was read into the caller's target")
+
+	// A reply in time still reaches its target.
+	require.NoError(t, p.Do(ctx, radixv4.Cmd(&got, "GET", "late")))
+	assert.Equal(t, "reply", got)
 }
