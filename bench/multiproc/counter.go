@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/batchwrap"
 )
 
 // AttemptCounter is a core.Driver that counts acquire rounds: every batch
@@ -56,7 +57,9 @@ func (c *AttemptCounter) Begin(ctx context.Context) core.Batch {
 	b.Batch = c.Driver.Begin(ctx)
 	b.n, _ = ctx.Value(attemptsKey{}).(*atomic.Int64)
 	b.counted = false
-	return b
+	// A Client over the counter gathers replies and flushes as over the
+	// driver's own batch.
+	return batchwrap.Keep(b, b.Batch)
 }
 
 // Clock returns the wrapped driver's clock; nil (the system clock) when

@@ -201,6 +201,16 @@ func TestAttemptCounter(t *testing.T) {
 	assert.Equal(t, int64(1), counter.Unattributed(), "a round without a counter")
 	require.NoError(t, l.Unlock(context.Background()))
 	assert.Equal(t, int64(2), n.Load())
+
+	// The counter's batches flush as memnode's do (core.Flusher), so that
+	// a Client over it takes the driver's own path; memnode does not
+	// gather.
+	b := drv.Begin(ctx)
+	_, flushes := b.(core.Flusher)
+	_, gathers := b.(core.Gatherer)
+	b.Close()
+	assert.True(t, flushes, "the counter hides the driver's Flusher")
+	assert.False(t, gathers)
 }
 
 // The child mode end to end: 2 processes × 2 goroutines on real

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/batchwrap"
 	"github.com/redlock-go/redlock/internal/fencedstore"
 )
 
@@ -76,7 +77,8 @@ func (d *hookDriver) Begin(ctx context.Context) core.Batch {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.rounds = append(d.rounds, 0)
-	return &hookBatch{Batch: d.Driver.Begin(ctx), d: d, round: len(d.rounds) - 1}
+	b := d.Driver.Begin(ctx)
+	return batchwrap.Keep(&hookBatch{Batch: b, d: d, round: len(d.rounds) - 1}, b)
 }
 
 // takeRounds returns the rounds begun since the last call.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/batchwrap"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -89,7 +90,8 @@ type sendWatch struct {
 func (d *sendWatch) Clock() core.Clock { return clockOf(d.Driver) }
 
 func (d *sendWatch) Begin(ctx context.Context) core.Batch {
-	return &watchedBatch{Batch: d.Driver.Begin(ctx), d: d}
+	b := d.Driver.Begin(ctx)
+	return batchwrap.Keep(&watchedBatch{Batch: b, d: d}, b)
 }
 
 type watchedBatch struct {
