@@ -81,6 +81,9 @@ type Client struct {
 	room  *waitRoom // Lock's waiters; nil: Lock polls
 	fair  bool      // Config.Fair: the nodes queue the waiters
 	seq   bool      // Config.FanOut is Sequential: read once, not per round
+	// monotonic: a reading within an operation may be its start's plus
+	// the monotonic time since (nowAfter): the system clock, not Fair.
+	monotonic bool
 	// try is spec without Fair, for TryLock: it never waits, so it must
 	// not queue (a queued waiter that never comes is handed a release for
 	// nothing), and it cannot take a key handed to a waiter.
@@ -133,6 +136,8 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
 		seq: spec.Config().FanOut == core.Sequential,
 		obs: opts.Observer, timing: opts.Observer.timed()}
+	_, system := clock.(core.SystemClock)
+	c.monotonic = system && !cfg.Fair
 	if cfg.Fair {
 		cfg.Fair = false
 		if c.try, err = core.NewSpec(d, cfg); err != nil {
@@ -452,9 +457,24 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 			return attempt, now
 		}
 	}
-	now = c.now(vl)
+	now = c.nowAfter(vl, started)
 	a.RoundDone(now)
 	return attempt, now
+}
+
+// nowAfter is now(vl) for a reading later in the operation that read
+// start (zero: none known). With the system clock it returns start plus
+// the monotonic time since: one read of the monotonic clock, where
+// time.Now reads the wall clock too. Readings are compared by their
+// monotonic parts, so only the wall part differs from time.Now's, by a
+// step of the wall clock since start. A Fair Client reads both: its
+// tickets are wall-clock readings that other processes compare. An
+// observed operation keeps its readings for the observer (now).
+func (c *Client) nowAfter(vl *voteLog, start time.Time) time.Time {
+	if vl != nil || !c.monotonic || start.IsZero() {
+		return c.now(vl)
+	}
+	return start.Add(time.Since(start))
 }
 
 // run drives r over one driver batch until it is done. It returns true if
@@ -506,7 +526,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 			}
 		}
 		if sequential && now.IsZero() { // each node's deadline counts from its send
-			now = c.clock.Now()
+			now = c.nowAfter(nil, started)
 		}
 		for {
 			node, _, deadline, ok := r.Next(now)

@@ -6,7 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
 )
 
 // stepClock is a core.Clock that moves only when a test sets it. AfterFunc
@@ -114,4 +119,34 @@ func (c *stepClock) next(t *testing.T) time.Time {
 		t.Fatal("nobody went to sleep on the clock")
 	}
 	return time.Time{}
+}
+
+// TestReadingAfterReadsTheMonotonicClock: over the system clock, a
+// reading later in an operation is its start plus the monotonic time
+// since (one clock read, not two): its wall part moves exactly as its
+// monotonic part. A Fair Client, whose tickets are wall-clock readings
+// other processes compare, and a Client over another clock read the
+// clock itself.
+func TestReadingAfterReadsTheMonotonicClock(t *testing.T) {
+	newClient := func(clock core.Clock, fair bool) *redlock.Client {
+		c, err := redlock.NewClient(memnode.New(3, clock), redlock.Options{Config: core.Config{Fair: fair}})
+		require.NoError(t, err)
+		return c
+	}
+	start := time.Now()
+	got := redlock.ReadingAfter(newClient(core.SystemClock{}, false), start)
+	assert.GreaterOrEqual(t, got.Sub(start), time.Duration(0))
+	assert.Equal(t, got.Sub(start), got.Round(0).Sub(start.Round(0)), "wall and monotonic parts moved apart")
+
+	manual := memnode.NewManualClock(time.Unix(1000, 0))
+	manual.Advance(time.Minute)
+	got = redlock.ReadingAfter(newClient(manual, false), time.Unix(1000, 0))
+	assert.Equal(t, time.Unix(1060, 0), got, "another clock is read")
+
+	// A Fair Client's readings are time.Now's. The two differ only by a
+	// wall-clock step, which a test cannot make: the Client says which it
+	// takes.
+	assert.True(t, redlock.ReadsMonotonicAfter(newClient(core.SystemClock{}, false)))
+	assert.False(t, redlock.ReadsMonotonicAfter(newClient(core.SystemClock{}, true)), "a Fair Client")
+	assert.False(t, redlock.ReadsMonotonicAfter(newClient(manual, false)), "another clock")
 }

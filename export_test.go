@@ -1,5 +1,7 @@
 package redlock
 
+import "time"
+
 // HasState reports whether l keeps state of its own: a Lease makes it at
 // once, Context and Extend at their first call. A Lock without it runs no
 // goroutine and holds no timer.
@@ -47,3 +49,11 @@ func WatcherDone(l *Lock) <-chan struct{} {
 	exited, _ := exitedOf(l)
 	return exited
 }
+
+// ReadingAfter is c's clock reading later in an operation that read
+// start (nowAfter, unobserved).
+func ReadingAfter(c *Client, start time.Time) time.Time { return c.nowAfter(nil, start) }
+
+// ReadsMonotonicAfter reports whether c's later readings in an operation
+// read the monotonic clock alone (nowAfter).
+func ReadsMonotonicAfter(c *Client) bool { return c.monotonic }
