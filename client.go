@@ -468,8 +468,9 @@ func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.
 // time.Now reads the wall clock too. Readings are compared by their
 // monotonic parts, so only the wall part differs from time.Now's, by a
 // step of the wall clock since start. A Fair Client reads both: its
-// tickets are wall-clock readings that other processes compare. An
-// observed operation keeps its readings for the observer (now).
+// tickets are wall-clock readings that other processes compare. Given a
+// voteLog, it reads as now(vl) does, which keeps the reading for the
+// observer; a sequential round's per-node reads pass none.
 func (c *Client) nowAfter(vl *voteLog, start time.Time) time.Time {
 	if vl != nil || !c.monotonic || start.IsZero() {
 		return c.now(vl)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,4 +53,58 @@ func TestClusterExchange(t *testing.T) {
 	assert.Equal(t, engine.KindNone, replies[0].Kind)
 	assert.Equal(t, engine.KindOK, replies[1].Kind, "the live master's reply")
 	assert.Equal(t, "t", get(t, cl.MasterForKey(live), live))
+}
+
+// TestClusterExchangeFollowsASK: while a slot migrates, a command on a
+// key the old master no longer has is answered ASK, and radix sends it
+// again to the new master behind ASKING, two replies read as one. The
+// write lands on the new master, its reply is the command's, and the
+// connection stays in step: the next command on that master, in the
+// same pipeline and in the next, reads its own reply.
+func TestClusterExchangeFollowsASK(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := radix.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, conn.Close()) }()
+	_, _, err = conn.(engine.Identifier).Identify(ctx)
+	require.NoError(t, err)
+
+	moving := "ask-k0"
+	from := cl.MasterForKey(moving)
+	var to *redistest.Server
+	for _, m := range cl.Masters() {
+		if m != from {
+			to = m
+			break
+		}
+	}
+	stays := "" // a key of another slot, on the new master
+	for i := 1; stays == ""; i++ {
+		if k := "ask-k" + strconv.Itoa(i); cl.MasterForKey(k) == to {
+			stays = k
+		}
+	}
+	slot := radixv4.ClusterSlot([]byte(moving))
+	_, err = to.Do("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.NodeID(from))
+	require.NoError(t, err)
+	_, err = from.Do("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.NodeID(to))
+	require.NoError(t, err)
+
+	set := func(k, tok string) []string { return []string{"SET", k, tok, "NX", "PX", "10000"} }
+	replies := make([]engine.Reply, 3)
+	require.NoError(t, conn.Exchange(ctx, [][]string{set(moving, "a"), set(stays, "b"), {"GET", stays}}, replies))
+	assert.Equal(t, []engine.Kind{engine.KindOK, engine.KindOK, engine.KindString},
+		[]engine.Kind{replies[0].Kind, replies[1].Kind, replies[2].Kind}, "%v", replies)
+	assert.Equal(t, "b", replies[2].Text, "the GET's own reply")
+	got, err := to.DoAll([]any{"ASKING"}, []any{"GET", moving})
+	require.NoError(t, err)
+	assert.Equal(t, "a", got[1], "the write went to the new master")
+
+	replies = make([]engine.Reply, 2)
+	require.NoError(t, conn.Exchange(ctx, [][]string{{"GET", stays}, set(moving, "c")}, replies))
+	assert.Equal(t, engine.KindString, replies[0].Kind, "%v", replies)
+	assert.Equal(t, "b", replies[0].Text)
+	assert.Equal(t, engine.KindNil, replies[1].Kind, "NX on the key the ASK wrote: %v", replies)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -282,23 +283,25 @@ func (o *oneConn) Close() error {
 // A reply that comes after its command's context ended is still read, by
 // radix's reader, into the command's target, after EncodeDecode has
 // returned. The driver's own actions are given up on error; radix's
-// Cluster reads its CLUSTER SLOTS target after one (getTopo). So any
-// other target gets its reply through a RawMessage of its own, read into
-// the target only once EncodeDecode has succeeded.
+// Cluster reads its CLUSTER SLOTS target after one (getTopo). So radix's
+// own commands (Cmd: one command, one reply) get their reply through a
+// RawMessage of their own, read into the target only once EncodeDecode
+// has succeeded. Anything else goes as it is: the driver's actions, and
+// radix's ASKING in front of one of them, whose two replies are read as
+// one target.
 type watched struct {
 	radixv4.Conn
 	o *oneConn
 }
 
+// radixCmd is the type of radix's Cmd actions.
+var radixCmd = reflect.TypeOf(radixv4.Cmd(nil, "PING"))
+
 func (w watched) EncodeDecode(ctx context.Context, m, u any) error {
 	var raw *resp3.RawMessage
-	switch u.(type) {
-	case nil, *action, *keyed:
-	default: // radix's single commands: CLUSTER SLOTS, ASKING
-		raw = new(resp3.RawMessage)
-	}
 	into := u
-	if raw != nil {
+	if reflect.TypeOf(u) == radixCmd {
+		raw = new(resp3.RawMessage)
 		into = raw
 	}
 	err := w.Conn.EncodeDecode(ctx, m, into)
