@@ -21,14 +21,7 @@ import (
 // SET it undoes); with one master dead, the pipeline fails and the live
 // master's replies are still returned, for their rounds (their SETs ran).
 func TestClusterExchange(t *testing.T) {
-	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := radix.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, conn.Close()) }()
-	_, _, err = conn.(engine.Identifier).Identify(ctx)
-	require.NoError(t, err)
+	cl, conn, ctx := dialCluster(t)
 	dead, live := "k0", ""
 	for i := 1; live == ""; i++ {
 		if k := "k" + strconv.Itoa(i); cl.MasterForKey(k) != cl.MasterForKey(dead) {
@@ -41,7 +34,7 @@ func TestClusterExchange(t *testing.T) {
 	assert.Equal(t, []engine.Kind{engine.KindOK, engine.KindInt, engine.KindOK, engine.KindOK},
 		[]engine.Kind{replies[0].Kind, replies[1].Kind, replies[2].Kind, replies[3].Kind}, "%v", replies)
 	assert.Equal(t, "b", get(t, cl.MasterForKey(dead), dead), "in order on one key")
-	_, err = cl.MasterForKey(dead).Do("DEL", dead)
+	_, err := cl.MasterForKey(dead).Do("DEL", dead)
 	require.NoError(t, err)
 	_, err = cl.MasterForKey(live).Do("DEL", live)
 	require.NoError(t, err)
@@ -62,14 +55,7 @@ func TestClusterExchange(t *testing.T) {
 // connection stays in step: the next command on that master, in the
 // same pipeline and in the next, reads its own reply.
 func TestClusterExchangeFollowsASK(t *testing.T) {
-	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := radix.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, conn.Close()) }()
-	_, _, err = conn.(engine.Identifier).Identify(ctx)
-	require.NoError(t, err)
+	cl, conn, ctx := dialCluster(t)
 
 	moving := "ask-k0"
 	from := cl.MasterForKey(moving)
@@ -87,7 +73,7 @@ func TestClusterExchangeFollowsASK(t *testing.T) {
 		}
 	}
 	slot := radixv4.ClusterSlot([]byte(moving))
-	_, err = to.Do("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.NodeID(from))
+	_, err := to.Do("CLUSTER", "SETSLOT", slot, "IMPORTING", cl.NodeID(from))
 	require.NoError(t, err)
 	_, err = from.Do("CLUSTER", "SETSLOT", slot, "MIGRATING", cl.NodeID(to))
 	require.NoError(t, err)
@@ -107,4 +93,18 @@ func TestClusterExchangeFollowsASK(t *testing.T) {
 	assert.Equal(t, engine.KindString, replies[0].Kind, "%v", replies)
 	assert.Equal(t, "b", replies[0].Text)
 	assert.Equal(t, engine.KindNil, replies[1].Kind, "NX on the key the ASK wrote: %v", replies)
+}
+
+// dialCluster starts a Cluster of three masters and returns a member's
+// Conn to it, identified, and a context for the test; both end with it.
+func dialCluster(t *testing.T) (*redistest.Cluster, engine.Conn, context.Context) {
+	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	conn, err := radix.MemberConn(ctx, drivers.NewCluster(cl.Addrs()...))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, conn.Close()) })
+	_, _, err = conn.(engine.Identifier).Identify(ctx)
+	require.NoError(t, err)
+	return cl, conn, ctx
 }

@@ -1,6 +1,7 @@
 package systest
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,13 +89,19 @@ func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 // testRaiseHungMajority: a majority hangs (SIGSTOP) between a won fenced
 // attempt's acquire round and its raise. The raise times out there, so
 // the acquisition fails (ErrQuorumUnreachable, the raise named as the
-// cause) within the node timeout; once the nodes continue, the cleanup's
-// releases, queued behind the raises, leave no key.
+// cause) within the node timeout; the cleanup's releases, sent behind
+// the raises, leave no key.
+//
+// A hung node continues as its cleanup release is handed to the driver:
+// the release then has its whole time on the wire to reach it. Continued
+// only after TryLock returned, a node could stay hung past that time on
+// a loaded machine (CI saw it), and a release that cannot reach its node
+// in time is given up, its key left to expire.
 func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
 	tok := core.TokenFromUint64s(0x57, uint64(time.Now().UnixNano()))
-	var set [core.MaxNodes]bool
+	var set, continued [core.MaxNodes]bool
 	var stopped []int
 	h := &hookDriver{Driver: c.Driver()}
 	h.before = func(node int, cmd core.Command) {
@@ -105,18 +112,24 @@ func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 			requireHolds(t, c, key, cmd.Token, 0, node) // the SET landed first
 			c.Stop(node)
 			stopped = append(stopped, node)
+		case cmd.Op == core.OpRelease && slices.Contains(stopped, node) && !continued[node]:
+			c.Cont(node)
+			continued[node] = true
 		}
 	}
-	// A second of node timeout: the releases queued for the stopped nodes
-	// get as long on the wire, from their queueing, for the test to
-	// continue the nodes under load.
 	const timeout = time.Second
 	client := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true, NodeTimeout: timeout, Tokens: fixedToken(tok)}})
 	start := time.Now()
 	_, err := client.TryLock(ctx, key)
 	elapsed := time.Since(start)
 	for _, i := range stopped {
-		c.Cont(i)
+		if !continued[i] {
+			c.Cont(i)
+		}
+	}
+	assert.Len(t, stopped, lossThreshold(c.N()))
+	for _, i := range stopped {
+		assert.True(t, continued[i], "node %d: no cleanup release was sent to it", i)
 	}
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	assert.ErrorContains(t, err, "fence counters could not be raised")
