@@ -17,7 +17,7 @@ func Keep(outer, inner core.Batch) core.Batch {
 	f, flushes := inner.(core.Flusher)
 	switch {
 	case gathers && flushes:
-		return gatherFlusher{outer, g, f}
+		return gatherFlusher{gatherer{outer, g}, f}
 	case gathers:
 		return gatherer{outer, g}
 	case flushes:
@@ -45,14 +45,8 @@ type flusher struct {
 func (w flusher) Flush() { w.f.Flush() }
 
 type gatherFlusher struct {
-	core.Batch
-	g core.Gatherer
+	gatherer
 	f core.Flusher
 }
 
-func (w gatherFlusher) Gather(n int, cancel <-chan struct{}) (core.Reply, bool) {
-	return w.g.Gather(n, cancel)
-}
-
-func (w gatherFlusher) Ready() int { return w.g.Ready() }
-func (w gatherFlusher) Flush()     { w.f.Flush() }
+func (w gatherFlusher) Flush() { w.f.Flush() }
