@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +215,82 @@ func TestPipelineCarriesQueuedRoundsInOrder(t *testing.T) {
 	for _, c := range cs {
 		assert.Equal(t, core.StatusOK, wait(t, c).Status)
 	}
+}
+
+// TestRepliesWakeRoundsBeforeTheNextPipeline: over a connection that
+// carries one pipeline at a time, the node lets the rounds its replies
+// woke queue their next commands before it takes the queue for the next
+// pipeline, which then carries them: without that, they wait a round
+// trip more and go out in a pipeline of their own. One CPU makes the
+// order the scheduler's alone; it still looks at its global queue, where
+// the yielding node goes, once in 61 turns, which may let the node take
+// the queue with some releases still to come, or none: a scenario where
+// none came is tried again, up to three times in all.
+func TestRepliesWakeRoundsBeforeTheNextPipeline(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	e, f, clock := start(t, 1)
+	joined := false
+	for try := 0; try < 3 && !joined; try++ {
+		k := strconv.Itoa(try)
+		first := send(e, clock, 0, acquire("first"+k, 9), time.Second)
+		c0 := receive(first, nil)
+		x := f.next()
+		// While the node waits on the first pipeline, four rounds queue a
+		// SET each; as each hears its reply, it sends its release.
+		var done []chan core.Reply
+		for i := range 4 {
+			key := "r" + k + strconv.Itoa(i)
+			b := send(e, clock, 0, acquire(key, uint64(i)), time.Second)
+			c := make(chan core.Reply, 1)
+			go func() {
+				defer b.Close()
+				if _, ok := b.Receive(nil); !ok {
+					c <- core.Reply{Node: -1}
+					return
+				}
+				rb := send(e, clock, 0, release(key, uint64(i)), time.Second)
+				defer rb.Close()
+				r, _ := rb.Receive(nil)
+				c <- r
+			}()
+			done = append(done, c)
+			eventuallyQueued(t, e.nodes[0], i+1)
+		}
+		x.ok()
+		assert.Equal(t, core.StatusOK, wait(t, c0).Status)
+		first.Close()
+		x = f.next()
+		assert.Equal(t, []string{"SET r" + k + "0", "SET r" + k + "1", "SET r" + k + "2", "SET r" + k + "3"}, x.names())
+		// One more SET queues behind them: the queue is not empty when
+		// their replies come.
+		late := send(e, clock, 0, acquire("late"+k, 8), time.Second)
+		cl := receive(late, nil)
+		eventuallyQueued(t, e.nodes[0], 1)
+		x.ok()
+		x = f.next()
+		names := x.names()
+		x.ok()
+		if len(names) > 1 {
+			joined = true
+			assert.Equal(t, "SET late"+k, names[0], "the queue's own command first")
+			var keys []string // EVAL, or EVALSHA once a release ran
+			for _, name := range names[1:] {
+				keys = append(keys, strings.TrimPrefix(strings.TrimPrefix(name, "EVALSHA "), "EVAL "))
+			}
+			assert.Subset(t, []string{"r" + k + "0", "r" + k + "1", "r" + k + "2", "r" + k + "3"}, keys, "woken rounds' releases")
+		}
+		for len(names) < 5 { // the releases that missed it
+			x = f.next()
+			names = append(names, x.names()...)
+			x.ok()
+		}
+		for _, c := range done {
+			assert.Equal(t, core.StatusOK, wait(t, c).Status)
+		}
+		assert.Equal(t, core.StatusOK, wait(t, cl).Status)
+		late.Close()
+	}
+	assert.True(t, joined, "the woken rounds' releases never joined the next pipeline")
 }
 
 // eventuallyQueued waits until node's queue holds want commands, as the

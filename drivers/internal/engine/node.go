@@ -219,6 +219,13 @@ func (n *node) loop(dialTimeout time.Duration) {
 		closing := n.closing
 		n.mu.Unlock()
 		n.pipeline(p, closing)
+		if n.dup.l == nil && !closing {
+			// The pipeline's replies made its rounds runnable: yield
+			// before taking the queue, so that the commands they send
+			// next (a release after its acquire) go out in the next
+			// pipeline, not in one of their own a round trip later.
+			runtime.Gosched()
+		}
 		if closing {
 			if !n.retire() { // releases to send again
 				continue
