@@ -39,6 +39,45 @@ func TestServersCPUFromRedis(t *testing.T) {
 	assert.ErrorContains(t, err, b.Addr)
 }
 
+// Usage reads a server's CPU and its reads of its clients' input in one
+// INFO: a batch written at once is one read, commands sent one at a
+// time one read each, and each Usage's INFO one more.
+func TestServersUsageCountsReads(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	srv, err := DialServers([]string{s.Addr}, ServerOptions{})
+	require.NoError(t, err)
+	defer srv.Close()
+	c, err := Dial(s.Addr, ServerOptions{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, c.Close()) }()
+
+	u0, err := srv.Usage()
+	require.NoError(t, err)
+	assert.Positive(t, u0.CPU)
+	assert.Positive(t, u0.Reads, "the INFO that reads it, at least")
+	var batch []byte
+	for range 10 {
+		batch = AppendCommand(batch, "PING")
+	}
+	require.NoError(t, c.Pipeline(batch, 10, "+PONG", "+PONG"))
+	u1, err := srv.Usage()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), u1.Reads-u0.Reads, "the batch and the INFO")
+	for range 10 {
+		_, err := c.Do("PING")
+		require.NoError(t, err)
+	}
+	u2, err := srv.Usage()
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), u2.Reads-u1.Reads, "ten commands one at a time, and the INFO")
+	assert.GreaterOrEqual(t, u2.CPU, u0.CPU)
+
+	both := Servers{srv[0], srv[0]}
+	u, err := both.Usage()
+	require.NoError(t, err)
+	assert.Equal(t, (u2.Reads+1)+(u2.Reads+2), u.Reads, "summed: each INFO counts itself")
+}
+
 // Pipeline writes a batch encoded once and checks its one-line replies
 // without allocating; a reply that is not the expected one is an error
 // naming the server and the reply.

@@ -199,6 +199,47 @@ func (c *Conn) Do(args ...string) (string, error) {
 	return c.Receive()
 }
 
+// Usage is what servers have spent: CPU time, and the reads of their
+// clients' input, which fall as each read carries more commands.
+type Usage struct {
+	CPU time.Duration
+	// Reads is total_reads_processed (INFO stats), summed: each is one
+	// read of a client's socket that brought input, the INFO that reads
+	// it included.
+	Reads int64
+}
+
+// ParseInfoReads returns total_reads_processed in the text of an INFO
+// reply (Redis 6.2 and later, Valkey), and false without it.
+func ParseInfoReads(info string) (int64, bool) {
+	for _, line := range strings.Split(info, "\n") {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && name == "total_reads_processed" {
+			n, err := strconv.ParseInt(val, 10, 64)
+			return n, err == nil && n >= 0
+		}
+	}
+	return 0, false
+}
+
+// Usage returns the server's CPU (as CPU does) and its reads, from one
+// INFO: a server that does not count its reads has Reads -1.
+func (c *Conn) Usage() (Usage, error) {
+	s, err := c.Do("INFO", "cpu", "stats")
+	if err != nil {
+		return Usage{}, err
+	}
+	d, err := ParseInfoCPU(s)
+	if err != nil {
+		return Usage{}, fmt.Errorf("%s: %w", c.Addr, err)
+	}
+	u := Usage{CPU: d, Reads: -1}
+	if n, ok := ParseInfoReads(s); ok {
+		u.Reads = n
+	}
+	return u, nil
+}
+
 // CPU returns the server's used_cpu_sys + used_cpu_user.
 func (c *Conn) CPU() (time.Duration, error) {
 	s, err := c.Do("INFO", "cpu")
@@ -276,6 +317,25 @@ func (s Servers) CPU() (time.Duration, error) {
 			return 0, err
 		}
 		sum += d
+	}
+	return sum, nil
+}
+
+// Usage returns the servers' summed Usage, Reads -1 if any server does
+// not count them.
+func (s Servers) Usage() (Usage, error) {
+	var sum Usage
+	for _, c := range s {
+		u, err := c.Usage()
+		if err != nil {
+			return Usage{}, err
+		}
+		sum.CPU += u.CPU
+		if u.Reads < 0 || sum.Reads < 0 {
+			sum.Reads = -1
+		} else {
+			sum.Reads += u.Reads
+		}
 	}
 	return sum, nil
 }

@@ -96,6 +96,44 @@ func (f *fakeServers) CPU() (time.Duration, error) {
 	return f.now, nil
 }
 
+// fakeUsage is a UsageReader whose servers make reads reads per call.
+type fakeUsage struct {
+	fakeServers
+	reads, step int64
+}
+
+func (f *fakeUsage) Usage() (Usage, error) {
+	d, err := f.CPU()
+	f.reads += f.step
+	return Usage{CPU: d, Reads: f.reads}, err
+}
+
+func TestRunReadsServersReads(t *testing.T) {
+	srv := &fakeUsage{fakeServers: fakeServers{step: time.Millisecond}, step: 50}
+	r := Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 100, Servers: srv})
+	assert.Equal(t, 2, srv.calls, "Usage at the window's two edges, not CPU as well")
+	assert.InDelta(t, 0.5, r.ServersReadsPerOp, 1e-9, "50 reads over 100 pairs")
+	assert.InDelta(t, 10, r.ServersCPUUsPerOp, 1e-9, "1 ms over 100 pairs")
+
+	r = Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 100, Servers: &fakeServers{step: time.Millisecond}})
+	assert.Zero(t, r.ServersReadsPerOp, "a CPUReader alone counts no reads")
+	assert.Positive(t, r.ServersCPUUsPerOp)
+
+	srv = &fakeUsage{fakeServers: fakeServers{step: time.Millisecond}, reads: -1}
+	r = Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 100, Servers: srv})
+	assert.Zero(t, r.ServersReadsPerOp, "servers that do not count their reads")
+}
+
+func TestParseInfoReads(t *testing.T) {
+	n, ok := ParseInfoReads("# Stats\r\ntotal_commands_processed:99\r\ntotal_reads_processed:1234\r\ntotal_writes_processed:1200\r\n")
+	assert.True(t, ok)
+	assert.Equal(t, int64(1234), n)
+	_, ok = ParseInfoReads("# CPU\r\nused_cpu_sys:0.1\r\n")
+	assert.False(t, ok, "a server that does not count them")
+	_, ok = ParseInfoReads("total_reads_processed:x\r\n")
+	assert.False(t, ok)
+}
+
 func TestRunReadsClientAndServersCPU(t *testing.T) {
 	if _, ok := ProcessCPU(); !ok {
 		t.Skip("no getrusage on this platform")

@@ -62,6 +62,14 @@ type CPUReader interface {
 	CPU() (time.Duration, error)
 }
 
+// UsageReader is a CPUReader that reads the servers' reads of their
+// clients' input with their CPU (Servers does): the loop reads Usage
+// instead of CPU.
+type UsageReader interface {
+	CPUReader
+	Usage() (Usage, error)
+}
+
 // Histogram bounds: 100 ns to 60 s at 3 significant digits.
 const (
 	lowestNs  = 100
@@ -110,6 +118,12 @@ type Result struct {
 	// over the measured window, per pair, in µs; 0 when not measured
 	// (Spec.Servers unset, or a server that does not report it).
 	ServersCPUUsPerOp float64 `json:"servers_cpu_us_per_op,omitempty"`
+	// ServersReadsPerOp is the reads of their clients' input the cell's
+	// servers made over the measured window (total_reads_processed, summed
+	// over the servers), per pair; 0 when not measured (Spec.Servers is
+	// not a UsageReader, or a server that does not count them). With the
+	// commands a pair sends, it says how many commands a read carried.
+	ServersReadsPerOp float64 `json:"servers_reads_per_op,omitempty"`
 	// ServersCPUError says why ServersCPUUsPerOp is 0 when reading it
 	// failed.
 	ServersCPUError string `json:"servers_cpu_error,omitempty"`
@@ -228,6 +242,9 @@ type Loop struct {
 	// error reading it.
 	serversBefore, serversAfter time.Duration
 	serversErr                  error
+	// readsBefore and readsAfter are the servers' reads at the edges, -1
+	// when not counted.
+	readsBefore, readsAfter int64
 }
 
 type workerStats struct {
@@ -320,9 +337,7 @@ func (l *Loop) Go(ctx context.Context) {
 		}()
 	}
 	ready.Wait()
-	if l.spec.Servers != nil {
-		l.serversBefore, l.serversErr = l.spec.Servers.CPU()
-	}
+	l.serversBefore, l.readsBefore, l.serversErr = l.usage()
 	l.before = ReadCounters()
 	if l.rounds != nil {
 		l.roundsBefore = l.rounds.Rounds()
@@ -344,8 +359,23 @@ func (l *Loop) Go(ctx context.Context) {
 		l.roundsAfter = l.rounds.Rounds()
 	}
 	l.after = ReadCounters()
-	if l.spec.Servers != nil && l.serversErr == nil {
-		l.serversAfter, l.serversErr = l.spec.Servers.CPU()
+	if l.serversErr == nil {
+		l.serversAfter, l.readsAfter, l.serversErr = l.usage()
+	}
+}
+
+// usage reads the servers' CPU and, from a UsageReader, their reads (-1
+// otherwise); all zero without Spec.Servers.
+func (l *Loop) usage() (time.Duration, int64, error) {
+	switch s := l.spec.Servers.(type) {
+	case nil:
+		return 0, -1, nil
+	case UsageReader:
+		u, err := s.Usage()
+		return u.CPU, u.Reads, err
+	default:
+		d, err := s.CPU()
+		return d, -1, err
 	}
 }
 
@@ -378,6 +408,9 @@ func (l *Loop) Result() Result {
 			r.ServersCPUError = l.serversErr.Error()
 		} else {
 			r.ServersCPUUsPerOp = CPUPerOpUs(l.serversBefore, l.serversAfter, r.Ops)
+			if l.readsBefore >= 0 && l.readsAfter >= l.readsBefore && r.Ops > 0 {
+				r.ServersReadsPerOp = float64(l.readsAfter-l.readsBefore) / float64(r.Ops)
+			}
 		}
 	}
 	if math.IsNaN(r.MeanUs) {

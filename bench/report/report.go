@@ -437,12 +437,18 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		if p.ClientCPUUsPerOp > 0 {
 			fmt.Fprintf(&b, "  - the loop's own client CPU: %.2f µs per pair (getrusage)\n", p.ClientCPUUsPerOp)
 		}
+		if p.ServersReadsPerOp > 0 {
+			fmt.Fprintf(&b, "  - the servers' reads of the loop's input: %.3g per pair (INFO stats)\n", p.ServersReadsPerOp)
+		}
 	}
 	if p := e.PipelinedAtClients; p != nil {
 		fmt.Fprintf(&b, "- the same loop %d pairs per batch (the most the targets' clients put in one read): %.2f µs of the servers' CPU per pair",
 			p.Depth, p.ServersCPUUsPerOp)
 		if p.ClientCPUUsPerOp > 0 {
 			fmt.Fprintf(&b, ", %.2f µs of the client's", p.ClientCPUUsPerOp)
+		}
+		if p.ServersReadsPerOp > 0 {
+			fmt.Fprintf(&b, ", %.3g of the servers' reads", p.ServersReadsPerOp)
 		}
 		b.WriteString(loopRounds(p) + "\n")
 	}

@@ -185,6 +185,16 @@ func TestEvaluateFailures(t *testing.T) {
 		!strings.Contains(tg.Note, "the bare pipelined loop 16 deep: client 26.00 vs servers 32.50 µs/pair (0.8×); the bare pipelined loop 100 deep: client 13.00 vs servers 26.00 µs/pair (0.5×)") {
 		t.Errorf("client CPU with the loops' own: %+v", tg)
 	}
+	// The servers' reads, the cell's and the loops', beside the servers'
+	// CPU: ten commands a pair at N=5.
+	recs[3].ServersReadsPerOp = 0.5
+	env.PipelinedAtClients.ServersReadsPerOp = 5.0 / 16
+	env.Pipelined.ServersReadsPerOp = 0.1
+	if tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 32 clients: servers' CPU per pair vs the pipelined limit"); tg == nil || tg.Ratio != 39.0/26 ||
+		!strings.HasSuffix(tg.Note, "the servers read their input 0.5 times per pair, 20 commands a read; the loop 16 deep 0.312 times (32 a read); the loop 100 deep 0.1 times (100 a read)") {
+		t.Errorf("servers' CPU with their reads: %+v", tg)
+	}
+	recs[3].ServersReadsPerOp = 0
 	env.NumCPU = 2
 	if tg := byName(Evaluate(recs, env, 5, 32), "redlock+goredis N=5 multiplexed, 32 clients: throughput vs redsync"); tg == nil ||
 		!strings.Contains(tg.Note, "CPU ceiling 34188 ops/s (2 CPUs over the bare pipelined loop 16 deep: 26.00 + 32.50 µs/pair), 3.8× the peer; this cell reaches 146% of it") {

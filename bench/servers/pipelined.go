@@ -56,6 +56,11 @@ type Pipelined struct {
 	// pairs per server, in µs: what sending and reading the commands
 	// costs a client that does nothing else. 0 if not measured.
 	ClientCPUUsPerOp float64 `json:"client_cpu_us_per_op,omitempty"`
+	// ServersReadsPerOp is, summed over the servers, each one's reads of
+	// the loop's input (total_reads_processed) over its window divided by
+	// its pairs: about 1/Depth each where a read takes a whole batch. 0
+	// if not counted.
+	ServersReadsPerOp float64 `json:"servers_reads_per_op,omitempty"`
 	// Rounds holds ServersCPUUsPerOp of every measurement, in run order,
 	// when the loop ran more than once (Lowest); the other fields are the
 	// lowest one's.
@@ -96,7 +101,7 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 	sha := hex.EncodeToString(sum[:])
 	type out struct {
 		pairs   int64
-		cpu     time.Duration
+		used    measure.Usage
 		elapsed time.Duration
 		err     error
 	}
@@ -116,7 +121,7 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 		go func() {
 			defer wg.Done()
 			o := &outs[i]
-			o.pairs, o.cpu, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, sync.OnceFunc(ready.Done), start)
+			o.pairs, o.used, o.elapsed, o.err = pipelineOne(ctx, a, sha, i, spec, sync.OnceFunc(ready.Done), start)
 			if o.err != nil {
 				failed.Do(func() { first = o.err; cancel() })
 			}
@@ -132,6 +137,7 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 	}
 	p := Pipelined{Depth: spec.Depth, Servers: len(spec.Addrs)}
 	var total int64
+	var reads float64 // per pair, summed over the servers; -1: not counted
 	for i, o := range outs {
 		if o.pairs == 0 {
 			return Pipelined{}, fmt.Errorf("servers: pipelined limit on %s: no pair done", spec.Addrs[i])
@@ -140,8 +146,16 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 			p.Pairs = o.pairs
 		}
 		p.Seconds = max(p.Seconds, o.elapsed.Seconds())
-		p.ServersCPUUsPerOp += measure.CPUPerOpUs(0, o.cpu, o.pairs)
+		p.ServersCPUUsPerOp += measure.CPUPerOpUs(0, o.used.CPU, o.pairs)
+		if o.used.Reads < 0 || reads < 0 {
+			reads = -1
+		} else {
+			reads += float64(o.used.Reads) / float64(o.pairs)
+		}
 		total += o.pairs
+	}
+	if reads > 0 {
+		p.ServersReadsPerOp = reads
 	}
 	if ok0 && ok1 {
 		p.ClientCPUUsPerOp = measure.CPUPerOpUs(cpu0, cpu1, total/int64(len(outs)))
@@ -153,19 +167,19 @@ func PipelinedLimit(ctx context.Context, spec PipelineSpec) (Pipelined, error) {
 // and CPU time over the measured window. It calls warm when warmed up or
 // failed (warm must allow more than one call), and then measures from the
 // closing of start.
-func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec, warm func(), start <-chan struct{}) (pairs int64, cpu, elapsed time.Duration, err error) {
+func pipelineOne(ctx context.Context, addr, sha string, server int, spec PipelineSpec, warm func(), start <-chan struct{}) (pairs int64, used measure.Usage, elapsed time.Duration, err error) {
 	defer warm()
 	c, err := measure.Dial(addr, spec.Options)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, measure.Usage{}, 0, err
 	}
 	defer func() { _ = c.Close() }() // the measurement is over, or failed: a failed Close changes neither
 	got, err := c.Do("SCRIPT", "LOAD", ReleaseScript)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, measure.Usage{}, 0, err
 	}
 	if got != sha {
-		return 0, 0, 0, fmt.Errorf("servers: %s: SCRIPT LOAD returned %q, want %s", addr, got, sha)
+		return 0, measure.Usage{}, 0, fmt.Errorf("servers: %s: SCRIPT LOAD returned %q, want %s", addr, got, sha)
 	}
 	tok := core.TokenFromUint64s(uint64(time.Now().UnixNano()), uint64(server)+1).String() //nolint:gosec // G115: server is an index, >= 0
 	ttl := strconv.FormatInt(spec.TTL.Milliseconds(), 10)
@@ -185,29 +199,33 @@ func pipelineOne(ctx context.Context, addr, sha string, server int, spec Pipelin
 	batch := func() error { return c.Pipeline(payload, 2*len(keys), "+OK", ":1") }
 	for t0 := time.Now(); time.Since(t0) < spec.Warmup && ctx.Err() == nil; {
 		if err := batch(); err != nil {
-			return 0, 0, 0, err
+			return 0, measure.Usage{}, 0, err
 		}
 	}
 	warm()
 	<-start
-	before, err := c.CPU()
+	before, err := c.Usage()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, measure.Usage{}, 0, err
 	}
 	t0 := time.Now()
 	for time.Since(t0) < spec.Duration && ctx.Err() == nil {
 		if err := batch(); err != nil {
-			return 0, 0, 0, err
+			return 0, measure.Usage{}, 0, err
 		}
 		pairs += int64(spec.Depth)
 	}
 	elapsed = time.Since(t0)
-	after, err := c.CPU()
+	after, err := c.Usage()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, measure.Usage{}, 0, err
 	}
 	if ctx.Err() != nil {
-		return 0, 0, 0, ctx.Err()
+		return 0, measure.Usage{}, 0, ctx.Err()
 	}
-	return pairs, after - before, elapsed, nil
+	used = measure.Usage{CPU: after.CPU - before.CPU, Reads: -1}
+	if before.Reads >= 0 && after.Reads >= before.Reads {
+		used.Reads = after.Reads - before.Reads
+	}
+	return pairs, used, elapsed, nil
 }

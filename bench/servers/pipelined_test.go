@@ -38,6 +38,10 @@ func TestPipelinedLimitMeasuresServersCPU(t *testing.T) {
 	assert.Positive(t, p.Pairs)
 	assert.Zero(t, p.Pairs%10, "whole batches")
 	assert.Positive(t, p.ServersCPUUsPerOp)
+	// A batch of 10 pairs, 20 commands written at once, is one read of
+	// each server, or a few: about 2 servers / 10 deep per pair.
+	assert.GreaterOrEqual(t, p.ServersReadsPerOp, 0.2*0.99, "at least a read per batch")
+	assert.Less(t, p.ServersReadsPerOp, 0.6, "a batch in a few reads at most, not one per command")
 	if runtime.GOOS == "linux" { // getrusage is read where the loop runs
 		assert.Positive(t, p.ClientCPUUsPerOp)
 	}
