@@ -238,9 +238,9 @@ func TestRepliesWakeRoundsBeforeTheNextPipeline(t *testing.T) {
 		// While the node waits on the first pipeline, four rounds queue a
 		// SET each; as each hears its reply, it sends its release.
 		var done []chan core.Reply
-		for i := range 4 {
-			key := "r" + k + strconv.Itoa(i)
-			b := send(e, clock, 0, acquire(key, uint64(i)), time.Second)
+		for i := range uint64(4) {
+			key := "r" + k + strconv.FormatUint(i, 10)
+			b := send(e, clock, 0, acquire(key, i), time.Second)
 			c := make(chan core.Reply, 1)
 			go func() {
 				defer b.Close()
@@ -248,13 +248,13 @@ func TestRepliesWakeRoundsBeforeTheNextPipeline(t *testing.T) {
 					c <- core.Reply{Node: -1}
 					return
 				}
-				rb := send(e, clock, 0, release(key, uint64(i)), time.Second)
+				rb := send(e, clock, 0, release(key, i), time.Second)
 				defer rb.Close()
 				r, _ := rb.Receive(nil)
 				c <- r
 			}()
 			done = append(done, c)
-			eventuallyQueued(t, e.nodes[0], i+1)
+			eventuallyQueued(t, e.nodes[0], int(i)+1)
 		}
 		x.ok()
 		assert.Equal(t, core.StatusOK, wait(t, c0).Status)
