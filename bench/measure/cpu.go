@@ -203,9 +203,9 @@ func (c *Conn) Do(args ...string) (string, error) {
 // clients' input, which fall as each read carries more commands.
 type Usage struct {
 	CPU time.Duration
-	// Reads is total_reads_processed (INFO stats), summed: each is one
-	// read of a client's socket that brought input, the INFO that reads
-	// it included.
+	// Reads is total_reads_processed (INFO stats), summed: the server's
+	// reads of its clients' sockets, the one that brought the INFO
+	// included (a read that finds the socket empty counts too, rarely).
 	Reads int64
 }
 
@@ -222,19 +222,30 @@ func ParseInfoReads(info string) (int64, bool) {
 	return 0, false
 }
 
-// Usage returns the server's CPU (as CPU does) and its reads, from one
-// INFO: a server that does not count its reads has Reads -1.
+// Usage returns the server's CPU (as CPU does) and its reads: INFO cpu
+// and INFO stats, written at once, so that the server reads them in one
+// read as a whole (one command of several sections needs Redis 7). A
+// server that does not count its reads has Reads -1.
 func (c *Conn) Usage() (Usage, error) {
-	s, err := c.Do("INFO", "cpu", "stats")
+	c.Send("INFO", "cpu")
+	c.Send("INFO", "stats")
+	if err := c.Flush(); err != nil {
+		return Usage{}, err
+	}
+	cpu, err := c.Receive()
+	stats, err2 := c.Receive() // read even after an error: the connection stays in step
+	if err == nil {
+		err = err2
+	}
 	if err != nil {
 		return Usage{}, err
 	}
-	d, err := ParseInfoCPU(s)
+	d, err := ParseInfoCPU(cpu)
 	if err != nil {
 		return Usage{}, fmt.Errorf("%s: %w", c.Addr, err)
 	}
 	u := Usage{CPU: d, Reads: -1}
-	if n, ok := ParseInfoReads(s); ok {
+	if n, ok := ParseInfoReads(stats); ok {
 		u.Reads = n
 	}
 	return u, nil

@@ -409,7 +409,7 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 				t.Note = join(fmt.Sprintf("pipelined %d deep, the most %d clients put in one read: %.2f µs/pair (%.3g× the %d-deep limit; this cell %.3g× it)",
 					q.Depth, clients, q.ServersCPUUsPerOp, q.ServersCPUUsPerOp/p.ServersCPUUsPerOp, p.Depth, r.ServersCPUUsPerOp/q.ServersCPUUsPerOp), t.Note)
 			}
-			t.Note = join(t.Note, readsNote(r, nodes, env.PipelinedAtClients, p))
+			t.Note = join(t.Note, readsNote(r, env.PipelinedAtClients, p))
 			ts = append(ts, t)
 		}
 		name = subj + ": client CPU per pair vs the servers'"
@@ -612,13 +612,13 @@ func MultiProcTarget(recs []multiproc.Record) (Target, bool) {
 
 // readsNote says how many reads of their input the servers made per pair
 // in r, and so how many commands a read carried (a pair sends two to each
-// of nodes servers), beside the pipelined loops' reads: a server's CPU per
+// of its servers), beside the pipelined loops' reads: a server's CPU per
 // pair falls with the commands a read carries. "" when r has no count.
-func readsNote(r *matrix.Record, nodes int, loops ...*servers.Pipelined) string {
+func readsNote(r *matrix.Record, loops ...*servers.Pipelined) string {
 	if r.ServersReadsPerOp <= 0 {
 		return ""
 	}
-	s := fmt.Sprintf("the servers read their input %.3g times per pair, %.3g commands a read", r.ServersReadsPerOp, float64(2*nodes)/r.ServersReadsPerOp)
+	s := fmt.Sprintf("the servers read their input %.3g times per pair, %.3g commands a read", r.ServersReadsPerOp, float64(2*r.Servers())/r.ServersReadsPerOp)
 	for _, q := range loops {
 		if q != nil && q.ServersReadsPerOp > 0 {
 			s += fmt.Sprintf("; the loop %d deep %.3g times (%.3g a read)", q.Depth, q.ServersReadsPerOp, float64(2*q.Servers)/q.ServersReadsPerOp)
