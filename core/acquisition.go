@@ -174,6 +174,11 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if a.cleaning {
 		switch {
 		case a.cause != nil:
+			// A cleanup that queued the waiter (Ticket > 0) before the
+			// cancel came is followed by the leave round.
+			if r.cmd.Ticket > 0 && a.leaveQueues(now) {
+				return
+			}
 			a.finish(a.cancelled())
 			return
 		case a.leaving:
@@ -400,7 +405,14 @@ const leaveTicket = -1
 // release of the last attempt's token, which its cleanup deleted
 // already, so it frees nothing but a key handed to the waiter.
 func (a *Acquisition) leave(now time.Time) bool {
-	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed || a.phase != PhaseWait {
+	return a.phase == PhaseWait && a.leaveQueues(now)
+}
+
+// leaveQueues starts the leave round of leave from wherever the waiter
+// stops: a wait, an attempt not yet sent, or a cleanup that queued it
+// when the acquisition was already cancelled. It reports whether it did.
+func (a *Acquisition) leaveQueues(now time.Time) bool {
+	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed {
 		return false
 	}
 	cmd := a.spec.fairRelease(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token})
@@ -495,7 +507,10 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 			a.finish(a.err)
 		}
 	case !a.cleaning && !a.raising && a.round.sent == 0:
-		a.finish(a.cancelled())
+		a.err = a.cancelled()
+		if !a.leaveQueues(now) { // Fair: a waiter woken for this attempt had queued
+			a.finish(a.err)
+		}
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)

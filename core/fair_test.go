@@ -304,6 +304,64 @@ func TestFairWaiterLeaves(t *testing.T) {
 	}
 }
 
+// TestFairWaiterCancelledBeforeItsAttemptLeaves: a Fair waiter that
+// joined the queues, woken for its next attempt and cancelled before the
+// attempt was sent, leaves them too: its acquisition does not end with
+// the waiter still queued, to be handed the next release for nothing
+// (found by the root package's TestFairWaiterThatGivesUpLeaves, about
+// once in a hundred runs: a context cancelled between the wake and the
+// send).
+func TestFairWaiterCancelledBeforeItsAttemptLeaves(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	failAttempt(t, &a, t0)
+	a.Wake(a.WakeAt())
+	if a.Phase() != core.PhaseRound || a.Round().Command().Op != core.OpAcquire {
+		t.Fatalf("no second attempt: phase %v, %+v", a.Phase(), a.Round().Command())
+	}
+	a.Cancel(t0, errors.New("gone"))
+	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
+		t.Fatalf("no leave round: phase %v, %+v", a.Phase(), c)
+	}
+	drive(a.Round(), t0, core.StatusMissing)
+	a.RoundDone(t0)
+	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
+		t.Errorf("after the leave: %v, want ErrCancelled", err)
+	}
+}
+
+// TestFairCancelDuringTheQueueingCleanupLeaves: a Fair acquisition
+// cancelled while the cleanup that queues its waiter is under way leaves
+// the queues once that cleanup is done, rather than end queued.
+func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	drive(a.Round(), t0, core.StatusHeld)
+	a.RoundDone(t0)
+	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket <= 0 {
+		t.Fatalf("no queueing cleanup: %+v", c)
+	}
+	a.Cancel(t0, errors.New("gone")) // the cleanup goes on
+	drive(a.Round(), t0, core.StatusMissing)
+	a.RoundDone(t0)
+	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
+		t.Fatalf("no leave round after the queueing cleanup: phase %v, %+v", a.Phase(), c)
+	}
+	drive(a.Round(), t0, core.StatusMissing)
+	a.RoundDone(t0)
+	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
+		t.Errorf("after the leave: %v, want ErrCancelled", err)
+	}
+}
+
 // TestFollowedWaiterKeepsItsProcessQueued: with Fair, a waiter that gives
 // up while others of its process follow it (Queue.Look's followed) leaves
 // the process's entry, which is theirs too, in the nodes' queue: no leave
