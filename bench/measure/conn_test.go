@@ -23,12 +23,13 @@ func TestServersCPUFromRedis(t *testing.T) {
 	require.NoError(t, err)
 	defer sb.Close()
 	both := Servers{sa[0], sb[0]}
-	ca, err := sa.CPU()
+	ua, err := sa.Usage()
 	require.NoError(t, err)
-	cb, err := sb.CPU()
+	ub, err := sb.Usage()
 	require.NoError(t, err)
-	sum, err := both.CPU()
+	us, err := both.Usage()
 	require.NoError(t, err)
+	ca, cb, sum := ua.CPU, ub.CPU, us.CPU
 	assert.Positive(t, ca)
 	assert.Positive(t, cb)
 	assert.GreaterOrEqual(t, sum, ca+cb, "the sum of both, read later")

@@ -209,6 +209,16 @@ type Usage struct {
 	Reads int64
 }
 
+// Sub returns what was spent from before to u, Reads -1 where either
+// did not count them (or the count went back: a restarted server).
+func (u Usage) Sub(before Usage) Usage {
+	d := Usage{CPU: u.CPU - before.CPU, Reads: -1}
+	if before.Reads >= 0 && u.Reads >= before.Reads {
+		d.Reads = u.Reads - before.Reads
+	}
+	return d
+}
+
 // ParseInfoReads returns total_reads_processed in the text of an INFO
 // reply (Redis 6.2 and later, Valkey), and false without it.
 func ParseInfoReads(info string) (int64, bool) {
@@ -222,7 +232,8 @@ func ParseInfoReads(info string) (int64, bool) {
 	return 0, false
 }
 
-// Usage returns the server's CPU (as CPU does) and its reads: INFO cpu
+// Usage returns the server's CPU (used_cpu_sys + used_cpu_user) and its
+// reads: INFO cpu
 // and INFO stats, written at once, so that the server reads them in one
 // read as a whole (one command of several sections needs Redis 7). A
 // server that does not count its reads has Reads -1.
@@ -249,19 +260,6 @@ func (c *Conn) Usage() (Usage, error) {
 		u.Reads = n
 	}
 	return u, nil
-}
-
-// CPU returns the server's used_cpu_sys + used_cpu_user.
-func (c *Conn) CPU() (time.Duration, error) {
-	s, err := c.Do("INFO", "cpu")
-	if err != nil {
-		return 0, err
-	}
-	d, err := ParseInfoCPU(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", c.Addr, err)
-	}
-	return d, nil
 }
 
 // readReply reads one RESP2 reply that is not an array.
@@ -317,19 +315,6 @@ func DialServers(addrs []string, o ServerOptions) (Servers, error) {
 		s = append(s, c)
 	}
 	return s, nil
-}
-
-// CPU returns the sum of the servers' used_cpu_sys + used_cpu_user.
-func (s Servers) CPU() (time.Duration, error) {
-	var sum time.Duration
-	for _, c := range s {
-		d, err := c.CPU()
-		if err != nil {
-			return 0, err
-		}
-		sum += d
-	}
-	return sum, nil
 }
 
 // Usage returns the servers' summed Usage, Reads -1 if any server does

@@ -80,43 +80,45 @@ func (b busy) Pair(context.Context) (bool, error) {
 	return true, nil
 }
 
-// fakeServers is a CPUReader whose servers use cpu per call.
+// fakeServers is a UsageReader whose servers use step of CPU per call
+// and count no reads.
 type fakeServers struct {
 	now, step time.Duration
 	calls     int
 	failAt    int
 }
 
-func (f *fakeServers) CPU() (time.Duration, error) {
+func (f *fakeServers) Usage() (Usage, error) {
 	f.calls++
 	if f.calls == f.failAt {
-		return 0, errors.New("server down")
+		return Usage{}, errors.New("server down")
 	}
 	f.now += f.step
-	return f.now, nil
+	return Usage{CPU: f.now, Reads: -1}, nil
 }
 
-// fakeUsage is a UsageReader whose servers make reads reads per call.
+// fakeUsage is fakeServers whose servers make step reads per call.
 type fakeUsage struct {
 	fakeServers
 	reads, step int64
 }
 
 func (f *fakeUsage) Usage() (Usage, error) {
-	d, err := f.CPU()
+	u, err := f.fakeServers.Usage()
 	f.reads += f.step
-	return Usage{CPU: d, Reads: f.reads}, err
+	u.Reads = f.reads
+	return u, err
 }
 
 func TestRunReadsServersReads(t *testing.T) {
 	srv := &fakeUsage{fakeServers: fakeServers{step: time.Millisecond}, step: 50}
 	r := Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 100, Servers: srv})
-	assert.Equal(t, 2, srv.calls, "Usage at the window's two edges, not CPU as well")
+	assert.Equal(t, 2, srv.calls, "Usage at the window's two edges, once each")
 	assert.InDelta(t, 0.5, r.ServersReadsPerOp, 1e-9, "50 reads over 100 pairs")
 	assert.InDelta(t, 10, r.ServersCPUUsPerOp, 1e-9, "1 ms over 100 pairs")
 
 	r = Run(context.Background(), busy{0}, Spec{Clients: 1, Ops: 100, Servers: &fakeServers{step: time.Millisecond}})
-	assert.Zero(t, r.ServersReadsPerOp, "a CPUReader alone counts no reads")
+	assert.Zero(t, r.ServersReadsPerOp, "servers that report no reads (Reads -1) count none")
 	assert.Positive(t, r.ServersCPUUsPerOp)
 
 	srv = &fakeUsage{fakeServers: fakeServers{step: time.Millisecond}, reads: -1}
@@ -210,4 +212,13 @@ func TestMedianThroughputOfRounds(t *testing.T) {
 
 	one := Result{Ops: 1, Throughput: 5}
 	assert.Equal(t, one, MedianThroughput([]Result{one}), "one round is returned as it is")
+}
+
+// Sub counts reads only where both readings did and the count went
+// forward; a restarted server's count starts again.
+func TestUsageSub(t *testing.T) {
+	before := Usage{CPU: time.Second, Reads: 10}
+	assert.Equal(t, Usage{CPU: time.Second, Reads: 5}, Usage{CPU: 2 * time.Second, Reads: 15}.Sub(before))
+	assert.Equal(t, int64(-1), Usage{CPU: 2 * time.Second, Reads: 3}.Sub(before).Reads, "went back")
+	assert.Equal(t, int64(-1), Usage{CPU: 2 * time.Second, Reads: -1}.Sub(before).Reads, "not counted")
 }

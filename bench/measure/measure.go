@@ -52,21 +52,13 @@ type Spec struct {
 	// dialled, scripts loaded, pools filled).
 	Warmup time.Duration
 	// Servers, when set, is read at the measured window's edges: the
-	// servers' CPU time (INFO cpu), reported per pair in
-	// Result.ServersCPUUsPerOp.
-	Servers CPUReader
+	// servers' CPU time (INFO cpu) and reads (INFO stats), reported per
+	// pair in Result.ServersCPUUsPerOp and ServersReadsPerOp.
+	Servers UsageReader
 }
 
-// CPUReader reads the CPU time some servers have used (Servers does).
-type CPUReader interface {
-	CPU() (time.Duration, error)
-}
-
-// UsageReader is a CPUReader that reads the servers' reads of their
-// clients' input with their CPU (Servers does): the loop reads Usage
-// instead of CPU.
+// UsageReader reads what some servers have spent (Servers does).
 type UsageReader interface {
-	CPUReader
 	Usage() (Usage, error)
 }
 
@@ -120,8 +112,8 @@ type Result struct {
 	ServersCPUUsPerOp float64 `json:"servers_cpu_us_per_op,omitempty"`
 	// ServersReadsPerOp is the reads of their clients' input the cell's
 	// servers made over the measured window (total_reads_processed, summed
-	// over the servers), per pair; 0 when not measured (Spec.Servers is
-	// not a UsageReader, or a server that does not count them). With the
+	// over the servers), per pair; 0 when not measured (Spec.Servers unset,
+	// or a server that does not count them). With the
 	// commands a pair sends, it says how many commands a read carried.
 	ServersReadsPerOp float64 `json:"servers_reads_per_op,omitempty"`
 	// ServersCPUError says why ServersCPUUsPerOp is 0 when reading it
@@ -237,14 +229,11 @@ type Loop struct {
 	// roundsBefore and roundsAfter are the subject's round count at the
 	// window's edges, when it has one.
 	roundsBefore, roundsAfter uint64
-	// serversBefore and serversAfter are the servers' CPU time at the
+	// serversBefore and serversAfter are the servers' Usage at the
 	// window's edges, when Spec.Servers is set; serversErr the first
 	// error reading it.
-	serversBefore, serversAfter time.Duration
+	serversBefore, serversAfter Usage
 	serversErr                  error
-	// readsBefore and readsAfter are the servers' reads at the edges, -1
-	// when not counted.
-	readsBefore, readsAfter int64
 }
 
 type workerStats struct {
@@ -337,7 +326,9 @@ func (l *Loop) Go(ctx context.Context) {
 		}()
 	}
 	ready.Wait()
-	l.serversBefore, l.readsBefore, l.serversErr = l.usage()
+	if l.spec.Servers != nil {
+		l.serversBefore, l.serversErr = l.spec.Servers.Usage()
+	}
 	l.before = ReadCounters()
 	if l.rounds != nil {
 		l.roundsBefore = l.rounds.Rounds()
@@ -359,23 +350,8 @@ func (l *Loop) Go(ctx context.Context) {
 		l.roundsAfter = l.rounds.Rounds()
 	}
 	l.after = ReadCounters()
-	if l.serversErr == nil {
-		l.serversAfter, l.readsAfter, l.serversErr = l.usage()
-	}
-}
-
-// usage reads the servers' CPU and, from a UsageReader, their reads (-1
-// otherwise); all zero without Spec.Servers.
-func (l *Loop) usage() (time.Duration, int64, error) {
-	switch s := l.spec.Servers.(type) {
-	case nil:
-		return 0, -1, nil
-	case UsageReader:
-		u, err := s.Usage()
-		return u.CPU, u.Reads, err
-	default:
-		d, err := s.CPU()
-		return d, -1, err
+	if l.spec.Servers != nil && l.serversErr == nil {
+		l.serversAfter, l.serversErr = l.spec.Servers.Usage()
 	}
 }
 
@@ -407,9 +383,10 @@ func (l *Loop) Result() Result {
 		if l.serversErr != nil {
 			r.ServersCPUError = l.serversErr.Error()
 		} else {
-			r.ServersCPUUsPerOp = CPUPerOpUs(l.serversBefore, l.serversAfter, r.Ops)
-			if l.readsBefore >= 0 && l.readsAfter >= l.readsBefore && r.Ops > 0 {
-				r.ServersReadsPerOp = float64(l.readsAfter-l.readsBefore) / float64(r.Ops)
+			used := l.serversAfter.Sub(l.serversBefore)
+			r.ServersCPUUsPerOp = CPUPerOpUs(0, used.CPU, r.Ops)
+			if used.Reads >= 0 && r.Ops > 0 {
+				r.ServersReadsPerOp = float64(used.Reads) / float64(r.Ops)
 			}
 		}
 	}

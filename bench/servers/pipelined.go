@@ -223,9 +223,5 @@ func pipelineOne(ctx context.Context, addr, sha string, server int, spec Pipelin
 	if ctx.Err() != nil {
 		return 0, measure.Usage{}, 0, ctx.Err()
 	}
-	used = measure.Usage{CPU: after.CPU - before.CPU, Reads: -1}
-	if before.Reads >= 0 && after.Reads >= before.Reads {
-		used.Reads = after.Reads - before.Reads
-	}
-	return pairs, used, elapsed, nil
+	return pairs, after.Sub(before), elapsed, nil
 }
