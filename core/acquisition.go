@@ -176,7 +176,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		case a.cause != nil:
 			// A cleanup that queued the waiter (Ticket > 0) before the
 			// cancel came is followed by the leave round.
-			if r.cmd.Ticket > 0 && a.leaveQueues(now) {
+			if r.cmd.Ticket > 0 && a.leave(now) {
 				return
 			}
 			a.finish(a.cancelled())
@@ -399,19 +399,15 @@ func (a *Acquisition) startCleanup(now time.Time) {
 // of the queue.
 const leaveTicket = -1
 
-// leave starts, in PhaseWait, the round that takes a Fair waiter that
-// joined the nodes' queues out of them, and reports whether it did: a
-// waiter that gives up must not be handed the next release. It is a
-// release of the last attempt's token, which its cleanup deleted
-// already, so it frees nothing but a key handed to the waiter.
+// leave starts the round that takes a Fair waiter that joined the
+// nodes' queues out of them, and reports whether it did: a waiter that
+// gives up must not be handed the next release. Its caller stops the
+// waiter where it is: a wait, an attempt not yet sent, or a cleanup that
+// queued it after the acquisition was cancelled. It is a release of the
+// last attempt's token, which its cleanup deleted already (an unsent
+// attempt's set nothing), so it frees nothing but a key handed to the
+// waiter.
 func (a *Acquisition) leave(now time.Time) bool {
-	return a.phase == PhaseWait && a.leaveQueues(now)
-}
-
-// leaveQueues starts the leave round of leave from wherever the waiter
-// stops: a wait, an attempt not yet sent, or a cleanup that queued it
-// when the acquisition was already cancelled. It reports whether it did.
-func (a *Acquisition) leaveQueues(now time.Time) bool {
 	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed {
 		return false
 	}
@@ -501,14 +497,12 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	}
 	a.cause = cause
 	switch {
-	case a.phase == PhaseWait:
+	case a.phase == PhaseWait, !a.cleaning && !a.raising && a.round.sent == 0:
+		// Waiting, or woken for an attempt not yet sent: nothing of this
+		// attempt is on the nodes, but a Fair waiter leaves the queues
+		// first.
 		a.err = a.cancelled()
-		if !a.leave(now) { // Fair: the waiter leaves the queues first
-			a.finish(a.err)
-		}
-	case !a.cleaning && !a.raising && a.round.sent == 0:
-		a.err = a.cancelled()
-		if !a.leaveQueues(now) { // Fair: a waiter woken for this attempt had queued
+		if !a.leave(now) {
 			a.finish(a.err)
 		}
 	case !a.cleaning:

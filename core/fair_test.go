@@ -294,14 +294,26 @@ func TestFairWaiterLeaves(t *testing.T) {
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	att, _ := failAttempt(t, &a, t0)
 	a.Cancel(t0, errors.New("gone"))
-	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || c.Token != att.Token {
+	if c := wantLeaveThenCancelled(t, &a, t0); c.Token != att.Token {
+		t.Errorf("the leave releases %v, want the last attempt's token %v", c.Token, att.Token)
+	}
+}
+
+// wantLeaveThenCancelled checks that a's round is a Fair waiter's leave
+// (a release with Ticket -1), drives it at now, and checks that a then
+// ends cancelled. It returns the leave's command.
+func wantLeaveThenCancelled(t *testing.T, a *core.Acquisition, now time.Time) core.Command {
+	t.Helper()
+	c := a.Round().Command()
+	if a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
 		t.Fatalf("no leave round: phase %v, %+v", a.Phase(), c)
 	}
-	drive(a.Round(), t0, core.StatusMissing)
-	a.RoundDone(t0)
+	drive(a.Round(), now, core.StatusMissing)
+	a.RoundDone(now)
 	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
 		t.Errorf("after the leave: %v, want ErrCancelled", err)
 	}
+	return c
 }
 
 // TestFairWaiterCancelledBeforeItsAttemptLeaves: a Fair waiter that
@@ -324,14 +336,7 @@ func TestFairWaiterCancelledBeforeItsAttemptLeaves(t *testing.T) {
 		t.Fatalf("no second attempt: phase %v, %+v", a.Phase(), a.Round().Command())
 	}
 	a.Cancel(t0, errors.New("gone"))
-	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
-		t.Fatalf("no leave round: phase %v, %+v", a.Phase(), c)
-	}
-	drive(a.Round(), t0, core.StatusMissing)
-	a.RoundDone(t0)
-	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
-		t.Errorf("after the leave: %v, want ErrCancelled", err)
-	}
+	wantLeaveThenCancelled(t, &a, t0)
 }
 
 // TestFairCancelDuringTheQueueingCleanupLeaves: a Fair acquisition
@@ -349,17 +354,10 @@ func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
 	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket <= 0 {
 		t.Fatalf("no queueing cleanup: %+v", c)
 	}
-	a.Cancel(t0, errors.New("gone")) // the cleanup goes on
-	drive(a.Round(), t0, core.StatusMissing)
+	a.Cancel(t0, errors.New("gone"))         // the cleanup goes on
+	drive(a.Round(), t0, core.StatusMissing) // the queueing cleanup
 	a.RoundDone(t0)
-	if c := a.Round().Command(); a.Phase() != core.PhaseRound || c.Op != core.OpRelease || c.Ticket != -1 || !c.Fair {
-		t.Fatalf("no leave round after the queueing cleanup: phase %v, %+v", a.Phase(), c)
-	}
-	drive(a.Round(), t0, core.StatusMissing)
-	a.RoundDone(t0)
-	if _, err := a.Result(); !errors.Is(err, core.ErrCancelled) {
-		t.Errorf("after the leave: %v, want ErrCancelled", err)
-	}
+	wantLeaveThenCancelled(t, &a, t0)
 }
 
 // TestFollowedWaiterKeepsItsProcessQueued: with Fair, a waiter that gives
