@@ -176,7 +176,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		case a.cause != nil:
 			// A cleanup that queued the waiter (Ticket > 0) before the
 			// cancel came is followed by the leave round.
-			if r.cmd.Ticket > 0 && a.leave(now) {
+			if r.cmd.Ticket > 0 && !mutations.cancelStaysQueued && a.leave(now) {
 				return
 			}
 			a.finish(a.cancelled())
@@ -502,7 +502,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 		// attempt is on the nodes, but a Fair waiter leaves the queues
 		// first.
 		a.err = a.cancelled()
-		if !a.leave(now) {
+		if mutations.cancelStaysQueued && a.phase != PhaseWait || !a.leave(now) {
 			a.finish(a.err)
 		}
 	case !a.cleaning:

@@ -64,6 +64,13 @@ func NeededOverstates() (restore func()) {
 	return func() { mutations.neededOverstates = false }
 }
 
+// CancelStaysQueued re-introduces a Fair waiter that a cancel ends
+// still queued, and returns the function that fixes it.
+func CancelStaysQueued() (restore func()) {
+	mutations.cancelStaysQueued = true
+	return func() { mutations.cancelStaysQueued = false }
+}
+
 // Place returns the place q recorded (Queue.Queued); 0: none.
 func Place(q *Queue) int64 { return q.place }
 

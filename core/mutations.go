@@ -33,4 +33,8 @@ var mutations struct {
 	// neededOverstates makes Round.Needed ask for one reply more than can
 	// change the round: a gathering caller decides later than it could.
 	neededOverstates bool
+	// cancelStaysQueued ends a Fair waiter cancelled before its attempt
+	// was sent, or during the cleanup that queued it, without its leave
+	// round: it stays in the nodes' queues (the bug bece5cd fixed).
+	cancelStaysQueued bool
 }

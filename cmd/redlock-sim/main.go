@@ -94,6 +94,7 @@ func configs() []sim.Config {
 	out = append(out, queueConfigs()...)
 	out = append(out, processConfigs()...)
 	out = append(out, failoverConfigs()...)
+	out = append(out, cancelConfigs()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
 			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n), sim.ProcessesForgetSuccessor(n),
@@ -115,6 +116,30 @@ func failoverConfigs() []sim.Config {
 	}
 	return append(out, sim.FailoverPersistent(3, core.Multiplexed), sim.FailoverPersistent(5, core.Multiplexed),
 		sim.FailoverPersistentFenced(3, core.Multiplexed), sim.FailoverPersistentFenced(5, core.Multiplexed))
+}
+
+// cancelConfigs returns configurations within the assumptions whose
+// callers give a third of their acquisitions up (sim.WithCancels): the
+// plain ones within half a TTL of the start, where attempts, cleanups and
+// short waits are; the waiters', the Fair queue's and the processes'
+// within 100 ms, where waits are long.
+func cancelConfigs() []sim.Config {
+	var out []sim.Config
+	for _, n := range []int{3, 5} {
+		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
+			a := sim.Assumed(n, fo)
+			out = append(out, sim.WithCancels(a, a.TTL/2))
+		}
+	}
+	const within = 100 * time.Millisecond
+	for _, c := range []sim.Config{sim.WaitersFaulty(3, core.Multiplexed), sim.WaitersFaulty(5, core.Sequential),
+		sim.Queue(3), sim.Queue(5), sim.QueueFaulty(3, core.Multiplexed), sim.QueueFaulty(5, core.Multiplexed),
+		sim.QueueFaulty(5, core.Sequential), sim.QueuePersistent(5),
+		sim.Processes(5), sim.ProcessesFair(3), sim.ProcessesFair(5),
+		sim.ProcessesFairFaulty(5, core.Multiplexed), sim.ProcessesFairFaulty(3, core.Sequential)} {
+		out = append(out, sim.WithCancels(c, within))
+	}
+	return out
 }
 
 // failover reports whether cfg has members with replicas.
@@ -217,15 +242,15 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	start := time.Now()
 	out.printf("redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision()) //nolint:gosec // G115: main checks schedules >= 1
-	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
+	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
-		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss",
-		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath")
+		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss", "cancel",
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath", "stay")
 	ok := true
 	var total sim.Result
 	var within, withinCfgs int
 	var firsts []string
-	var waited, failed []result
+	var waited, failed, gaveUp []result
 	for _, cfg := range cfgs {
 		r := sim.Campaign(cfg, seed, schedules)
 		if waiters(cfg) {
@@ -233,6 +258,9 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		}
 		if failover(cfg) {
 			failed = append(failed, result{cfg, r})
+		}
+		if cfg.Faults.Cancels > 0 {
+			gaveUp = append(gaveUp, result{cfg, r})
 		}
 		total.Schedules += r.Schedules
 		if !broken(cfg) {
@@ -247,11 +275,11 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
+		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
-			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, verdict)
+			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses, f.Cancels,
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, v.Stayed, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -262,6 +290,9 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	if len(failed) > 0 {
 		failovers(out, failed)
 	}
+	if len(gaveUp) > 0 {
+		cancels(out, gaveUp)
+	}
 	out.printf("\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
 		total.Schedules, time.Since(start).Round(time.Second), within, withinCfgs)
 	out.println(`Columns: acquisitions, extensions, acquisitions that returned a fence
@@ -269,13 +300,16 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 commands applied late, node crashes, restarts without data, fence counters
 lost in a crash, client pauses, client crashes, majority outages, stale
 keys set on a minority, unlocks that abandoned an extension in flight,
-locks a lease declared lost) and violations found (mutual exclusion,
+locks a lease declared lost, acquisitions their callers gave up) and
+violations found (mutual exclusion,
 liveness after a holder crash, release hygiene, a lease going on after a
 round proved the lock lost, a fence not above that of every acquisition
 completed before it, a loss declared at or after the end of validity, a
 waiter whose quorum was announced free waiting past its retry delay, a
 Fair waiter overtaken more than Config.MaxOvertaken times in one wait, a
-process whose head waited with nothing to wake it).`)
+process whose head waited with nothing to wake it, replies held back
+that would have ended their round, a Fair acquisition that ended
+without the lock still queued on a node that answered its last round).`)
 	if len(firsts) > 0 {
 		out.println("\nFirst violation per configuration:")
 		for _, s := range firsts {
@@ -403,4 +437,21 @@ func failovers(out *printer, rs []result) {
 among them promotions of a replica that lacked writes its master had
 applied and of a replica whose link had dropped; replica links dropped;
 WAITs that fell short (each a vote the driver refused).`)
+}
+
+// cancels prints where the acquisitions their callers gave up were then,
+// in the configurations with sim.WithCancels.
+func cancels(out *printer, rs []result) {
+	out.printf("\nAcquisitions given up:\n%-58s %8s %8s | %7s %7s %7s %7s %7s | %7s\n",
+		"configuration", "acquired", "given up", "wait", "giveup", "unsent", "attempt", "cleanup", "queued")
+	for _, x := range rs {
+		r, c := x.r, x.r.Faults.Cancelled
+		out.printf("%-58s %8d %8d | %7d %7d %7d %7d %7d | %7d\n", x.cfg.Name, r.Acquisitions, r.Faults.Cancels,
+			c.Wait, c.GiveUp, c.Unsent, c.Attempt, c.Cleanup, c.Queued)
+	}
+	out.println(`Columns: acquisitions; acquisitions their callers gave up, by where
+each was then: in a wait (Cancel), in a wait at a deadline (GiveUp),
+woken for an attempt not yet sent, in an attempt or fence raise, in a
+cleanup or leave round; with Fair, those given up while queued on the
+nodes (their own ticket, or their process's as its head).`)
 }

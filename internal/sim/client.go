@@ -185,6 +185,10 @@ func (c *client) handle(e event) {
 		c.step()
 	case evLinger:
 		c.p.expire(e.gen)
+	case evCancel:
+		if e.gen == uint64(c.acqID) && c.state == acquiring { //nolint:gosec // G115: ids count up from 1
+			c.cancel()
+		}
 	case evSubConfirm, evSubLost:
 		c.subEvent(e)
 	case evAnnounce:
@@ -221,6 +225,9 @@ func (c *client) start() {
 	c.state, c.acq = acquiring, a
 	c.ticket, c.overtaken, c.hold = 0, 0, 0
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
+	if f := &c.w.cfg.Faults; c.w.chance(f.Cancels) {
+		c.w.schedule(event{at: c.w.now + c.w.between(0, f.CancelWithin), kind: evCancel, c: c.id, gen: uint64(c.acqID)}) //nolint:gosec // G115: ids count up from 1
+	}
 	if p := c.room(); p != nil && p.busy(c) {
 		// Others of its process wait for the key or hold it: it waits
 		// behind them rather than attempt.
@@ -264,7 +271,7 @@ func (c *client) pump() {
 			break
 		}
 		c.noteTicket(cmd)
-		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm)}
+		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm), acq: c.acqID}
 		c.w.send(c.id, m)
 		c.w.schedule(event{at: m.deadline, kind: evTimeout, c: c.id, n: node, msg: m})
 	}
@@ -368,19 +375,7 @@ func (c *client) roundDone() {
 		case core.PhaseWait:
 			c.startWait()
 		case core.PhaseDone:
-			lock, err := c.acq.Result()
-			if c.room() != nil {
-				if c.queued {
-					c.p.leave(c, lock, err == nil)
-				}
-			} else {
-				c.unwatch()
-			}
-			if err != nil {
-				c.idle()
-				return
-			}
-			c.acquired(lock)
+			c.finished()
 		}
 	case extending:
 		err := c.lease.RoundDone(c.now())
@@ -398,6 +393,105 @@ func (c *client) roundDone() {
 			c.released()
 		}
 		c.idle()
+	}
+}
+
+// finished ends the acquisition, in PhaseDone: it leaves its process's
+// queue or stops its watch, then holds the lock or goes idle.
+func (c *client) finished() {
+	lock, err := c.acq.Result()
+	if c.room() != nil {
+		if c.queued {
+			c.p.leave(c, lock, err == nil)
+		}
+	} else {
+		c.unwatch()
+	}
+	if err != nil {
+		c.checkStayed(err)
+		c.idle()
+		return
+	}
+	c.acquired(lock)
+}
+
+// cancel gives the acquisition under way up, as redlock's Client does
+// when its ctx ends (Client.wait, Client.advance): in a wait, by
+// Acquisition.Cancel, or GiveUp for a deadline, or, for the head of its
+// process or a client alone, by waking for the next attempt and
+// cancelling it before it is sent; in an attempt, by Cancel, which
+// abandons it for its cleanup (its replies are stragglers from then);
+// in a cleanup or leave round, by Cancel, which lets it finish. Whatever
+// core decides then is driven to its end.
+func (c *client) cancel() {
+	w, now := c.w, c.now()
+	n := &w.res.Faults.Cancelled
+	w.res.Faults.Cancels++
+	ticket := c.ticket
+	if c.p != nil {
+		ticket = 0 // its process's place is its head's
+		if c.queued && c.p.waiters[0] == c {
+			ticket = c.p.ticket
+		}
+	}
+	if ticket != 0 {
+		n.Queued++
+	}
+	if c.acq.Phase() == core.PhaseWait {
+		c.wakeGen++ // the wake set, if any, is void
+		head := c.room() == nil || (c.queued && c.p.waiters[0] == c)
+		switch k := w.rng.IntN(3); {
+		case k == 0:
+			n.GiveUp++
+			c.acq.GiveUp(now)
+		case k == 1 && head:
+			n.Unsent++
+			c.acq.Wake(now)
+			c.acq.Cancel(now, context.Canceled)
+		default:
+			n.Wait++
+			c.acq.Cancel(now, context.Canceled)
+		}
+	} else {
+		op := c.acq.Round().Command().Op
+		c.acq.Cancel(now, context.Canceled)
+		if op == core.OpRelease {
+			n.Cleanup++
+			return // a cleanup or leave round: it goes on
+		}
+		n.Attempt++
+	}
+	switch c.acq.Phase() {
+	case core.PhaseRound:
+		c.drive(c.acq.Round())
+	case core.PhaseDone:
+		c.finished()
+	}
+}
+
+// checkStayed: a Fair acquisition that ended without the lock is in no
+// queue of a node that answered its last round (the round its end
+// followed: a leave, a cleanup, or the cleanup before the wait it was
+// given up in), unless a command delivered late or reordered queued it
+// there again. Within a process (Config.Waiters) the entry is the
+// process's, which its other waiters keep: not checked.
+func (c *client) checkStayed(err error) {
+	w := c.w
+	if !w.cfg.Fair || c.p != nil {
+		return
+	}
+	for n := range w.cfg.Nodes {
+		if !c.got[n] || c.replies[n].status == core.StatusTimeout || c.replies[n].status == core.StatusError {
+			continue
+		}
+		nd := &w.nodes[n]
+		now := nd.clock(w.now)
+		for _, e := range nd.queue {
+			if e.c == c.id && e.acq == c.acqID && !e.late && e.due > now {
+				w.violation(&w.res.Violations.Stayed, "client %d: acquisition %d ended without the lock (%v) still queued on node %d, which answered its last round",
+					c.id, c.acqID, err, n)
+			}
+		}
 	}
 }
 

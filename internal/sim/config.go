@@ -204,6 +204,16 @@ type Faults struct {
 	// for them to expire once a quorum is announced free.
 	StaleKeys int
 	StaleTTL  [2]time.Duration
+	// Cancels is the probability that an acquisition's caller gives up
+	// (its ctx ends) at a time drawn in [0, CancelWithin] after it
+	// starts, as redlock's Client acts on it: in a wait, by
+	// Acquisition.Cancel or, for a deadline, GiveUp, or by waking and
+	// cancelling the attempt before it is sent; in an attempt, by Cancel,
+	// which abandons it for its cleanup; in a cleanup, by Cancel, which
+	// lets it finish. The acquisition must still leave no key and, with
+	// Config.Fair, no queue entry of its own behind (Violations.Stayed).
+	Cancels      float64
+	CancelWithin time.Duration
 
 	// Broken assumptions and re-introduced bugs, for the checkers' own
 	// tests.
@@ -283,12 +293,34 @@ type FaultCounts struct {
 	Outages, StaleKeys          int // majority outages, stale keys set
 	UnlockRaces                 int // unlocks with an extension in flight
 	LeaseLosses                 int // locks a lease declared lost
+	// Cancels counts acquisitions whose caller gave up (Faults.Cancels),
+	// and Cancelled where each one was then.
+	Cancels   int
+	Cancelled CancelCounts
 	// With Config.Replication: failovers, and among them promotions of a
 	// replica that lacked writes its master had applied (Behind) and of
 	// one whose link had dropped (Dropped); replica links dropped; WAITs
 	// that fell short, each a vote refused.
 	Failovers, Behind, Dropped int
 	ReplicaDrops, WaitsShort   int
+}
+
+// CancelCounts counts where acquisitions were when their callers gave
+// them up: in a wait (by Cancel, or GiveUp for a deadline), woken for an
+// attempt not yet sent, in an attempt (or fence raise) under way, or in
+// a cleanup or leave round; and, with Config.Fair, those given up while
+// queued on the nodes (a ticket taken, not yet acquired).
+type CancelCounts struct {
+	Wait, GiveUp, Unsent, Attempt, Cleanup, Queued int
+}
+
+func (c *CancelCounts) add(o CancelCounts) {
+	c.Wait += o.Wait
+	c.GiveUp += o.GiveUp
+	c.Unsent += o.Unsent
+	c.Attempt += o.Attempt
+	c.Cleanup += o.Cleanup
+	c.Queued += o.Queued
 }
 
 // QueueCounts counts the Fair queues' work (Config.Fair).
@@ -377,11 +409,17 @@ type Violations struct {
 	// Gathered counts replies held back (core.Gatherer) that would have
 	// ended their round: a round decided later than it could be.
 	Gathered int
+	// Stayed counts Fair acquisitions that ended without the lock (given
+	// up, cancelled, or out of tries) while a node that answered their
+	// last round still queued them (fair.go): each release there hands
+	// the key to a waiter that is gone, and the others wait out the
+	// handoff.
+	Stayed int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed
 }
 
 func (r *Result) add(o Result) {
@@ -420,6 +458,8 @@ func (r *Result) add(o Result) {
 	f.StaleKeys += g.StaleKeys
 	f.UnlockRaces += g.UnlockRaces
 	f.LeaseLosses += g.LeaseLosses
+	f.Cancels += g.Cancels
+	f.Cancelled.add(g.Cancelled)
 	f.Failovers += g.Failovers
 	f.Behind += g.Behind
 	f.Dropped += g.Dropped
@@ -436,6 +476,7 @@ func (r *Result) add(o Result) {
 	v.Skipped += u.Skipped
 	v.Stuck += u.Stuck
 	v.Gathered += u.Gathered
+	v.Stayed += u.Stayed
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost

@@ -631,3 +631,13 @@ func ProcessesForgetSuccessor(n int) Config {
 	c.Faults.ForgetSuccessor = true
 	return c
 }
+
+// WithCancels is c with a third of its acquisitions given up by their
+// callers at a time drawn in [0, within] after they start
+// (Faults.Cancels): in a wait, in an attempt, before an attempt is sent,
+// in a cleanup. Its name is c's after "cancels, ".
+func WithCancels(c Config, within time.Duration) Config {
+	c.Name = "cancels, " + c.Name
+	c.Faults.Cancels, c.Faults.CancelWithin = 1.0/3, within
+	return c
+}

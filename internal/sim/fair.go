@@ -30,6 +30,11 @@ type entry struct {
 	c      int
 	ticket int64
 	due    int64 // node clock
+	acq    int   // the acquisition whose cleanup wrote it last
+	// late: a command delivered late or reordered wrote it last, maybe
+	// after its acquisition's leave round (Violations.Stayed does not
+	// count it).
+	late bool
 }
 
 // maxOvertaken returns how often a waiter of a Fair queue may be
@@ -84,7 +89,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 		}
 		switch {
 		case cmd.Ticket > 0:
-			n.join(c, cmd.Ticket, now+int64(cmd.TTL), w)
+			n.join(c, m, now+int64(cmd.TTL), w)
 		case cmd.Ticket < 0: // a waiter that gives up
 			n.leave(c)
 		}
@@ -97,9 +102,11 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 	panic("sim: Fair " + cmd.Op.String())
 }
 
-// join queues client c, or refreshes its entry, keeping its ticket.
-func (n *node) join(c int, ticket, due int64, w *world) {
-	f := &w.cfg.Faults
+// join queues client c, or refreshes its entry, keeping its ticket, for
+// m's cleanup.
+func (n *node) join(c int, m *message, due int64, w *world) {
+	f, ticket := &w.cfg.Faults, m.cmd.Ticket
+	late := m.late || m.reordered
 	if w.chance(f.QueueLoss) {
 		w.res.Queue.Lost++
 		return
@@ -111,11 +118,11 @@ func (n *node) join(c int, ticket, due int64, w *world) {
 	}
 	for k := range n.queue {
 		if e := &n.queue[k]; e.c == c {
-			e.due = due
+			e.due, e.acq, e.late = due, m.acq, late
 			return
 		}
 	}
-	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due})
+	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due, acq: m.acq, late: late})
 }
 
 // leave takes client c out of the queue.

@@ -129,6 +129,29 @@ func TestQueueWithinAssumptions(t *testing.T) {
 	}
 }
 
+// TestCancelsWithinAssumptions: callers that give a third of their
+// acquisitions up, plain, announced, Fair (fault-free and with every
+// fault) and in processes: no checker finds anything, and acquisitions
+// were given up at every point where the Client can give one up, queued
+// ones among them where the nodes queue.
+func TestCancelsWithinAssumptions(t *testing.T) {
+	for _, cfg := range []Config{WithCancels(Assumed(3, core.Multiplexed), 100*ms), WithCancels(Assumed(5, core.Sequential), 250*ms),
+		WithCancels(WaitersFaulty(3, core.Multiplexed), 100*ms), WithCancels(Queue(5), 100*ms),
+		WithCancels(QueueFaulty(3, core.Sequential), 100*ms), WithCancels(ProcessesFair(3), 100*ms)} {
+		t.Run(cfg.Name, func(t *testing.T) {
+			r := Campaign(cfg, 1, schedulesPerConfig)
+			if r.Violations.Total() != 0 {
+				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
+			}
+			c := r.Faults.Cancelled
+			if r.Acquisitions < schedulesPerConfig || c.Wait == 0 || c.GiveUp == 0 || c.Unsent == 0 || c.Attempt == 0 || c.Cleanup == 0 ||
+				(c.Queued > 0) != cfg.Fair || c.Wait+c.GiveUp+c.Unsent+c.Attempt+c.Cleanup != r.Faults.Cancels {
+				t.Fatalf("%d acquisitions, %d given up: %+v", r.Acquisitions, r.Faults.Cancels, c)
+			}
+		})
+	}
+}
+
 // TestProcessesWithinAssumptions: processes of four waiters that hand
 // the key on within themselves (proc.go), announced and Fair, fault-free
 // and with every fault: no checker finds anything, chains were handed

@@ -153,6 +153,7 @@ const (
 	evWaitEnd                          // WAIT gen's timeout passes
 	evPoke                             // client c's process pokes it to look at its wait (proc.go)
 	evLinger                           // the linger gen of process c's watch ends (proc.go)
+	evCancel                           // the caller of client c's acquisition gen gives up
 )
 
 // message is one command and, once applied, its reply.
@@ -165,6 +166,8 @@ type message struct {
 	fence     uint64        // the reply's Fence: the counter after an OK OpAcquireFenced
 	ttl       time.Duration // the reply's TTL: the holder's PTTL after a held acquire
 	late      bool          // delivered after its deadline, out of order
+	reordered bool          // delivered ahead of the client's earlier requests (Faults.Reorder)
+	acq       int           // the id of the acquisition that sent it; 0: none
 	deadline  int64         // real time
 }
 
@@ -383,6 +386,7 @@ func (w *world) send(c int, m message) {
 		return
 	}
 	if w.chance(f.Reorder) && m.deadline > w.now+lat {
+		m.reordered = true
 		w.schedule(event{at: w.now + lat, kind: evRequest, c: c, n: m.node, msg: m})
 		return
 	}
