@@ -144,7 +144,7 @@ func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 // (Queue.Look) other waiters of the process wait behind it: the
 // process's entry is theirs too, so an acquisition that gives up while
 // followed does not take it out (no leave round, and a last cleanup that
-// does not leave).
+// queues the process again).
 func (a *Acquisition) queued(ticket int64) {
 	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutations.placeIgnored {
 		a.ticket = ticket
@@ -379,7 +379,9 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
 		// its first, so that it keeps its place, unless it will not wait
 		// (cancelled, or with no try left): then it leaves the queue, if it
-		// joined it.
+		// joined it, or, followed by others of its process, queues the
+		// process again for them, since the attempt took it out of the
+		// queue on the nodes where it took a key handed to it.
 		cmd = s.fairRelease(cmd)
 		switch {
 		case a.cause == nil && a.retry.attempts < a.retry.policy.tries:
@@ -387,7 +389,9 @@ func (a *Acquisition) startCleanup(now time.Time) {
 				a.ticket = ticketAt(now)
 			}
 			cmd.Ticket = a.ticket
-		case a.ticket != 0 && !a.followed: // a followed one leaves its process queued for the others
+		case a.ticket != 0 && a.followed:
+			cmd.Ticket = a.ticket
+		case a.ticket != 0:
 			cmd.Ticket = leaveTicket
 		}
 	}

@@ -363,8 +363,9 @@ func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
 // TestFollowedWaiterKeepsItsProcessQueued: with Fair, a waiter that gives
 // up while others of its process follow it (Queue.Look's followed) leaves
 // the process's entry, which is theirs too, in the nodes' queue: no leave
-// round, and a last cleanup that does not leave; one that is followed by
-// nobody leaves as before.
+// round, and a last cleanup that queues the process again (its attempt
+// may have taken a key handed to it, which took the process out of the
+// queue there); one that is followed by nobody leaves as before.
 func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
@@ -400,11 +401,9 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 			drive(b.Round(), t0, core.StatusHeld)
 			b.RoundDone(t0)
 			c := b.Round().Command()
-			want := int64(5)
+			want := int64(5) // followed, the last cleanup queues the process again
 			if try == 2 && !followed {
 				want = -1
-			} else if try == 2 {
-				want = 0
 			}
 			if c.Ticket != want {
 				t.Fatalf("followed %v, try %d: cleanup ticket %d, want %d", followed, try, c.Ticket, want)
@@ -415,5 +414,51 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 				b.Wake(t0)
 			}
 		}
+	}
+}
+
+// TestFollowedHeadThatGivesUpLeavesItsTicket: a Fair head whose process
+// has other waiters (Queue.Look's followed), cancelled in an attempt
+// that may have taken the key handed to it (which takes the process out
+// of the queue on those nodes), queues the process again in its cleanup,
+// under its own ticket; and its successor keeps that ticket, which the
+// Queue learnt at the head's look, rather than queue the process at the
+// back. Found by the simulation's skipped-waiter checker with callers
+// that give up (a process overtaken 60 times in one wait, bound 59).
+func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Queue()
+	head, _ := spec.Acquire("k", core.Token{}, t0)
+	q.Look(&head, t0, 0, true)
+	_, clean := failAttempt(t, &head, t0)
+	if clean.Ticket <= 0 {
+		t.Fatalf("the first cleanup did not queue: %+v", clean)
+	}
+	t1 := t0.Add(10 * time.Millisecond)
+	q.Look(&head, t1, 0, true) // its wait: others follow it
+	head.Wake(t1)
+	drive(head.Round(), t1, core.StatusOK) // the attempt took the key on every node, its replies not yet all fed
+	head.Cancel(t1, errors.New("gone"))
+	if c := head.Round().Command(); c.Op != core.OpRelease || c.Ticket != clean.Ticket {
+		t.Errorf("the cancelled attempt's cleanup: %+v, want one that queues the process again under %d", c, clean.Ticket)
+	}
+	drive(head.Round(), t1, core.StatusOK)
+	head.RoundDone(t1)
+	if _, err := head.Result(); !errors.Is(err, core.ErrCancelled) {
+		t.Fatalf("after its cleanup: %v, want ErrCancelled (no leave round)", err)
+	}
+	q.Handover(false)
+
+	next, _ := spec.Acquire("k", core.Token{}, t1)
+	next.WaitAgain(t1)
+	q.Look(&next, t1, 0, false)
+	next.Wake(t1)
+	if _, c := failAttempt(t, &next, t1); c.Ticket != clean.Ticket {
+		t.Errorf("the successor's cleanup queued the process under %d, want the head's %d", c.Ticket, clean.Ticket)
 	}
 }

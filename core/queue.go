@@ -138,6 +138,9 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 		a.WaitAgain(now) // the head before took the lock: wait for its release
 	}
 	a.queued(q.place)
+	if t := a.ticket; t > 0 && (q.place == 0 || t < q.place) {
+		q.place = t // its own failed attempts queued the process: its successor keeps that place
+	}
 	a.followed = followed
 	a.SetListening(listening)
 	for i, h := 0, heard; h != 0; i, h = i+1, h>>1 {
