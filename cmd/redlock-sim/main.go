@@ -206,9 +206,11 @@ func processConfigs() []sim.Config {
 	return out
 }
 
-// waiters reports whether cfg is one of waiterConfigs or queueConfigs.
+// waiters reports whether cfg is one of waiterConfigs or queueConfigs,
+// with or without callers that give up.
 func waiters(cfg sim.Config) bool {
-	return strings.HasPrefix(cfg.Name, "waiters") || strings.HasPrefix(cfg.Name, "queue") || cfg.Waiters > 1
+	name := strings.TrimPrefix(cfg.Name, "cancels, ")
+	return strings.HasPrefix(name, "waiters") || strings.HasPrefix(name, "queue") || cfg.Waiters > 1
 }
 
 // broken reports whether cfg breaks an assumption on purpose.
