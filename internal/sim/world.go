@@ -10,8 +10,8 @@
 // and faults drawn from the seed: message latency and loss, timed-out
 // commands applied late (what core.Batch allows), node crashes and
 // restarts with or without their data, clock-rate errors per client and
-// per node, client pauses and client crashes. Checkers watch every
-// schedule:
+// per node, client pauses and client crashes, and callers that give
+// their acquisitions up (Faults.Cancels). Checkers watch every schedule:
 //
 //   - mutual exclusion: no two acquisitions are in use at the same real
 //     instant;
@@ -28,6 +28,8 @@
 //   - a waiter whose announced-free nodes (with those its failed attempt
 //     took) make a quorum never waits past the end of its retry delay:
 //     listening is never slower than polling;
+//   - a Fair acquisition that ended without the lock is in no queue of
+//     a node that answered its last round (fair.go);
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
