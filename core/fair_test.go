@@ -462,3 +462,35 @@ func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
 		t.Errorf("the successor's cleanup queued the process under %d, want the head's %d", c.Ticket, clean.Ticket)
 	}
 }
+
+// TestHeadThatLeavesAloneLeavesNoPlace: a Fair head that no waiter of
+// its process follows, and that gives up, takes the process out of the
+// nodes' queue (its leave round); a waiter of the process that comes
+// later queues it afresh, at the back, rather than under the ticket of
+// the head that left, which would put it ahead of every waiter that
+// queued since.
+func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Queue()
+	head, _ := spec.Acquire("k", core.Token{}, t0)
+	q.Look(&head, t0, 0, false)
+	_, clean := failAttempt(t, &head, t0)
+	q.Look(&head, t0, 0, false) // its wait: nobody follows it
+	head.Cancel(t0, errors.New("gone"))
+	wantLeaveThenCancelled(t, &head, t0)
+	q.Handover(false)
+
+	t1 := t0.Add(time.Second)
+	next, _ := spec.Acquire("k", core.Token{}, t1)
+	next.WaitAgain(t1)
+	q.Look(&next, t1, 0, false)
+	next.Wake(t1)
+	if _, c := failAttempt(t, &next, t1); c.Ticket == clean.Ticket || c.Ticket <= 0 {
+		t.Errorf("the next waiter's cleanup queued the process under %d, want a fresh ticket, not the departed head's %d", c.Ticket, clean.Ticket)
+	}
+}

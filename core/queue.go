@@ -126,7 +126,8 @@ func (q *Queue) Handover(locked bool) {
 // Look is the head's look at its wait, in PhaseWait, at now: what it
 // heard since its last look (Take) and, if its predecessor took the lock,
 // a wait afresh (Acquisition.WaitAgain); with Config.Fair the process's
-// place in the nodes' queue (Queued), which its failed attempts keep, and
+// place in the nodes' queue (Queued), which its failed attempts keep
+// (and, followed, the place they took becomes the process's), and
 // whether other waiters of the process follow it (followed), to whom it
 // leaves that place if it gives up; the nodes whose announcements it
 // hears (Acquisition.SetListening); and each node heard
@@ -138,8 +139,11 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 		a.WaitAgain(now) // the head before took the lock: wait for its release
 	}
 	a.queued(q.place)
-	if t := a.ticket; t > 0 && (q.place == 0 || t < q.place) {
-		q.place = t // its own failed attempts queued the process: its successor keeps that place
+	if t := a.ticket; followed && t > 0 && (q.place == 0 || t < q.place) {
+		// Its own failed attempts queued the process, and others follow
+		// it: they keep that place. A head followed by nobody leaves the
+		// queue if it gives up, and leaves no place.
+		q.place = t
 	}
 	a.followed = followed
 	a.SetListening(listening)
