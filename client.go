@@ -291,10 +291,10 @@ func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted
 
 // hold counts a new Lock on g in the wait room (waitRoom.hold).
 func (c *Client) hold(g core.Grant) held {
-	if c.room == nil || c.room.queues.Load() == 0 { // before ValidUntil's arithmetic
+	if c.room == nil || c.room.queues.Load() == 0 { // before the room's lock
 		return held{}
 	}
-	return c.room.hold(g.Key(), g.ValidUntil())
+	return c.room.hold(g)
 }
 
 // reannounce makes up for a quiet release (Grant.WithHandoff) whose

@@ -164,7 +164,7 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 	locked := g.Key() != ""
 	q.mu.Lock()
 	if locked {
-		counted = held{q, q.q.Hold(g.ValidUntil())}
+		counted = held{q, q.q.Hold(g)}
 	}
 	for j, x := range q.waiters {
 		if x == w {
@@ -220,17 +220,17 @@ func (r *waitRoom) queue(key string) *keyQueue {
 	return r.keys[key]
 }
 
-// hold counts a Lock of this Client on key, valid until until, if key
-// has a queue; the zero held: not counted. A key with no queue has no
-// waiter to tell: the uncontended path pays a load.
-func (r *waitRoom) hold(key string, until time.Time) held {
-	q := r.queue(key)
+// hold counts a Lock of this Client with g, if its key has a queue; the
+// zero held: not counted. A key with no queue has no waiter to tell: the
+// uncontended path pays a load.
+func (r *waitRoom) hold(g core.Grant) held {
+	q := r.queue(g.Key())
 	if q == nil {
 		return held{}
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return held{q, q.q.Hold(until)}
+	return held{q, q.q.Hold(g)}
 }
 
 // busy reports whether key has waiters in the room or, at now, a valid
@@ -333,6 +333,7 @@ func (w *waiter) look(a *core.Acquisition, now time.Time, listening uint32) (hea
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) == 0 || q.waiters[0] != w {
+		q.q.Behind(a)
 		return 0, false
 	}
 	heard, _ = q.q.Look(a, now, listening, len(q.waiters) > 1)

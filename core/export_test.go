@@ -71,6 +71,33 @@ func CancelStaysQueued() (restore func()) {
 	return func() { mutations.cancelStaysQueued = false }
 }
 
+// PlaceOutlivesHead re-introduces a process's place recorded from a
+// head that nobody follows, and returns the function that fixes it.
+func PlaceOutlivesHead() (restore func()) {
+	mutations.placeOutlivesHead = true
+	return func() { mutations.placeOutlivesHead = false }
+}
+
+// GrantUntil returns a grant of key k whose round ended a second before
+// until, valid until until.
+func GrantUntil(until time.Time) Grant {
+	return Grant{key: "k", end: until.Add(-time.Second), validity: time.Second}
+}
+
+// BehindKeepsTicket makes Queue.Behind keep the waiter's own ticket, and
+// returns the function that fixes it.
+func BehindKeepsTicket() (restore func()) {
+	mutations.behindKeepsTicket = true
+	return func() { mutations.behindKeepsTicket = false }
+}
+
+// HoldKeepsTickets makes Queue.Look keep tickets taken before the
+// process's latest Hold, and returns the function that fixes it.
+func HoldKeepsTickets() (restore func()) {
+	mutations.holdKeepsTickets = true
+	return func() { mutations.holdKeepsTickets = false }
+}
+
 // Place returns the place q recorded (Queue.Queued); 0: none.
 func Place(q *Queue) int64 { return q.place }
 

@@ -494,3 +494,63 @@ func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
 		t.Errorf("the next waiter's cleanup queued the process under %d, want a fresh ticket, not the departed head's %d", c.Ticket, clean.Ticket)
 	}
 }
+
+// TestTicketGoesStaleWhenTheProcessTakesTheKey: two Locks of one Client
+// attempt at once; one takes the key (Queue.Hold), which takes the
+// process out of the nodes' queue; the other, whose failed attempt had
+// taken a ticket, becomes the head later. Its next cleanup queues the
+// process under a ticket taken since, not under the old one, which would
+// put it ahead of every waiter that queued meanwhile. Found by the
+// simulation's jumped checker.
+func TestTicketGoesStaleWhenTheProcessTakesTheKey(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Queue()
+	q.Hold(core.GrantUntil(t0.Add(-time.Second))) // an earlier lock of the process
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	_, clean := failAttempt(t, &a, t0) // a direct attempt: the room had no waiter
+	t1 := t0.Add(time.Millisecond)
+	q.Look(&a, t1, 0, false)
+	a.Wake(t1)
+	if _, c := failAttempt(t, &a, t1); c.Ticket != clean.Ticket {
+		t.Fatalf("no lock of the process since: the cleanup queued under %d, want its place %d", c.Ticket, clean.Ticket)
+	}
+
+	q.Hold(core.GrantUntil(t1.Add(time.Second))) // a sibling's attempt took the key, its round ending at t1
+	t2 := t1.Add(50 * time.Millisecond)
+	q.Look(&a, t2, 0, false)
+	a.Wake(t2)
+	if _, c := failAttempt(t, &a, t2); c.Ticket != t2.UnixMilli() {
+		t.Errorf("after the process took the key: the cleanup queued under %d, want a ticket taken now, %d (its old one: %d)",
+			c.Ticket, t2.UnixMilli(), clean.Ticket)
+	}
+}
+
+// TestWaiterBehindTheHeadLeavesTheProcessQueued: a Lock whose own failed
+// attempt queued its process (the room had no waiter then), and that
+// then waits behind the head of its process (Queue.Behind), gives up
+// without a leave round: the process's entry on the nodes is the
+// head's place too. Found by the simulation's jumped checker: such a
+// leave took the process out of the queue while its head waited.
+func TestWaiterBehindTheHeadLeavesTheProcessQueued(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Queue()
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	if _, clean := failAttempt(t, &a, t0); clean.Ticket <= 0 {
+		t.Fatalf("the direct attempt's cleanup did not queue: %+v", clean)
+	}
+	q.Behind(&a)
+	a.Cancel(t0, errors.New("gone"))
+	if _, err := a.Result(); a.Phase() != core.PhaseDone || !errors.Is(err, core.ErrCancelled) {
+		t.Errorf("a waiter behind the head, cancelled: phase %v, %v; want done, cancelled, without a leave round (%+v)",
+			a.Phase(), err, a.Round().Command())
+	}
+}

@@ -37,4 +37,16 @@ var mutations struct {
 	// was sent, or during the cleanup that queued it, without its leave
 	// round: it stays in the nodes' queues (the bug bece5cd fixed).
 	cancelStaysQueued bool
+	// placeOutlivesHead makes Queue.Look record a head's ticket as its
+	// process's place even when nobody follows it: a waiter that comes
+	// after the head left queues the process under that old ticket.
+	placeOutlivesHead bool
+	// behindKeepsTicket makes Queue.Behind keep the waiter's own ticket:
+	// a waiter behind the head that gives up takes the process out of the
+	// nodes' queue while its head waits.
+	behindKeepsTicket bool
+	// holdKeepsTickets makes Queue.Look keep a head's ticket taken before
+	// a lock of the process took the key: it queues the process again
+	// ahead of the waiters that queued since.
+	holdKeepsTickets bool
 }

@@ -37,6 +37,7 @@ type Queue struct {
 	tells uint64    // counts the early releases (Told): the last one's number
 	told  bool      // the head was told of release tells early, or succeeded one that was and left without the lock
 	place int64     // Config.Fair: the ticket the nodes queued the process under (Queued); 0: none known
+	took  int64     // Config.Fair: the ticket at the end of the latest Hold's round: tickets before it are stale
 }
 
 // MaxChain is how many releases in a row Queue.Follow hands on within
@@ -57,14 +58,20 @@ func (q *Queue) Announce(node int, now time.Time) {
 	}
 }
 
-// Hold records that a lock of this process took the key, valid until
-// until (Grant.ValidUntil), and returns its number for Unhold. It
-// replaces any earlier Hold: a new grant of the key means that every
-// earlier one's validity has ended, so an earlier lock that is never
-// released (a leak) stops counting at once.
-func (q *Queue) Hold(until time.Time) uint64 {
+// Hold records that a lock of this process took the key with g, valid
+// until g.ValidUntil(), and returns its number for Unhold. It replaces
+// any earlier Hold: a new grant of the key means that every earlier
+// one's validity has ended, so an earlier lock that is never released (a
+// leak) stops counting at once.
+//
+// With Config.Fair, taking the key took the process out of the nodes'
+// queue: its place is gone, and so is every ticket a waiter of the
+// process took before g's round ended (Look drops them), which would
+// queue the process ahead of the waiters that queued since.
+func (q *Queue) Hold(g Grant) uint64 {
 	q.hold++
-	q.held, q.until = true, until
+	q.held, q.until = true, g.ValidUntil()
+	q.place, q.took = 0, ticketAt(g.end)
 	return q.hold
 }
 
@@ -138,11 +145,18 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 	if fresh {
 		a.WaitAgain(now) // the head before took the lock: wait for its release
 	}
+	if a.ticket < q.took && !mutations.holdKeepsTickets {
+		a.ticket = 0 // taken before a lock of the process took the key (Hold)
+	}
 	a.queued(q.place)
-	if t := a.ticket; followed && t > 0 && (q.place == 0 || t < q.place) {
-		// Its own failed attempts queued the process, and others follow
-		// it: they keep that place. A head followed by nobody leaves the
-		// queue if it gives up, and leaves no place.
+	// Followed, the head's place (its own failed attempts', or the one
+	// it took) is the process's: others keep it if it gives up. Followed
+	// by nobody, it takes the process out of the queue if it gives up,
+	// and leaves no place behind.
+	switch t := a.ticket; {
+	case !followed && !mutations.placeOutlivesHead:
+		q.place = 0
+	case t > 0 && (q.place == 0 || t < q.place):
 		q.place = t
 	}
 	a.followed = followed
@@ -208,4 +222,15 @@ func (q *Queue) Take() (heard uint32, fresh bool) {
 	heard, fresh = q.heard, q.fresh
 	q.heard, q.fresh = 0, false
 	return heard, fresh
+}
+
+// Behind records that a waits behind the head, in PhaseWait: the
+// process's place in the nodes' queue is the head's, which a takes when
+// its turn comes (Look). A ticket a's own failed attempt took before it
+// joined the others is dropped, so that a gives up without a leave round,
+// which would take the process out of the queue while its head waits.
+func (q *Queue) Behind(a *Acquisition) {
+	if !mutations.behindKeepsTicket {
+		a.ticket = 0
+	}
 }

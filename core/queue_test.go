@@ -126,7 +126,7 @@ func TestQueueHolding(t *testing.T) {
 		if q.Holding(t0) {
 			t.Fatalf("fair %v: holding before any Hold", fair)
 		}
-		n := q.Hold(t0.Add(10 * time.Second))
+		n := q.Hold(core.GrantUntil(t0.Add(10 * time.Second)))
 		q.Announce(1, t0)
 		heard, _ := q.Take()
 		if want := map[bool]uint32{false: 0, true: 0b010}[fair]; !q.Holding(t0) || heard != want {
@@ -140,13 +140,13 @@ func TestQueueHolding(t *testing.T) {
 
 		// A leak: never released. A later lock replaces it; its release
 		// ends the holding, and the leak's late Unhold changes nothing.
-		leak := q.Hold(t0.Add(time.Minute))
-		later := q.Hold(t0.Add(2 * time.Second))
+		leak := q.Hold(core.GrantUntil(t0.Add(time.Minute)))
+		later := q.Hold(core.GrantUntil(t0.Add(2 * time.Second)))
 		q.Unhold(later)
 		if q.Holding(t0) {
 			t.Fatalf("fair %v: a leaked lock kept the key counted after the later lock's release", fair)
 		}
-		again := q.Hold(t0.Add(3 * time.Second))
+		again := q.Hold(core.GrantUntil(t0.Add(3 * time.Second)))
 		q.Unhold(leak)
 		if !q.Holding(t0) {
 			t.Fatalf("fair %v: the leak's late Unhold ended a later lock's holding", fair)
@@ -166,7 +166,7 @@ func TestQueueAllocatesNothing(t *testing.T) {
 	q := newEnv(t, 5, core.Multiplexed, core.Config{}).l.spec.Queue()
 	var sum uint32
 	if got := mallocsPerRun(100, func() {
-		n := q.Hold(time.Unix(1, 0))
+		n := q.Hold(core.GrantUntil(time.Unix(1, 0)))
 		q.Announce(2, time.Time{})
 		_ = q.Holding(time.Time{})
 		q.Unhold(n)

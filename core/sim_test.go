@@ -269,6 +269,29 @@ func TestSimulationSeesAnOverstatedNeeded(t *testing.T) {
 		core.NeededOverstates, "overstated Needed", func(v sim.Violations) int { return v.Gathered })
 }
 
+// TestSimulationSeesAPlaceThatOutlivesItsHead: a process's place
+// recorded from a head that nobody followed, and that gave up and left
+// the queue, puts the process's next waiter ahead of those that queued
+// since, under the old ticket: the jumped checker reports it, and
+// nothing with the fix.
+func TestSimulationSeesAPlaceThatOutlivesItsHead(t *testing.T) {
+	const within = 100 * time.Millisecond
+	seesDefect(t, []sim.Config{sim.WithCancels(sim.ProcessesFair(3), within), sim.WithCancels(sim.ProcessesFair(5), within)},
+		core.PlaceOutlivesHead, "place that outlives its head", func(v sim.Violations) int { return v.Jumped })
+}
+
+// TestSimulationSeesABehindThatKeepsItsTicket: a waiter behind its
+// process's head that keeps the ticket of its own earlier attempt gives
+// up with a leave round, which takes the process out of the nodes' queue
+// while its head waits; the head then queues it again under the old
+// place, ahead of those that queued since: the jumped checker reports
+// it, and nothing with the fix.
+func TestSimulationSeesABehindThatKeepsItsTicket(t *testing.T) {
+	const within = 100 * time.Millisecond
+	seesDefect(t, []sim.Config{sim.WithCancels(sim.ProcessesFair(3), within), sim.WithCancels(sim.ProcessesFair(5), within)},
+		core.BehindKeepsTicket, "waiter behind that keeps its ticket", func(v sim.Violations) int { return v.Jumped })
+}
+
 // TestSimulationSeesACancelThatStaysQueued: a Fair waiter cancelled
 // before its attempt is sent, or during the cleanup that queued it, that
 // ends without its leave round (the bug bece5cd fixed, which real

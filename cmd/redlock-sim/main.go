@@ -244,10 +244,10 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	start := time.Now()
 	out.printf("redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision()) //nolint:gosec // G115: main checks schedules >= 1
-	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
+	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
 		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss", "cancel",
-		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath", "stay")
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath", "stay", "jump")
 	ok := true
 	var total sim.Result
 	var within, withinCfgs int
@@ -277,11 +277,11 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
+		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
 			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses, f.Cancels,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, v.Stayed, verdict)
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, v.Stayed, v.Jumped, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -311,7 +311,9 @@ waiter whose quorum was announced free waiting past its retry delay, a
 Fair waiter overtaken more than Config.MaxOvertaken times in one wait, a
 process whose head waited with nothing to wake it, replies held back
 that would have ended their round, a Fair acquisition that ended
-without the lock still queued on a node that answered its last round).`)
+without the lock still queued on a node that answered its last round, a
+process queued again under a ticket older than its return to the
+queue).`)
 	if len(firsts) > 0 {
 		out.println("\nFirst violation per configuration:")
 		for _, s := range firsts {

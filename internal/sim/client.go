@@ -38,6 +38,7 @@ type client struct {
 	own     core.Round  // the release round
 	round   *core.Round // the round being driven
 	roundID uint64
+	roundAt int64                  // real time the round started
 	got     [core.MaxNodes]bool    // a reply or timeout came in for node
 	replies [core.MaxNodes]message // the replies fed, for the hygiene check
 	// gathered holds, in arrival order, the nodes whose replies came in
@@ -73,6 +74,13 @@ type client struct {
 	// retry delay's, in the cleanup's RoundDone.
 	firstDraw uint64
 	draws     int
+
+	// cancelPending: its caller gave up during a cleanup, which goes on;
+	// the wait after it acts on it (cancel).
+	cancelPending bool
+	// waited: the acquisition that ended last waited in its process's
+	// room (fair.go's checkProcOvertakes).
+	waited bool
 
 	// With Config.Fair (fair.go): the ticket of this acquisition's first
 	// cleanup, and how often others overtook it since.
@@ -225,6 +233,7 @@ func (c *client) start() {
 	c.state, c.acq = acquiring, a
 	c.ticket, c.overtaken, c.hold = 0, 0, 0
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
+	c.cancelPending = false
 	if f := &c.w.cfg.Faults; c.w.chance(f.Cancels) {
 		c.w.schedule(event{at: c.w.now + c.w.between(0, f.CancelWithin), kind: evCancel, c: c.id, gen: uint64(c.acqID)}) //nolint:gosec // G115: ids count up from 1
 	}
@@ -256,7 +265,7 @@ func (c *client) process() []*client {
 func (c *client) drive(r *core.Round) {
 	c.round = r
 	c.w.rounds++
-	c.roundID = c.w.rounds
+	c.roundID, c.roundAt = c.w.rounds, c.w.now
 	c.got = [core.MaxNodes]bool{}
 	c.nGathered = 0
 	c.pump()
@@ -400,6 +409,7 @@ func (c *client) roundDone() {
 // queue or stops its watch, then holds the lock or goes idle.
 func (c *client) finished() {
 	lock, err := c.acq.Result()
+	c.waited = c.queued
 	if c.room() != nil {
 		if c.queued {
 			c.p.leave(c, lock, err == nil)
@@ -420,13 +430,26 @@ func (c *client) finished() {
 // Acquisition.Cancel, or GiveUp for a deadline, or, for the head of its
 // process or a client alone, by waking for the next attempt and
 // cancelling it before it is sent; in an attempt, by Cancel, which
-// abandons it for its cleanup (its replies are stragglers from then);
-// in a cleanup or leave round, by Cancel, which lets it finish. Whatever
-// core decides then is driven to its end.
+// abandons it for its cleanup (its replies are stragglers from then). A
+// cleanup is never cancelled: the Client runs it detached from ctx and
+// acts on ctx in the wait that follows, once the waiter has joined its
+// Client's room and looked (proc.go's step): so does the simulation
+// (cancelPending). Whatever core decides then is driven to its end.
 func (c *client) cancel() {
-	w, now := c.w, c.now()
+	w := c.w
 	n := &w.res.Faults.Cancelled
-	w.res.Faults.Cancels++
+	if !c.cancelPending {
+		w.res.Faults.Cancels++
+		if c.acq.Phase() == core.PhaseRound && c.acq.Round().Command().Op == core.OpRelease {
+			n.Cleanup++
+			c.cancelPending = true // acted on in the wait the cleanup leads to, if any
+			return
+		}
+	} else {
+		n = &CancelCounts{} // counted when it came
+	}
+	c.cancelPending = false
+	now := c.now()
 	ticket := c.ticket
 	if c.p != nil {
 		ticket = 0 // its process's place is its head's
@@ -453,13 +476,8 @@ func (c *client) cancel() {
 			c.acq.Cancel(now, context.Canceled)
 		}
 	} else {
-		op := c.acq.Round().Command().Op
-		c.acq.Cancel(now, context.Canceled)
-		if op == core.OpRelease {
-			n.Cleanup++
-			return // a cleanup or leave round: it goes on
-		}
 		n.Attempt++
+		c.acq.Cancel(now, context.Canceled)
 	}
 	switch c.acq.Phase() {
 	case core.PhaseRound:
@@ -553,6 +571,10 @@ func (c *client) startWait() {
 	if !c.watching {
 		c.watch() // the first wait: as redlock's Lock, which joins then
 	}
+	if c.cancelPending {
+		c.cancel()
+		return
+	}
 	c.checkWait() // announcements heard during the attempt count
 	if !c.acq.WakeAt().After(c.now()) {
 		c.wake()
@@ -593,7 +615,7 @@ func (c *client) acquired(g core.Grant) {
 	}
 	c.lastSetEnd, c.grantAt = w.now, w.now
 	if p := c.room(); p != nil && c.hold == 0 && p.exists {
-		c.hold, c.holdGen = p.q.Hold(g.ValidUntil()), p.gen // a lock that never waited counts too
+		c.hold, c.holdGen = p.q.Hold(g), p.gen // a lock that never waited counts too
 	}
 	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
 	w.noteAcquired(c)

@@ -409,6 +409,10 @@ type Violations struct {
 	// Gathered counts replies held back (core.Gatherer) that would have
 	// ended their round: a round decided later than it could be.
 	Gathered int
+	// Jumped counts processes (Config.Waiters) that came back to a Fair
+	// queue under a ticket older than their return (fair.go): ahead of
+	// the waiters that queued meanwhile.
+	Jumped int
 	// Stayed counts Fair acquisitions that ended without the lock (given
 	// up, cancelled, or out of tries) while a node that answered their
 	// last round still queued them (fair.go): each release there hands
@@ -419,7 +423,7 @@ type Violations struct {
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped
 }
 
 func (r *Result) add(o Result) {
@@ -477,6 +481,7 @@ func (r *Result) add(o Result) {
 	v.Stuck += u.Stuck
 	v.Gathered += u.Gathered
 	v.Stayed += u.Stayed
+	v.Jumped += u.Jumped
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost

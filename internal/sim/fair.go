@@ -171,8 +171,36 @@ func (c *client) noteTicket(cmd core.Command) {
 	case !cmd.Fair || cmd.Op != core.OpRelease:
 	case cmd.Ticket > 0 && *t == 0:
 		*t = cmd.Ticket
+		if c.p != nil {
+			c.checkJump(cmd.Ticket)
+		}
 	case cmd.Ticket < 0:
 		*t = 0 // it leaves the queue: nobody waits in that place
+		if c.p != nil {
+			c.p.out = c.w.now
+		}
+	}
+}
+
+// checkJump: a process that comes back to the queue (its place was
+// taken by an acquisition, or it left) queues under a ticket taken since
+// then, at the back, never under an older one, which would put it ahead
+// of the waiters that queued meanwhile. Tickets are the clients' clock
+// readings in ms: the clients of a process may disagree by their rate
+// errors, and one round's bound more is allowed.
+func (c *client) checkJump(ticket int64) {
+	w, p := c.w, c.p
+	if p.out == 0 || c.roundAt < p.out {
+		return // a round under way when the place was taken: its commands were decided before
+	}
+	round := w.cfg.NodeTimeout
+	if w.cfg.FanOut == core.Sequential {
+		round *= time.Duration(w.cfg.Nodes)
+	}
+	slack := 2*w.cfg.Faults.ClientPPM*p.out/1_000_000 + int64(time.Millisecond) + int64(round)
+	if since := localAt(p.out-slack, c.ppm).UnixMilli(); ticket < since {
+		w.violation(&w.res.Violations.Jumped, "process %d: queued again under ticket %d, taken before it last left the queue (at ticket %d)",
+			p.id, ticket, since)
 	}
 }
 
@@ -184,7 +212,7 @@ func (w *world) checkOvertakes(x *client) {
 		return
 	}
 	if len(w.procs) > 0 {
-		w.checkProcOvertakes(x.p)
+		w.checkProcOvertakes(x.p, x.waited)
 		return
 	}
 	for _, c := range w.clients {
@@ -212,8 +240,11 @@ func (w *world) overtake(n *int, what string, id int, ticket int64, by int, byTi
 // when a client of x acquires: an overtake of every other process with a
 // waiting head and an earlier ticket, and a violation for one overtaken
 // more than maxOvertaken times while it waited. x's place in the queue
-// is taken.
-func (w *world) checkProcOvertakes(x *proc) {
+// is taken; waited: by a client that waited in x's room, whose Queue
+// knows it (Queue.Hold). A client that attempted at once (the room was
+// empty) races the others of x that did too: their cleanups may still
+// use a ticket from before its win (checkJump does not count them).
+func (w *world) checkProcOvertakes(x *proc, waited bool) {
 	for _, p := range w.procs {
 		if p == x || p.ticket == 0 || len(p.waiters) == 0 || p.waiters[0].crashed || (x.ticket != 0 && x.ticket <= p.ticket) {
 			continue
@@ -221,4 +252,7 @@ func (w *world) checkProcOvertakes(x *proc) {
 		w.overtake(&p.overtaken, "process", p.id, p.ticket, x.id, x.ticket)
 	}
 	x.ticket, x.overtaken = 0, 0
+	if waited {
+		x.out = w.now
+	}
 }

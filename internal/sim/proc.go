@@ -51,9 +51,11 @@ type proc struct {
 	q       core.Queue
 	waiters []*client // head first
 	// With Fair (fair.go): the ticket the nodes queued the process under,
-	// 0 once it acquired, and how often others overtook it since.
+	// 0 once it acquired or left the queue, and how often others overtook
+	// it since; out: the real time its ticket last became 0.
 	ticket    int64
 	overtaken int
+	out       int64
 }
 
 // conn returns the id the nodes know client c by: its process's, which
@@ -117,7 +119,7 @@ func (p *proc) join(c *client) {
 func (p *proc) leave(c *client, g core.Grant, locked bool) {
 	c.queued = false
 	if locked {
-		c.hold, c.holdGen = p.q.Hold(g.ValidUntil()), p.gen
+		c.hold, c.holdGen = p.q.Hold(g), p.gen
 	}
 	if j := slices.Index(p.waiters, c); j >= 0 {
 		p.waiters = slices.Delete(p.waiters, j, j+1)
@@ -174,7 +176,14 @@ func (p *proc) listening() uint32 {
 // for a poke.
 func (c *client) step() {
 	p := c.p
-	if !c.queued || p.waiters[0] != c || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if !c.queued || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+		return
+	}
+	if p.waiters[0] != c {
+		p.q.Behind(&c.acq)
+		if c.cancelPending {
+			c.cancel()
+		}
 		return
 	}
 	now := c.now()
@@ -186,6 +195,10 @@ func (c *client) step() {
 	if heard != 0 {
 		c.heard = true
 		c.annSince |= heard
+	}
+	if c.cancelPending {
+		c.cancel()
+		return
 	}
 	c.checkWait()
 	switch at := c.acq.WakeAt(); {
