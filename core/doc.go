@@ -185,7 +185,11 @@
 //     one round trip. The place that release queued the process under
 //     is the process's (Queue.Queued): its next head keeps it in the
 //     cleanups of its failed attempts (Queue.Look) rather than
-//     queue the process at the back.
+//     queue the process at the back. So is the place a followed head's
+//     own attempts took: if it gives up, its followers keep it. Only the
+//     head speaks for the process (a waiter behind it drops its own
+//     ticket: Queue.Behind), and a lock of the process that takes the
+//     key ends the place (Queue.Hold).
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

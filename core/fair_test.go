@@ -554,3 +554,25 @@ func TestWaiterBehindTheHeadLeavesTheProcessQueued(t *testing.T) {
 			a.Phase(), err, a.Round().Command())
 	}
 }
+
+// TestHeadWithAStaleTicketStillLeaves: a head whose ticket went stale
+// (a lock of its process took the key after its cleanup took it) may
+// still have queued the process, its cleanup reaching a node after the
+// other lock's attempt; so if it gives up it leaves the queue. Found in
+// review: dropping the ticket skipped that leave round.
+func TestHeadWithAStaleTicketStillLeaves(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
+		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := spec.Queue()
+	a, _ := spec.Acquire("k", core.Token{}, t0)
+	failAttempt(t, &a, t0)
+	q.Hold(core.GrantUntil(t0.Add(time.Second + time.Millisecond))) // a sibling's round ended after the cleanup's ticket
+	t1 := t0.Add(2 * time.Millisecond)
+	q.Look(&a, t1, 0, false)
+	a.Cancel(t1, errors.New("gone"))
+	wantLeaveThenCancelled(t, &a, t1)
+}

@@ -66,8 +66,9 @@ func (q *Queue) Announce(node int, now time.Time) {
 //
 // With Config.Fair, taking the key took the process out of the nodes'
 // queue: its place is gone, and so is every ticket a waiter of the
-// process took before g's round ended (Look drops them), which would
-// queue the process ahead of the waiters that queued since.
+// process took before g's round ended, which would queue the process
+// ahead of the waiters that queued since (Look replaces them with one
+// taken then).
 func (q *Queue) Hold(g Grant) uint64 {
 	q.hold++
 	q.held, q.until = true, g.ValidUntil()
@@ -145,8 +146,12 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 	if fresh {
 		a.WaitAgain(now) // the head before took the lock: wait for its release
 	}
-	if a.ticket < q.took && !mutations.holdKeepsTickets {
-		a.ticket = 0 // taken before a lock of the process took the key (Hold)
+	if a.ticket != 0 && a.ticket < q.took && !mutations.holdKeepsTickets {
+		// Taken before a lock of the process took the key (Hold): no place
+		// to keep, but its cleanup may have queued the process again after
+		// that lock's attempt, so it is a ticket still, a fresh one, and a
+		// head that gives up leaves.
+		a.ticket = ticketAt(now)
 	}
 	a.queued(q.place)
 	// Followed, the head's place (its own failed attempts', or the one
@@ -172,9 +177,10 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 // Queued records, with Config.Fair, that a release of the process's
 // lock queued the process under ticket (the release round's
 // Command.Ticket, Grant.WithFollowers): its place in the nodes' queue,
-// which the head keeps (Look) until a waiter of
-// the process takes the lock (Handover(true)), which takes the process
-// out of the nodes' queue. Without it, a head that never attempted would
+// which the head keeps (Look) until a lock of the process takes the key
+// (Hold, Handover(true)), which takes the process out of the nodes'
+// queue, or a head that nobody follows looks (it leaves if it gives
+// up). Without it, a head that never attempted would
 // queue the process at the back at its first failed attempt: after a
 // turn it missed on a node, say.
 func (q *Queue) Queued(ticket int64) {

@@ -296,7 +296,10 @@ func TestSimulationSeesABehindThatKeepsItsTicket(t *testing.T) {
 // before its attempt is sent, or during the cleanup that queued it, that
 // ends without its leave round (the bug bece5cd fixed, which real
 // servers showed once in about seventy runs) stays queued on the nodes,
-// which the stayed-waiter checker reports, and none with the fix.
+// which the stayed-waiter checker reports, and none with the fix. The
+// simulation, as the Client, never cancels a cleanup (it acts on the
+// cancel in the wait after it), so it sees the first half; the second
+// is TestFairCancelDuringTheQueueingCleanupLeaves's.
 func TestSimulationSeesACancelThatStaysQueued(t *testing.T) {
 	const within = 100 * time.Millisecond
 	seesDefect(t, []sim.Config{sim.WithCancels(sim.Queue(3), within), sim.WithCancels(sim.Queue(5), within),

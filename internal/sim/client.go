@@ -79,8 +79,12 @@ type client struct {
 	// the wait after it acts on it (cancel).
 	cancelPending bool
 	// waited: the acquisition that ended last waited in its process's
-	// room (fair.go's checkProcOvertakes).
-	waited bool
+	// room (fair.go's checkProcOvertakes). outside: the ticket this
+	// acquisition took before it joined the room, joinedAt: when it did
+	// (fair.go's checkJump).
+	waited   bool
+	outside  int64
+	joinedAt int64
 
 	// With Config.Fair (fair.go): the ticket of this acquisition's first
 	// cleanup, and how often others overtook it since.
@@ -233,7 +237,7 @@ func (c *client) start() {
 	c.state, c.acq = acquiring, a
 	c.ticket, c.overtaken, c.hold = 0, 0, 0
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
-	c.cancelPending = false
+	c.cancelPending, c.outside = false, 0
 	if f := &c.w.cfg.Faults; c.w.chance(f.Cancels) {
 		c.w.schedule(event{at: c.w.now + c.w.between(0, f.CancelWithin), kind: evCancel, c: c.id, gen: uint64(c.acqID)}) //nolint:gosec // G115: ids count up from 1
 	}

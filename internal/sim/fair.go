@@ -169,9 +169,14 @@ func (c *client) noteTicket(cmd core.Command) {
 	}
 	switch {
 	case !cmd.Fair || cmd.Op != core.OpRelease:
-	case cmd.Ticket > 0 && *t == 0:
-		*t = cmd.Ticket
+	case cmd.Ticket > 0:
+		if *t == 0 {
+			*t = cmd.Ticket
+		}
 		if c.p != nil {
+			if !c.queued {
+				c.outside = cmd.Ticket
+			}
 			c.checkJump(cmd.Ticket)
 		}
 	case cmd.Ticket < 0:
@@ -187,11 +192,18 @@ func (c *client) noteTicket(cmd core.Command) {
 // then, at the back, never under an older one, which would put it ahead
 // of the waiters that queued meanwhile. Tickets are the clients' clock
 // readings in ms: the clients of a process may disagree by their rate
-// errors, and one round's bound more is allowed.
+// errors, and one round's bound more is allowed. Left out: the ticket of
+// a Lock that attempted at once (the room was empty) and joined the room
+// after the process left the queue: the room's Queue does not know when
+// the process left, and that Lock's place is older (a race of Locks
+// that attempt at once, stretched by pauses).
 func (c *client) checkJump(ticket int64) {
 	w, p := c.w, c.p
-	if p.out == 0 || c.roundAt < p.out {
+	switch {
+	case p.out == 0, c.roundAt < p.out:
 		return // a round under way when the place was taken: its commands were decided before
+	case ticket == c.outside && p.out < c.joinedAt:
+		return // taken outside the room, which the process left before it joined
 	}
 	round := w.cfg.NodeTimeout
 	if w.cfg.FanOut == core.Sequential {

@@ -28,10 +28,10 @@ import (
 //     are sent and again once it is done (Queue.Told, Queue.Retell);
 //     every MaxChain+1st is open to the other processes.
 //
-// What a process does not do: its waiters never give up (no ctx ends),
-// so the re-announcement of a quiet release whose waiter left
-// (Client.reannounce) has nothing to make up for; and a pause or a crash
-// takes the whole process. The Stuck checker looks, at the end of each
+// What a process does not do: re-announce a quiet release whose waiter
+// left (Client.reannounce, a decision of the runner's), which waiters
+// that give up (Faults.Cancels) would need; and a pause or a crash takes
+// the whole process. The Stuck checker looks, at the end of each
 // schedule, for a process whose head waits with nothing to wake it: no
 // wake set, no poke on its way.
 
@@ -109,7 +109,7 @@ func (p *proc) join(c *client) {
 		p.anchor.watch()
 	}
 	p.lingers++ // a linger under way stops nothing
-	c.queued = true
+	c.queued, c.joinedAt = true, c.w.now
 	p.waiters = append(p.waiters, c)
 }
 
