@@ -47,6 +47,29 @@ func failAttempt(t *testing.T, a *core.Acquisition, now time.Time) (attempt, cle
 	return attempt, cleanup
 }
 
+// fairSpec returns a Fair Spec over three nodes, with retry (zero: the
+// default), sequential tokens and no jitter.
+func fairSpec(t *testing.T, retry core.RetryPolicy) core.Spec {
+	t.Helper()
+	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0), Retry: retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// nextHeadsCleanup starts a waiter of q's process at now that is its
+// head at once, and returns the cleanup of its first failed attempt.
+func nextHeadsCleanup(t *testing.T, spec core.Spec, q *core.Queue, now time.Time) core.Command {
+	t.Helper()
+	next, _ := spec.Acquire("k", core.Token{}, now)
+	next.WaitAgain(now)
+	q.Look(&next, now, 0, false)
+	next.Wake(now)
+	_, c := failAttempt(t, &next, now)
+	return c
+}
+
 func wantCommand(t *testing.T, what string, got, want core.Command) {
 	t.Helper()
 	if got != want {
@@ -245,10 +268,7 @@ func TestGiveUpBeforeTheFirstAttempt(t *testing.T) {
 // would find a string where they keep a sorted set, and the other way
 // round.
 func TestFairRefusesQueueKeys(t *testing.T) {
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RetryPolicy{})
 	for _, key := range []string{"redlock:queue:k", "redlock:queue-due:k"} {
 		if _, err := spec.Acquire(key, core.Token{}, time.Unix(1, 0)); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("%q: %v, want ErrInvalidConfig", key, err)
@@ -265,11 +285,7 @@ func TestFairRefusesQueueKeys(t *testing.T) {
 // handed the next release for nothing.
 func TestFairLastCleanupDoesNotQueue(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(2, time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(2, time.Millisecond, time.Millisecond))
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	if _, clean := failAttempt(t, &a, t0); clean.Ticket == 0 {
 		t.Error("the first of two attempts' cleanup must queue")
@@ -287,10 +303,7 @@ func TestFairLastCleanupDoesNotQueue(t *testing.T) {
 // its acquisition ends, cancelled.
 func TestFairWaiterLeaves(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RetryPolicy{})
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	att, _ := failAttempt(t, &a, t0)
 	a.Cancel(t0, errors.New("gone"))
@@ -325,10 +338,7 @@ func wantLeaveThenCancelled(t *testing.T, a *core.Acquisition, now time.Time) co
 // send).
 func TestFairWaiterCancelledBeforeItsAttemptLeaves(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RetryPolicy{})
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	failAttempt(t, &a, t0)
 	a.Wake(a.WakeAt())
@@ -344,10 +354,7 @@ func TestFairWaiterCancelledBeforeItsAttemptLeaves(t *testing.T) {
 // the queues once that cleanup is done, rather than end queued.
 func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RetryPolicy{})
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	drive(a.Round(), t0, core.StatusHeld)
 	a.RoundDone(t0)
@@ -368,11 +375,7 @@ func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
 // queue there); one that is followed by nobody leaves as before.
 func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(2, 20*time.Millisecond, 20*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(2, 20*time.Millisecond, 20*time.Millisecond))
 	look := func(a *core.Acquisition, followed bool) { // the head's look: its process queued under 5
 		q := spec.Queue()
 		q.Queued(5)
@@ -427,11 +430,7 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 // that give up (a process overtaken 60 times in one wait, bound 59).
 func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
 	head, _ := spec.Acquire("k", core.Token{}, t0)
 	q.Look(&head, t0, 0, true)
@@ -454,11 +453,7 @@ func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
 	}
 	q.Handover(false)
 
-	next, _ := spec.Acquire("k", core.Token{}, t1)
-	next.WaitAgain(t1)
-	q.Look(&next, t1, 0, false)
-	next.Wake(t1)
-	if _, c := failAttempt(t, &next, t1); c.Ticket != clean.Ticket {
+	if c := nextHeadsCleanup(t, spec, &q, t1); c.Ticket != clean.Ticket {
 		t.Errorf("the successor's cleanup queued the process under %d, want the head's %d", c.Ticket, clean.Ticket)
 	}
 }
@@ -471,11 +466,7 @@ func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
 // queued since.
 func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
 	head, _ := spec.Acquire("k", core.Token{}, t0)
 	q.Look(&head, t0, 0, false)
@@ -486,11 +477,7 @@ func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
 	q.Handover(false)
 
 	t1 := t0.Add(time.Second)
-	next, _ := spec.Acquire("k", core.Token{}, t1)
-	next.WaitAgain(t1)
-	q.Look(&next, t1, 0, false)
-	next.Wake(t1)
-	if _, c := failAttempt(t, &next, t1); c.Ticket == clean.Ticket || c.Ticket <= 0 {
+	if c := nextHeadsCleanup(t, spec, &q, t1); c.Ticket == clean.Ticket || c.Ticket <= 0 {
 		t.Errorf("the next waiter's cleanup queued the process under %d, want a fresh ticket, not the departed head's %d", c.Ticket, clean.Ticket)
 	}
 }
@@ -504,11 +491,7 @@ func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
 // simulation's jumped checker.
 func TestTicketGoesStaleWhenTheProcessTakesTheKey(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
 	q.Hold(core.GrantUntil(t0.Add(-time.Second))) // an earlier lock of the process
 	a, _ := spec.Acquire("k", core.Token{}, t0)
@@ -538,10 +521,7 @@ func TestTicketGoesStaleWhenTheProcessTakesTheKey(t *testing.T) {
 // leave took the process out of the queue while its head waited.
 func TestWaiterBehindTheHeadLeavesTheProcessQueued(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RetryPolicy{})
 	q := spec.Queue()
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	if _, clean := failAttempt(t, &a, t0); clean.Ticket <= 0 {
@@ -562,11 +542,7 @@ func TestWaiterBehindTheHeadLeavesTheProcessQueued(t *testing.T) {
 // review: dropping the ticket skipped that leave round.
 func TestHeadWithAStaleTicketStillLeaves(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	spec, err := core.NewSpec(names{"a", "b", "c"}, core.Config{Fair: true, Tokens: &seqTokens{}, Jitter: fixedRand(0),
-		Retry: core.RandomDelay(5, time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
 	a, _ := spec.Acquire("k", core.Token{}, t0)
 	failAttempt(t, &a, t0)
