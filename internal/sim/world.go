@@ -29,7 +29,8 @@
 //     took) make a quorum never waits past the end of its retry delay:
 //     listening is never slower than polling;
 //   - a Fair acquisition that ended without the lock is in no queue of
-//     a node that answered its last round (fair.go);
+//     a node that answered its last round, and a Fair process that comes
+//     back to the queue queues under a ticket taken since (fair.go);
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
