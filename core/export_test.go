@@ -91,13 +91,6 @@ func BehindKeepsTicket() (restore func()) {
 	return func() { mutations.behindKeepsTicket = false }
 }
 
-// HoldKeepsTickets makes Queue.Look keep tickets taken before the
-// process's latest Hold, and returns the function that fixes it.
-func HoldKeepsTickets() (restore func()) {
-	mutations.holdKeepsTickets = true
-	return func() { mutations.holdKeepsTickets = false }
-}
-
 // Place returns the place q recorded (Queue.Queued); 0: none.
 func Place(q *Queue) int64 { return q.place }
 

@@ -58,6 +58,17 @@ func fairSpec(t *testing.T, retry core.RetryPolicy) core.Spec {
 	return spec
 }
 
+// queuedHead starts a waiter of q's process at now that is its head at
+// once, followed or not, and returns it after its first failed attempt
+// and the cleanup that queued it.
+func queuedHead(t *testing.T, spec core.Spec, q *core.Queue, now time.Time, followed bool) (core.Acquisition, core.Command) {
+	t.Helper()
+	head, _ := spec.Acquire("k", core.Token{}, now)
+	q.Look(&head, now, 0, followed)
+	_, clean := failAttempt(t, &head, now)
+	return head, clean
+}
+
 // nextHeadsCleanup starts a waiter of q's process at now that is its
 // head at once, and returns the cleanup of its first failed attempt.
 func nextHeadsCleanup(t *testing.T, spec core.Spec, q *core.Queue, now time.Time) core.Command {
@@ -432,9 +443,7 @@ func TestFollowedHeadThatGivesUpLeavesItsTicket(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
-	head, _ := spec.Acquire("k", core.Token{}, t0)
-	q.Look(&head, t0, 0, true)
-	_, clean := failAttempt(t, &head, t0)
+	head, clean := queuedHead(t, spec, &q, t0, true)
 	if clean.Ticket <= 0 {
 		t.Fatalf("the first cleanup did not queue: %+v", clean)
 	}
@@ -468,9 +477,7 @@ func TestHeadThatLeavesAloneLeavesNoPlace(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec := fairSpec(t, core.RandomDelay(5, time.Millisecond, time.Millisecond))
 	q := spec.Queue()
-	head, _ := spec.Acquire("k", core.Token{}, t0)
-	q.Look(&head, t0, 0, false)
-	_, clean := failAttempt(t, &head, t0)
+	head, clean := queuedHead(t, spec, &q, t0, false)
 	q.Look(&head, t0, 0, false) // its wait: nobody follows it
 	head.Cancel(t0, errors.New("gone"))
 	wantLeaveThenCancelled(t, &head, t0)

@@ -45,8 +45,4 @@ var mutations struct {
 	// a waiter behind the head that gives up takes the process out of the
 	// nodes' queue while its head waits.
 	behindKeepsTicket bool
-	// holdKeepsTickets makes Queue.Look keep a head's ticket taken before
-	// a lock of the process took the key: it queues the process again
-	// ahead of the waiters that queued since.
-	holdKeepsTickets bool
 }

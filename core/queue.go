@@ -146,7 +146,7 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 	if fresh {
 		a.WaitAgain(now) // the head before took the lock: wait for its release
 	}
-	if a.ticket != 0 && a.ticket < q.took && !mutations.holdKeepsTickets {
+	if a.ticket != 0 && a.ticket < q.took {
 		// Taken before a lock of the process took the key (Hold): no place
 		// to keep, but its cleanup may have queued the process again after
 		// that lock's attempt, so it is a ticket still, a fresh one, and a

@@ -78,11 +78,8 @@ type client struct {
 	// cancelPending: its caller gave up during a cleanup, which goes on;
 	// the wait after it acts on it (cancel).
 	cancelPending bool
-	// waited: the acquisition that ended last waited in its process's
-	// room (fair.go's checkProcOvertakes). outside: the ticket this
-	// acquisition took before it joined the room, joinedAt: when it did
-	// (fair.go's checkJump).
-	waited   bool
+	// outside: the ticket this acquisition took before it joined its
+	// process's room, joinedAt: when it did (fair.go's checkJump).
 	outside  int64
 	joinedAt int64
 
@@ -413,7 +410,7 @@ func (c *client) roundDone() {
 // queue or stops its watch, then holds the lock or goes idle.
 func (c *client) finished() {
 	lock, err := c.acq.Result()
-	c.waited = c.queued
+	waited := c.queued
 	if c.room() != nil {
 		if c.queued {
 			c.p.leave(c, lock, err == nil)
@@ -426,7 +423,7 @@ func (c *client) finished() {
 		c.idle()
 		return
 	}
-	c.acquired(lock)
+	c.acquired(lock, waited)
 }
 
 // cancel gives the acquisition under way up, as redlock's Client does
@@ -454,10 +451,11 @@ func (c *client) cancel() {
 	}
 	c.cancelPending = false
 	now := c.now()
+	head := c.queued && c.p.waiters[0] == c // of its process's room
 	ticket := c.ticket
 	if c.p != nil {
 		ticket = 0 // its process's place is its head's
-		if c.queued && c.p.waiters[0] == c {
+		if head {
 			ticket = c.p.ticket
 		}
 	}
@@ -466,12 +464,11 @@ func (c *client) cancel() {
 	}
 	if c.acq.Phase() == core.PhaseWait {
 		c.wakeGen++ // the wake set, if any, is void
-		head := c.room() == nil || (c.queued && c.p.waiters[0] == c)
 		switch k := w.rng.IntN(3); {
 		case k == 0:
 			n.GiveUp++
 			c.acq.GiveUp(now)
-		case k == 1 && head:
+		case k == 1 && (head || c.room() == nil):
 			n.Unsent++
 			c.acq.Wake(now)
 			c.acq.Cancel(now, context.Canceled)
@@ -603,14 +600,16 @@ func (c *client) idle() {
 	c.w.schedule(event{at: c.w.now + c.w.between(c.w.cfg.Think[0], c.w.cfg.Think[1]), kind: evStart, c: c.id})
 }
 
-func (c *client) acquired(g core.Grant) {
+// acquired holds the lock g; waited: its acquisition waited in its
+// process's room.
+func (c *client) acquired(g core.Grant, waited bool) {
 	w := c.w
 	w.res.Acquisitions++
 	if c.attemptAnnounced {
 		w.res.Announce.Won++
 	}
 	c.state = holding
-	w.checkOvertakes(c)
+	w.checkOvertakes(c, waited)
 	c.leasing = w.chance(w.cfg.Faults.Extend)
 	if c.leasing {
 		c.lease = c.leaseSpec.Lease(g)

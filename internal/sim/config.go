@@ -152,6 +152,15 @@ type Replication struct {
 	Skew time.Duration
 }
 
+// roundBound is the longest a round takes, in ns: the node timeout, or
+// one per node when sequential.
+func (c Config) roundBound() int64 {
+	if c.FanOut == core.Sequential {
+		return int64(c.NodeTimeout) * int64(c.Nodes)
+	}
+	return int64(c.NodeTimeout)
+}
+
 // Faults are what a schedule may inject. The zero value injects nothing.
 type Faults struct {
 	// Loss is the probability that one message (request or reply) is lost.

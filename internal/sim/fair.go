@@ -205,11 +205,7 @@ func (c *client) checkJump(ticket int64) {
 	case ticket == c.outside && p.out < c.joinedAt:
 		return // taken outside the room, which the process left before it joined
 	}
-	round := w.cfg.NodeTimeout
-	if w.cfg.FanOut == core.Sequential {
-		round *= time.Duration(w.cfg.Nodes)
-	}
-	slack := 2*w.cfg.Faults.ClientPPM*p.out/1_000_000 + int64(time.Millisecond) + int64(round)
+	slack := 2*w.cfg.Faults.ClientPPM*p.out/1_000_000 + int64(time.Millisecond) + w.cfg.roundBound()
 	if since := localAt(p.out-slack, c.ppm).UnixMilli(); ticket < since {
 		w.violation(&w.res.Violations.Jumped, "process %d: queued again under ticket %d, taken before it last left the queue (at ticket %d)",
 			p.id, ticket, since)
@@ -218,13 +214,14 @@ func (c *client) checkJump(ticket int64) {
 
 // checkOvertakes counts, when client x acquires, an overtake of every
 // other waiting client with an earlier ticket, and reports one overtaken
-// more than maxOvertaken times in this wait.
-func (w *world) checkOvertakes(x *client) {
+// more than maxOvertaken times in this wait; waited: x's acquisition
+// waited in its process's room (checkProcOvertakes).
+func (w *world) checkOvertakes(x *client, waited bool) {
 	if !w.cfg.Fair {
 		return
 	}
 	if len(w.procs) > 0 {
-		w.checkProcOvertakes(x.p, x.waited)
+		w.checkProcOvertakes(x.p, waited)
 		return
 	}
 	for _, c := range w.clients {

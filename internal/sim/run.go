@@ -226,10 +226,7 @@ func (w *world) crashHolder() {
 		if c.using && !c.crashed && !c.paused {
 			cfg := w.cfg
 			expire := c.lastSetEnd + int64(cfg.TTL)*1_000_000/(1_000_000-cfg.Faults.NodePPM) + 1
-			round := int64(cfg.NodeTimeout)
-			if cfg.FanOut == core.Sequential {
-				round *= int64(cfg.Nodes)
-			}
+			round := cfg.roundBound()
 			rounds := int64(4)
 			if cfg.Fencing {
 				rounds++ // the winning attempt's raise round
