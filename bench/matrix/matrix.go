@@ -153,6 +153,11 @@ type Record struct {
 	// Handoff is a Handoff cell's handoff latencies and exclusion check;
 	// its Result counts critical sections (Ops, Throughput).
 	Handoff *measure.Handoff `json:"handoff,omitempty"`
+	// FloorMeanUs is, for a one-client loopback cell of the mem driver,
+	// the mean pair of its floor (target.MemFloor: memnode and the pair's
+	// clock readings, no core, no runner), measured right after the cell
+	// with the same spec; 0: not measured.
+	FloorMeanUs float64 `json:"floor_mean_us,omitempty"`
 	// Note says why the cell has no figures, or what to keep in mind.
 	Note string `json:"note,omitempty"`
 }

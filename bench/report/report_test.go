@@ -629,3 +629,28 @@ func TestRoundRatios(t *testing.T) {
 		t.Error("a peer's round without pairs divided by")
 	}
 }
+
+// The core overhead rows say what their floor (target.MemFloor) costs
+// beside them, and whether the floor alone misses the goal.
+func TestCoreOverheadNamesItsFloor(t *testing.T) {
+	mux := rec("redlock", "mem", matrix.Loopback, 5, "multiplexed", 1, measure.Result{MeanUs: 1.6})
+	mux.FloorMeanUs = 1.1
+	seq := rec("redlock", "mem", matrix.Loopback, 5, "sequential", 1, measure.Result{MeanUs: 0.9})
+	seq.FloorMeanUs = 0.6
+	ts := Evaluate([]matrix.Record{mux, seq}, Env{Pinned: true}, 5, 32)
+	m, s := byName(ts, "core overhead, mem N=5 multiplexed"), byName(ts, "core overhead, mem N=5 sequential")
+	if m == nil || s == nil {
+		t.Fatalf("rows missing: %+v", ts)
+	}
+	if m.Pass || !strings.Contains(m.Note, "memnode's 10 commands") ||
+		!strings.Contains(m.Note, "mean 1.10 µs; this cell 1.45× it, 0.50 µs above it; the floor alone is above the goal") {
+		t.Errorf("multiplexed: pass %v, note %q", m.Pass, m.Note)
+	}
+	if !s.Pass || !strings.Contains(s.Note, "mean 0.60 µs; this cell 1.50× it, 0.30 µs above it") || strings.Contains(s.Note, "above the goal") {
+		t.Errorf("sequential: pass %v, note %q", s.Pass, s.Note)
+	}
+	mux.FloorMeanUs = 0
+	if m := byName(Evaluate([]matrix.Record{mux}, Env{Pinned: true}, 5, 32), "core overhead, mem N=5 multiplexed"); m == nil || strings.Contains(m.Note, "floor") {
+		t.Errorf("no floor measured, yet the row names one: %+v", m)
+	}
+}

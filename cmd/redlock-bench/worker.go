@@ -111,5 +111,9 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		return rec
 	}
 	rec.Result = req.Measure(ctx, s, c)
+	if target.InMemory(c.Driver) && c.Clients == 1 && c.Variant == "" && c.Scenario == matrix.Loopback && rec.Ops > 0 {
+		// The core overhead target's floor, beside its cell.
+		rec.FloorMeanUs = req.Measure(ctx, target.NewMemFloor(c.Nodes, fan, req.TTL), c).MeanUs
+	}
 	return rec
 }
