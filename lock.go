@@ -383,7 +383,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		tell.early = false // told once it is done: nothing to tell again
 		tell.tell()
 	}
-	if handoff && !c.room.busy(g.Key(), c.clock.Now()) {
+	if handoff && c.room.reannounce(g.Key(), c.clock.Now()) {
 		c.reannounce(ctx, g.Key()) // its waiter left without the key
 	}
 	if lost != nil {

@@ -233,10 +233,24 @@ func (r *waitRoom) hold(g core.Grant) held {
 	return held{q, q.q.Hold(g)}
 }
 
+// reannounce asks the key's Queue whether a release that it handed on
+// within this Client, now done, must be made heard (Queue.Reannounce):
+// its waiter left without the key. A key the room forgot has neither
+// waiter nor lock: an empty Queue decides.
+func (r *waitRoom) reannounce(key string, now time.Time) bool {
+	q := r.queue(key)
+	if q == nil {
+		var gone core.Queue
+		return gone.Reannounce(false, now)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.q.Reannounce(len(q.waiters) > 0, now)
+}
+
 // busy reports whether key has waiters in the room or, at now, a valid
 // Lock of this Client: a new waiter's attempt would find it taken, and
-// someone of this Client will take the key, or has it (a quiet release
-// that leaves it not busy must be made up for: Client.reannounce).
+// someone of this Client will take the key, or has it.
 func (r *waitRoom) busy(key string, now time.Time) bool {
 	q := r.queue(key)
 	if q == nil {

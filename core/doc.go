@@ -189,7 +189,10 @@
 //     own attempts took: if it gives up, its followers keep it. Only the
 //     head speaks for the process (a waiter behind it drops its own
 //     ticket: Queue.Behind), and a lock of the process that takes the
-//     key ends the place (Queue.Hold).
+//     key ends the place (Queue.Hold). A handed-on release whose waiter
+//     left without the key, nobody of the process left to take it, is
+//     made heard once done (Queue.Reannounce): the caller tries the key
+//     once and, if it wins, releases it openly.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

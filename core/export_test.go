@@ -136,3 +136,10 @@ func WakeOnHeldOnly() (restore func()) {
 	mutations.wakeOnHeldOnly = true
 	return func() { mutations.wakeOnHeldOnly = false }
 }
+
+// NeverReannounce makes Queue.Reannounce say no; the returned function
+// restores it.
+func NeverReannounce() (restore func()) {
+	mutations.neverReannounce = true
+	return func() { mutations.neverReannounce = false }
+}

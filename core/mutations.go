@@ -45,4 +45,8 @@ var mutations struct {
 	// a waiter behind the head that gives up takes the process out of the
 	// nodes' queue while its head waits.
 	behindKeepsTicket bool
+	// neverReannounce makes Queue.Reannounce say no: a quiet release whose
+	// waiter left without the key leaves the other processes' waiters to
+	// wait for the old key's expiry.
+	neverReannounce bool
 }

@@ -221,6 +221,20 @@ func (q *Queue) Retell(n uint64, waiting bool) bool {
 	return told
 }
 
+// Reannounce decides, once a release that Follow handed on within the
+// process (Grant.WithHandoff) is done, whether the caller must make it
+// heard. It must when nobody of the process waits (waiting false) or
+// holds the key at now: the waiter it was handed to left without the
+// key, and the other processes' waiters, which heard nothing, would
+// wait for the old key's expiry. The caller then tries the key once and,
+// if it takes it, releases it as any lock of the process: announced to
+// every process or, with Config.Fair, handed to the first process in the
+// nodes' queue. A key found taken needs nothing more: its holder's
+// release will be heard.
+func (q *Queue) Reannounce(waiting bool, now time.Time) bool {
+	return !waiting && !q.Holding(now) && !mutations.neverReannounce
+}
+
 // Take returns what the head has heard since it last took, bit i for node
 // i, and whether it must wait afresh (Acquisition.WaitAgain), and clears
 // both: feed each node heard to the head's Acquisition.Announce.

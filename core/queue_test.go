@@ -296,3 +296,30 @@ func TestQueuePlace(t *testing.T) {
 		t.Fatalf("the failed attempt's cleanup: %v with ticket %d, want a release with ticket 42", cmd.Op, cmd.Ticket)
 	}
 }
+
+// TestQueueReannounce: a release handed on within the process is made
+// heard once it is done only when nobody of the process waits for the key
+// or holds it, valid, at the time of asking.
+func TestQueueReannounce(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, fair := range []bool{false, true} {
+		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
+		if !q.Reannounce(false, t0) {
+			t.Errorf("fair %v: nobody waits or holds, yet no reannouncement", fair)
+		}
+		if q.Reannounce(true, t0) {
+			t.Errorf("fair %v: a waiter of the process takes the key, yet a reannouncement", fair)
+		}
+		n := q.Hold(core.GrantUntil(t0.Add(time.Second)))
+		if q.Reannounce(false, t0) {
+			t.Errorf("fair %v: a lock of the process holds the key, yet a reannouncement", fair)
+		}
+		if !q.Reannounce(false, t0.Add(time.Second)) {
+			t.Errorf("fair %v: the lock's validity ended, yet no reannouncement", fair)
+		}
+		q.Unhold(n)
+		if !q.Reannounce(false, t0) {
+			t.Errorf("fair %v: the lock released, yet no reannouncement", fair)
+		}
+	}
+}

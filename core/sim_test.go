@@ -305,3 +305,17 @@ func TestSimulationSeesACancelThatStaysQueued(t *testing.T) {
 	seesDefect(t, []sim.Config{sim.WithCancels(sim.Queue(3), within), sim.WithCancels(sim.QueueFaulty(5, core.Multiplexed), within)},
 		core.CancelStaysQueued, "cancel that stays queued", func(v sim.Violations) int { return v.Stayed })
 }
+
+// TestSimulationSeesAnUnheardRelease: a quiet release whose waiter gave
+// up, left unannounced (Queue.Reannounce saying no), is reported by the
+// unheard checker while other processes wait; with the reannouncement,
+// none is, and the simulation makes some.
+func TestSimulationSeesAnUnheardRelease(t *testing.T) {
+	cfgs := []sim.Config{sim.PairsGivingUp(3, false), sim.PairsGivingUp(5, true)}
+	for _, cfg := range cfgs {
+		if r := sim.Campaign(cfg, 1, schedulesOr(100)); r.Queue.Reannounced == 0 {
+			t.Fatalf("%s: no quiet release was reannounced in %d schedules", cfg.Name, r.Schedules)
+		}
+	}
+	seesDefect(t, cfgs, core.NeverReannounce, "unheard release", func(v sim.Violations) int { return v.Unheard })
+}

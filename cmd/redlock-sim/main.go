@@ -139,7 +139,7 @@ func cancelConfigs() []sim.Config {
 		sim.ProcessesFairFaulty(5, core.Multiplexed), sim.ProcessesFairFaulty(3, core.Sequential)} {
 		out = append(out, sim.WithCancels(c, within))
 	}
-	return out
+	return append(out, sim.PairsGivingUp(3, false), sim.PairsGivingUp(5, false), sim.PairsGivingUp(3, true), sim.PairsGivingUp(5, true))
 }
 
 // failover reports whether cfg has members with replicas.
@@ -244,10 +244,10 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	start := time.Now()
 	out.printf("redlock-sim: %d schedules per configuration, seeds %d..%d, %d CPUs, %s\n\n",
 		schedules, seed, seed+uint64(schedules)-1, runtime.GOMAXPROCS(0), revision()) //nolint:gosec // G115: main checks schedules >= 1
-	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
+	out.printf("%-58s %9s %8s %7s %8s %8s | %8s %7s %6s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s %5s\n",
 		"configuration", "schedules", "acquired", "extends", "fenced", "raises",
 		"lost", "late", "ncrash", "empty", "clost", "pause", "ccrash", "outage", "stale", "ulrace", "lloss", "cancel",
-		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath", "stay", "jump")
+		"excl", "live", "hyg", "lostv", "fence", "lateL", "longW", "skip", "stuck", "gath", "stay", "jump", "unhrd")
 	ok := true
 	var total sim.Result
 	var within, withinCfgs int
@@ -277,11 +277,11 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		case !broken(cfg) && v.Total() != 0:
 			verdict, ok = "  VIOLATED", false
 		}
-		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
+		out.printf("%-58s %9d %8d %7d %8d %8d | %8d %7d %6d %6d %6d %6d %6d %6d %6d %6d %6d %6d | %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d %5d%s\n",
 			cfg.Name, r.Schedules, r.Acquisitions, r.Extensions, r.Fenced, r.Raises,
 			f.Lost, f.Late, f.NodeCrashes, f.EmptyRestarts, f.CountersLost, f.ClientPauses, f.ClientCrashes,
 			f.Outages, f.StaleKeys, f.UnlockRaces, f.LeaseLosses, f.Cancels,
-			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, v.Stayed, v.Jumped, verdict)
+			v.Exclusion, v.Liveness, v.Hygiene, v.LostValid, v.Fence, v.LateLoss, v.LongWait, v.Skipped, v.Stuck, v.Gathered, v.Stayed, v.Jumped, v.Unheard, verdict)
 		if r.First != "" {
 			firsts = append(firsts, cfg.Name+": "+r.First)
 		}
@@ -313,7 +313,8 @@ process whose head waited with nothing to wake it, replies held back
 that would have ended their round, a Fair acquisition that ended
 without the lock still queued on a node that answered its last round, a
 process queued again under a ticket older than its return to the
-queue).`)
+queue, a quiet release left to nobody of its process and followed by no
+attempt while another process waited).`)
 	if len(firsts) > 0 {
 		out.println("\nFirst violation per configuration:")
 		for _, s := range firsts {
@@ -446,16 +447,17 @@ WAITs that fell short (each a vote the driver refused).`)
 // cancels prints where the acquisitions their callers gave up were then,
 // in the configurations with sim.WithCancels.
 func cancels(out *printer, rs []result) {
-	out.printf("\nAcquisitions given up:\n%-58s %8s %8s | %7s %7s %7s %7s %7s | %7s\n",
-		"configuration", "acquired", "given up", "wait", "giveup", "unsent", "attempt", "cleanup", "queued")
+	out.printf("\nAcquisitions given up:\n%-58s %8s %8s | %7s %7s %7s %7s %7s | %7s %7s\n",
+		"configuration", "acquired", "given up", "wait", "giveup", "unsent", "attempt", "cleanup", "queued", "reann")
 	for _, x := range rs {
 		r, c := x.r, x.r.Faults.Cancelled
-		out.printf("%-58s %8d %8d | %7d %7d %7d %7d %7d | %7d\n", x.cfg.Name, r.Acquisitions, r.Faults.Cancels,
-			c.Wait, c.GiveUp, c.Unsent, c.Attempt, c.Cleanup, c.Queued)
+		out.printf("%-58s %8d %8d | %7d %7d %7d %7d %7d | %7d %7d\n", x.cfg.Name, r.Acquisitions, r.Faults.Cancels,
+			c.Wait, c.GiveUp, c.Unsent, c.Attempt, c.Cleanup, c.Queued, r.Queue.Reannounced)
 	}
 	out.println(`Columns: acquisitions; acquisitions their callers gave up, by where
 each was then: in a wait (Cancel), in a wait at a deadline (GiveUp),
 woken for an attempt not yet sent, in an attempt or fence raise, in a
 cleanup or leave round; with Fair, those given up while queued on the
-nodes (their own ticket, or their process's as its head).`)
+nodes (their own ticket, or their process's as its head); quiet releases
+whose waiter had left, made heard by a TryLock (Queue.Reannounce).`)
 }

@@ -23,6 +23,7 @@ type client struct {
 	id        int
 	ppm       int64     // clock-rate error
 	spec      core.Spec // acquires and releases through it
+	trySpec   core.Spec // a reannouncement's TryLock acquires through it: spec without Config.Fair
 	leaseSpec core.Spec // leases through it: Config.LeaseFraction set, maybe another TTL
 	watchSpec core.Spec // watches (no extension of its own) through it
 	tokens    simTokens
@@ -48,6 +49,7 @@ type client struct {
 	nGathered int
 
 	acqID      int        // global id of the current acquisition
+	trying     bool       // the current acquisition is a reannouncement's TryLock (proc.go)
 	lease      core.Lease // the held lock's lease: core decides when to extend and when it is lost
 	leasing    bool       // this lock's lease extends (the schedule drew Faults.Extend)
 	workEnd    time.Time  // local
@@ -150,22 +152,26 @@ func newClient(w *world, id int, ppm int64) *client {
 	c := &client{w: w, id: id, ppm: ppm}
 	c.tokens.c = c
 	cfg := w.cfg
-	mk := func(ttl time.Duration, fraction float64) core.Spec {
+	mk := func(ttl time.Duration, fraction float64, fair bool) core.Spec {
 		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: cfg.Fair, Tokens: &c.tokens, Jitter: jitter{c},
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: fair, Tokens: &c.tokens, Jitter: jitter{c},
 			LeaseFraction: fraction, MaxHold: cfg.Lease.MaxHold, MaxExtensions: cfg.Lease.MaxExtensions})
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
 		return s
 	}
-	c.spec = mk(cfg.TTL, 0)
+	c.spec = mk(cfg.TTL, 0, cfg.Fair)
+	c.trySpec = c.spec
+	if cfg.Fair {
+		c.trySpec = mk(cfg.TTL, 0, false) // redlock's Client.try
+	}
 	c.watchSpec = c.spec
 	ext := cfg.TTL
 	if cfg.Faults.ExtendTTL > 0 {
 		ext = cfg.Faults.ExtendTTL
 	}
-	c.leaseSpec = mk(ext, cfg.Lease.fraction())
+	c.leaseSpec = mk(ext, cfg.Lease.fraction(), cfg.Fair)
 	return c
 }
 
@@ -198,6 +204,8 @@ func (c *client) handle(e event) {
 		if e.gen == uint64(c.acqID) && c.state == acquiring { //nolint:gosec // G115: ids count up from 1
 			c.cancel()
 		}
+	case evUnheard:
+		c.checkUnheard(e.gen)
 	case evSubConfirm, evSubLost:
 		c.subEvent(e)
 	case evAnnounce:
@@ -224,17 +232,7 @@ func (c *client) start() {
 	if c.state != idle {
 		return
 	}
-	c.w.acqs++
-	c.acqID = c.w.acqs
-	c.tokens.cur = core.Token{}
-	a, err := c.spec.Acquire(key, core.Token{}, c.now())
-	if err != nil {
-		panic("sim: " + err.Error())
-	}
-	c.state, c.acq = acquiring, a
-	c.ticket, c.overtaken, c.hold = 0, 0, 0
-	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
-	c.cancelPending, c.outside = false, 0
+	c.begin(&c.spec)
 	if f := &c.w.cfg.Faults; c.w.chance(f.Cancels) {
 		c.w.schedule(event{at: c.w.now + c.w.between(0, f.CancelWithin), kind: evCancel, c: c.id, gen: uint64(c.acqID)}) //nolint:gosec // G115: ids count up from 1
 	}
@@ -248,6 +246,26 @@ func (c *client) start() {
 		c.step()
 		return
 	}
+	c.attempt()
+}
+
+// begin starts an acquisition through spec.
+func (c *client) begin(spec *core.Spec) {
+	c.w.acqs++
+	c.acqID = c.w.acqs
+	c.tokens.cur = core.Token{}
+	a, err := spec.Acquire(key, core.Token{}, c.now())
+	if err != nil {
+		panic("sim: " + err.Error())
+	}
+	c.state, c.acq, c.trying = acquiring, a, false
+	c.ticket, c.overtaken, c.hold = 0, 0, 0
+	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
+	c.cancelPending, c.outside = false, 0
+}
+
+// attempt sends the acquisition's first attempt.
+func (c *client) attempt() {
 	c.attempts = 1
 	c.w.res.Attempts++
 	c.drive(c.acq.Round())
@@ -281,6 +299,9 @@ func (c *client) pump() {
 			break
 		}
 		c.noteTicket(cmd)
+		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+			c.w.heard(c.p) // its quiet releases are followed
+		}
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm), acq: c.acqID}
 		c.w.send(c.id, m)
 		c.w.schedule(event{at: m.deadline, kind: evTimeout, c: c.id, n: node, msg: m})
@@ -401,6 +422,9 @@ func (c *client) roundDone() {
 		c.checkHygiene(r)
 		if c.room() != nil {
 			c.released()
+			if c.handoff && c.reannounce() {
+				return
+			}
 		}
 		c.idle()
 	}
@@ -561,6 +585,14 @@ func (c *client) checkHygiene(r *core.Round) {
 // cleanup, or starts the next attempt at once when announcements heard
 // during the attempt already warrant one.
 func (c *client) startWait() {
+	if c.trying { // a TryLock gives up at its first wait
+		c.acq.GiveUp(c.now())
+		if c.acq.Phase() != core.PhaseDone {
+			panic("sim: a TryLock's GiveUp did not end it")
+		}
+		c.finished()
+		return
+	}
 	c.retryEnd = c.retryEndAt(c.now())
 	if c.room() != nil {
 		if !c.queued {
@@ -610,7 +642,7 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	}
 	c.state = holding
 	w.checkOvertakes(c, waited)
-	c.leasing = w.chance(w.cfg.Faults.Extend)
+	c.leasing = !c.trying && w.chance(w.cfg.Faults.Extend)
 	if c.leasing {
 		c.lease = c.leaseSpec.Lease(g)
 	} else {
@@ -620,9 +652,12 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	if p := c.room(); p != nil && c.hold == 0 && p.exists {
 		c.hold, c.holdGen = p.q.Hold(g), p.gen // a lock that never waited counts too
 	}
-	c.workEnd = c.now().Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
+	c.workEnd = c.now()
+	if !c.trying { // a reannouncement unlocks at once
+		c.workEnd = c.workEnd.Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
+	}
 	w.noteAcquired(c)
-	if w.chance(w.cfg.Faults.PauseAfterAcquire) {
+	if !c.trying && w.chance(w.cfg.Faults.PauseAfterAcquire) {
 		d := time.Duration(w.between(0, w.cfg.Faults.MaxPause))
 		for _, m := range c.process() {
 			m.pause(d)

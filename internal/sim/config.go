@@ -346,6 +346,9 @@ type QueueCounts struct {
 	// in MaxChain+1 in a row), and early tells retold once the release
 	// was done.
 	Chained, Opened, Retold int
+	// Reannounced counts quiet releases made heard once done
+	// (Queue.Reannounce): a TryLock, then an open release if it won.
+	Reannounced int
 }
 
 // AnnounceCounts counts release announcements.
@@ -428,11 +431,16 @@ type Violations struct {
 	// the key to a waiter that is gone, and the others wait out the
 	// handoff.
 	Stayed int
+	// Unheard counts quiet releases (Config.Waiters) that left the key to
+	// nobody of their process, while another's waiter waited, with no
+	// attempt of the process following (proc.go): the waiters that heard
+	// nothing wait for the old key's expiry.
+	Unheard int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped + v.Unheard
 }
 
 func (r *Result) add(o Result) {
@@ -491,6 +499,7 @@ func (r *Result) add(o Result) {
 	v.Gathered += u.Gathered
 	v.Stayed += u.Stayed
 	v.Jumped += u.Jumped
+	v.Unheard += u.Unheard
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost
@@ -500,6 +509,7 @@ func (r *Result) add(o Result) {
 	q.Chained += p.Chained
 	q.Opened += p.Opened
 	q.Retold += p.Retold
+	q.Reannounced += p.Reannounced
 	if r.First == "" {
 		r.First = o.First
 	}

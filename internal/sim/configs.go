@@ -2,6 +2,7 @@ package sim
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -629,6 +630,23 @@ func ProcessesForgetSuccessor(n int) Config {
 	c := Processes(n)
 	c.Name = "broken: processes forget the successor N=" + strconv.Itoa(n)
 	c.Faults.ForgetSuccessor = true
+	return c
+}
+
+// PairsGivingUp is Processes (ProcessesFair with fair) in three
+// processes of two waiters, whose callers give up a third of their
+// acquisitions within 10 ms (WithCancels): a waiter a release is handed
+// to often gives up while the release runs, with nobody of its process
+// left to take the key, which the release then makes heard
+// (Queue.Reannounce; Violations.Unheard).
+func PairsGivingUp(n int, fair bool) Config {
+	c := Processes(n)
+	if fair {
+		c = ProcessesFair(n)
+	}
+	c.Clients, c.Waiters = 6, 2
+	c = WithCancels(c, 10*ms)
+	c.Name = strings.Replace(c.Name, "processes", "processes of two", 1)
 	return c
 }
 

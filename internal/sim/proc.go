@@ -26,14 +26,17 @@ import (
 //     within it (Queue.Follow, Grant.WithHandoff): quiet, with Fair
 //     outside the nodes' queue, the head told as soon as its commands
 //     are sent and again once it is done (Queue.Told, Queue.Retell);
-//     every MaxChain+1st is open to the other processes.
+//     every MaxChain+1st is open to the other processes;
+//   - a quiet release whose waiter left without the key, nobody of the
+//     process left to take it, is made heard once done (Queue.Reannounce,
+//     Client.reannounce): a TryLock through the Spec without Fair, and
+//     its release at once if it won. The Unheard checker looks for a
+//     quiet release that its own view of the process says nobody
+//     follows, with another process waiting and no attempt after it.
 //
-// What a process does not do: re-announce a quiet release whose waiter
-// left (Client.reannounce, a decision of the runner's), which waiters
-// that give up (Faults.Cancels) would need; and a pause or a crash takes
-// the whole process. The Stuck checker looks, at the end of each
-// schedule, for a process whose head waits with nothing to wake it: no
-// wake set, no poke on its way.
+// A pause or a crash takes the whole process. The Stuck checker looks,
+// at the end of each schedule, for a process whose head waits with
+// nothing to wake it: no wake set, no poke on its way.
 
 // proc is one process of Config.Waiters clients.
 type proc struct {
@@ -56,6 +59,10 @@ type proc struct {
 	ticket    int64
 	overtaken int
 	out       int64
+	// unheard: the number of the process's last quiet release that left
+	// the key to nobody of it (checkUnheard), until an attempt of the
+	// process or anyone's acquisition follows; 0: none; quiets counts them.
+	unheard, quiets uint64
 }
 
 // conn returns the id the nodes know client c by: its process's, which
@@ -282,6 +289,83 @@ func (c *client) released() {
 	if (!w.cfg.Fair || c.handoff) && p.exists {
 		p.q.Handover(false)
 		p.pokeHead(w)
+	}
+}
+
+// reannounce, once c's release that handed the key on within its
+// process (c.handoff) is done, asks the key's Queue whether to make it
+// heard (Queue.Reannounce; an empty one if the room forgot the key) and
+// if so starts the TryLock that does it, as redlock's Unlock does
+// (Client.reannounce): detached from any cancellation, through the Spec
+// without Fair, unlocked at once if it wins. It returns true if so. It
+// first notes, for the unheard checker, a release that its own view of
+// the process says nobody of it will follow.
+func (c *client) reannounce() bool {
+	p, w := c.p, c.w
+	if !p.busyFor(c) {
+		p.quiets++
+		p.unheard = p.quiets
+		w.schedule(event{at: w.now, kind: evUnheard, c: c.id, gen: p.unheard})
+	}
+	q := &p.q
+	if !p.exists {
+		q = &core.Queue{}
+	}
+	if !q.Reannounce(p.exists && len(p.waiters) > 0, c.now()) {
+		return false
+	}
+	w.res.Queue.Reannounced++
+	c.begin(&c.trySpec)
+	c.trying = true
+	c.attempt()
+	return true
+}
+
+// busyFor reports, from the simulation's own state, whether a client of
+// the process other than c will take the key, holds it, or releases it:
+// a waiter, or a lock held or in its release, which will be heard unless
+// it is quiet too.
+func (p *proc) busyFor(c *client) bool {
+	if p.exists && len(p.waiters) > 0 {
+		return true
+	}
+	for _, m := range p.members {
+		if m != c && (m.state == holding || m.state == extending || m.state == releasing) {
+			return true
+		}
+	}
+	return false
+}
+
+// heard notes that the key's quiet releases were followed: an attempt of
+// process p (nil: any acquisition, by anyone) came after them.
+func (w *world) heard(p *proc) {
+	if p != nil {
+		p.unheard = 0
+		return
+	}
+	for _, q := range w.procs {
+		q.unheard = 0
+	}
+}
+
+// checkUnheard: a quiet release (Grant.WithHandoff) that left the key to
+// nobody of its process, while a waiter of another process waits on, is
+// followed at once by an attempt of its process, or by anyone's
+// acquisition: the waiters that heard nothing would otherwise wait for
+// the old key's expiry.
+func (c *client) checkUnheard(n uint64) {
+	p, w := c.p, c.w
+	if p.unheard != n {
+		return
+	}
+	p.unheard = 0
+	for _, o := range w.clients {
+		if o.p != p && !o.crashed && o.state == acquiring && o.acq.Phase() == core.PhaseWait && o.acq.WakeAt().After(o.now()) {
+			w.violation(&w.res.Violations.Unheard, "process %d: client %d's quiet release left the key to nobody of it, and no attempt followed, while client %d waits (until %v)",
+				p.id, c.id, o.id, o.acq.WakeAt())
+			return
+		}
 	}
 }
 

@@ -258,6 +258,7 @@ func (w *world) noteRelease(c *client) {
 
 // noteAcquired feeds the liveness and fence checkers and ends a handoff.
 func (w *world) noteAcquired(c *client) {
+	w.heard(nil) // its release will be heard
 	if w.releasedAt >= 0 {
 		h := &w.res.Handoff
 		d := w.now - w.releasedAt

@@ -31,6 +31,9 @@
 //   - a Fair acquisition that ended without the lock is in no queue of
 //     a node that answered its last round, and a Fair process that comes
 //     back to the queue queues under a ticket taken since (fair.go);
+//   - a quiet release that leaves the key to nobody of its process,
+//     while another process waits, is followed at once by an attempt
+//     (proc.go);
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
@@ -157,6 +160,7 @@ const (
 	evPoke                             // client c's process pokes it to look at its wait (proc.go)
 	evLinger                           // the linger gen of process c's watch ends (proc.go)
 	evCancel                           // the caller of client c's acquisition gen gives up
+	evUnheard                          // the unheard checker looks at client c's quiet release gen (proc.go)
 )
 
 // message is one command and, once applied, its reply.
