@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/bench/target"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
 )
@@ -35,6 +36,27 @@ func BenchmarkTryLockUnlock(b *testing.B) {
 						b.Fatal(err)
 					}
 					if err := l.Unlock(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMemFloor is BenchmarkTryLockUnlock's floor: the same memnode
+// commands and the three clock readings a pair cannot do without, with
+// no core and no runner (target.MemFloor, which redlock-bench measures
+// beside its mem cells). The difference is what core and runner cost.
+func BenchmarkMemFloor(b *testing.B) {
+	ctx := context.Background()
+	for _, fan := range []core.FanOut{core.Multiplexed, core.Sequential} {
+		for _, n := range []int{1, 5} {
+			b.Run("nodes="+strconv.Itoa(n)+"/fanout="+fan.String(), func(b *testing.B) {
+				w := target.NewMemFloor(n, fan, time.Hour).Worker("k")
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := w.Pair(ctx); err != nil {
 						b.Fatal(err)
 					}
 				}
