@@ -298,17 +298,25 @@ func (c *Client) hold(g core.Grant) held {
 }
 
 // reannounce makes up for a quiet release (Grant.WithHandoff) whose
-// waiter left without the key, nobody of this Client left to take it:
-// other processes' waiters heard nothing, and would wait for the old
-// key's expiry. A TryLock and its Unlock, which announces (or, with Fair,
-// hands the key to the first process the nodes queued), detached from
-// ctx's cancellation as a cleanup is. It may find the key taken already:
-// then its holder's release will announce.
+// waiter left without the key, nobody of this Client left to take it
+// (Queue.Reannounce, without Fair): other processes' waiters heard
+// nothing, and would wait for the old key's expiry. A TryLock and its
+// Unlock, which announces, detached from ctx's cancellation as a cleanup
+// is. It may find the key taken already: then its holder's release will
+// announce.
 func (c *Client) reannounce(ctx context.Context, key string) {
 	ctx = context.WithoutCancel(ctx)
 	if l, err := c.lock(ctx, key, true); err == nil {
 		_ = l.Unlock(ctx) // its errors are the next holder's to meet
 	}
+}
+
+// handOn is reannounce with Fair (Queue.Reannounce's handOn): g's release
+// again, open, which the nodes answer as for a key gone and, the key
+// free, hand it to the first process in their queue; detached from ctx's
+// cancellation as a cleanup is.
+func (c *Client) handOn(ctx context.Context, g core.Grant) {
+	_, _ = c.release(context.WithoutCancel(ctx), g.WithHandoff(false).WithFollowers(false), nil, roomNews{}) // a key gone: not an error here
 }
 
 // lockObserved is lock for a Client with an Observer that times.

@@ -383,8 +383,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		tell.early = false // told once it is done: nothing to tell again
 		tell.tell()
 	}
-	if handoff && c.room.reannounce(g.Key(), c.clock.Now()) {
-		c.reannounce(ctx, g.Key()) // its waiter left without the key
+	if handoff { // its waiter may have left without the key
+		switch handOn, try := c.room.reannounce(g.Key(), c.clock.Now(), &c.spec); {
+		case handOn:
+			c.handOn(ctx, g)
+		case try:
+			c.reannounce(ctx, g.Key())
+		}
 	}
 	if lost != nil {
 		return lost

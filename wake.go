@@ -233,14 +233,15 @@ func (r *waitRoom) hold(g core.Grant) held {
 	return held{q, q.q.Hold(g)}
 }
 
-// reannounce asks the key's Queue whether a release that it handed on
-// within this Client, now done, must be made heard (Queue.Reannounce):
-// its waiter left without the key. A key the room forgot has neither
-// waiter nor lock: an empty Queue decides.
-func (r *waitRoom) reannounce(key string, now time.Time) bool {
+// reannounce asks the key's Queue whether and how a release that it
+// handed on within this Client, now done, must be made heard
+// (Queue.Reannounce): its waiter left without the key. A key the room
+// forgot has neither waiter nor lock: an empty Queue of the Client's
+// Spec decides.
+func (r *waitRoom) reannounce(key string, now time.Time, spec *core.Spec) (handOn, try bool) {
 	q := r.queue(key)
 	if q == nil {
-		var gone core.Queue
+		gone := spec.Queue()
 		return gone.Reannounce(false, now)
 	}
 	q.mu.Lock()

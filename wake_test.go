@@ -647,11 +647,13 @@ func (b *gatedBatch) Close() { b.b.Close() }
 // TestQuietReleaseWhoseWaiterLeftIsAnnounced: a release that hands the
 // key to a waiter of its Client announces nothing; when that waiter
 // leaves without the key (its ctx ends) and nobody of the Client is left
-// to take it, the Client announces the free key all the same (a TryLock
-// and its Unlock; with Fair, on redis-server, where each process is its
-// own waiter in the nodes' queue, the Unlock hands the key to the other
-// process), so that another process's waiter takes it rather than sleep
-// until the old key's expiry (a minute; its retry delay is an hour).
+// to take it, the Client makes the free key heard all the same, so that
+// another process's waiter takes it rather than sleep until the old
+// key's expiry (a minute; its retry delay is an hour): a TryLock and its
+// Unlock; with Fair, on redis-server, where each process is its own
+// waiter in the nodes' queue, the release again, open, which hands the
+// free key to the first process queued, without the Client taking the
+// key ahead of it.
 func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
@@ -671,6 +673,12 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 			d := &gated{Announcer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
 			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
 			optsA, wa := waitersAt(redlock.Options{Config: cfg})
+			var won atomic.Int32 // the acquisitions a won
+			optsA.Observer.Acquire = func(e redlock.AcquireEvent) {
+				if e.Err == nil {
+					won.Add(1)
+				}
+			}
 			optsB, wb := waitersAt(redlock.Options{Config: cfg})
 			a, err := redlock.NewClient(d, optsA)
 			require.NoError(t, err)
@@ -707,6 +715,8 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 			close(d.gate)
 			require.NoError(t, <-unlocked)
 			require.NoError(t, <-other, "the other process heard the free key")
+			want := map[bool]int32{false: 2, true: 1}[fair] // first, and the reannouncement's TryLock without Fair
+			assert.Equal(t, want, won.Load(), "acquisitions a won")
 		})
 	}
 }

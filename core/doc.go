@@ -191,8 +191,9 @@
 //     ticket: Queue.Behind), and a lock of the process that takes the
 //     key ends the place (Queue.Hold). A handed-on release whose waiter
 //     left without the key, nobody of the process left to take it, is
-//     made heard once done (Queue.Reannounce): the caller tries the key
-//     once and, if it wins, releases it openly.
+//     made heard once done (Queue.Reannounce): the caller releases it
+//     again, open, and the nodes hand the free key to the first process
+//     in their queue.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

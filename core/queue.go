@@ -222,17 +222,26 @@ func (q *Queue) Retell(n uint64, waiting bool) bool {
 }
 
 // Reannounce decides, once a release that Follow handed on within the
-// process (Grant.WithHandoff) is done, whether the caller must make it
-// heard. It must when nobody of the process waits (waiting false) or
+// process (Grant.WithHandoff) is done, whether and how the caller makes
+// it heard. It must when nobody of the process waits (waiting false) or
 // holds the key at now: the waiter it was handed to left without the
-// key, and the other processes' waiters, which heard nothing, would
-// wait for the old key's expiry. The caller then tries the key once and,
-// if it takes it, releases it as any lock of the process: announced to
-// every process or, with Config.Fair, handed to the first process in the
-// nodes' queue. A key found taken needs nothing more: its holder's
-// release will be heard.
-func (q *Queue) Reannounce(waiting bool, now time.Time) bool {
-	return !waiting && !q.Holding(now) && !mutations.neverReannounce
+// key, and the other processes' waiters, which heard nothing, would wait
+// for the old key's expiry. A quiet release is outside the nodes' queue,
+// so how depends on Config.Fair:
+//
+//   - handOn, with Fair: release the grant again, open (without handoff
+//     or followers). The nodes' key, free, goes to the first process in
+//     their queue, as any release there hands it: the caller's process
+//     does not take it ahead of the processes queued.
+//   - try, without Fair: a release of a key that is gone announces
+//     nothing, so the caller tries the key once and, if it takes it,
+//     releases it, announced. A key found taken needs nothing more: its
+//     holder's release will be heard.
+func (q *Queue) Reannounce(waiting bool, now time.Time) (handOn, try bool) {
+	if waiting || q.Holding(now) || mutations.neverReannounce {
+		return false, false
+	}
+	return q.fair, !q.fair
 }
 
 // Take returns what the head has heard since it last took, bit i for node

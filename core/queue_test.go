@@ -299,27 +299,25 @@ func TestQueuePlace(t *testing.T) {
 
 // TestQueueReannounce: a release handed on within the process is made
 // heard once it is done only when nobody of the process waits for the key
-// or holds it, valid, at the time of asking.
+// or holds it, valid, at the time of asking: with Fair by handing it on
+// through the nodes' queue, without by a TryLock.
 func TestQueueReannounce(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	for _, fair := range []bool{false, true} {
 		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
-		if !q.Reannounce(false, t0) {
-			t.Errorf("fair %v: nobody waits or holds, yet no reannouncement", fair)
+		check := func(what string, waiting bool, now time.Time, want bool) {
+			t.Helper()
+			handOn, try := q.Reannounce(waiting, now)
+			if wantOn, wantTry := want && fair, want && !fair; handOn != wantOn || try != wantTry {
+				t.Errorf("fair %v, %s: hand on %v, try %v; want %v, %v", fair, what, handOn, try, wantOn, wantTry)
+			}
 		}
-		if q.Reannounce(true, t0) {
-			t.Errorf("fair %v: a waiter of the process takes the key, yet a reannouncement", fair)
-		}
+		check("nobody waits or holds", false, t0, true)
+		check("a waiter of the process takes the key", true, t0, false)
 		n := q.Hold(core.GrantUntil(t0.Add(time.Second)))
-		if q.Reannounce(false, t0) {
-			t.Errorf("fair %v: a lock of the process holds the key, yet a reannouncement", fair)
-		}
-		if !q.Reannounce(false, t0.Add(time.Second)) {
-			t.Errorf("fair %v: the lock's validity ended, yet no reannouncement", fair)
-		}
+		check("a lock of the process holds the key", false, t0, false)
+		check("the lock's validity ended", false, t0.Add(time.Second), true)
 		q.Unhold(n)
-		if !q.Reannounce(false, t0) {
-			t.Errorf("fair %v: the lock released, yet no reannouncement", fair)
-		}
+		check("the lock released", false, t0, true)
 	}
 }

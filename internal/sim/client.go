@@ -34,14 +34,16 @@ type client struct {
 	resumedAt       int64 // real time of the last resume
 	deferred        []event
 
-	state   clientState
-	acq     core.Acquisition
-	own     core.Round  // the release round
-	round   *core.Round // the round being driven
-	roundID uint64
-	roundAt int64                  // real time the round started
-	got     [core.MaxNodes]bool    // a reply or timeout came in for node
-	replies [core.MaxNodes]message // the replies fed, for the hygiene check
+	state clientState
+	acq   core.Acquisition
+	own   core.Round // the release round
+	// releasing is the grant of the release under way, as sent.
+	releasing core.Grant
+	round     *core.Round // the round being driven
+	roundID   uint64
+	roundAt   int64                  // real time the round started
+	got       [core.MaxNodes]bool    // a reply or timeout came in for node
+	replies   [core.MaxNodes]message // the replies fed, for the hygiene check
 	// gathered holds, in arrival order, the nodes whose replies came in
 	// and wait, as the root's runner waits (core.Gatherer), until the
 	// round needs no more than are at hand (Round.Needed).
@@ -299,8 +301,8 @@ func (c *client) pump() {
 			break
 		}
 		c.noteTicket(cmd)
-		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
-			c.w.heard(c.p) // its quiet releases are followed
+		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease && cmd.Fair) {
+			c.w.heard(c.p) // its quiet releases are followed: an attempt, or a Fair release, which hands a free key on
 		}
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm), acq: c.acqID}
 		c.w.send(c.id, m)
@@ -795,6 +797,7 @@ func (c *client) release() {
 	if c.room() != nil {
 		g = c.releaseGrant(g)
 	}
+	c.releasing = g
 	r, err := c.spec.Release(g, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())

@@ -28,11 +28,13 @@ import (
 //     are sent and again once it is done (Queue.Told, Queue.Retell);
 //     every MaxChain+1st is open to the other processes;
 //   - a quiet release whose waiter left without the key, nobody of the
-//     process left to take it, is made heard once done (Queue.Reannounce,
-//     Client.reannounce): a TryLock through the Spec without Fair, and
-//     its release at once if it won. The Unheard checker looks for a
-//     quiet release that its own view of the process says nobody
-//     follows, with another process waiting and no attempt after it.
+//     process left to take it, is made heard once done (Queue.Reannounce):
+//     with Fair, its release again, open, which hands the free key to the
+//     first process in the nodes' queue (Client.handOn); without, a
+//     TryLock through the Spec without Fair, and its release at once if
+//     it won (Client.reannounce). The Unheard checker looks for a quiet
+//     release that its own view of the process says nobody follows, with
+//     another process waiting and no attempt or Fair release after it.
 //
 // A pause or a crash takes the whole process. The Stuck checker looks,
 // at the end of each schedule, for a process whose head waits with
@@ -293,13 +295,14 @@ func (c *client) released() {
 }
 
 // reannounce, once c's release that handed the key on within its
-// process (c.handoff) is done, asks the key's Queue whether to make it
-// heard (Queue.Reannounce; an empty one if the room forgot the key) and
-// if so starts the TryLock that does it, as redlock's Unlock does
-// (Client.reannounce): detached from any cancellation, through the Spec
-// without Fair, unlocked at once if it wins. It returns true if so. It
-// first notes, for the unheard checker, a release that its own view of
-// the process says nobody of it will follow.
+// process (c.handoff) is done, asks the key's Queue whether and how to
+// make it heard (Queue.Reannounce; an empty one if the room forgot the
+// key) and does it, as redlock's Unlock does, detached from any
+// cancellation: with Fair, the release of the grant again, open
+// (Client.handOn); without, a TryLock through the Spec without Fair,
+// unlocked at once if it wins (Client.reannounce). It returns true if
+// so. It first notes, for the unheard checker, a release that its own
+// view of the process says nobody of it will follow.
 func (c *client) reannounce() bool {
 	p, w := c.p, c.w
 	if !p.busyFor(c) {
@@ -309,15 +312,27 @@ func (c *client) reannounce() bool {
 	}
 	q := &p.q
 	if !p.exists {
-		q = &core.Queue{}
+		gone := c.spec.Queue()
+		q = &gone
 	}
-	if !q.Reannounce(p.exists && len(p.waiters) > 0, c.now()) {
+	handOn, try := q.Reannounce(p.exists && len(p.waiters) > 0, c.now())
+	switch {
+	case handOn:
+		r, err := c.spec.Release(c.releasing.WithHandoff(false).WithFollowers(false), c.now())
+		if err != nil {
+			panic("sim: " + err.Error())
+		}
+		c.handoff, c.early, c.told = false, false, 0
+		c.own = r
+		c.drive(&c.own)
+	case try:
+		c.begin(&c.trySpec)
+		c.trying = true
+		c.attempt()
+	default:
 		return false
 	}
 	w.res.Queue.Reannounced++
-	c.begin(&c.trySpec)
-	c.trying = true
-	c.attempt()
 	return true
 }
 
@@ -337,8 +352,9 @@ func (p *proc) busyFor(c *client) bool {
 	return false
 }
 
-// heard notes that the key's quiet releases were followed: an attempt of
-// process p (nil: any acquisition, by anyone) came after them.
+// heard notes that the key's quiet releases were followed: an attempt or
+// a Fair release of process p (nil: any acquisition, by anyone) came
+// after them.
 func (w *world) heard(p *proc) {
 	if p != nil {
 		p.unheard = 0
@@ -351,9 +367,9 @@ func (w *world) heard(p *proc) {
 
 // checkUnheard: a quiet release (Grant.WithHandoff) that left the key to
 // nobody of its process, while a waiter of another process waits on, is
-// followed at once by an attempt of its process, or by anyone's
-// acquisition: the waiters that heard nothing would otherwise wait for
-// the old key's expiry.
+// followed at once by an attempt or a Fair release of its process, or by
+// anyone's acquisition: the waiters that heard nothing would otherwise
+// wait for the old key's expiry.
 func (c *client) checkUnheard(n uint64) {
 	p, w := c.p, c.w
 	if p.unheard != n {

@@ -32,8 +32,8 @@
 //     a node that answered its last round, and a Fair process that comes
 //     back to the queue queues under a ticket taken since (fair.go);
 //   - a quiet release that leaves the key to nobody of its process,
-//     while another process waits, is followed at once by an attempt
-//     (proc.go);
+//     while another process waits, is followed at once by an attempt or,
+//     with Fair, a release that hands the key on (proc.go);
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
