@@ -64,6 +64,10 @@ func (q *Queue) Announce(node int, now time.Time) {
 // one's validity has ended, so an earlier lock that is never released (a
 // leak) stops counting at once.
 //
+// Announcements not yet taken are of releases before g: they are
+// forgotten, so that a head that comes later waits for g's release
+// rather than attempt against g.
+//
 // With Config.Fair, taking the key took the process out of the nodes'
 // queue: its place is gone, and so is every ticket a waiter of the
 // process took before g's round ended, which would queue the process
@@ -72,6 +76,7 @@ func (q *Queue) Announce(node int, now time.Time) {
 func (q *Queue) Hold(g Grant) uint64 {
 	q.hold++
 	q.held, q.until = true, g.ValidUntil()
+	q.heard = 0 // releases before g: a head that comes later must not attempt on them
 	q.place, q.took = 0, ticketAt(g.end)
 	return q.hold
 }

@@ -321,3 +321,20 @@ func TestQueueReannounce(t *testing.T) {
 		check("the lock released", false, t0, true)
 	}
 }
+
+// TestQueueHoldForgetsEarlierAnnouncements: announcements heard while no
+// waiter took them are of releases before a lock of the process took the
+// key (Hold): a head that comes later must not attempt on them, against
+// the lock that holds the key.
+func TestQueueHoldForgetsEarlierAnnouncements(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	for _, fair := range []bool{false, true} {
+		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
+		q.Announce(0, t0)
+		q.Announce(2, t0)
+		q.Hold(core.GrantUntil(t0.Add(time.Minute)))
+		if heard, _ := q.Take(); heard != 0 {
+			t.Errorf("fair %v: a head after the Hold heard %#b, announced before it", fair, heard)
+		}
+	}
+}
