@@ -609,8 +609,8 @@ func TestHandoffOvertakenIsRetold(t *testing.T) {
 }
 
 // gated is a memnode cluster whose batches cannot flush (no
-// core.Flusher): an armed release, before its first reply, says it is in
-// flight and waits for the gate.
+// core.Flusher): an armed quiet release, before its first reply, says it
+// is in flight and waits for the gate.
 type gated struct {
 	core.Announcer
 	armed    atomic.Bool
@@ -629,7 +629,9 @@ type gatedBatch struct {
 }
 
 func (b *gatedBatch) Send(n int, cmd core.Command, deadline time.Time) {
-	b.release = b.release || cmd.Op == core.OpRelease
+	// A quiet release, not a cleanup: the waiter may attempt and clean up
+	// once more, after the "maybe missed" of its watch's subscription.
+	b.release = b.release || cmd.Op == core.OpRelease && cmd.Quiet
 	b.b.Send(n, cmd, deadline)
 }
 
