@@ -113,7 +113,11 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 	rec.Result = req.Measure(ctx, s, c)
 	if target.InMemory(c.Driver) && c.Clients == 1 && c.Variant == "" && c.Scenario == matrix.Loopback && rec.Ops > 0 {
 		// The core overhead target's floor, beside its cell.
-		rec.FloorMeanUs = req.Measure(ctx, target.NewMemFloor(c.Nodes, fan, req.TTL), c).MeanUs
+		if f := req.Measure(ctx, target.NewMemFloor(c.Nodes, fan, req.TTL), c); f.Errors == 0 && f.Ops > 0 {
+			rec.FloorMeanUs = f.MeanUs
+		} else {
+			rec.Note = strings.TrimPrefix(rec.Note+"; floor not measured: "+f.FirstError, "; ")
+		}
 	}
 	return rec
 }
