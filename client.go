@@ -297,26 +297,28 @@ func (c *Client) hold(g core.Grant) held {
 	return c.room.hold(g)
 }
 
-// reannounce makes up for a quiet release (Grant.WithHandoff) whose
+// makeHeard makes up for a quiet release (Grant.WithHandoff) whose
 // waiter left without the key, nobody of this Client left to take it
-// (Queue.Reannounce, without Fair): other processes' waiters heard
-// nothing, and would wait for the old key's expiry. A TryLock and its
-// Unlock, which announces, detached from ctx's cancellation as a cleanup
-// is. It may find the key taken already: then its holder's release will
-// announce.
-func (c *Client) reannounce(ctx context.Context, key string) {
+// (Queue.Reannounce, Queue.Left): other processes' waiters heard nothing,
+// and would wait for the old key's expiry. With Fair (handOn), the
+// Spec.HandOn round, which hands the nodes' free key to the first process
+// in their queue; without (try), a TryLock and its Unlock, which
+// announces. Both run detached from ctx's cancellation, as a cleanup
+// does; neither's outcome is the caller's: a key found taken is its
+// holder's to announce.
+func (c *Client) makeHeard(ctx context.Context, key string, handOn, try bool) {
 	ctx = context.WithoutCancel(ctx)
-	if l, err := c.lock(ctx, key, true); err == nil {
-		_ = l.Unlock(ctx) // its errors are the next holder's to meet
+	switch {
+	case handOn:
+		now := c.clock.Now()
+		if r, err := c.spec.HandOn(key, now); err == nil {
+			c.run(ctx, &r, now, nil, time.Time{}, nil, false, roomNews{})
+		}
+	case try:
+		if l, err := c.lock(ctx, key, true); err == nil {
+			_ = l.Unlock(ctx) // its errors are the next holder's to meet
+		}
 	}
-}
-
-// handOn is reannounce with Fair (Queue.Reannounce's handOn): g's release
-// again, open, which the nodes answer as for a key gone and, the key
-// free, hand it to the first process in their queue; detached from ctx's
-// cancellation as a cleanup is.
-func (c *Client) handOn(ctx context.Context, g core.Grant) {
-	_, _ = c.release(context.WithoutCancel(ctx), g.WithHandoff(false).WithFollowers(false), nil, roomNews{}) // a key gone: not an error here
 }
 
 // lockObserved is lock for a Client with an Observer that times.
@@ -402,7 +404,10 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
 					f(HandoffEvent{Context: ctx, Key: key, Duration: at.Sub(w.heardAt)}) // at: when it was won
 				}
-				counted = c.room.leave(key, w, g)
+				var handOn, try bool
+				if counted, handOn, try = c.room.leave(key, w, g); handOn || try {
+					c.makeHeard(ctx, key, handOn, try) // it left a quiet release unheard
+				}
 			}
 			return g, attempts, at, counted, err
 		}

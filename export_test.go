@@ -1,6 +1,11 @@
 package redlock
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
 
 // HasState reports whether l keeps state of its own: a Lease makes it at
 // once, Context and Extend at their first call. A Lock without it runs no
@@ -57,3 +62,19 @@ func ReadingAfter(c *Client, start time.Time) time.Time { return c.nowAfter(nil,
 // ReadsMonotonicAfter reports whether c's later readings in an operation
 // read the monotonic clock alone (nowAfter).
 func ReadsMonotonicAfter(c *Client) bool { return c.monotonic }
+
+// LeaveAfterQuietRelease joins a waiter of key to c's wait room, marks a
+// quiet release of the key done while it waits (Queue.Reannounce), and
+// has it leave without the key: it returns what the room says to do
+// (waitRoom.leave, Queue.Left).
+func LeaveAfterQuietRelease(c *Client, key string) (handOn, try bool) {
+	w := c.room.join(context.Background(), key)
+	w.q.mu.Lock()
+	handOn, try = w.q.q.Reannounce(true, c.clock.Now())
+	w.q.mu.Unlock()
+	if handOn || try {
+		panic("a quiet release made heard while a waiter waits")
+	}
+	_, handOn, try = c.room.leave(key, w, core.Grant{})
+	return handOn, try
+}

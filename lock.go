@@ -384,11 +384,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		tell.tell()
 	}
 	if handoff { // its waiter may have left without the key
-		switch handOn, try := c.room.reannounce(g.Key(), c.clock.Now(), &c.spec); {
-		case handOn:
-			c.handOn(ctx, g)
-		case try:
-			c.reannounce(ctx, g.Key())
+		if handOn, try := c.room.reannounce(g.Key(), c.clock.Now()); handOn || try {
+			c.makeHeard(ctx, g.Key(), handOn, try)
 		}
 	}
 	if lost != nil {

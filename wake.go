@@ -157,15 +157,19 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 // zero Grant: none). What the new head hears is core.Queue.Handover's,
 // and the new head is woken either way; the key's watch stops with its
 // last waiter. A grant is counted as hold counts one, at once, and leave
-// returns it; the zero held: no grant.
-func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
+// returns it; the zero held: no grant. Without a grant, it returns how
+// to make a quiet release heard that w's process left unheard
+// (Queue.Left), if any: the caller does it (Client.makeHeard).
+func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held, handOn, try bool) {
 	w.unhook()
 	q := w.q
 	locked := g.Key() != ""
+	now := r.clock.Now()
 	q.mu.Lock()
 	if locked {
 		counted = held{q, q.q.Hold(g)}
 	}
+
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
@@ -179,6 +183,9 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 			break
 		}
 	}
+	if !locked { // a quiet release it followed may be left unheard
+		handOn, try = q.q.Left(len(q.waiters) > 0, now)
+	}
 	q.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -190,7 +197,7 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held) {
 		n := q.lingers
 		q.linger = r.clock.AfterFunc(watchLinger, func() { r.expire(key, q, n) })
 	}
-	return counted
+	return counted, handOn, try
 }
 
 // expire stops q's watch and forgets q, unless a waiter joined since its
@@ -235,13 +242,12 @@ func (r *waitRoom) hold(g core.Grant) held {
 
 // reannounce asks the key's Queue whether and how a release that it
 // handed on within this Client, now done, must be made heard
-// (Queue.Reannounce): its waiter left without the key. A key the room
-// forgot has neither waiter nor lock: an empty Queue of the Client's
-// Spec decides.
-func (r *waitRoom) reannounce(key string, now time.Time, spec *core.Spec) (handOn, try bool) {
+// (Queue.Reannounce). A key the room forgot has neither waiter nor lock:
+// an empty Queue decides.
+func (r *waitRoom) reannounce(key string, now time.Time) (handOn, try bool) {
 	q := r.queue(key)
 	if q == nil {
-		gone := spec.Queue()
+		gone := r.spec.Queue()
 		return gone.Reannounce(false, now)
 	}
 	q.mu.Lock()

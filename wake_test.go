@@ -722,3 +722,114 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 		})
 	}
 }
+
+// gatedAttempt is an Announcer whose armed acquire round, before its
+// first reply, says it is in flight and waits for the gate.
+type gatedAttempt struct {
+	core.Announcer
+	armed    atomic.Bool
+	inflight chan struct{}
+	gate     chan struct{}
+}
+
+func (d *gatedAttempt) Begin(ctx context.Context) core.Batch {
+	return &gatedAttemptBatch{b: d.Announcer.Begin(ctx), d: d}
+}
+
+type gatedAttemptBatch struct {
+	b       core.Batch
+	d       *gatedAttempt
+	acquire bool
+}
+
+func (b *gatedAttemptBatch) Send(n int, cmd core.Command, deadline time.Time) {
+	b.acquire = b.acquire || cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced
+	b.b.Send(n, cmd, deadline)
+}
+
+func (b *gatedAttemptBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	if b.acquire && b.d.armed.CompareAndSwap(true, false) {
+		close(b.d.inflight)
+		<-b.d.gate
+	}
+	return b.b.Receive(cancel)
+}
+
+func (b *gatedAttemptBatch) Close() { b.b.Close() }
+
+// TestQuietReleaseLeftUnheardLater: a waiter handed the key by a quiet
+// release that is done leaves without the key later (its ctx ends during
+// its attempt), nobody of its Client left to take the key: the Client
+// makes the release heard then (Queue.Left), so that another process's
+// waiter takes the key rather than sleep until the old key's expiry (a
+// minute; its retry delay is an hour).
+func TestQuietReleaseLeftUnheardLater(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			var da, db core.Announcer
+			if fair {
+				_, addrs, _ := fairServers(t)
+				for _, d := range []*core.Announcer{&da, &db} {
+					c, err := redigo.Dial(addrs, drivers.Options{})
+					require.NoError(t, err)
+					t.Cleanup(func() { assert.NoError(t, c.Close()) })
+					*d = c
+				}
+			} else {
+				m := memnode.New(3, core.SystemClock{})
+				da, db = m, m
+			}
+			d := &gatedAttempt{Announcer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
+			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
+			optsA, wa := waitersAt(redlock.Options{Config: cfg})
+			optsB, wb := waitersAt(redlock.Options{Config: cfg})
+			a, err := redlock.NewClient(d, optsA)
+			require.NoError(t, err)
+			b, err := redlock.NewClient(db, optsB)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
+			defer cancel()
+			first, err := a.TryLock(ctx, "k")
+			require.NoError(t, err)
+			other := make(chan error, 1)
+			go func() {
+				l, err := b.Lock(ctx, "k")
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				other <- err
+			}()
+			require.Equal(t, 1, <-wb, "the other process's waiter waits")
+			wctx, leave := context.WithCancel(ctx)
+			defer leave()
+			left := make(chan error, 1)
+			go func() {
+				_, err := a.Lock(wctx, "k")
+				left <- err
+			}()
+			require.Equal(t, 1, <-wa, "a waiter of the holder's Client waits")
+			d.armed.Store(true)
+			require.NoError(t, first.Unlock(ctx), "the quiet release, done")
+			<-d.inflight // the waiter's attempt, after it
+			leave()
+			close(d.gate)
+			require.ErrorIs(t, <-left, redlock.ErrCancelled)
+			require.Equal(t, 0, <-wa, "the waiter left")
+			require.NoError(t, <-other, "the other process heard the free key")
+		})
+	}
+}
+
+// TestWaiterLeavingAfterAQuietReleaseMakesItHeard: a quiet release done
+// while a waiter of the Client waited is pending; when that waiter leaves
+// without the key, the last of its Client, the room says to make the
+// release heard: with Fair by handing the key on, without by a TryLock.
+func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Config: redlock.Config{Fair: fair}})
+		require.NoError(t, err)
+		handOn, try := redlock.LeaveAfterQuietRelease(c, "k")
+		assert.Equal(t, fair, handOn, "fair %v: hand on", fair)
+		assert.Equal(t, !fair, try, "fair %v: try", fair)
+	}
+}

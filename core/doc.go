@@ -189,11 +189,11 @@
 //     own attempts took: if it gives up, its followers keep it. Only the
 //     head speaks for the process (a waiter behind it drops its own
 //     ticket: Queue.Behind), and a lock of the process that takes the
-//     key ends the place (Queue.Hold). A handed-on release whose waiter
-//     left without the key, nobody of the process left to take it, is
-//     made heard once done (Queue.Reannounce): the caller releases it
-//     again, open, and the nodes hand the free key to the first process
-//     in their queue.
+//     key ends the place (Queue.Hold). A handed-on release whose waiters
+//     leave without the key, nobody of the process left to take it, is
+//     made heard, once done or as the last of them leaves
+//     (Queue.Reannounce, Queue.Left): the Spec.HandOn round hands the
+//     nodes' free key to the first process in their queue.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

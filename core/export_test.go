@@ -143,3 +143,10 @@ func NeverReannounce() (restore func()) {
 	mutations.neverReannounce = true
 	return func() { mutations.neverReannounce = false }
 }
+
+// NeverReannounceAtLeave makes Queue.Left say no; the returned function
+// restores it.
+func NeverReannounceAtLeave() (restore func()) {
+	mutations.neverReannounceAtLeave = true
+	return func() { mutations.neverReannounceAtLeave = false }
+}

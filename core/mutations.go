@@ -49,4 +49,7 @@ var mutations struct {
 	// waiter left without the key leaves the other processes' waiters to
 	// wait for the old key's expiry.
 	neverReannounce bool
+	// neverReannounceAtLeave makes Queue.Left say no: a quiet release
+	// whose waiter leaves without the key after it is done stays unheard.
+	neverReannounceAtLeave bool
 }

@@ -38,6 +38,9 @@ type Queue struct {
 	told  bool      // the head was told of release tells early, or succeeded one that was and left without the lock
 	place int64     // Config.Fair: the ticket the nodes queued the process under (Queued); 0: none known
 	took  int64     // Config.Fair: the ticket at the end of the latest Hold's round: tickets before it are stale
+	// unheard: a quiet release of the process (Follow) left the key free
+	// for its waiters, none of which has taken it yet (Reannounce, Left)
+	unheard bool
 }
 
 // MaxChain is how many releases in a row Queue.Follow hands on within
@@ -75,8 +78,8 @@ func (q *Queue) Announce(node int, now time.Time) {
 // taken then).
 func (q *Queue) Hold(g Grant) uint64 {
 	q.hold++
-	q.held, q.until = true, g.ValidUntil()
-	q.heard = 0 // releases before g: a head that comes later must not attempt on them
+	q.held, q.until, q.unheard = true, g.ValidUntil(), false // its release will be heard
+	q.heard = 0                                              // releases before g: a head that comes later must not attempt on them
 	q.place, q.took = 0, ticketAt(g.end)
 	return q.hold
 }
@@ -130,7 +133,7 @@ func (q *Queue) Holding(now time.Time) bool { return q.held && now.Before(q.unti
 // attempt while the new holder works.
 func (q *Queue) Handover(locked bool) {
 	if locked {
-		q.heard, q.fresh, q.told, q.place = 0, true, false, 0
+		q.heard, q.fresh, q.told, q.place, q.unheard = 0, true, false, 0, false
 		return
 	}
 	q.heard, q.fresh = q.all, false
@@ -228,22 +231,45 @@ func (q *Queue) Retell(n uint64, waiting bool) bool {
 
 // Reannounce decides, once a release that Follow handed on within the
 // process (Grant.WithHandoff) is done, whether and how the caller makes
-// it heard. It must when nobody of the process waits (waiting false) or
-// holds the key at now: the waiter it was handed to left without the
-// key, and the other processes' waiters, which heard nothing, would wait
-// for the old key's expiry. A quiet release is outside the nodes' queue,
-// so how depends on Config.Fair:
+// it heard. A quiet release is heard by nobody outside the process, and
+// with Fair it is outside the nodes' queue: if no lock of the process
+// takes the key, the other processes' waiters would wait for the old
+// key's expiry. So it must be made heard when nobody of the process
+// waits (waiting false) or holds the key at now; while waiters of the
+// process remain, it is pending until one takes the key (Hold,
+// Handover) or the last leaves without it (Left). How depends on
+// Config.Fair:
 //
-//   - handOn, with Fair: release the grant again, open (without handoff
-//     or followers). The nodes' key, free, goes to the first process in
-//     their queue, as any release there hands it: the caller's process
-//     does not take it ahead of the processes queued.
+//   - handOn, with Fair: a Spec.HandOn round, which hands the nodes' free
+//     key to the first process in their queue, as any release there
+//     does: the caller's process does not take it ahead of the processes
+//     queued.
 //   - try, without Fair: a release of a key that is gone announces
 //     nothing, so the caller tries the key once and, if it takes it,
 //     releases it, announced. A key found taken needs nothing more: its
 //     holder's release will be heard.
 func (q *Queue) Reannounce(waiting bool, now time.Time) (handOn, try bool) {
-	if waiting || q.Holding(now) || mutations.neverReannounce {
+	q.unheard = true
+	return q.makeHeard(waiting, now)
+}
+
+// Left decides, after a waiter of the process left the queue without the
+// key, whether and how the caller makes a pending quiet release heard,
+// as Reannounce does; waiting: waiters of the process remain.
+func (q *Queue) Left(waiting bool, now time.Time) (handOn, try bool) {
+	if mutations.neverReannounceAtLeave {
+		return false, false
+	}
+	return q.makeHeard(waiting, now)
+}
+
+// makeHeard is Reannounce's and Left's decision.
+func (q *Queue) makeHeard(waiting bool, now time.Time) (handOn, try bool) {
+	if !q.unheard || waiting || mutations.neverReannounce {
+		return false, false
+	}
+	q.unheard = false
+	if q.Holding(now) { // its release will be heard
 		return false, false
 	}
 	return q.fair, !q.fair

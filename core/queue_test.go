@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -298,27 +299,74 @@ func TestQueuePlace(t *testing.T) {
 }
 
 // TestQueueReannounce: a release handed on within the process is made
-// heard once it is done only when nobody of the process waits for the key
-// or holds it, valid, at the time of asking: with Fair by handing it on
-// through the nodes' queue, without by a TryLock.
+// heard once it is done when nobody of the process waits for the key or
+// holds it, valid, at the time of asking: with Fair by handing it on
+// through the nodes' queue, without by a TryLock. While waiters remain
+// it is pending: made heard when the last leaves without the key (Left),
+// and no longer once a lock of the process takes it.
 func TestQueueReannounce(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	for _, fair := range []bool{false, true} {
 		q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair}).l.spec.Queue()
-		check := func(what string, waiting bool, now time.Time, want bool) {
+		check := func(what string, handOn, try bool, want bool) {
 			t.Helper()
-			handOn, try := q.Reannounce(waiting, now)
 			if wantOn, wantTry := want && fair, want && !fair; handOn != wantOn || try != wantTry {
 				t.Errorf("fair %v, %s: hand on %v, try %v; want %v, %v", fair, what, handOn, try, wantOn, wantTry)
 			}
 		}
-		check("nobody waits or holds", false, t0, true)
-		check("a waiter of the process takes the key", true, t0, false)
+		handOn, try := q.Left(false, t0)
+		check("a waiter left, no quiet release before", handOn, try, false)
+		handOn, try = q.Reannounce(false, t0)
+		check("nobody waits or holds", handOn, try, true)
+		handOn, try = q.Left(false, t0)
+		check("a waiter left after it was made heard", handOn, try, false)
+
+		handOn, try = q.Reannounce(true, t0)
+		check("a waiter of the process takes the key", handOn, try, false)
+		handOn, try = q.Left(true, t0)
+		check("a waiter left, others remain", handOn, try, false)
+		handOn, try = q.Left(false, t0)
+		check("the last waiter left without the key", handOn, try, true)
+
+		handOn, try = q.Reannounce(true, t0)
+		check("a waiter of the process takes the key", handOn, try, false)
 		n := q.Hold(core.GrantUntil(t0.Add(time.Second)))
-		check("a lock of the process holds the key", false, t0, false)
-		check("the lock's validity ended", false, t0.Add(time.Second), true)
+		handOn, try = q.Left(false, t0.Add(2*time.Second))
+		check("a waiter took the key, and the last left", handOn, try, false)
+
+		handOn, try = q.Reannounce(false, t0)
+		check("a lock of the process holds the key", handOn, try, false)
+		handOn, try = q.Reannounce(false, t0.Add(time.Second))
+		check("the lock's validity ended", handOn, try, true)
 		q.Unhold(n)
-		check("the lock released", false, t0, true)
+		handOn, try = q.Reannounce(false, t0)
+		check("the lock released", handOn, try, true)
+
+		q.Reannounce(true, t0)
+		q.Handover(true) // the head left with the lock
+		handOn, try = q.Left(false, t0.Add(2*time.Second))
+		check("the head took the key", handOn, try, false)
+	}
+}
+
+// TestHandOn: the round that hands a free key on is a Fair release of a
+// token no lock holds that queues nobody; without Fair there is none.
+func TestHandOn(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	fair := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec
+	r, err := fair.HandOn("k", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Command(); c.Op != core.OpRelease || !c.Fair || c.Quiet || c.Key != "k" || c.Token != (core.Token{}) || c.Ticket != 0 || c.Handoff <= 0 {
+		t.Errorf("command %+v", c)
+	}
+	if _, err := fair.HandOn("", t0); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("empty key: %v", err)
+	}
+	plain := newEnv(t, 3, core.Multiplexed, core.Config{}).l.spec
+	if _, err := plain.HandOn("k", t0); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("without Fair: %v", err)
 	}
 }
 

@@ -124,6 +124,24 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	return r, nil
 }
 
+// HandOn returns the round that hands key, where it is free, to the
+// first process in each node's waiter queue (Config.Fair; Queue.Reannounce):
+// a Fair release of a token no lock holds, which a node answers as for a
+// key gone, or as the caller's own for a key it handed to the caller's
+// process, and which, the key then free, hands it on as every release
+// there does. Its answers decide nothing: drive it to its end. Without
+// Fair, or for a bad key, it returns an ErrInvalidConfig error.
+func (s Spec) HandOn(key string, now time.Time) (r Round, err error) {
+	if !s.cfg.Fair {
+		return Round{}, invalid("HandOn without Config.Fair")
+	}
+	if err := s.checkKey(key); err != nil {
+		return Round{}, err
+	}
+	s.initRound(&r, s.fairRelease(Command{Op: OpRelease, Key: key}), now)
+	return r, nil
+}
+
 // Released returns the result of g's release round r, once r.Done(): nil
 // once a quorum deleted the key; ErrNotHeld when the key had expired or
 // was lost on too many nodes, ErrTaken when other tokens hold it,

@@ -23,7 +23,6 @@ type client struct {
 	id        int
 	ppm       int64     // clock-rate error
 	spec      core.Spec // acquires and releases through it
-	trySpec   core.Spec // a reannouncement's TryLock acquires through it: spec without Config.Fair
 	leaseSpec core.Spec // leases through it: Config.LeaseFraction set, maybe another TTL
 	watchSpec core.Spec // watches (no extension of its own) through it
 	tokens    simTokens
@@ -34,16 +33,14 @@ type client struct {
 	resumedAt       int64 // real time of the last resume
 	deferred        []event
 
-	state clientState
-	acq   core.Acquisition
-	own   core.Round // the release round
-	// releasing is the grant of the release under way, as sent.
-	releasing core.Grant
-	round     *core.Round // the round being driven
-	roundID   uint64
-	roundAt   int64                  // real time the round started
-	got       [core.MaxNodes]bool    // a reply or timeout came in for node
-	replies   [core.MaxNodes]message // the replies fed, for the hygiene check
+	state   clientState
+	acq     core.Acquisition
+	own     core.Round  // the release round
+	round   *core.Round // the round being driven
+	roundID uint64
+	roundAt int64                  // real time the round started
+	got     [core.MaxNodes]bool    // a reply or timeout came in for node
+	replies [core.MaxNodes]message // the replies fed, for the hygiene check
 	// gathered holds, in arrival order, the nodes whose replies came in
 	// and wait, as the root's runner waits (core.Gatherer), until the
 	// round needs no more than are at hand (Round.Needed).
@@ -154,26 +151,22 @@ func newClient(w *world, id int, ppm int64) *client {
 	c := &client{w: w, id: id, ppm: ppm}
 	c.tokens.c = c
 	cfg := w.cfg
-	mk := func(ttl time.Duration, fraction float64, fair bool) core.Spec {
+	mk := func(ttl time.Duration, fraction float64) core.Spec {
 		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
-			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: fair, Tokens: &c.tokens, Jitter: jitter{c},
+			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: cfg.Fair, Tokens: &c.tokens, Jitter: jitter{c},
 			LeaseFraction: fraction, MaxHold: cfg.Lease.MaxHold, MaxExtensions: cfg.Lease.MaxExtensions})
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
 		return s
 	}
-	c.spec = mk(cfg.TTL, 0, cfg.Fair)
-	c.trySpec = c.spec
-	if cfg.Fair {
-		c.trySpec = mk(cfg.TTL, 0, false) // redlock's Client.try
-	}
+	c.spec = mk(cfg.TTL, 0)
 	c.watchSpec = c.spec
 	ext := cfg.TTL
 	if cfg.Faults.ExtendTTL > 0 {
 		ext = cfg.Faults.ExtendTTL
 	}
-	c.leaseSpec = mk(ext, cfg.Lease.fraction(), cfg.Fair)
+	c.leaseSpec = mk(ext, cfg.Lease.fraction())
 	return c
 }
 
@@ -301,8 +294,8 @@ func (c *client) pump() {
 			break
 		}
 		c.noteTicket(cmd)
-		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease && cmd.Fair) {
-			c.w.heard(c.p) // its quiet releases are followed: an attempt, or a Fair release, which hands a free key on
+		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease && !cmd.Quiet) {
+			c.w.heard(c.p) // its quiet releases are followed: an attempt, or a release heard (announced, or Fair: a free key handed on)
 		}
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm), acq: c.acqID}
 		c.w.send(c.id, m)
@@ -437,15 +430,22 @@ func (c *client) roundDone() {
 func (c *client) finished() {
 	lock, err := c.acq.Result()
 	waited := c.queued
+	var handOn, try bool
 	if c.room() != nil {
 		if c.queued {
-			c.p.leave(c, lock, err == nil)
+			handOn, try = c.p.leave(c, lock, err == nil)
 		}
 	} else {
 		c.unwatch()
 	}
 	if err != nil {
 		c.checkStayed(err)
+		if c.room() != nil {
+			c.noteUnheard()
+			if c.makeHeard(handOn, try) {
+				return
+			}
+		}
 		c.idle()
 		return
 	}
@@ -572,6 +572,9 @@ func (c *client) provedLost() bool {
 // reached (releases are not waited for).
 func (c *client) checkHygiene(r *core.Round) {
 	tok := r.Command().Token
+	if tok == (core.Token{}) {
+		return // a HandOn round: no lock's token, and a key it hands on holds none
+	}
 	for n := range c.w.cfg.Nodes {
 		if !c.got[n] || c.replies[n].status == core.StatusTimeout || c.replies[n].status == core.StatusError {
 			continue
@@ -797,7 +800,6 @@ func (c *client) release() {
 	if c.room() != nil {
 		g = c.releaseGrant(g)
 	}
-	c.releasing = g
 	r, err := c.spec.Release(g, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())

@@ -27,14 +27,16 @@ import (
 //     outside the nodes' queue, the head told as soon as its commands
 //     are sent and again once it is done (Queue.Told, Queue.Retell);
 //     every MaxChain+1st is open to the other processes;
-//   - a quiet release whose waiter left without the key, nobody of the
-//     process left to take it, is made heard once done (Queue.Reannounce):
-//     with Fair, its release again, open, which hands the free key to the
-//     first process in the nodes' queue (Client.handOn); without, a
-//     TryLock through the Spec without Fair, and its release at once if
-//     it won (Client.reannounce). The Unheard checker looks for a quiet
-//     release that its own view of the process says nobody follows, with
-//     another process waiting and no attempt or Fair release after it.
+//   - a quiet release whose waiters leave without the key, nobody of the
+//     process left to take it, is made heard: once done, if they left
+//     already (Queue.Reannounce), or as the last of them leaves
+//     (Queue.Left); with Fair by the Spec.HandOn round, which hands the
+//     free key to the first process in the nodes' queue, without by a
+//     TryLock and its release at once if it won (Client.makeHeard). The
+//     Unheard checker looks, at both moments, for a quiet release that
+//     its own view of the process says nobody of it follows, with another
+//     process waiting on and no attempt or heard release of the process,
+//     nor anyone's acquisition, at once.
 //
 // A pause or a crash takes the whole process. The Stuck checker looks,
 // at the end of each schedule, for a process whose head waits with
@@ -61,9 +63,12 @@ type proc struct {
 	ticket    int64
 	overtaken int
 	out       int64
-	// unheard: the number of the process's last quiet release that left
-	// the key to nobody of it (checkUnheard), until an attempt of the
+	// The unheard checker's own view: quietOpen, a quiet release of the
+	// process is done and its waiters have not taken the key yet; unheard,
+	// the number of the last moment (checkUnheard) the process left such a
+	// release to nobody of it, until an attempt or a release of the
 	// process or anyone's acquisition follows; 0: none; quiets counts them.
+	quietOpen       bool
 	unheard, quiets uint64
 }
 
@@ -125,7 +130,9 @@ func (p *proc) join(c *client) {
 // leave takes c out of the queue with its lock g, if locked, which the
 // room counts (Queue.Hold); a head that leaves hands over (Queue.Handover)
 // and its successor is poked. The watch lingers after the last waiter.
-func (p *proc) leave(c *client, g core.Grant, locked bool) {
+// Without the lock, it returns how to make a quiet release heard that
+// the process leaves unheard (Queue.Left), if any: c does it (makeHeard).
+func (p *proc) leave(c *client, g core.Grant, locked bool) (handOn, try bool) {
 	c.queued = false
 	if locked {
 		c.hold, c.holdGen = p.q.Hold(g), p.gen
@@ -139,11 +146,15 @@ func (p *proc) leave(c *client, g core.Grant, locked bool) {
 			}
 		}
 	}
+	if !locked {
+		handOn, try = p.q.Left(len(p.waiters) > 0, c.now())
+	}
 	if len(p.waiters) == 0 {
 		p.lingers++
 		linger := c.w.cfg.TTL // redlock's watchLinger (1 s), scaled as the schedules' times are
 		c.w.schedule(event{at: c.w.now + int64(linger), kind: evLinger, c: p.id, gen: p.lingers})
 	}
+	return handOn, try
 }
 
 // expire forgets the key and stops its watch, unless a waiter came since
@@ -297,79 +308,104 @@ func (c *client) released() {
 // reannounce, once c's release that handed the key on within its
 // process (c.handoff) is done, asks the key's Queue whether and how to
 // make it heard (Queue.Reannounce; an empty one if the room forgot the
-// key) and does it, as redlock's Unlock does, detached from any
-// cancellation: with Fair, the release of the grant again, open
-// (Client.handOn); without, a TryLock through the Spec without Fair,
-// unlocked at once if it wins (Client.reannounce). It returns true if
-// so. It first notes, for the unheard checker, a release that its own
-// view of the process says nobody of it will follow.
+// key) and does it (makeHeard), as redlock's Unlock does. It returns true
+// if so. It first notes, for the unheard checker, a release that its own
+// view of the process says nobody of it will follow, or that waiters
+// follow (quietOpen).
 func (c *client) reannounce() bool {
-	p, w := c.p, c.w
-	if !p.busyFor(c) {
-		p.quiets++
-		p.unheard = p.quiets
-		w.schedule(event{at: w.now, kind: evUnheard, c: c.id, gen: p.unheard})
-	}
+	p := c.p
+	p.quietOpen = true
+	c.noteUnheard()
 	q := &p.q
 	if !p.exists {
 		gone := c.spec.Queue()
 		q = &gone
 	}
-	handOn, try := q.Reannounce(p.exists && len(p.waiters) > 0, c.now())
+	return c.makeHeard(q.Reannounce(p.exists && len(p.waiters) > 0, c.now()))
+}
+
+// makeHeard does what Queue.Reannounce or Queue.Left said, as redlock's
+// Client.makeHeard does, detached from any cancellation: with Fair
+// (handOn), the Spec.HandOn round; without (try), a TryLock, unlocked at
+// once if it wins. It returns true if it started one.
+func (c *client) makeHeard(handOn, try bool) bool {
 	switch {
 	case handOn:
-		r, err := c.spec.Release(c.releasing.WithHandoff(false).WithFollowers(false), c.now())
+		r, err := c.spec.HandOn(key, c.now())
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
-		c.handoff, c.early, c.told = false, false, 0
-		c.own = r
+		c.handoff, c.early, c.told, c.trying = false, false, 0, false
+		c.state, c.own = releasing, r
 		c.drive(&c.own)
 	case try:
-		c.begin(&c.trySpec)
+		c.handoff = false
+		c.begin(&c.spec)
 		c.trying = true
 		c.attempt()
 	default:
 		return false
 	}
-	w.res.Queue.Reannounced++
+	c.w.res.Queue.Reannounced++
 	return true
 }
 
-// busyFor reports, from the simulation's own state, whether a client of
-// the process other than c will take the key, holds it, or releases it:
-// a waiter, or a lock held or in its release, which will be heard unless
-// it is quiet too.
-func (p *proc) busyFor(c *client) bool {
-	if p.exists && len(p.waiters) > 0 {
-		return true
+// noteUnheard arms the unheard checker when, in the simulation's own
+// view, a quiet release of c's process is open and nobody of the process
+// but c will take the key: no waiter, and no other member holding the
+// lock or releasing it, whose release will be heard (or, quiet, be open
+// in its turn).
+func (c *client) noteUnheard() {
+	p, w := c.p, c.w
+	if !p.quietOpen {
+		return
 	}
+	waiting, held := p.busyFor(c)
+	switch {
+	case held:
+		p.quietOpen = false
+		return
+	case waiting:
+		return
+	}
+	p.quietOpen = false
+	p.quiets++
+	p.unheard = p.quiets
+	w.schedule(event{at: w.now, kind: evUnheard, c: c.id, gen: p.unheard})
+}
+
+// busyFor reports, from the simulation's own state, whether the process
+// has waiters, and whether a client of it other than c holds the lock,
+// extends it or releases it.
+func (p *proc) busyFor(c *client) (waiting, held bool) {
 	for _, m := range p.members {
 		if m != c && (m.state == holding || m.state == extending || m.state == releasing) {
-			return true
+			held = true
 		}
 	}
-	return false
+	return p.exists && len(p.waiters) > 0, held
 }
 
 // heard notes that the key's quiet releases were followed: an attempt or
-// a Fair release of process p (nil: any acquisition, by anyone) came
-// after them.
+// a release that is not quiet of process p, or any acquisition, by anyone
+// (p nil), which also ends every quiet release still open.
 func (w *world) heard(p *proc) {
 	if p != nil {
 		p.unheard = 0
 		return
 	}
 	for _, q := range w.procs {
-		q.unheard = 0
+		q.unheard, q.quietOpen = 0, false
 	}
 }
 
 // checkUnheard: a quiet release (Grant.WithHandoff) that left the key to
 // nobody of its process, while a waiter of another process waits on, is
-// followed at once by an attempt or a Fair release of its process, or by
-// anyone's acquisition: the waiters that heard nothing would otherwise
-// wait for the old key's expiry.
+// followed at once by an attempt or a heard release of its process
+// (announced, or Fair: a free key handed on), or by anyone's acquisition:
+// the waiters that heard nothing would otherwise wait for the old key's
+// expiry. Whether what follows is fair to the processes queued is the
+// skipped-waiter checker's to see.
 func (c *client) checkUnheard(n uint64) {
 	p, w := c.p, c.w
 	if p.unheard != n {
@@ -378,7 +414,7 @@ func (c *client) checkUnheard(n uint64) {
 	p.unheard = 0
 	for _, o := range w.clients {
 		if o.p != p && !o.crashed && o.state == acquiring && o.acq.Phase() == core.PhaseWait && o.acq.WakeAt().After(o.now()) {
-			w.violation(&w.res.Violations.Unheard, "process %d: client %d's quiet release left the key to nobody of it, and no attempt followed, while client %d waits (until %v)",
+			w.violation(&w.res.Violations.Unheard, "process %d: client %d's quiet release left the key to nobody of it, and nothing followed, while client %d waits (until %v)",
 				p.id, c.id, o.id, o.acq.WakeAt())
 			return
 		}
