@@ -642,7 +642,7 @@ func TestCoreOverheadNamesItsFloor(t *testing.T) {
 	if m == nil || s == nil {
 		t.Fatalf("rows missing: %+v", ts)
 	}
-	if m.Pass || !strings.Contains(m.Note, "memnode's 10 commands") ||
+	if m.Pass || !strings.Contains(m.Note, "memnode's acquire to a quorum of 5 and release") ||
 		!strings.Contains(m.Note, "mean 1.10 µs; this cell 1.45× it, 0.50 µs above it; the floor alone is above the goal") {
 		t.Errorf("multiplexed: pass %v, note %q", m.Pass, m.Note)
 	}

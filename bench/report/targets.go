@@ -203,8 +203,8 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		}
 		note := latNote
 		if f := r.FloorMeanUs; f > 0 {
-			note = join(note, fmt.Sprintf("the bare in-memory pair (memnode's %d commands and the pair's 3 clock readings, no core, no runner): mean %.2f µs; this cell %.2f× it, %.2f µs above it",
-				2*nodes, f, r.MeanUs/f, r.MeanUs-f))
+			note = join(note, fmt.Sprintf("the bare in-memory pair (target.MemFloor: a token, memnode's acquire to a quorum of %d and release, the pair's 3 clock readings, no core, no runner): mean %.2f µs; this cell %.2f× it, %.2f µs above it",
+				nodes, f, r.MeanUs/f, r.MeanUs-f))
 			if f > coreGoalUs {
 				note += "; the floor alone is above the goal"
 			}
