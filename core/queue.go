@@ -249,7 +249,10 @@ func (q *Queue) Retell(n uint64, waiting bool) bool {
 //     releases it, announced. A key found taken needs nothing more: its
 //     holder's release will be heard.
 func (q *Queue) Reannounce(waiting bool, now time.Time) (handOn, try bool) {
-	q.unheard = true
+	// A lock of the process may hold the key already: a waiter told
+	// early won before the release's last node answered. Its release will
+	// be heard, and nothing is pending.
+	q.unheard = !q.Holding(now)
 	return q.makeHeard(waiting, now)
 }
 

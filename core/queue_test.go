@@ -342,6 +342,15 @@ func TestQueueReannounce(t *testing.T) {
 		handOn, try = q.Reannounce(false, t0)
 		check("the lock released", handOn, try, true)
 
+		// A waiter told early won before the release was done: nothing
+		// is pending once it is, though waiters remain.
+		won := q.Hold(core.GrantUntil(t0.Add(time.Second)))
+		handOn, try = q.Reannounce(true, t0)
+		check("a waiter won before the release was done", handOn, try, false)
+		q.Unhold(won)
+		handOn, try = q.Left(false, t0)
+		check("the last waiter left after that lock's release", handOn, try, false)
+
 		q.Reannounce(true, t0)
 		q.Handover(true) // the head left with the lock
 		handOn, try = q.Left(false, t0.Add(2*time.Second))
