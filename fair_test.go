@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,7 +91,10 @@ func testFairServesWaitersInTurn(t *testing.T, driver string) {
 	l, err := holder.TryLock(ctx, "k")
 	require.NoError(t, err)
 	got := make(chan string, 2)
+	var unlocked sync.WaitGroup // the test waits for the Unlocks, which use the drivers its cleanup closes
+	t.Cleanup(unlocked.Wait)
 	lockThen := func(name string, c *redlock.Client) {
+		defer unlocked.Done()
 		m, err := c.Lock(ctx, "k")
 		if !assert.NoError(t, err, name) {
 			got <- name
@@ -99,6 +103,7 @@ func testFairServesWaitersInTurn(t *testing.T, driver string) {
 		got <- name
 		assert.NoError(t, m.Unlock(ctx), name)
 	}
+	unlocked.Add(2)
 	go lockThen("first", first)
 	all := func(n int64) func() bool {
 		return func() bool { q := queued(t, srvs, "k"); return q[0] == n && q[1] == n && q[2] == n }
