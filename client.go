@@ -259,11 +259,11 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if err != nil {
 		return Lock{}, err
 	}
+	if counted.q == nil {
+		counted = c.hold(g) // before the observer, which may take its time
+	}
 	if c.obs.Fence != nil {
 		c.fenced(ctx, key, g)
-	}
-	if counted.q == nil {
-		counted = c.hold(g)
 	}
 	if !c.lease { // as locked does, inline: the uncontended path
 		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}, nil
@@ -335,10 +335,10 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 	if err != nil {
 		return Lock{}, err
 	}
-	c.fenced(ctx, key, g)
 	if counted.q == nil {
-		counted = c.hold(g)
+		counted = c.hold(g) // before the observer, which may take its time
 	}
+	c.fenced(ctx, key, g)
 	return c.locked(ctx, g, end, counted), nil
 }
 

@@ -164,7 +164,10 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held, han
 	w.unhook()
 	q := w.q
 	locked := g.Key() != ""
-	now := r.clock.Now()
+	var now time.Time
+	if !locked {
+		now = r.clock.Now() // Left's
+	}
 	q.mu.Lock()
 	if locked {
 		counted = held{q, q.q.Hold(g)}

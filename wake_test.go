@@ -653,9 +653,9 @@ func (b *gatedBatch) Close() { b.b.Close() }
 // another process's waiter takes it rather than sleep until the old
 // key's expiry (a minute; its retry delay is an hour): a TryLock and its
 // Unlock; with Fair, on redis-server, where each process is its own
-// waiter in the nodes' queue, the release again, open, which hands the
-// free key to the first process queued, without the Client taking the
-// key ahead of it.
+// waiter in the nodes' queue, a Spec.HandOn round, which hands the free
+// key to the first process queued, without the Client taking the key
+// ahead of it.
 func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {

@@ -64,10 +64,11 @@ func (w *floorWorker) Pair(ctx context.Context) (bool, error) {
 	return true, w.round(ctx, &w.release, time.Now(), w.f.nodes)
 }
 
-// round sends cmd to the nodes, in one batch, and takes replies until
-// need of them answered OK: sequentially, a node's before the next
-// node's command, none sent once need answered; multiplexed, to every
-// node, the replies once every command is sent.
+// round sends cmd to the nodes, in one batch, and takes need replies,
+// each of which must be OK (receiveOK), or fails at the first that is
+// not: sequentially, a node's before the next node's command, none sent
+// once need answered; multiplexed, to every node, the replies once every
+// command is sent.
 func (w *floorWorker) round(ctx context.Context, cmd *core.Command, now time.Time, need int) error {
 	b := w.f.drv.Begin(ctx)
 	defer b.Close()

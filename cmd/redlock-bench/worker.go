@@ -116,7 +116,11 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		if f := req.Measure(ctx, target.NewMemFloor(c.Nodes, fan, req.TTL), c); f.Errors == 0 && f.Ops > 0 {
 			rec.FloorMeanUs = f.MeanUs
 		} else {
-			rec.Note = strings.TrimPrefix(rec.Note+"; floor not measured: "+f.FirstError, "; ")
+			why := f.FirstError
+			if why == "" {
+				why = "no pair in its window"
+			}
+			rec.Note = strings.TrimPrefix(rec.Note+"; floor not measured: "+why, "; ")
 		}
 	}
 	return rec

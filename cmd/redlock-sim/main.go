@@ -459,5 +459,7 @@ each was then: in a wait (Cancel), in a wait at a deadline (GiveUp),
 woken for an attempt not yet sent, in an attempt or fence raise, in a
 cleanup or leave round; with Fair, those given up while queued on the
 nodes (their own ticket, or their process's as its head); quiet releases
-whose waiter had left, made heard by a TryLock (Queue.Reannounce).`)
+whose waiters left without the key, made heard (Queue.Reannounce once
+done, Queue.Left as the last waiter leaves): a TryLock, or with Fair a
+Spec.HandOn round.`)
 }

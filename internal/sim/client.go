@@ -294,8 +294,8 @@ func (c *client) pump() {
 			break
 		}
 		c.noteTicket(cmd)
-		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease && !cmd.Quiet) {
-			c.w.heard(c.p) // its quiet releases are followed: an attempt, or a release heard (announced, or Fair: a free key handed on)
+		if c.p != nil && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease && cmd.Fair) {
+			c.w.heard(c.p) // its quiet releases are followed: an attempt, or a Fair release, which hands a free key on (an announced one: deliver)
 		}
 		m := message{round: c.roundID, cmd: cmd, node: node, deadline: realAt(deadline, c.ppm), acq: c.acqID}
 		c.w.send(c.id, m)

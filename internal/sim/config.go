@@ -346,8 +346,9 @@ type QueueCounts struct {
 	// in MaxChain+1 in a row), and early tells retold once the release
 	// was done.
 	Chained, Opened, Retold int
-	// Reannounced counts quiet releases made heard once done
-	// (Queue.Reannounce): a TryLock, then an open release if it won.
+	// Reannounced counts quiet releases made heard (Queue.Reannounce
+	// once done, Queue.Left as the last waiter leaves): a TryLock, then
+	// an open release if it won; with Fair, a Spec.HandOn round.
 	Reannounced int
 }
 

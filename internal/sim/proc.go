@@ -387,8 +387,9 @@ func (p *proc) busyFor(c *client) (waiting, held bool) {
 }
 
 // heard notes that the key's quiet releases were followed: an attempt or
-// a release that is not quiet of process p, or any acquisition, by anyone
-// (p nil), which also ends every quiet release still open.
+// a Fair release of process p, or an announced one as a node deletes the
+// key, or any acquisition, by anyone (p nil), which also ends every
+// quiet release still open.
 func (w *world) heard(p *proc) {
 	if p != nil {
 		p.unheard = 0

@@ -413,6 +413,9 @@ func (w *world) deliver(e event) {
 		m.appliedAt = w.now
 		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet {
 			w.publish(e.n) // the release script PUBLISHes after its delete
+			if p := w.clients[e.c].p; p != nil {
+				w.heard(p) // its quiet releases are followed
+			}
 		}
 		if m.ttl > 0 && w.chance(w.cfg.Announce.UnknownTTL) {
 			w.res.Announce.UnknownTTL++
