@@ -164,15 +164,10 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held, han
 	w.unhook()
 	q := w.q
 	locked := g.Key() != ""
-	var now time.Time
-	if !locked {
-		now = r.clock.Now() // Left's
-	}
 	q.mu.Lock()
 	if locked {
 		counted = held{q, q.q.Hold(g)}
 	}
-
 	for j, x := range q.waiters {
 		if x == w {
 			q.waiters = append(q.waiters[:j], q.waiters[j+1:]...)
@@ -187,7 +182,7 @@ func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held, han
 		}
 	}
 	if !locked { // a quiet release it followed may be left unheard
-		handOn, try = q.q.Left(len(q.waiters) > 0, now)
+		handOn, try = q.q.Left(len(q.waiters) > 0)
 	}
 	q.mu.Unlock()
 	r.mu.Lock()

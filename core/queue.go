@@ -253,28 +253,27 @@ func (q *Queue) Reannounce(waiting bool, now time.Time) (handOn, try bool) {
 	// early won before the release's last node answered. Its release will
 	// be heard, and nothing is pending.
 	q.unheard = !q.Holding(now)
-	return q.makeHeard(waiting, now)
+	return q.makeHeard(waiting)
 }
 
 // Left decides, after a waiter of the process left the queue without the
 // key, whether and how the caller makes a pending quiet release heard,
-// as Reannounce does; waiting: waiters of the process remain.
-func (q *Queue) Left(waiting bool, now time.Time) (handOn, try bool) {
+// as Reannounce does; waiting: waiters of the process remain. A pending
+// release means no lock of the process took the key since (Hold ends
+// it), so no clock is read.
+func (q *Queue) Left(waiting bool) (handOn, try bool) {
 	if mutations.neverReannounceAtLeave {
 		return false, false
 	}
-	return q.makeHeard(waiting, now)
+	return q.makeHeard(waiting)
 }
 
 // makeHeard is Reannounce's and Left's decision.
-func (q *Queue) makeHeard(waiting bool, now time.Time) (handOn, try bool) {
+func (q *Queue) makeHeard(waiting bool) (handOn, try bool) {
 	if !q.unheard || waiting || mutations.neverReannounce {
 		return false, false
 	}
 	q.unheard = false
-	if q.Holding(now) { // its release will be heard
-		return false, false
-	}
 	return q.fair, !q.fair
 }
 

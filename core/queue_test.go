@@ -314,24 +314,24 @@ func TestQueueReannounce(t *testing.T) {
 				t.Errorf("fair %v, %s: hand on %v, try %v; want %v, %v", fair, what, handOn, try, wantOn, wantTry)
 			}
 		}
-		handOn, try := q.Left(false, t0)
+		handOn, try := q.Left(false)
 		check("a waiter left, no quiet release before", handOn, try, false)
 		handOn, try = q.Reannounce(false, t0)
 		check("nobody waits or holds", handOn, try, true)
-		handOn, try = q.Left(false, t0)
+		handOn, try = q.Left(false)
 		check("a waiter left after it was made heard", handOn, try, false)
 
 		handOn, try = q.Reannounce(true, t0)
 		check("a waiter of the process takes the key", handOn, try, false)
-		handOn, try = q.Left(true, t0)
+		handOn, try = q.Left(true)
 		check("a waiter left, others remain", handOn, try, false)
-		handOn, try = q.Left(false, t0)
+		handOn, try = q.Left(false)
 		check("the last waiter left without the key", handOn, try, true)
 
 		handOn, try = q.Reannounce(true, t0)
 		check("a waiter of the process takes the key", handOn, try, false)
 		n := q.Hold(core.GrantUntil(t0.Add(time.Second)))
-		handOn, try = q.Left(false, t0.Add(2*time.Second))
+		handOn, try = q.Left(false)
 		check("a waiter took the key, and the last left", handOn, try, false)
 
 		handOn, try = q.Reannounce(false, t0)
@@ -348,12 +348,12 @@ func TestQueueReannounce(t *testing.T) {
 		handOn, try = q.Reannounce(true, t0)
 		check("a waiter won before the release was done", handOn, try, false)
 		q.Unhold(won)
-		handOn, try = q.Left(false, t0)
+		handOn, try = q.Left(false)
 		check("the last waiter left after that lock's release", handOn, try, false)
 
 		q.Reannounce(true, t0)
 		q.Handover(true) // the head left with the lock
-		handOn, try = q.Left(false, t0.Add(2*time.Second))
+		handOn, try = q.Left(false)
 		check("the head took the key", handOn, try, false)
 	}
 }

@@ -147,7 +147,7 @@ func (p *proc) leave(c *client, g core.Grant, locked bool) (handOn, try bool) {
 		}
 	}
 	if !locked {
-		handOn, try = p.q.Left(len(p.waiters) > 0, c.now())
+		handOn, try = p.q.Left(len(p.waiters) > 0)
 	}
 	if len(p.waiters) == 0 {
 		p.lingers++
