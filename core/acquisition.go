@@ -399,6 +399,17 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	a.round.noWait = noWait
 }
 
+// freedKey reports whether a ended without the lock after a cleanup that
+// freed the key on some node or may have: one that did not answer it
+// (Queue.Freed).
+func (a *Acquisition) freedKey() bool {
+	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.leaving {
+		return false
+	}
+	t := &a.round.tally
+	return t.ok > 0 || t.ok+t.held+t.missing < t.n
+}
+
 // leaveTicket is the Ticket of a Fair release that takes its waiter out
 // of the queue.
 const leaveTicket = -1

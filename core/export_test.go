@@ -150,3 +150,10 @@ func NeverReannounceAtLeave() (restore func()) {
 	mutations.neverReannounceAtLeave = true
 	return func() { mutations.neverReannounceAtLeave = false }
 }
+
+// FreedUnheard makes Queue.Freed say no; the returned function restores
+// it.
+func FreedUnheard() (restore func()) {
+	mutations.freedUnheard = true
+	return func() { mutations.freedUnheard = false }
+}

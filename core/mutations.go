@@ -52,4 +52,8 @@ var mutations struct {
 	// neverReannounceAtLeave makes Queue.Left say no: a quiet release
 	// whose waiter leaves without the key after it is done stays unheard.
 	neverReannounceAtLeave bool
+	// freedUnheard makes Queue.Freed say no: a key that a Lock of the
+	// process freed with the cleanup of an attempt it made at once is left
+	// to the head's timed retry (seed 16809 of the Fair processes of two).
+	freedUnheard bool
 }

@@ -268,6 +268,30 @@ func (q *Queue) Left(waiting bool) (handOn, try bool) {
 	return q.makeHeard(waiting)
 }
 
+// Freed decides, with Config.Fair, for a, an acquisition of this
+// process that ended without the lock and never waited in the queue (a
+// Lock that attempted at once, the queue looking empty), whether the
+// head attempts at once, as after a release by the process
+// (Handover(false)), and returns true if so: the caller wakes the head.
+// It does if a's last cleanup freed the key on some node, or may have (a
+// node that did not answer it), unless a lock of the process holds the
+// key at now. a's attempt took the key there, which took the process out
+// of the node's queue, where the head may have queued it meanwhile: no
+// quorum may then give the head its turn, and the cleanup, which queues
+// nobody for a caller that gave up, hands the free key to nobody and
+// announces nothing. The head's attempt queues the process again, under
+// its place if it fails. A head yet to come hears it at its first look.
+// Without Fair, in the queue or in a (a TryLock's), a's attempt took
+// nobody out of a queue and its cleanup's release is announced: nothing
+// to do.
+func (q *Queue) Freed(a *Acquisition, now time.Time) bool {
+	if !q.fair || !a.spec.cfg.Fair || mutations.freedUnheard || !a.freedKey() || q.Holding(now) {
+		return false
+	}
+	q.Handover(false)
+	return true
+}
+
 // makeHeard is Reannounce's and Left's decision.
 func (q *Queue) makeHeard(waiting bool) (handOn, try bool) {
 	if !q.unheard || waiting || mutations.neverReannounce {

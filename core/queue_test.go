@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -393,5 +394,88 @@ func TestQueueHoldForgetsEarlierAnnouncements(t *testing.T) {
 		if heard, _ := q.Take(); heard != 0 {
 			t.Errorf("fair %v: a head after the Hold heard %#b, announced before it", fair, heard)
 		}
+	}
+}
+
+// TestQueueFreed: with Fair, an acquisition that never waited in the
+// queue and ended without the lock makes the head attempt at once (every
+// node heard) if its last cleanup freed the key on some node, or may
+// have; not if the cleanup found nothing of its own, nor while a lock of
+// the process holds the key, nor for an acquisition that won or goes on.
+// Without Fair, never: the cleanup's release is announced; nor for an
+// acquisition without Fair in a Fair queue (a TryLock's), whose attempt
+// took nobody out of the queue.
+func TestQueueFreed(t *testing.T) {
+	const all = 0b111
+	for _, tc := range []struct {
+		name    string
+		attempt []core.Status // nil: cancelled before any reply
+		cleanup []core.Status
+		holding bool
+		want    bool
+	}{
+		{"cancelled, its cleanup freed two nodes", nil, []core.Status{core.StatusOK, core.StatusOK, core.StatusMissing}, false, true},
+		{"cancelled, its cleanup found nothing", nil, []core.Status{core.StatusMissing, core.StatusMissing, core.StatusHeld}, false, false},
+		{"cancelled, a node did not answer its cleanup", nil, []core.Status{core.StatusMissing, core.StatusTimeout, core.StatusMissing}, false, true},
+		{"cancelled while a lock of the process holds the key", nil, []core.Status{core.StatusOK, core.StatusOK, core.StatusOK}, true, false},
+		{"lost its only try, freed the node it took", []core.Status{core.StatusOK, core.StatusHeld, core.StatusHeld}, []core.Status{core.StatusOK, core.StatusMissing, core.StatusMissing}, false, true},
+		{"won", []core.Status{core.StatusOK, core.StatusOK, core.StatusOK}, nil, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, fair := range []bool{false, true} { // the acquisition's
+				e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair, Retry: core.RandomDelay(1, 0, 0)})
+				now := e.clock.Now()
+				q := e.l.spec.Queue()
+				if !fair { // a TryLock's acquisition in a Fair queue
+					q = newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue()
+				}
+				if tc.holding {
+					q.Hold(core.GrantUntil(now.Add(time.Second)))
+				}
+				a, err := e.l.spec.Acquire("k", core.Token{}, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				answer := func(statuses []core.Status) {
+					r := a.Round()
+					for {
+						if _, _, _, ok := r.Next(now); !ok {
+							break
+						}
+					}
+					for n, s := range statuses {
+						r.Receive(core.Reply{Node: n, Status: s})
+					}
+					a.RoundDone(now)
+				}
+				if q.Freed(&a, now) {
+					t.Fatal("an acquisition under way freed the key")
+				}
+				if tc.attempt == nil {
+					answer(nil) // sent, unanswered
+					a.Cancel(now, context.Canceled)
+				} else {
+					answer(tc.attempt)
+				}
+				if tc.cleanup != nil {
+					answer(tc.cleanup)
+				}
+				if a.Phase() != core.PhaseDone {
+					t.Fatalf("fair %v: phase %v, want done", fair, a.Phase())
+				}
+				want := tc.want && fair
+				if got := q.Freed(&a, now); got != want {
+					t.Errorf("fair %v: Freed %v, want %v", fair, got, want)
+				}
+				heard, _ := q.Take()
+				if want {
+					if heard != all {
+						t.Errorf("fair %v: the head heard %03b, want %03b", fair, heard, all)
+					}
+				} else if heard != 0 {
+					t.Errorf("fair %v: the head heard %03b, want nothing", fair, heard)
+				}
+			}
+		})
 	}
 }

@@ -322,3 +322,28 @@ func TestSimulationSeesAnUnheardRelease(t *testing.T) {
 	seesDefect(t, cfgs, core.NeverReannounce, "unheard release", unheard)
 	seesDefect(t, cfgs, core.NeverReannounceAtLeave, "release left unheard by a later leave", unheard)
 }
+
+// TestSimulationSeesAFreedKeyLeftToTheTimer: a Lock that attempted at
+// once, its Client's wait room looking empty, while another Lock of the
+// Client was in the cleanup that queued the process (seed 16809 of the
+// Fair processes of two): its attempt took the key on two nodes, which
+// took the process out of their queues, and its caller gave it up. Its
+// cleanup freed the key there without queueing the process again, and
+// the other Lock, now the head, waited for a turn that no quorum would
+// give it until its timed retry, overtaken 60 times (bound 59). With
+// Queue.Freed the head attempts at once, which queues the process again;
+// without it the skipped-waiter checker reports the schedule.
+func TestSimulationSeesAFreedKeyLeftToTheTimer(t *testing.T) {
+	cfg := sim.PairsGivingUp(3, true)
+	const seed = 16809
+	if r := sim.Run(cfg, seed); r.Violations.Total() != 0 {
+		t.Fatalf("%s, seed %d, with the fix: %+v; first: %s", cfg.Name, seed, r.Violations, r.First)
+	}
+	restore := core.FreedUnheard()
+	broken := sim.Run(cfg, seed)
+	restore()
+	if broken.Violations.Skipped == 0 {
+		t.Fatalf("%s, seed %d: the freed key left to the timer went unseen: %+v", cfg.Name, seed, broken.Violations)
+	}
+	t.Logf("with the defect: %s", broken.First)
+}

@@ -440,6 +440,9 @@ func (c *client) finished() {
 	}
 	if err != nil {
 		c.checkStayed(err)
+		if p := c.room(); p != nil && !waited && p.exists && p.q.Freed(&c.acq, c.now()) {
+			p.pokeHead(c.w) // its cleanup freed the key: the head attempts at once
+		}
 		if c.room() != nil {
 			c.noteUnheard()
 			if c.makeHeard(handOn, try) {
