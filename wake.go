@@ -253,6 +253,25 @@ func (r *waitRoom) reannounce(key string, now time.Time) (handOn, try bool) {
 	return q.q.Reannounce(len(q.waiters) > 0, now)
 }
 
+// freed tells key's queue, if any, that a, a Lock of this Client that
+// never waited in it, ended without the key, and wakes the head if a's
+// cleanup freed the key (core.Queue.Freed): the head attempts at once,
+// which queues the Client again where a's attempt took it out of the
+// nodes' queue. A key with no queue has no waiter to tell; one that
+// joins later looks afresh (join).
+func (r *waitRoom) freed(key string, a *core.Acquisition) {
+	q := r.queue(key)
+	if q == nil {
+		return
+	}
+	now := r.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.Freed(a, now) {
+		q.pokeHead()
+	}
+}
+
 // busy reports whether key has waiters in the room or, at now, a valid
 // Lock of this Client: a new waiter's attempt would find it taken, and
 // someone of this Client will take the key, or has it.

@@ -736,3 +736,126 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 		assert.Equal(t, !fair, try, "fair %v: try", fair)
 	}
 }
+
+// gatedFlush is a memnode cluster whose armed batches run their commands
+// at their first Receive and then stop: an attempt (attempt armed) says
+// it took what it could and hangs until its round is cancelled; a
+// cleanup that queues its waiter (cleanup armed) says it is done on the
+// nodes and waits for open before its replies come.
+type gatedFlush struct {
+	*memnode.Cluster
+	attempt, cleanup atomic.Bool
+	took, cleaned    chan struct{}
+	open             chan struct{}
+}
+
+func (d *gatedFlush) Begin(ctx context.Context) core.Batch {
+	return &gatedFlushBatch{b: d.Cluster.Begin(ctx), d: d}
+}
+
+type gatedFlushBatch struct {
+	b                 core.Batch
+	d                 *gatedFlush
+	acquire, queueing bool
+}
+
+func (b *gatedFlushBatch) Send(n int, cmd core.Command, deadline time.Time) {
+	b.acquire = b.acquire || cmd.Op == core.OpAcquire
+	b.queueing = b.queueing || cmd.Op == core.OpRelease && cmd.Ticket > 0
+	b.b.Send(n, cmd, deadline)
+}
+
+func (b *gatedFlushBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	switch {
+	case b.acquire && b.d.attempt.CompareAndSwap(true, false):
+		b.b.(core.Flusher).Flush()
+		close(b.d.took)
+		<-cancel
+		return core.Reply{}, false
+	case b.queueing && b.d.cleanup.CompareAndSwap(true, false):
+		b.b.(core.Flusher).Flush()
+		close(b.d.cleaned)
+		<-b.d.open
+	}
+	return b.b.Receive(cancel)
+}
+
+func (b *gatedFlushBatch) Close() { b.b.Close() }
+
+// TestFairCancelledAttemptWakesItsClientsHead: with Config.Fair, a Lock
+// finds its Client's wait room empty and attempts at once while another
+// Lock of the Client is in the cleanup that queues the Client on every
+// node (the race seed 16809 of the simulation's Fair processes of two
+// found). Where the key is free the attempt takes it, which takes the
+// Client out of that node's queue; its caller gives up, and its cleanup
+// frees the key there, queueing nobody and announcing nothing. The other
+// Lock, the head by then, whose retry delay is an hour and whose turn no
+// quorum of nodes would now give, attempts at once (core.Queue.Freed)
+// and takes the key.
+func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
+	m := memnode.New(3, core.SystemClock{})
+	d := &gatedFlush{Cluster: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
+	cfg := redlock.Config{TTL: time.Minute, Fair: true, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
+	defer cancel()
+	opts, waiters := waitersAt(redlock.Options{Config: cfg})
+	a, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	b, err := redlock.NewClient(m, redlock.Options{Config: cfg})
+	require.NoError(t, err)
+	// A Lock of a waits behind b's and takes the key at b's release, its
+	// turn; its own release, with nobody of a waiting, hands nothing on
+	// within a. a's room keeps the key's queue a while, having heard
+	// nothing since: a Lock that joins it waits for what it hears.
+	first, err := b.TryLock(ctx, "k")
+	require.NoError(t, err)
+	won := make(chan error, 1)
+	go func() {
+		l, err := a.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		won <- err
+	}()
+	require.Equal(t, 1, <-waiters)
+	require.NoError(t, first.Unlock(ctx))
+	require.Equal(t, 0, <-waiters)
+	require.NoError(t, <-won)
+	held, err := b.TryLock(ctx, "k")
+	require.NoError(t, err)
+	// Its key leaves two nodes below: its release finds it on one only.
+	defer func() { assert.ErrorIs(t, held.Unlock(ctx), redlock.ErrNotHeld) }()
+
+	d.cleanup.Store(true)
+	head := make(chan error, 1)
+	go func() {
+		l, err := a.Lock(ctx, "k")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		head <- err
+	}()
+	<-d.cleaned // its attempt failed; its cleanup queued the Client
+	// The holder's key leaves nodes 0 and 1 unheard, as by expiry: the
+	// Client, queued there, takes it at its next attempt.
+	for n := range 2 {
+		m.Set(n, "k", core.Token{}, -time.Second)
+	}
+	d.attempt.Store(true)
+	lctx, giveUp := context.WithCancel(ctx)
+	direct := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(lctx, "k")
+		direct <- err
+	}()
+	<-d.took
+	for n := range 2 {
+		_, _, ok := m.Get(n, "k")
+		require.True(t, ok, "node %d: the direct attempt took the key", n)
+	}
+	close(d.open)
+	require.Equal(t, 1, <-waiters, "the first Lock waits, the head")
+	giveUp()
+	require.ErrorIs(t, <-direct, redlock.ErrCancelled)
+	require.NoError(t, <-head, "the head took the key its Client's cleanup freed")
+}
