@@ -235,12 +235,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 // round that failed teaches nothing about other holders.
 func (a *Acquisition) learn(now time.Time) {
 	t := &a.round.tally
-	a.held, a.ours, a.wakeCount, a.expiry = 0, 0, 0, time.Time{}
-	for i := 0; i < t.n; i++ {
-		if t.status[i] == StatusOK {
-			a.ours |= 1 << i
-		}
-	}
+	a.held, a.ours, a.wakeCount, a.expiry = 0, t.oks(), 0, time.Time{}
 	if a.woken {
 		a.spread = 2 * now.Sub(a.start) // a woken attempt lost a race: spread the next
 	} else {
@@ -399,15 +394,18 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	a.round.noWait = noWait
 }
 
-// freedKey reports whether a ended without the lock after a cleanup that
-// freed the key on some node or may have: one that did not answer it
+// freedKey reports whether a ended without the lock after a cleanup
+// that queued nobody, its last attempt having taken the key on some node
+// (a Fair acquire there takes the process out of the node's queue), or
+// its cleanup having freed it on some node or maybe so (a node that did
+// not answer it): a key the node had handed to the process, say
 // (Queue.Freed).
 func (a *Acquisition) freedKey() bool {
-	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.leaving {
+	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.round.cmd.Ticket != 0 {
 		return false
 	}
 	t := &a.round.tally
-	return t.ok > 0 || t.ok+t.held+t.missing < t.n
+	return a.ours != 0 || t.ok > 0 || t.ok+t.held+t.missing < t.n
 }
 
 // leaveTicket is the Ticket of a Fair release that takes its waiter out
@@ -523,6 +521,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)
+		a.ours = a.round.tally.oks() // for Queue.Freed: no wait follows
 		a.startCleanup(now)
 	}
 }

@@ -193,7 +193,11 @@
 //     leave without the key, nobody of the process left to take it, is
 //     made heard, once done or as the last of them leaves
 //     (Queue.Reannounce, Queue.Left): the Spec.HandOn round hands the
-//     nodes' free key to the first process in their queue.
+//     nodes' free key to the first process in their queue. A lock of
+//     the process that attempted at once and ended without the key may
+//     have taken the process out of a node's queue, taking the key there:
+//     the head then attempts at once (Queue.Freed), and its cleanup
+//     queues the process again if it fails.
 //
 // The order that wins is the tickets'. A process whose clock runs behind
 // is served early; that costs the others time, never exclusion.

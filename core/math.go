@@ -141,6 +141,17 @@ func (t *tally) vote() vote {
 // nodes returns n.
 func (t *tally) nodes() int { return t.n }
 
+// oks returns the nodes that answered StatusOK, bit i for node i.
+func (t *tally) oks() uint32 {
+	var b uint32
+	for i := 0; i < t.n; i++ {
+		if t.status[i] == StatusOK {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
 // pending returns how many nodes have not answered.
 func (t *tally) pending() int { return t.n - t.ok - t.held - t.missing - t.failed }
 

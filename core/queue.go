@@ -273,14 +273,19 @@ func (q *Queue) Left(waiting bool) (handOn, try bool) {
 // Lock that attempted at once, the queue looking empty), whether the
 // head attempts at once, as after a release by the process
 // (Handover(false)), and returns true if so: the caller wakes the head.
-// It does if a's last cleanup freed the key on some node, or may have (a
-// node that did not answer it), unless a lock of the process holds the
-// key at now. a's attempt took the key there, which took the process out
-// of the node's queue, where the head may have queued it meanwhile: no
-// quorum may then give the head its turn, and the cleanup, which queues
-// nobody for a caller that gave up, hands the free key to nobody and
-// announces nothing. The head's attempt queues the process again, under
-// its place if it fails. A head yet to come hears it at its first look.
+//
+// It does if a's last cleanup queued nobody (a caller that gave up, or
+// no try left) and a's last attempt took the key on some node, or the
+// cleanup freed it on some node or may have (a node that did not answer
+// it), unless a lock of the process holds the key at now. Taking the key,
+// or a cleanup freeing a key a node had handed to the process, takes the
+// process out of that node's queue, where the head may have queued it
+// while a's attempt was on its way: no quorum may then give the head its
+// turn, and the cleanup hands the free key to nobody and announces
+// nothing. The head's attempt takes the key, or its cleanup queues the
+// process again, under its place. A head yet to come hears it at its
+// first look.
+//
 // Without Fair, in the queue or in a (a TryLock's), a's attempt took
 // nobody out of a queue and its cleanup's release is announced: nothing
 // to do.

@@ -398,37 +398,43 @@ func TestQueueHoldForgetsEarlierAnnouncements(t *testing.T) {
 }
 
 // TestQueueFreed: with Fair, an acquisition that never waited in the
-// queue and ended without the lock makes the head attempt at once (every
-// node heard) if its last cleanup freed the key on some node, or may
-// have; not if the cleanup found nothing of its own, nor while a lock of
-// the process holds the key, nor for an acquisition that won or goes on.
-// Without Fair, never: the cleanup's release is announced; nor for an
-// acquisition without Fair in a Fair queue (a TryLock's), whose attempt
-// took nobody out of the queue.
+// queue and ended without the lock, after a cleanup that queued nobody,
+// makes the head attempt at once (every node heard) if its last attempt
+// took the key on some node, or its cleanup freed it on some node or may
+// have; not if neither did, nor while a lock of the process holds the
+// key, nor after a leave round, nor for an acquisition that won or goes
+// on. Never without Fair in the acquisition (a TryLock's, in a Fair
+// queue): its attempt took nobody out of a queue, and its cleanup's
+// release is announced.
 func TestQueueFreed(t *testing.T) {
 	const all = 0b111
+	ok, held, missing, timeout := core.StatusOK, core.StatusHeld, core.StatusMissing, core.StatusTimeout
 	for _, tc := range []struct {
 		name    string
-		attempt []core.Status // nil: cancelled before any reply
+		tries   int
+		attempt []core.Status // the answers before the cancel, if any
+		cancel  bool          // in the attempt, after its answers
 		cleanup []core.Status
+		leave   []core.Status // a leave round's answers: cancelled in the cleanup
 		holding bool
 		want    bool
 	}{
-		{"cancelled, its cleanup freed two nodes", nil, []core.Status{core.StatusOK, core.StatusOK, core.StatusMissing}, false, true},
-		{"cancelled, its cleanup found nothing", nil, []core.Status{core.StatusMissing, core.StatusMissing, core.StatusHeld}, false, false},
-		{"cancelled, a node did not answer its cleanup", nil, []core.Status{core.StatusMissing, core.StatusTimeout, core.StatusMissing}, false, true},
-		{"cancelled while a lock of the process holds the key", nil, []core.Status{core.StatusOK, core.StatusOK, core.StatusOK}, true, false},
-		{"lost its only try, freed the node it took", []core.Status{core.StatusOK, core.StatusHeld, core.StatusHeld}, []core.Status{core.StatusOK, core.StatusMissing, core.StatusMissing}, false, true},
-		{"won", []core.Status{core.StatusOK, core.StatusOK, core.StatusOK}, nil, false, false},
+		{"cancelled unanswered, its cleanup freed two nodes", 1, nil, true, []core.Status{ok, ok, missing}, nil, false, true},
+		{"cancelled unanswered, its cleanup found nothing", 1, nil, true, []core.Status{missing, missing, held}, nil, false, false},
+		{"cancelled unanswered, a node did not answer its cleanup", 1, nil, true, []core.Status{missing, timeout, missing}, nil, false, true},
+		{"cancelled after a node took the key, gone by the cleanup", 1, []core.Status{ok}, true, []core.Status{missing, missing, missing}, nil, false, true},
+		{"cancelled while a lock of the process holds the key", 1, nil, true, []core.Status{ok, ok, ok}, nil, true, false},
+		{"lost its only try, freed the node it took", 1, []core.Status{ok, held, held}, false, []core.Status{ok, missing, missing}, nil, false, true},
+		{"lost its only try, the node it took expired", 1, []core.Status{ok, held, held}, false, []core.Status{missing, missing, held}, nil, false, true},
+		{"lost its only try, took nothing, freed nothing", 1, []core.Status{held, held, held}, false, []core.Status{held, held, held}, nil, false, false},
+		{"cancelled in the cleanup that queued it: it left", 2, []core.Status{ok, held, held}, false, []core.Status{ok, held, held}, []core.Status{missing, missing, missing}, false, false},
+		{"won", 1, []core.Status{ok, ok, ok}, false, nil, nil, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, fair := range []bool{false, true} { // the acquisition's
-				e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair, Retry: core.RandomDelay(1, 0, 0)})
+				e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair, Retry: core.RandomDelay(tc.tries, 0, 0)})
 				now := e.clock.Now()
-				q := e.l.spec.Queue()
-				if !fair { // a TryLock's acquisition in a Fair queue
-					q = newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue()
-				}
+				q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue()
 				if tc.holding {
 					q.Hold(core.GrantUntil(now.Add(time.Second)))
 				}
@@ -451,14 +457,23 @@ func TestQueueFreed(t *testing.T) {
 				if q.Freed(&a, now) {
 					t.Fatal("an acquisition under way freed the key")
 				}
-				if tc.attempt == nil {
-					answer(nil) // sent, unanswered
+				answer(tc.attempt)
+				if tc.cancel {
 					a.Cancel(now, context.Canceled)
-				} else {
-					answer(tc.attempt)
+				}
+				if tc.leave != nil {
+					a.Cancel(now, context.Canceled) // in the cleanup
 				}
 				if tc.cleanup != nil {
 					answer(tc.cleanup)
+				}
+				if tc.leave != nil {
+					if cmd := a.Round().Command(); fair && cmd.Ticket >= 0 {
+						t.Fatalf("fair: after the cleanup, %v with ticket %d, want a leave round", cmd.Op, cmd.Ticket)
+					}
+					if fair {
+						answer(tc.leave)
+					}
 				}
 				if a.Phase() != core.PhaseDone {
 					t.Fatalf("fair %v: phase %v, want done", fair, a.Phase())
@@ -477,5 +492,35 @@ func TestQueueFreed(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A queue without Fair: nothing to do, for the same acquisition that
+	// a Fair queue wakes its head for.
+	e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true, Retry: core.RandomDelay(1, 0, 0)})
+	now := e.clock.Now()
+	a, err := e.l.spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 { // the attempt, cancelled unanswered; its cleanup
+		r := a.Round()
+		for {
+			if _, _, _, ok := r.Next(now); !ok {
+				break
+			}
+		}
+		if round == 0 {
+			a.Cancel(now, context.Canceled)
+			continue
+		}
+		for n := range 3 {
+			r.Receive(core.Reply{Node: n, Status: core.StatusOK})
+		}
+		a.RoundDone(now)
+	}
+	if q := newEnv(t, 3, core.Multiplexed, core.Config{}).l.spec.Queue(); q.Freed(&a, now) {
+		t.Error("a queue without Fair: Freed said yes")
+	}
+	if q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue(); !q.Freed(&a, now) {
+		t.Error("a Fair queue: Freed said no")
 	}
 }

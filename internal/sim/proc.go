@@ -36,7 +36,12 @@ import (
 //     Unheard checker looks, at both moments, for a quiet release that
 //     its own view of the process says nobody of it follows, with another
 //     process waiting on and no attempt or heard release of the process,
-//     nor anyone's acquisition, at once.
+//     nor anyone's acquisition, at once;
+//   - with Fair, a lock of the process that attempted at once (the room
+//     looked empty) and ended without the key, having taken it on some
+//     node or freed it there, wakes the head to attempt at once
+//     (Queue.Freed): that took the process out of the node's queue,
+//     where the head may have queued it meanwhile.
 //
 // A pause or a crash takes the whole process. The Stuck checker looks,
 // at the end of each schedule, for a process whose head waits with
