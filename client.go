@@ -408,8 +408,8 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if counted, handOn, try = c.room.leave(key, w, g); handOn || try {
 					c.makeHeard(ctx, key, handOn, try) // it left a quiet release unheard
 				}
-			} else if err != nil && c.room != nil {
-				c.room.freed(key, &a) // its cleanup may have freed the key under a waiter's place
+			} else if err != nil && c.fair && !once && c.room != nil {
+				c.room.freed(key, &a) // it may have taken the Client out of the nodes' queue
 			}
 			return g, attempts, at, counted, err
 		}

@@ -253,11 +253,11 @@ func (r *waitRoom) reannounce(key string, now time.Time) (handOn, try bool) {
 	return q.q.Reannounce(len(q.waiters) > 0, now)
 }
 
-// freed tells key's queue, if any, that a, a Lock of this Client that
-// never waited in it, ended without the key, and wakes the head if a's
-// cleanup freed the key (core.Queue.Freed): the head attempts at once,
-// which queues the Client again where a's attempt took it out of the
-// nodes' queue. A key with no queue has no waiter to tell; one that
+// freed tells key's queue, if any, that a, a Fair Lock of this Client
+// that never waited in it, ended without the key, and wakes the head if
+// core.Queue.Freed says so: a's attempt may have taken the Client out of
+// the nodes' queue where the head queued it, and the head's attempt
+// queues it again. A key with no queue has no waiter to tell; one that
 // joins later looks afresh (join).
 func (r *waitRoom) freed(key string, a *core.Acquisition) {
 	q := r.queue(key)

@@ -791,9 +791,10 @@ func (b *gatedFlushBatch) Close() { b.b.Close() }
 // frees the key there, queueing nobody and announcing nothing. The other
 // Lock, the head by then, whose retry delay is an hour and whose turn no
 // quorum of nodes would now give, attempts at once (core.Queue.Freed)
-// and takes the key.
+// and takes the key. The clock stands still, so nothing but the Freed
+// wake can end the head's wait, and the room keeps the key's queue.
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
-	m := memnode.New(3, core.SystemClock{})
+	m := memnode.New(3, newStepClock())
 	d := &gatedFlush{Cluster: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
 	cfg := redlock.Config{TTL: time.Minute, Fair: true, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
