@@ -447,12 +447,12 @@ WAITs that fell short (each a vote the driver refused).`)
 // cancels prints where the acquisitions their callers gave up were then,
 // in the configurations with sim.WithCancels.
 func cancels(out *printer, rs []result) {
-	out.printf("\nAcquisitions given up:\n%-58s %8s %8s | %7s %7s %7s %7s %7s | %7s %7s\n",
-		"configuration", "acquired", "given up", "wait", "giveup", "unsent", "attempt", "cleanup", "queued", "reann")
+	out.printf("\nAcquisitions given up:\n%-58s %8s %8s | %7s %7s %7s %7s %7s | %7s %7s %7s\n",
+		"configuration", "acquired", "given up", "wait", "giveup", "unsent", "attempt", "cleanup", "queued", "reann", "freed")
 	for _, x := range rs {
 		r, c := x.r, x.r.Faults.Cancelled
-		out.printf("%-58s %8d %8d | %7d %7d %7d %7d %7d | %7d %7d\n", x.cfg.Name, r.Acquisitions, r.Faults.Cancels,
-			c.Wait, c.GiveUp, c.Unsent, c.Attempt, c.Cleanup, c.Queued, r.Queue.Reannounced)
+		out.printf("%-58s %8d %8d | %7d %7d %7d %7d %7d | %7d %7d %7d\n", x.cfg.Name, r.Acquisitions, r.Faults.Cancels,
+			c.Wait, c.GiveUp, c.Unsent, c.Attempt, c.Cleanup, c.Queued, r.Queue.Reannounced, r.Queue.Freed)
 	}
 	out.println(`Columns: acquisitions; acquisitions their callers gave up, by where
 each was then: in a wait (Cancel), in a wait at a deadline (GiveUp),
@@ -461,5 +461,7 @@ cleanup or leave round; with Fair, those given up while queued on the
 nodes (their own ticket, or their process's as its head); quiet releases
 whose waiters left without the key, made heard (Queue.Reannounce once
 done, Queue.Left as the last waiter leaves): a TryLock, or with Fair a
-Spec.HandOn round.`)
+Spec.HandOn round; with Fair, heads woken at once because a lock of
+their process that attempted at once ended without the key, having
+taken it or freed it on some node (Queue.Freed).`)
 }

@@ -441,7 +441,8 @@ func (c *client) finished() {
 	if err != nil {
 		c.checkStayed(err)
 		if p := c.room(); p != nil && !waited && p.exists && p.q.Freed(&c.acq, c.now()) {
-			p.pokeHead(c.w) // its cleanup freed the key: the head attempts at once
+			c.w.res.Queue.Freed++
+			p.pokeHead(c.w) // it took the process out of a queue: the head attempts at once
 		}
 		if c.room() != nil {
 			c.noteUnheard()

@@ -350,6 +350,10 @@ type QueueCounts struct {
 	// once done, Queue.Left as the last waiter leaves): a TryLock, then
 	// an open release if it won; with Fair, a Spec.HandOn round.
 	Reannounced int
+	// Freed counts heads woken to attempt at once because a lock of
+	// their process that attempted at once ended without the key,
+	// having taken it or freed it on some node (Queue.Freed).
+	Freed int
 }
 
 // AnnounceCounts counts release announcements.
@@ -511,6 +515,7 @@ func (r *Result) add(o Result) {
 	q.Opened += p.Opened
 	q.Retold += p.Retold
 	q.Reannounced += p.Reannounced
+	q.Freed += p.Freed
 	if r.First == "" {
 		r.First = o.First
 	}
