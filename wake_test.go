@@ -231,14 +231,7 @@ func TestWatchLingers(t *testing.T) {
 	for round := range 2 {
 		holder, err := c.TryLock(ctx, "k")
 		require.NoError(t, err)
-		got := make(chan error, 1)
-		go func() {
-			l, err := c.Lock(ctx, "k")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockThenUnlock(ctx, c, "k")
 		for clock.next(t).Equal(clock.Now().Add(time.Second)) { // the linger's, not the waiter's wait's
 		}
 		require.NoError(t, holder.Unlock(ctx))
@@ -608,38 +601,64 @@ func TestHandoffOvertakenIsRetold(t *testing.T) {
 	require.NoError(t, err, "the follower took the key")
 }
 
-// gated is a memnode cluster whose batches cannot flush (no
-// core.Flusher): an armed quiet release, before its first reply, says it
-// is in flight and waits for the gate.
+// gated is a driver whose batches cannot flush (no core.Flusher), and
+// whose armed batches stop at their first Receive:
+//
+//   - armed: a quiet release says it is in flight (inflight) and waits
+//     for gate;
+//   - attempt: an acquire runs its commands, says so (took), and hangs
+//     until its round is cancelled: an attempt that took what it could
+//     and whose caller gave up;
+//   - cleanup: a cleanup that queues its waiter runs its commands, says
+//     so (cleaned), and waits for open before its replies come.
 type gated struct {
+	clockedAnnouncer
+	armed, attempt, cleanup atomic.Bool
+	inflight, gate          chan struct{}
+	took, cleaned, open     chan struct{}
+}
+
+// clockedAnnouncer is a driver that announces and says which clock it
+// reads, as memnode and the drivers here do.
+type clockedAnnouncer interface {
 	core.Announcer
-	armed    atomic.Bool
-	inflight chan struct{}
-	gate     chan struct{}
+	Clock() core.Clock
 }
 
 func (d *gated) Begin(ctx context.Context) core.Batch {
-	return &gatedBatch{b: d.Announcer.Begin(ctx), d: d}
+	return &gatedBatch{b: d.clockedAnnouncer.Begin(ctx), d: d}
 }
 
 type gatedBatch struct {
-	b               core.Batch
-	d               *gated
-	release, waited bool
+	b                                  core.Batch
+	d                                  *gated
+	release, acquire, queueing, waited bool
 }
 
 func (b *gatedBatch) Send(n int, cmd core.Command, deadline time.Time) {
 	// A quiet release, not a cleanup: the waiter may attempt and clean up
 	// once more, after the "maybe missed" of its watch's subscription.
 	b.release = b.release || cmd.Op == core.OpRelease && cmd.Quiet
+	b.acquire = b.acquire || cmd.Op == core.OpAcquire
+	b.queueing = b.queueing || cmd.Op == core.OpRelease && cmd.Ticket > 0
 	b.b.Send(n, cmd, deadline)
 }
 
 func (b *gatedBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
-	if b.release && !b.waited && b.d.armed.CompareAndSwap(true, false) {
+	switch {
+	case b.release && !b.waited && b.d.armed.CompareAndSwap(true, false):
 		b.waited = true
 		close(b.d.inflight)
 		<-b.d.gate
+	case b.acquire && b.d.attempt.CompareAndSwap(true, false):
+		b.b.(core.Flusher).Flush()
+		close(b.d.took)
+		<-cancel
+		return core.Reply{}, false
+	case b.queueing && b.d.cleanup.CompareAndSwap(true, false):
+		b.b.(core.Flusher).Flush()
+		close(b.d.cleaned)
+		<-b.d.open
 	}
 	return b.b.Receive(cancel)
 }
@@ -659,10 +678,10 @@ func (b *gatedBatch) Close() { b.b.Close() }
 func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
-			var da, db core.Announcer
+			var da, db clockedAnnouncer
 			if fair {
 				_, addrs, _ := fairServers(t)
-				for _, d := range []*core.Announcer{&da, &db} {
+				for _, d := range []*clockedAnnouncer{&da, &db} {
 					c, err := redigo.Dial(addrs, drivers.Options{})
 					require.NoError(t, err)
 					t.Cleanup(func() { assert.NoError(t, c.Close()) })
@@ -672,7 +691,7 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 				m := memnode.New(3, core.SystemClock{})
 				da, db = m, m
 			}
-			d := &gated{Announcer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
+			d := &gated{clockedAnnouncer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
 			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
 			optsA, wa := waitersAt(redlock.Options{Config: cfg})
 			var won atomic.Int32 // the acquisitions a won
@@ -690,14 +709,7 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 			defer cancel()
 			first, err := a.TryLock(ctx, "k")
 			require.NoError(t, err)
-			other := make(chan error, 1)
-			go func() {
-				l, err := b.Lock(ctx, "k")
-				if err == nil {
-					err = l.Unlock(ctx)
-				}
-				other <- err
-			}()
+			other := lockThenUnlock(ctx, b, "k")
 			require.Equal(t, 1, <-wb, "the other process's waiter waits")
 			wctx, leave := context.WithCancel(ctx)
 			defer leave()
@@ -737,51 +749,6 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	}
 }
 
-// gatedFlush is a memnode cluster whose armed batches run their commands
-// at their first Receive and then stop: an attempt (attempt armed) says
-// it took what it could and hangs until its round is cancelled; a
-// cleanup that queues its waiter (cleanup armed) says it is done on the
-// nodes and waits for open before its replies come.
-type gatedFlush struct {
-	*memnode.Cluster
-	attempt, cleanup atomic.Bool
-	took, cleaned    chan struct{}
-	open             chan struct{}
-}
-
-func (d *gatedFlush) Begin(ctx context.Context) core.Batch {
-	return &gatedFlushBatch{b: d.Cluster.Begin(ctx), d: d}
-}
-
-type gatedFlushBatch struct {
-	b                 core.Batch
-	d                 *gatedFlush
-	acquire, queueing bool
-}
-
-func (b *gatedFlushBatch) Send(n int, cmd core.Command, deadline time.Time) {
-	b.acquire = b.acquire || cmd.Op == core.OpAcquire
-	b.queueing = b.queueing || cmd.Op == core.OpRelease && cmd.Ticket > 0
-	b.b.Send(n, cmd, deadline)
-}
-
-func (b *gatedFlushBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
-	switch {
-	case b.acquire && b.d.attempt.CompareAndSwap(true, false):
-		b.b.(core.Flusher).Flush()
-		close(b.d.took)
-		<-cancel
-		return core.Reply{}, false
-	case b.queueing && b.d.cleanup.CompareAndSwap(true, false):
-		b.b.(core.Flusher).Flush()
-		close(b.d.cleaned)
-		<-b.d.open
-	}
-	return b.b.Receive(cancel)
-}
-
-func (b *gatedFlushBatch) Close() { b.b.Close() }
-
 // TestFairCancelledAttemptWakesItsClientsHead: with Config.Fair, a Lock
 // finds its Client's wait room empty and attempts at once while another
 // Lock of the Client is in the cleanup that queues the Client on every
@@ -795,7 +762,7 @@ func (b *gatedFlushBatch) Close() { b.b.Close() }
 // wake can end the head's wait, and the room keeps the key's queue.
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	m := memnode.New(3, newStepClock())
-	d := &gatedFlush{Cluster: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
+	d := &gated{clockedAnnouncer: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
 	cfg := redlock.Config{TTL: time.Minute, Fair: true, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
 	defer cancel()
@@ -810,14 +777,7 @@ func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	// nothing since: a Lock that joins it waits for what it hears.
 	first, err := b.TryLock(ctx, "k")
 	require.NoError(t, err)
-	won := make(chan error, 1)
-	go func() {
-		l, err := a.Lock(ctx, "k")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		won <- err
-	}()
+	won := lockThenUnlock(ctx, a, "k")
 	require.Equal(t, 1, <-waiters)
 	require.NoError(t, first.Unlock(ctx))
 	require.Equal(t, 0, <-waiters)
@@ -828,14 +788,7 @@ func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	defer func() { assert.ErrorIs(t, held.Unlock(ctx), redlock.ErrNotHeld) }()
 
 	d.cleanup.Store(true)
-	head := make(chan error, 1)
-	go func() {
-		l, err := a.Lock(ctx, "k")
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		head <- err
-	}()
+	head := lockThenUnlock(ctx, a, "k")
 	<-d.cleaned // its attempt failed; its cleanup queued the Client
 	// The holder's key leaves nodes 0 and 1 unheard, as by expiry: the
 	// Client, queued there, takes it at its next attempt.
@@ -859,4 +812,18 @@ func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	giveUp()
 	require.ErrorIs(t, <-direct, redlock.ErrCancelled)
 	require.NoError(t, <-head, "the head took the key its Client's cleanup freed")
+}
+
+// lockThenUnlock locks key through c in a goroutine, unlocks it at once,
+// and sends the first error (nil: both went through).
+func lockThenUnlock(ctx context.Context, c *redlock.Client, key string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, key)
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		done <- err
+	}()
+	return done
 }
