@@ -330,14 +330,14 @@ func TestSimulationSeesAnUnheardRelease(t *testing.T) {
 // took the process out of their queues, and its caller gave it up. Its
 // cleanup freed the key there without queueing the process again, and
 // the other Lock, now the head, waited for a turn that no quorum would
-// give it until its timed retry, overtaken 60 times (bound 59). With
+// give it until its timed retry, overtaken 62 times (bound 59). With
 // Queue.Freed the head attempts at once, which queues the process again;
 // without it the skipped-waiter checker reports the schedule.
 func TestSimulationSeesAFreedKeyLeftToTheTimer(t *testing.T) {
 	cfg := sim.PairsGivingUp(3, true)
 	const seed = 16809
 	if r := sim.Run(cfg, seed); r.Violations.Total() != 0 || r.Queue.Freed == 0 {
-		t.Fatalf("%s, seed %d, with the fix: %d heads woken by Freed, %+v; first: %s", cfg.Name, seed, r.Queue.Freed, r.Violations, r.First)
+		t.Fatalf("%s, seed %d, with the fix: %d yes from Freed, %+v; first: %s", cfg.Name, seed, r.Queue.Freed, r.Violations, r.First)
 	}
 	restore := core.FreedUnheard()
 	broken := sim.Run(cfg, seed)

@@ -461,7 +461,8 @@ cleanup or leave round; with Fair, those given up while queued on the
 nodes (their own ticket, or their process's as its head); quiet releases
 whose waiters left without the key, made heard (Queue.Reannounce once
 done, Queue.Left as the last waiter leaves): a TryLock, or with Fair a
-Spec.HandOn round; with Fair, heads woken at once because a lock of
-their process that attempted at once ended without the key, having
-taken it or freed it on some node (Queue.Freed).`)
+Spec.HandOn round; with Fair, the times Queue.Freed said yes: a lock
+of the process that attempted at once ended without the key, having
+taken it or freed it on some node, and the head was woken (or the next
+to come told).`)
 }

@@ -350,9 +350,10 @@ type QueueCounts struct {
 	// once done, Queue.Left as the last waiter leaves): a TryLock, then
 	// an open release if it won; with Fair, a Spec.HandOn round.
 	Reannounced int
-	// Freed counts heads woken to attempt at once because a lock of
-	// their process that attempted at once ended without the key,
-	// having taken it or freed it on some node (Queue.Freed).
+	// Freed counts the times Queue.Freed said yes: a lock of the process
+	// that attempted at once ended without the key, having taken it or
+	// freed it on some node; the head is woken to attempt at once, or,
+	// none waiting, the next to come told.
 	Freed int
 }
 
