@@ -349,6 +349,7 @@ func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
+	a.ours = a.round.tally.oks() // for Queue.Freed, should the raise be cancelled
 	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
@@ -521,7 +522,11 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)
-		a.ours = a.round.tally.oks() // for Queue.Freed: no wait follows
+		if a.raising { // the nodes the attempt took, and those still ours
+			a.ours |= a.round.tally.oks()
+		} else {
+			a.ours = a.round.tally.oks()
+		}
 		a.startCleanup(now)
 	}
 }

@@ -429,10 +429,12 @@ func TestQueueFreed(t *testing.T) {
 		{"lost its only try, took nothing, freed nothing", 1, []core.Status{held, held, held}, false, []core.Status{held, held, held}, nil, false, false},
 		{"cancelled in the cleanup that queued it: it left", 2, []core.Status{ok, held, held}, false, []core.Status{ok, held, held}, []core.Status{missing, missing, missing}, false, false},
 		{"won", 1, []core.Status{ok, ok, ok}, false, nil, nil, false, false},
+		{"fenced: cancelled in the raise, the keys gone by the cleanup", -1, []core.Status{ok, ok, held}, false, []core.Status{missing, missing, held}, nil, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, fair := range []bool{false, true} { // the acquisition's
-				e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair, Retry: core.RandomDelay(tc.tries, 0, 0)})
+				fenced := tc.tries < 0 // one try, fenced: cancelled in its raise round
+				e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: fair, Fencing: fenced, Retry: core.RandomDelay(max(tc.tries, 1), 0, 0)})
 				now := e.clock.Now()
 				q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue()
 				if tc.holding {
@@ -458,6 +460,13 @@ func TestQueueFreed(t *testing.T) {
 					t.Fatal("an acquisition under way freed the key")
 				}
 				answer(tc.attempt)
+				if fenced {
+					if op := a.Round().Command().Op; op != core.OpRaiseFence {
+						t.Fatalf("fair %v: after a won fenced attempt, %v, want the raise", fair, op)
+					}
+					answer([]core.Status{core.StatusMissing}) // the raise, under way
+					a.Cancel(now, context.Canceled)
+				}
 				if tc.cancel {
 					a.Cancel(now, context.Canceled)
 				}
