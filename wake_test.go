@@ -610,12 +610,16 @@ func TestHandoffOvertakenIsRetold(t *testing.T) {
 //     until its round is cancelled: an attempt that took what it could
 //     and whose caller gave up;
 //   - cleanup: a cleanup that queues its waiter runs its commands, says
-//     so (cleaned), and waits for open before its replies come.
+//     so (cleaned), and waits for open before its replies come;
+//   - quietDone, set before the Unlock that runs it, in its goroutine: a
+//     quiet release's batch calls it once closed, before the Unlock tells
+//     its waiter.
 type gated struct {
 	clockedAnnouncer
 	armed, attempt, cleanup atomic.Bool
 	inflight, gate          chan struct{}
 	took, cleaned, open     chan struct{}
+	quietDone               func()
 }
 
 // clockedAnnouncer is a driver that announces and says which clock it
@@ -663,7 +667,14 @@ func (b *gatedBatch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 	return b.b.Receive(cancel)
 }
 
-func (b *gatedBatch) Close() { b.b.Close() }
+func (b *gatedBatch) Close() {
+	b.b.Close()
+	if b.release && b.d.quietDone != nil {
+		f := b.d.quietDone
+		b.d.quietDone = nil
+		f()
+	}
+}
 
 // TestQuietReleaseWhoseWaiterLeftIsAnnounced: a release that hands the
 // key to a waiter of its Client announces nothing; when that waiter
@@ -826,4 +837,62 @@ func lockThenUnlock(ctx context.Context, c *redlock.Client, key string) <-chan e
 		done <- err
 	}()
 	return done
+}
+
+// TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard: a release that
+// hands the key to the Client's waiter is quiet; once it is done the
+// waiter attempts, but another process took the key in between, and the
+// waiter's caller gives up. Leaving, the last waiter of the Client, it
+// makes the release heard (core.Queue.Left): without Fair, a TryLock,
+// which here finds the other process's key.
+func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
+	m := memnode.New(3, newStepClock())
+	d := &gated{clockedAnnouncer: m}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
+	defer cancel()
+	wctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	votes := make(chan core.Op, 64)
+	var tries atomic.Int32
+	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts.Observer.Vote = func(e redlock.VoteEvent) {
+		if e.Context == wctx {
+			votes <- e.Op
+		}
+	}
+	opts.Observer.Acquire = func(e redlock.AcquireEvent) {
+		if e.Try {
+			tries.Add(1)
+		}
+	}
+	a, err := redlock.NewClient(d, opts)
+	require.NoError(t, err)
+	held, err := a.TryLock(ctx, "k")
+	require.NoError(t, err)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := a.Lock(wctx, "k")
+		waiter <- err
+	}()
+	require.Equal(t, 1, <-waiters, "a waiter of the holder's Client waits")
+	other := core.TokenFromUint64s(7, 7)
+	d.quietDone = func() { // another process takes the key as soon as it is free
+		for n := range 3 {
+			m.Set(n, "k", other, time.Minute)
+		}
+	}
+	require.NoError(t, held.Unlock(ctx))
+	require.Nil(t, d.quietDone, "the release was not quiet")
+	// The waiter's attempt, lost at its second answer, and its cleanup.
+	for range 2 + 3 {
+		select {
+		case <-votes:
+		case <-ctx.Done():
+			t.Fatal("the waiter did not attempt after the release")
+		}
+	}
+	before := tries.Load()
+	giveUp()
+	require.ErrorIs(t, <-waiter, redlock.ErrCancelled)
+	assert.Equal(t, before+1, tries.Load(), "the leaving waiter made the quiet release heard")
 }
