@@ -55,7 +55,7 @@ type Acquisition struct {
 	woke      time.Time     // the wake an announcement brought forward; zero: none
 	spread    time.Duration // jitter span after an announced wake, when the woken attempt failed
 	held      uint32        // nodes that answered StatusHeld
-	ours      uint32        // nodes that answered StatusOK: the cleanup frees them
+	ours      uint32        // nodes the current attempt took (StatusOK): the cleanup frees them
 	announced uint32        // nodes that announced since the attempt started
 	listening uint32        // nodes whose announcements the caller hears
 	wakeCount int           // announcements from held nodes that warrant an attempt; 0: none do
@@ -120,7 +120,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 		op = OpAcquireFenced
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
-	a.announced, a.woke = 0, time.Time{}
+	a.announced, a.woke, a.ours = 0, time.Time{}, 0
 	cmd := Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
 	if a.spec.cfg.Fair {
 		// Every attempt may find the key handed to it, which a plain SET
@@ -522,11 +522,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)
-		if a.raising { // the nodes the attempt took, and those still ours
-			a.ours |= a.round.tally.oks()
-		} else {
-			a.ours = a.round.tally.oks()
-		}
+		a.ours |= a.round.tally.oks() // for Queue.Freed; a raise's adds to its attempt's (startRaise)
 		a.startCleanup(now)
 	}
 }

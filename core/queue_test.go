@@ -444,27 +444,15 @@ func TestQueueFreed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				answer := func(statuses []core.Status) {
-					r := a.Round()
-					for {
-						if _, _, _, ok := r.Next(now); !ok {
-							break
-						}
-					}
-					for n, s := range statuses {
-						r.Receive(core.Reply{Node: n, Status: s})
-					}
-					a.RoundDone(now)
-				}
 				if q.Freed(&a, now) {
 					t.Fatal("an acquisition under way freed the key")
 				}
-				answer(tc.attempt)
+				sendThenAnswer(&a, now, tc.attempt)
 				if fenced {
 					if op := a.Round().Command().Op; op != core.OpRaiseFence {
 						t.Fatalf("fair %v: after a won fenced attempt, %v, want the raise", fair, op)
 					}
-					answer([]core.Status{core.StatusMissing}) // the raise, under way
+					sendThenAnswer(&a, now, []core.Status{core.StatusMissing}) // the raise, under way
 					a.Cancel(now, context.Canceled)
 				}
 				if tc.cancel {
@@ -474,14 +462,14 @@ func TestQueueFreed(t *testing.T) {
 					a.Cancel(now, context.Canceled) // in the cleanup
 				}
 				if tc.cleanup != nil {
-					answer(tc.cleanup)
+					sendThenAnswer(&a, now, tc.cleanup)
 				}
 				if tc.leave != nil {
 					if cmd := a.Round().Command(); fair && cmd.Ticket >= 0 {
 						t.Fatalf("fair: after the cleanup, %v with ticket %d, want a leave round", cmd.Op, cmd.Ticket)
 					}
 					if fair {
-						answer(tc.leave)
+						sendThenAnswer(&a, now, tc.leave)
 					}
 				}
 				if a.Phase() != core.PhaseDone {
@@ -510,26 +498,29 @@ func TestQueueFreed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for round := range 2 { // the attempt, cancelled unanswered; its cleanup
-		r := a.Round()
-		for {
-			if _, _, _, ok := r.Next(now); !ok {
-				break
-			}
-		}
-		if round == 0 {
-			a.Cancel(now, context.Canceled)
-			continue
-		}
-		for n := range 3 {
-			r.Receive(core.Reply{Node: n, Status: core.StatusOK})
-		}
-		a.RoundDone(now)
-	}
+	sendThenAnswer(&a, now, nil) // the attempt, cancelled unanswered
+	a.Cancel(now, context.Canceled)
+	sendThenAnswer(&a, now, []core.Status{core.StatusOK, core.StatusOK, core.StatusOK})
 	if q := newEnv(t, 3, core.Multiplexed, core.Config{}).l.spec.Queue(); q.Freed(&a, now) {
 		t.Error("a queue without Fair: Freed said yes")
 	}
 	if q := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Queue(); !q.Freed(&a, now) {
 		t.Error("a Fair queue: Freed said no")
 	}
+}
+
+// sendThenAnswer sends every command a's round has due at now, then
+// answers node i with statuses[i] (the others stay unanswered), and moves
+// a on (RoundDone).
+func sendThenAnswer(a *core.Acquisition, now time.Time, statuses []core.Status) {
+	r := a.Round()
+	for {
+		if _, _, _, ok := r.Next(now); !ok {
+			break
+		}
+	}
+	for n, s := range statuses {
+		r.Receive(core.Reply{Node: n, Status: s})
+	}
+	a.RoundDone(now)
 }

@@ -440,11 +440,11 @@ func (c *client) finished() {
 	}
 	if err != nil {
 		c.checkStayed(err)
-		if p := c.room(); p != nil && !waited && p.exists && p.q.Freed(&c.acq, c.now()) {
-			c.w.res.Queue.Freed++
-			p.pokeHead(c.w) // it took the process out of a queue: the head attempts at once
-		}
-		if c.room() != nil {
+		if p := c.room(); p != nil {
+			if !waited && p.exists && p.q.Freed(&c.acq, c.now()) {
+				c.w.res.Queue.Freed++
+				p.pokeHead(c.w) // it took the process out of a queue: the head attempts at once
+			}
 			c.noteUnheard()
 			if c.makeHeard(handOn, try) {
 				return
