@@ -174,6 +174,9 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 	}
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	hung := all(c.N())[:lossThreshold(c.N())]
+	for _, i := range hung {
+		c.srv[i].NeedProcess(t) // the subtests stop them
+	}
 	for run := range 8 {
 		t.Run("run="+strconv.Itoa(run), func(t *testing.T) {
 			w := watchExtends(c.Driver())
