@@ -320,9 +320,9 @@ func (a *Acquisition) Announce(node int, now time.Time) {
 // SetListening tells the acquisition which nodes' announcements of the
 // key the caller hears: bit i for node i. While they include enough of
 // the nodes the other holder held to bring the wake forward, a wait lasts
-// until Announce does so or the holders' keys expire (HolderExpiry), and
-// the retry delay is used only when their expiry is unknown. Otherwise a
-// wait ends at the earlier of the retry delay and the expiry.
+// until Announce does so or the holders' keys expire (as their Reply.TTL
+// said), and the retry delay is used only when their expiry is unknown.
+// Otherwise a wait ends at the earlier of the retry delay and the expiry.
 func (a *Acquisition) SetListening(nodes uint32) { a.listening = nodes }
 
 // relying reports whether the wait may rely on announcements: the nodes
@@ -433,7 +433,7 @@ func (a *Acquisition) leave(now time.Time) bool {
 }
 
 // WakeAt returns when the wait of PhaseWait ends: at the retry delay's
-// end, or at the holders' expiry (HolderExpiry) when that comes first or
+// end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
 func (a *Acquisition) WakeAt() time.Time {

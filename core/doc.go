@@ -74,7 +74,7 @@
 //     appendonly yes and appendfsync always. Otherwise it may forget a key
 //     and let a second client win a majority.
 //   - Work: the holder finishes its work, or extends, before the lock's
-//     validity runs out (Grant.RemainingAt). A Lease declares the loss a
+//     validity runs out (Grant.ValidUntil). A Lease declares the loss a
 //     round's bound (the round bound (the node timeout; N of them when sequential)) before that, and starts no
 //     extension that could still be in flight then. A process paused past that
 //     point (GC, SIGSTOP) no longer holds the lock and must not act as if
