@@ -12,8 +12,9 @@
 // Driver, and the simulation (internal/sim) drives the same values.
 //
 // It imports the standard library only (no fmt, no reflect), keeps no
-// package-level mutable state (but for switches only its own tests set),
-// and allocates nothing on the success paths of an acquisition, a
+// package-level mutable state (its tests' switches that re-introduce
+// fixed bugs exist only with the build tag redlock_mutations), and
+// allocates nothing on the success paths of an acquisition, a
 // release and an extension for up to MaxNodes nodes, so it compiles and
 // runs under WebAssembly and TinyGo. Tokens (TokenSource) and jitter
 // (Rand) are inputs; the root package supplies production ones, and

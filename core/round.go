@@ -131,7 +131,7 @@ func (r *Round) Needed() int {
 	if r.fanOut == Multiplexed && int(r.sent) == r.tally.n {
 		k = r.needed()
 	}
-	if mutations.neededOverstates {
+	if mutNeededOverstates {
 		k++
 	}
 	return k
