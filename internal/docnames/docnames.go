@@ -327,6 +327,9 @@ func (c *checker) file(f *ast.File) {
 // doc-link and backquote forms are told by the characters around it.
 var word = regexp.MustCompile(`\*?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`)
 
+// listItem is the marker of a list item of a doc comment.
+var listItem = regexp.MustCompile(`^\s*(?:[-*+•]|\d+[.)])\s`)
+
 func (c *checker) comment(cg *ast.CommentGroup) {
 	if cg == nil {
 		return
@@ -356,9 +359,11 @@ func (c *checker) line(pos token.Position, line string, start bool) bool {
 	if trimmed == "" || strings.HasPrefix(trimmed, "# ") {
 		return true // a paragraph break or a heading
 	}
-	code := strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "    ")
+	// gofmt indents a doc comment's code with a tab, and its lists'
+	// continuation lines with spaces.
+	code := strings.HasPrefix(line, "\t")
 	// A list item starts a sentence: "- Clocks:", "1. reads".
-	if m := regexp.MustCompile(`^\s*(?:[-*+•]|\d+[.)])\s`).FindString(line); m != "" {
+	if m := listItem.FindString(line); m != "" {
 		start = true
 		line = strings.Repeat(" ", len(m)) + line[len(m):]
 	}

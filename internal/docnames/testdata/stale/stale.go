@@ -17,4 +17,11 @@ type Grant struct {
 func (g Grant) Until() time.Time { return g.end }
 
 // Make returns a Grant; wrapped by zap.Logger. // want zap.Logger
+//
+//   - A list item names the
+//     HolderExpiry of a continuation line. // want HolderExpiry
+//
+// Code names the package's own removed function:
+//
+//	g := stale.Acquire(ctx) // want stale.Acquire
 func Make() Grant { return Grant{} }
