@@ -66,6 +66,7 @@ type Problem struct {
 	Why  string
 }
 
+// String is file:line: name: why, the form go vet's messages take.
 func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d: %s: %s", p.Pos.Filename, p.Pos.Line, p.Name, p.Why)
 }
