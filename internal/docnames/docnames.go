@@ -20,10 +20,11 @@
 //   - a capitalized word that does not start a sentence (Locker in "a
 //     Locker with Config.Fencing").
 //
-// A name resolves when the package declares it at top level, as a field
-// or method of one of its types, or as a parameter or result of the
-// function the comment documents; a capitalized word also resolves when
-// it is the plural of such a name (Grants). Words in double quotes (titles
+// A name resolves when the package, or a package of Options.Related,
+// declares it at top level or as a field or method of one of its types,
+// or when it is a parameter or result of the function the comment
+// documents; a word also resolves when it is the plural of such a name
+// (Grants, TokenSources). Words in double quotes (titles
 // of sections, error text) and all-capital words (SET, NX, OK, N) are
 // prose. Anything else a package's comments write that way, a product
 // name or an English word that starts a clause after a comma, goes in
