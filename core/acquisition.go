@@ -146,7 +146,7 @@ func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 // followed does not take it out (no leave round, and a last cleanup that
 // queues the process again).
 func (a *Acquisition) queued(ticket int64) {
-	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutations.placeIgnored {
+	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutPlaceIgnored {
 		a.ticket = ticket
 	}
 }
@@ -176,7 +176,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		case a.cause != nil:
 			// A cleanup that queued the waiter (Ticket > 0) before the
 			// cancel came is followed by the leave round.
-			if r.cmd.Ticket > 0 && !mutations.cancelStaysQueued && a.leave(now) {
+			if r.cmd.Ticket > 0 && !mutCancelStaysQueued && a.leave(now) {
 				return
 			}
 			a.finish(a.cancelled())
@@ -196,7 +196,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	elapsed := now.Sub(a.start)
 	drift := s.drift
-	if mutations.validityWithoutDrift {
+	if mutValidityWithoutDrift {
 		drift = 0
 	}
 	validity := Validity(s.cfg.TTL, elapsed, drift)
@@ -204,7 +204,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		fence := a.fence
 		if s.cfg.Fencing && !a.raising {
 			fence = r.maxFence()
-			if !mutations.skipFenceRaise {
+			if !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
@@ -292,7 +292,7 @@ func (a *Acquisition) maybeWake(now time.Time) {
 	}
 	heldFreed := a.wakeCount > 0 && bits.OnesCount32(a.announced&a.held) >= a.wakeCount
 	quorumFree := bits.OnesCount32(a.announced|a.ours) >= a.spec.quorum && a.announced&^a.ours != 0 &&
-		!mutations.wakeOnHeldOnly
+		!mutWakeOnHeldOnly
 	if !heldFreed && !quorumFree {
 		return
 	}
@@ -320,9 +320,9 @@ func (a *Acquisition) Announce(node int, now time.Time) {
 // SetListening tells the acquisition which nodes' announcements of the
 // key the caller hears: bit i for node i. While they include enough of
 // the nodes the other holder held to bring the wake forward, a wait lasts
-// until Announce does so or the holders' keys expire (HolderExpiry), and
-// the retry delay is used only when their expiry is unknown. Otherwise a
-// wait ends at the earlier of the retry delay and the expiry.
+// until Announce does so or the holders' keys expire (as their Reply.TTL
+// said), and the retry delay is used only when their expiry is unknown.
+// Otherwise a wait ends at the earlier of the retry delay and the expiry.
 func (a *Acquisition) SetListening(nodes uint32) { a.listening = nodes }
 
 // relying reports whether the wait may rely on announcements: the nodes
@@ -433,7 +433,7 @@ func (a *Acquisition) leave(now time.Time) bool {
 }
 
 // WakeAt returns when the wait of PhaseWait ends: at the retry delay's
-// end, or at the holders' expiry (HolderExpiry) when that comes first or
+// end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
 func (a *Acquisition) WakeAt() time.Time {
@@ -516,7 +516,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 		// attempt is on the nodes, but a Fair waiter leaves the queues
 		// first.
 		a.err = a.cancelled()
-		if mutations.cancelStaysQueued && a.phase != PhaseWait || !a.leave(now) {
+		if mutCancelStaysQueued && a.phase != PhaseWait || !a.leave(now) {
 			a.finish(a.err)
 		}
 	case !a.cleaning:

@@ -12,8 +12,9 @@
 // Driver, and the simulation (internal/sim) drives the same values.
 //
 // It imports the standard library only (no fmt, no reflect), keeps no
-// package-level mutable state (but for switches only its own tests set),
-// and allocates nothing on the success paths of an acquisition, a
+// package-level mutable state (its tests' switches that re-introduce
+// fixed bugs exist only with the build tag redlock_mutations), and
+// allocates nothing on the success paths of an acquisition, a
 // release and an extension for up to MaxNodes nodes, so it compiles and
 // runs under WebAssembly and TinyGo. Tokens (TokenSource) and jitter
 // (Rand) are inputs; the root package supplies production ones, and
@@ -74,7 +75,7 @@
 //     appendonly yes and appendfsync always. Otherwise it may forget a key
 //     and let a second client win a majority.
 //   - Work: the holder finishes its work, or extends, before the lock's
-//     validity runs out (Grant.RemainingAt). A Lease declares the loss a
+//     validity runs out (Grant.ValidUntil). A Lease declares the loss a
 //     round's bound (the round bound (the node timeout; N of them when sequential)) before that, and starts no
 //     extension that could still be in flight then. A process paused past that
 //     point (GC, SIGSTOP) no longer holds the lock and must not act as if

@@ -61,9 +61,9 @@ func (g Grant) ValidUntil() time.Time {
 	return g.end.Add(g.validity)
 }
 
-// RemainingAt returns how long the grant stays valid after now, never
+// remainingAt returns how long the grant stays valid after now, never
 // negative. A now before the end of the round that set validity means the
-// clock ran backwards: the remaining time is then unknown and RemainingAt
+// clock ran backwards: the remaining time is then unknown and remainingAt
 // returns 0.
 func (g Grant) remainingAt(now time.Time) time.Duration {
 	if g.validity <= 0 {

@@ -71,7 +71,7 @@ func (l *Lease) Round() *Round { return &l.round }
 // LoseAt returns when the grant is declared lost unless an extension moves
 // it: a round bound before the end of its validity.
 func (l *Lease) LoseAt() time.Time {
-	if mutations.leaseLosesAtValidity {
+	if mutLeaseLosesAtValidity {
 		return l.grant.ValidUntil()
 	}
 	return l.grant.ValidUntil().Add(-l.spec.roundBound())

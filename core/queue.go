@@ -108,7 +108,7 @@ func (q *Queue) Unhold(n uint64) {
 // nodes' queue), the head woken only once it is done (with Fair, by its
 // turn), so that the other processes get their turn.
 func (q *Queue) Follow() bool {
-	if q.chain >= MaxChain && !mutations.chainNeverOpens {
+	if q.chain >= MaxChain && !mutChainNeverOpens {
 		q.chain = 0
 		return false
 	}
@@ -167,7 +167,7 @@ func (q *Queue) Look(a *Acquisition, now time.Time, listening uint32, followed b
 	// by nobody, it takes the process out of the queue if it gives up,
 	// and leaves no place behind.
 	switch t := a.ticket; {
-	case !followed && !mutations.placeOutlivesHead:
+	case !followed && !mutPlaceOutlivesHead:
 		q.place = 0
 	case t > 0 && (q.place == 0 || t < q.place):
 		q.place = t
@@ -262,7 +262,7 @@ func (q *Queue) Reannounce(waiting bool, now time.Time) (handOn, try bool) {
 // release means no lock of the process took the key since (Hold ends
 // it), so no clock is read.
 func (q *Queue) Left(waiting bool) (handOn, try bool) {
-	if mutations.neverReannounceAtLeave {
+	if mutNeverReannounceAtLeave {
 		return false, false
 	}
 	return q.makeHeard(waiting)
@@ -290,7 +290,7 @@ func (q *Queue) Left(waiting bool) (handOn, try bool) {
 // nobody out of a queue and its cleanup's release is announced: nothing
 // to do.
 func (q *Queue) Freed(a *Acquisition, now time.Time) bool {
-	if !q.fair || !a.spec.cfg.Fair || mutations.freedUnheard || !a.freedKey() || q.Holding(now) {
+	if !q.fair || !a.spec.cfg.Fair || mutFreedUnheard || !a.freedKey() || q.Holding(now) {
 		return false
 	}
 	q.Handover(false)
@@ -299,7 +299,7 @@ func (q *Queue) Freed(a *Acquisition, now time.Time) bool {
 
 // makeHeard is Reannounce's and Left's decision.
 func (q *Queue) makeHeard(waiting bool) (handOn, try bool) {
-	if !q.unheard || waiting || mutations.neverReannounce {
+	if !q.unheard || waiting || mutNeverReannounce {
 		return false, false
 	}
 	q.unheard = false
@@ -321,7 +321,7 @@ func (q *Queue) Take() (heard uint32, fresh bool) {
 // joined the others is dropped, so that a gives up without a leave round,
 // which would take the process out of the queue while its head waits.
 func (q *Queue) Behind(a *Acquisition) {
-	if !mutations.behindKeepsTicket {
+	if !mutBehindKeepsTicket {
 		a.ticket = 0
 	}
 }

@@ -162,17 +162,17 @@ func (s Spec) Released(g Grant, r *Round) error {
 func (s *Spec) extended(g Grant, r *Round, now time.Time) (_ Grant, lost bool, _ *Error) {
 	elapsed := now.Sub(r.started())
 	drift := g.drift
-	if mutations.extendWithSpecDrift {
+	if mutExtendWithSpecDrift {
 		drift = s.drift
 	}
-	if mutations.validityWithoutDrift {
+	if mutValidityWithoutDrift {
 		drift = 0
 	}
 	validity := Validity(g.ttl, elapsed, drift)
 	switch {
 	case r.tally.vote() != voteWon:
 		e := s.failure(OpExtend, g.key, &r.tally)
-		return g, (errors.Is(e.Kind, ErrNotHeld) || errors.Is(e.Kind, ErrTaken)) && !mutations.extendKeepsLostLock, e
+		return g, (errors.Is(e.Kind, ErrNotHeld) || errors.Is(e.Kind, ErrTaken)) && !mutExtendKeepsLostLock, e
 	case validity <= 0:
 		return g, false, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: g.key, Attempts: 1,
 			Cause: &validityError{ttl: g.ttl, elapsed: elapsed, drift: drift}}
