@@ -132,9 +132,6 @@ func (r *Room) Ready() Ready { return r.rd }
 // Advance records that the pump did what Ready said.
 func (r *Room) Advance() { r.rd = Ready{} }
 
-// Waiters returns how many waiters are in the room.
-func (r *Room) Waiters() int { return r.waiters }
-
 // Busy reports whether a Lock that starts at now waits behind the
 // process's others rather than attempt (Acquisition.WaitAgain, then
 // Join): the room has waiters, or a Lock of the process holds the key,
