@@ -768,7 +768,7 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 // Client out of that node's queue; its caller gives up, and its cleanup
 // frees the key there, queueing nobody and announcing nothing. The other
 // Lock, the head by then, whose retry delay is an hour and whose turn no
-// quorum of nodes would now give, attempts at once (core.Queue.Freed)
+// quorum of nodes would now give, attempts at once (core.Room.Ended)
 // and takes the key. The clock stands still, so nothing but the Freed
 // wake can end the head's wait, and the room keeps the key's queue.
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
@@ -843,7 +843,7 @@ func lockThenUnlock(ctx context.Context, c *redlock.Client, key string) <-chan e
 // hands the key to the Client's waiter is quiet; once it is done the
 // waiter attempts, but another process took the key in between, and the
 // waiter's caller gives up. Leaving, the last waiter of the Client, it
-// makes the release heard (core.Queue.Left): without Fair, a TryLock,
+// makes the release heard (core.Room.Leave): without Fair, a TryLock,
 // which here finds the other process's key.
 func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	m := memnode.New(3, newStepClock())

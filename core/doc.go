@@ -9,8 +9,9 @@
 // attempts next, what a release hands on, how long the key's watch
 // lingers). Each says what to send and when to act next, takes the
 // replies and the time (now) as inputs, and never reads a clock, sleeps,
-// starts a goroutine or does I/O: the root package's Client is the one runner that does, over a
-// Driver, and the simulation (internal/sim) drives the same values.
+// starts a goroutine or does I/O: the root package's Client is the one
+// runner that does, over a Driver, and the simulation (internal/sim)
+// drives the same values.
 //
 // It imports the standard library only (no fmt, no reflect), keeps no
 // package-level mutable state (but for switches only its own tests set),

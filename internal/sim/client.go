@@ -92,8 +92,8 @@ type client struct {
 	// With Config.Waiters (proc.go): its process; whether it waits in the
 	// process's queue; the pokes on their way to it; the wake generation
 	// last set (armed == wakeGen: a wake is set); the room's count of its
-	// lock (Queue.Hold's number, 0: none, and the Queue's gen); and its
-	// release: handing the key on, to tell early, told as number told.
+	// lock (Ready.Held; zero: none); and its release as the Room follows
+	// it (Releasing), to tell early (Room.Flushed), told early.
 	p                *proc
 	queued           bool
 	pokes            int

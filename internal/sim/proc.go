@@ -9,28 +9,30 @@ import (
 
 // Processes of several waiters (Config.Waiters): the clients of one
 // process are the Locks of one redlock.Client, and share what the Client
-// shares among them (wake.go's wait room), every decision of which is
-// core.Queue's:
+// shares among them (wake.go's wait room): a core.Room of the key, which
+// the process pumps as the wait room does (join, leave, ready), and
+// whose every decision is the Room's:
 //
 //   - one connection to each node, in order: the nodes know the process
 //     by its first client's id (its Fair waiter id, its subscription);
 //   - one watch of the key, which the first client carries: it starts
 //     with the key's first waiter and stops a linger after its last
-//     (the room forgets the key then, and its Queue);
+//     (Ready.StopAt, Room.Tick, on the first client's clock; the room
+//     forgets the key then, and its Room);
 //   - the waiters in order: only the head attempts and hears the key's
-//     announcements (Queue.Announce, dropped while a lock of the process
+//     announcements (Room.Hear, dropped while a lock of the process
 //     holds the key, without Fair); the others wait to be poked;
 //   - a new acquisition waits behind the key's waiters or its holder in
-//     the process (Acquisition.WaitAgain) rather than attempt;
+//     the process (Room.Busy, Acquisition.WaitAgain) rather than attempt;
 //   - a release that the process's waiters follow hands the key on
-//     within it (Queue.Follow, Grant.WithHandoff): quiet, with Fair
+//     within it (Room.Release, Grant.WithHandoff): quiet, with Fair
 //     outside the nodes' queue, the head told as soon as its commands
-//     are sent and again once it is done (Queue.Told, Queue.Retell);
+//     are sent and again once it is done (Room.Flushed, Room.Released);
 //     every MaxChain+1st is open to the other processes;
 //   - a quiet release whose waiters leave without the key, nobody of the
 //     process left to take it, is made heard: once done, if they left
-//     already (Queue.Reannounce), or as the last of them leaves
-//     (Queue.Left); with Fair by the Spec.HandOn round, which hands the
+//     already (Room.Released), or as the last of them leaves
+//     (Room.Leave); with Fair by the Spec.HandOn round, which hands the
 //     free key to the first process in the nodes' queue, without by a
 //     TryLock and its release at once if it won (Client.makeHeard). The
 //     Unheard checker looks, at both moments, for a quiet release that
@@ -40,7 +42,7 @@ import (
 //   - with Fair, a lock of the process that attempted at once (the room
 //     looked empty) and ended without the key, having taken it on some
 //     node or freed it there, wakes the head to attempt at once
-//     (Queue.Freed): that took the process out of the node's queue,
+//     (Room.Ended): that took the process out of the node's queue,
 //     where the head may have queued it meanwhile.
 //
 // A pause or a crash takes the whole process. The Stuck checker looks,
