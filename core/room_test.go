@@ -214,3 +214,101 @@ func TestRoomAllocatesNothing(t *testing.T) {
 		t.Fatalf("%d allocations per run, want 0", got)
 	}
 }
+
+// TestRoomEnded: an acquisition that never joined the room and ends is
+// told to the Room: one that won is counted; a Fair one that lost, having
+// taken the key on a node and freed it there, wakes the head (it took the
+// process out of that node's queue); one through a Spec without Fair (a
+// TryLock's) wakes nobody.
+func TestRoomEnded(t *testing.T) {
+	ok, held, missing := core.StatusOK, core.StatusHeld, core.StatusMissing
+	for _, tc := range []struct {
+		name             string
+		fair             bool
+		attempt, cleanup []core.Status
+		wake, counted    bool
+	}{
+		{"won", true, []core.Status{ok, ok, ok}, nil, false, true},
+		{"lost, freed the node it took", true, []core.Status{ok, held, held}, []core.Status{ok, missing, missing}, true, false},
+		{"lost, took nothing, freed nothing", true, []core.Status{held, held, held}, []core.Status{held, held, held}, false, false},
+		{"lost, without Fair", false, []core.Status{ok, held, held}, []core.Status{ok, missing, missing}, false, false},
+	} {
+		e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: tc.fair, Retry: core.RandomDelay(1, 0, 0)})
+		now := e.clock.Now()
+		r := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true}).l.spec.Room()
+		r.Join() // a head waits
+		takeReady(&r)
+		a, err := e.l.spec.Acquire("k", core.Token{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendThenAnswer(&a, now, tc.attempt)
+		if tc.cleanup != nil {
+			sendThenAnswer(&a, now, tc.cleanup)
+		}
+		if a.Phase() != core.PhaseDone {
+			t.Fatalf("%s: phase %v, want done", tc.name, a.Phase())
+		}
+		r.Ended(&a, now)
+		rd := takeReady(&r)
+		if rd.Wake != tc.wake || (rd.Held != core.Held{}) != tc.counted {
+			t.Errorf("%s: %+v, want wake %v, counted %v", tc.name, rd, tc.wake, tc.counted)
+		}
+	}
+}
+
+// TestRoomLook: the head learns what the room heard since its last look,
+// once; a waiter behind it learns nothing; without Fair, an announcement
+// heard while a Lock of the process holds the key is dropped.
+func TestRoomLook(t *testing.T) {
+	held := core.StatusHeld
+	e := newEnv(t, 3, core.Multiplexed, core.Config{Retry: core.RandomDelay(3, time.Hour, time.Hour)})
+	now := e.clock.Now()
+	waiting := func() core.Acquisition {
+		a, err := e.l.spec.Acquire("k", core.Token{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendThenAnswer(&a, now, []core.Status{held, held, held})
+		if a.Phase() == core.PhaseRound { // its cleanup
+			sendThenAnswer(&a, now, []core.Status{held, held, held})
+		}
+		if a.Phase() != core.PhaseWait {
+			t.Fatalf("phase %v, want a wait", a.Phase())
+		}
+		return a
+	}
+	head, behind := waiting(), waiting()
+	r := e.l.spec.Room()
+	r.Join()
+	r.Join()
+	takeReady(&r)
+	r.Hear(1, now)
+	if rd := takeReady(&r); !rd.Wake {
+		t.Fatal("an announcement woke nobody")
+	}
+	if heard, _ := r.Look(&behind, now, 0b111, false); heard != 0 {
+		t.Fatalf("a waiter behind the head heard %#b", heard)
+	}
+	if heard, fresh := r.Look(&head, now, 0b111, true); heard != 0b010 || fresh {
+		t.Fatalf("the head heard %#b (fresh %v), want %#b", heard, fresh, 0b010)
+	}
+	if heard, _ := r.Look(&head, now, 0b111, true); heard != 0 {
+		t.Fatalf("the head heard %#b again", heard)
+	}
+
+	// A Lock of the process takes the key (Ended): announcements of
+	// releases before it are dropped, without Fair.
+	won, err := e.l.spec.Acquire("k", core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendThenAnswer(&won, now, []core.Status{core.StatusOK, core.StatusOK, core.StatusOK})
+	r.Ended(&won, now)
+	takeReady(&r)
+	r.Hear(2, now)
+	takeReady(&r)
+	if heard, _ := r.Look(&head, now, 0b111, true); heard != 0 {
+		t.Fatalf("behind a Lock of the process, the head heard %#b", heard)
+	}
+}
