@@ -259,9 +259,6 @@ func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) 
 	if err != nil {
 		return Lock{}, err
 	}
-	if counted.q == nil {
-		counted = c.hold(g) // before the observer, which may take its time
-	}
 	if c.obs.Fence != nil {
 		c.fenced(ctx, key, g)
 	}
@@ -289,17 +286,9 @@ func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted
 	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at, counted: counted}
 }
 
-// hold counts a new Lock on g in the wait room (waitRoom.hold).
-func (c *Client) hold(g core.Grant) held {
-	if c.room == nil || c.room.queues.Load() == 0 { // before the room's lock
-		return held{}
-	}
-	return c.room.hold(g)
-}
-
 // makeHeard makes up for a quiet release (Grant.WithHandoff) whose
 // waiter left without the key, nobody of this Client left to take it
-// (Queue.Reannounce, Queue.Left): other processes' waiters heard nothing,
+// (core.Ready.HandOn, core.Ready.Try): other processes' waiters heard nothing,
 // and would wait for the old key's expiry. With Fair (handOn), the
 // Spec.HandOn round, which hands the nodes' free key to the first process
 // in their queue; without (try), a TryLock and its Unlock, which
@@ -334,9 +323,6 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 	}
 	if err != nil {
 		return Lock{}, err
-	}
-	if counted.q == nil {
-		counted = c.hold(g) // before the observer, which may take its time
 	}
 	c.fenced(ctx, key, g)
 	return c.locked(ctx, g, end, counted), nil
@@ -408,8 +394,8 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if counted, handOn, try = c.room.leave(key, w, g); handOn || try {
 					c.makeHeard(ctx, key, handOn, try) // it left a quiet release unheard
 				}
-			} else if err != nil && c.fair && !once && c.room != nil {
-				c.room.freed(key, &a) // it may have taken the Client out of the nodes' queue
+			} else if c.room != nil {
+				counted = c.room.ended(key, &a) // a Lock counted, or a head woken (core.Room.Ended)
 			}
 			return g, attempts, at, counted, err
 		}

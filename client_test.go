@@ -191,7 +191,7 @@ func TestLockDeadlineEndsAWait(t *testing.T) {
 				}
 				lingering := 0
 				if !poll {
-					lingering = 1 // the key's watch outlives its last waiter by watchLinger
+					lingering = 1 // the key's watch outlives its last waiter by core.WatchLinger
 				}
 				assert.Equal(t, lingering, f.clock.armed(), "Lock returned with its timer armed")
 			}

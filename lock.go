@@ -32,7 +32,7 @@ type Lock struct {
 	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
-	counted  held       // the wait room counts it (core.Queue.Hold); zero: not
+	counted  held       // the wait room counts it (core.Ready.Held); zero: not
 	// Otherwise st, nil until Context or Extend, written once under
 	// making before made is set. Not an atomic.Pointer: its Load makes
 	// every Lock whose methods are called escape to the heap.
@@ -346,22 +346,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
-	if c.fair {
-		// Before the followers are counted: a Lock that comes later
-		// attempts rather than wait for a turn this release won't ask for.
-		l.counted.release()
-	}
-	var waiting, handoff bool
-	if c.room != nil { // Fair has a room
-		waiting, handoff = c.room.follows(g.Key())
-	}
-	g = g.WithFollowers(waiting).WithHandoff(handoff)
 	var tell roomNews
-	switch {
-	case !c.fair:
-		tell = roomNews{room: c.room, counted: l.counted, key: g.Key(), early: handoff}
-	case handoff:
-		tell = roomNews{room: c.room, key: g.Key(), early: true}
+	if c.room != nil { // Fair has a room
+		// The Room counts l no more (with Fair, before the followers are
+		// counted), and says how the release hands the key on.
+		tell = c.room.release(g.Key(), l.counted)
+		g = tell.rel.Grant(g)
 	}
 	// This Client's next waiter of the key, if any, tries at once: as soon
 	// as the release's commands are on their way, where the driver says
@@ -377,15 +367,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		early, err = c.release(ctx, g, nil, tell)
 	}
-	if early.n != 0 {
-		early.retell()
-	} else {
-		tell.early = false // told once it is done: nothing to tell again
-		tell.tell()
-	}
-	if handoff { // its waiter may have left without the key
-		if handOn, try := c.room.reannounce(g.Key(), c.clock.Now()); handOn || try {
-			c.makeHeard(ctx, g.Key(), handOn, try)
+	if c.room != nil {
+		if early.ok {
+			tell.rel = early.rel // told as soon as its commands were on their way
+		}
+		if handOn, try := c.room.released(g.Key(), tell.rel); handOn || try {
+			c.makeHeard(ctx, g.Key(), handOn, try) // its waiters left without the key
 		}
 	}
 	if lost != nil {

@@ -218,7 +218,7 @@ func (w countedWatch) Stop() {
 	w.Watch.Stop()
 }
 
-// TestWatchLingers: a key's watch outlives its last waiter by watchLinger
+// TestWatchLingers: a key's watch outlives its last waiter by core.WatchLinger
 // (a second), so that a waiter that comes back within it finds its
 // subscriptions confirmed rather than subscribe again; it stops then.
 func TestWatchLingers(t *testing.T) {
@@ -241,6 +241,33 @@ func TestWatchLingers(t *testing.T) {
 	}
 	clock.set(clock.Now().Add(time.Second))
 	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a second after its last waiter left")
+	assert.Zero(t, clock.armed())
+}
+
+// TestWatchLingersItsTTLIfShorter: a key whose TTL is shorter than
+// core.WatchLinger lingers its TTL (core.Room's decision, which the
+// simulation's scaled times keep too).
+func TestWatchLingersItsTTLIfShorter(t *testing.T) {
+	const short = 400 * time.Millisecond
+	clock := newStepClock()
+	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
+	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{TTL: short, NodeTimeout: bound,
+		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	holder, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := lockThenUnlock(ctx, c, "k")
+	for clock.next(t).Equal(clock.Now().Add(short)) { // the linger's, not the waiter's wait's
+	}
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-got)
+	assert.Equal(t, int32(1), nodes.started.Load(), "one watch")
+	assert.Zero(t, nodes.stopped.Load(), "it lingers")
+	clock.set(clock.Now().Add(short - time.Millisecond))
+	assert.Zero(t, nodes.stopped.Load(), "stopped before the TTL")
+	clock.set(clock.Now().Add(time.Millisecond))
+	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a TTL after its last waiter left")
 	assert.Zero(t, clock.armed())
 }
 
@@ -768,7 +795,7 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 // Client out of that node's queue; its caller gives up, and its cleanup
 // frees the key there, queueing nobody and announcing nothing. The other
 // Lock, the head by then, whose retry delay is an hour and whose turn no
-// quorum of nodes would now give, attempts at once (core.Queue.Freed)
+// quorum of nodes would now give, attempts at once (core.Room.Ended)
 // and takes the key. The clock stands still, so nothing but the Freed
 // wake can end the head's wait, and the room keeps the key's queue.
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
@@ -843,7 +870,7 @@ func lockThenUnlock(ctx context.Context, c *redlock.Client, key string) <-chan e
 // hands the key to the Client's waiter is quiet; once it is done the
 // waiter attempts, but another process took the key in between, and the
 // waiter's caller gives up. Leaving, the last waiter of the Client, it
-// makes the release heard (core.Queue.Left): without Fair, a TryLock,
+// makes the release heard (core.Room.Leave): without Fair, a TryLock,
 // which here finds the other process's key.
 func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	m := memnode.New(3, newStepClock())

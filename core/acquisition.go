@@ -47,7 +47,7 @@ type Acquisition struct {
 	err      *Error // the last attempt's failure, or the result
 	cause    error  // set by Cancel
 	ticket   int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	followed bool   // with Config.Fair: other waiters of the process wait behind it (Queue.Look)
+	followed bool   // with Config.Fair: other waiters of the process wait behind it (Room.Look)
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
@@ -138,10 +138,10 @@ func (a *Acquisition) startAttempt(now time.Time) {
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
 // queued records, with Config.Fair, that the nodes queued the
-// acquisition's process under ticket (Queue.Look): the cleanups of its
+// acquisition's process under ticket (Room.Look): the cleanups of its
 // failed attempts keep that place rather than queue it at the back. The
 // earliest place it knows counts; 0 changes nothing. With followed
-// (Queue.Look) other waiters of the process wait behind it: the
+// (Room.Look) other waiters of the process wait behind it: the
 // process's entry is theirs too, so an acquisition that gives up while
 // followed does not take it out (no leave round, and a last cleanup that
 // queues the process again).
@@ -349,7 +349,7 @@ func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
-	a.ours = a.round.tally.oks() // for Queue.Freed, should the raise be cancelled
+	a.ours = a.round.tally.oks() // for Room.Ended, should the raise be cancelled
 	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
@@ -400,7 +400,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 // (a Fair acquire there takes the process out of the node's queue), or
 // its cleanup having freed it on some node or maybe so (a node that did
 // not answer it): a key the node had handed to the process, say
-// (Queue.Freed).
+// (Room.Ended).
 func (a *Acquisition) freedKey() bool {
 	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.round.cmd.Ticket != 0 {
 		return false
@@ -459,7 +459,7 @@ func (a *Acquisition) Wake(now time.Time) {
 // WaitAgain starts the wait afresh at now, in PhaseWait: a retry delay
 // from now, and nothing of what the last attempt learnt, which another
 // holder has since made stale (within a process, a waiter behind the
-// head that just took the lock: see Queue). Announcements then wake it
+// head that just took the lock: see Room). Announcements then wake it
 // once a quorum of nodes is announced free.
 //
 // A new acquisition, before its first attempt is driven, waits so too
@@ -522,7 +522,7 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)
-		a.ours |= a.round.tally.oks() // for Queue.Freed; a raise's adds to its attempt's (startRaise)
+		a.ours |= a.round.tally.oks() // for Room.Ended; a raise's adds to its attempt's (startRaise)
 		a.startCleanup(now)
 	}
 }

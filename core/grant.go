@@ -30,7 +30,7 @@ func (g Grant) WithFollowers(follow bool) Grant {
 }
 
 // WithHandoff returns g, whose release hands the key on to a waiter of
-// the caller's process (Queue.Follow), whose attempt goes right behind
+// the caller's process (Room.Release), whose attempt goes right behind
 // the release on each node (Flusher): the release announces nothing
 // (Command.Quiet), since every other attempt would be refused, and with
 // Config.Fair it is a plain compare-and-delete, outside the nodes'

@@ -28,10 +28,10 @@ var (
 	// mutWakeOnHeldOnly wakes a waiter only on announcements from nodes its
 	// failed attempt found held, as before a quorum announced free counted.
 	mutWakeOnHeldOnly bool
-	// mutChainNeverOpens makes Queue.Follow hand every release on within the
+	// mutChainNeverOpens makes queue.follow hand every release on within the
 	// process: a process that always has a waiter keeps the key for ever.
 	mutChainNeverOpens bool
-	// mutPlaceIgnored makes a head ignore its place (Queue.Look): it queues its
+	// mutPlaceIgnored makes a head ignore its place (queue.look): it queues its
 	// process at the back at its first failed attempt (the bug the
 	// processes' campaign found).
 	mutPlaceIgnored bool
@@ -42,22 +42,22 @@ var (
 	// was sent, or during the cleanup that queued it, without its leave
 	// round: it stays in the nodes' queues (the bug bece5cd fixed).
 	mutCancelStaysQueued bool
-	// mutPlaceOutlivesHead makes Queue.Look record a head's ticket as its
+	// mutPlaceOutlivesHead makes queue.look record a head's ticket as its
 	// process's place even when nobody follows it: a waiter that comes
 	// after the head left queues the process under that old ticket.
 	mutPlaceOutlivesHead bool
-	// mutBehindKeepsTicket makes Queue.Behind keep the waiter's own ticket:
+	// mutBehindKeepsTicket makes queue.behind keep the waiter's own ticket:
 	// a waiter behind the head that gives up takes the process out of the
 	// nodes' queue while its head waits.
 	mutBehindKeepsTicket bool
-	// mutNeverReannounce makes Queue.Reannounce say no: a quiet release whose
+	// mutNeverReannounce makes queue.reannounce say no: a quiet release whose
 	// waiter left without the key leaves the other processes' waiters to
 	// wait for the old key's expiry.
 	mutNeverReannounce bool
-	// mutNeverReannounceAtLeave makes Queue.Left say no: a quiet release
+	// mutNeverReannounceAtLeave makes queue.left say no: a quiet release
 	// whose waiter leaves without the key after it is done stays unheard.
 	mutNeverReannounceAtLeave bool
-	// mutFreedUnheard makes Queue.Freed say no: a key that a Lock of the
+	// mutFreedUnheard makes queue.freed say no: a key that a Lock of the
 	// process freed with the cleanup of an attempt it made at once is left
 	// to the head's timed retry (seed 16809 of the Fair processes of two).
 	mutFreedUnheard bool

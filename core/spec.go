@@ -125,7 +125,7 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 }
 
 // HandOn returns the round that hands key, where it is free, to the
-// first process in each node's waiter queue (Config.Fair; Queue.Reannounce):
+// first process in each node's waiter queue (Config.Fair; Room.Released):
 // a Fair release of a token no lock holds, which a node answers as for a
 // key gone, or as the caller's own for a key it handed to the caller's
 // process, and which, the key then free, hands it on as every release

@@ -346,11 +346,12 @@ type QueueCounts struct {
 	// in MaxChain+1 in a row), and early tells retold once the release
 	// was done.
 	Chained, Opened, Retold int
-	// Reannounced counts quiet releases made heard (Queue.Reannounce
-	// once done, Queue.Left as the last waiter leaves): a TryLock, then
+	// Reannounced counts quiet releases made heard (Ready.HandOn or Try,
+	// of Room.Released once done, or Room.Leave as the last waiter
+	// leaves): a TryLock, then
 	// an open release if it won; with Fair, a Spec.HandOn round.
 	Reannounced int
-	// Freed counts the times Queue.Freed said yes: a lock of the process
+	// Freed counts the times Room.Ended woke the head: a lock of the process
 	// that attempted at once ended without the key, having taken it or
 	// freed it on some node; the head is woken to attempt at once, or,
 	// none waiting, the next to come told.
