@@ -312,7 +312,7 @@ func (c *Client) makeHeard(ctx context.Context, key string, handOn, try bool) {
 	case handOn:
 		now := c.clock.Now()
 		if r, err := c.spec.HandOn(key, now); err == nil {
-			c.run(ctx, &r, now, nil, time.Time{}, nil, false, roomNews{})
+			c.run(ctx, &r, how{started: now})
 		}
 	case try:
 		if l, err := c.lock(ctx, key, true); err == nil {
@@ -459,14 +459,14 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.Time, vl *voteLog) (attempt bool, now time.Time) {
 	switch op := a.Round().Command().Op; {
 	case op == core.OpRelease: // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), started, nil, time.Time{}, vl, false, roomNews{})
+		c.run(ctx, a.Round(), how{started: started, vl: vl})
 	case ctx.Err() != nil:
 		now = c.now(vl)
 		a.Cancel(now, ctx.Err())
 		return false, now
 	default:
 		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
-		if cancelled, _ := c.run(ctx, a.Round(), started, ctx.Done(), time.Time{}, vl, attempt, roomNews{}); cancelled {
+		if cancelled, _ := c.run(ctx, a.Round(), how{started: started, cancel: ctx.Done(), vl: vl, keep: attempt}); cancelled {
 			now = c.now(vl)
 			a.Cancel(now, ctx.Err())
 			return attempt, now
@@ -493,24 +493,40 @@ func (c *Client) nowAfter(vl *voteLog, start time.Time) time.Time {
 	return start.Add(time.Since(start))
 }
 
-// run drives r over one driver batch until it is done. It returns true if
-// cancel closed first (cancel may be nil), or if the clock reads until or
-// later between two replies (until may be zero: no such bound). vl, when
-// not nil, hears every answer for an observer, and keeps the round's when
-// keep (the votes kept before are dropped).
-//
-// started is the clock reading r started at, taken just before, or zero
-// when unknown: a sequential round's first node's deadline counts from
-// it rather than from a reading of its own, which would be the same but
-// for the few steps in between (a clock read costs more than a step).
-//
-// news, if early, is told to the wait room once every command of a
-// multiplexed round is on its way (core.Flusher), before any reply is
-// awaited: a command sent after that takes effect on each node after the
-// round's. It is not told over a batch that cannot say so, nor for a
-// sequential round; run returns the early release as it was told
-// (roomNews.tell), the zero told if it was not.
-func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled bool, early told) {
+// how is how run drives a round: the runner's inputs of a round, in one
+// value. The round itself is run's parameter apart: escape analysis
+// treats the pointers of one parameter as one, and cancel, vl and news
+// reach the driver's interface calls, which would move every round to
+// the heap (and an Acquisition, 1 KiB, with its round).
+type how struct {
+	// started is the clock reading the round started at, taken just
+	// before, or zero when unknown: a sequential round's first node's
+	// deadline counts from it rather than from a reading of its own,
+	// which would be the same but for the few steps in between (a clock
+	// read costs more than a step).
+	started time.Time
+	// cancel, when closed, ends the round (nil: never); so does the
+	// clock reading until or later between two replies (zero: no such
+	// bound).
+	cancel <-chan struct{}
+	until  time.Time
+	// vl, when not nil, hears every answer for an observer, and keeps
+	// the round's when keep (the votes kept before are dropped).
+	vl   *voteLog
+	keep bool
+	// news, if early, is told to the wait room once every command of a
+	// multiplexed round is on its way (core.Flusher), before any reply
+	// is awaited: a command sent after that takes effect on each node
+	// after the round's. It is not told over a batch that cannot say
+	// so, nor for a sequential round.
+	news roomNews
+}
+
+// run drives r over one driver batch, as h says, until it is done. It
+// returns true if h's cancel or until ended it first, and the early
+// release as it was told (roomNews.tell), the zero told if it was not.
+func (c *Client) run(ctx context.Context, r *core.Round, h how) (cancelled bool, early told) {
+	started, cancel, until, vl, news := h.started, h.cancel, h.until, h.vl, h.news
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.seq
@@ -528,7 +544,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 	g, gather := b.(core.Gatherer)
 	gather = gather && !sequential && vl == nil
 	if vl != nil {
-		vl.begin(r, keep)
+		vl.begin(r, h.keep)
 	}
 	for !r.Done() {
 		// Replies already in are taken as they came, one at a time

@@ -266,7 +266,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if cancelled, _ := c.run(ctx, r, started, cancel, until, vl, true, roomNews{}); cancelled {
+	if cancelled, _ := c.run(ctx, r, how{started: started, cancel: cancel, until: until, vl: vl, keep: true}); cancelled {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
@@ -412,7 +412,7 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 	if t := r.Command().Ticket; t > 0 {
 		c.room.queued(g.Key(), t) // Fair, followed: the Client's place in the nodes' queue
 	}
-	_, early = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
+	_, early = c.run(ctx, &r, how{started: now, vl: vl, keep: true, news: news})
 	return early, c.spec.Released(g, &r)
 }
 
