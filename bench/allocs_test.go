@@ -32,7 +32,7 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 	// A node timeout well above the default (TTL/200, 50 ms): these tests
 	// count allocations, and a CI machine busy with other packages' tests
 	// must not fail them with a round that timed out.
-	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed, NodeTimeout: time.Second}})
+	c, err := redlock.NewClient(drv, redlock.Options{TTL: ttl, FanOut: core.Multiplexed, NodeTimeout: time.Second})
 	if err != nil {
 		_ = closeFn() // NewClient's error is the one to report
 		tb.Fatal(err)
@@ -43,7 +43,7 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 // handlePair takes key with op (TryLock or Lock) and unlocks the handle.
 // The handle stays in this frame.
 func handlePair(ctx context.Context, c *redlock.Client, op, key string) error {
-	var l redlock.Lock
+	var l *redlock.Lock
 	var err error
 	if op == "lock" {
 		l, err = c.Lock(ctx, key)

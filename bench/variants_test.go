@@ -14,7 +14,7 @@ import (
 // BenchmarkVariants is the fencing and lease table: one client at N=5,
 // every driver and fan-out, an acquire+release pair through each API
 // variant over the same driver, each a redlock.Client's TryLock, then the
-// handle's Unlock: the bare handle (plain), with Config.Fencing and its
+// handle's Unlock: the bare handle (plain), with Options.Fencing and its
 // Fence read (fenced), with its Context asked for, which starts its
 // watcher (handle), and with Lease{Fraction: 1/3} (lease; with the 10 s
 // TTL no extension falls within a pair, so it measures the lease's setup

@@ -570,7 +570,7 @@ func TestVariantTablesRender(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"## Scenario: fencing and lease",
-		"**fenced** is that pair with `Config.Fencing`",
+		"**fenced** is that pair with `Options.Fencing`",
 		"about 3.33 s after the acquisition",
 		"| redlock+redigo | handle | 5 | sequential | 0 | 420 |",
 		"| 1.05× | 9.0 | 0 | 1.00 | 2.00 | 0 |",

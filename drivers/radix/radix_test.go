@@ -90,8 +90,8 @@ func TestNewOverUserPools(t *testing.T) {
 	for _, mode := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		// A sequential round's bound is N node timeouts, and Extend needs
 		// two of them left: 1.5 s each of the 5 s TTL.
-		client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second,
-			NodeTimeout: 500 * time.Millisecond, FanOut: mode}})
+		client, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second,
+			NodeTimeout: 500 * time.Millisecond, FanOut: mode})
 		require.NoError(t, err)
 		lock, err := client.TryLock(ctx, "user-pools")
 		require.NoError(t, err)

@@ -42,7 +42,7 @@ func TestNewOverUserPools(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "pool 1", d.NodeName(1))
 	assert.Equal(t, core.Clock(core.SystemClock{}), d.Clock(), "New's driver reads the system clock")
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	lock, err := client.TryLock(context.Background(), "user-pools")
 	require.NoError(t, err)

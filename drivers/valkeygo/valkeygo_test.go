@@ -49,7 +49,7 @@ func TestNewOverUserClients(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Addr, d.NodeName(1), "nil names: the clients' addresses")
 	assert.Equal(t, core.Clock(core.SystemClock{}), d.Clock(), "New's driver reads the system clock")
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	lock, err := client.TryLock(context.Background(), "user-clients")
 	require.NoError(t, err)

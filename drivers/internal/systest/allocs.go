@@ -22,7 +22,7 @@ func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	return allocsPerPair(t, dial, n, mode, false)
 }
 
-// AllocsPerFencedPair is AllocsPerPair with Config.Fencing: each TryLock
+// AllocsPerFencedPair is AllocsPerPair with Options.Fencing: each TryLock
 // is two rounds, the fenced acquire and the raise.
 func AllocsPerFencedPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	t.Helper()
@@ -43,8 +43,8 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 			t.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
-		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second,
+		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing})
 	if err != nil {
 		t.Fatal(err)
 	}
