@@ -11,6 +11,11 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
+// LockAllocs is what the Client allocates of a pair: the *Lock that
+// TryLock returns. Over a driver that allocates nothing per round, it is
+// the whole of AllocsPerPair.
+const LockAllocs float64 = 1
+
 // AllocsPerPair returns the mean allocations of one Client.TryLock plus
 // one Lock.Unlock through the driver dial makes over n fresh redis-servers, in
 // mode, after a warm-up. It needs redis-server processes: an in-process
