@@ -432,8 +432,9 @@ func TestObserverUntimed(t *testing.T) {
 	assert.Empty(t, rec.votes)
 }
 
-// TestObserverNoneAllocates: a TryLock and Unlock pair allocates nothing
-// without an Observer, and nothing with one whose functions do nothing.
+// TestObserverNoneAllocates: a TryLock and Unlock pair allocates only
+// its Lock without an Observer, and only that with one whose functions
+// do nothing.
 // (The race detector makes sync.Pool drop objects: skipped under it.)
 func TestObserverNoneAllocates(t *testing.T) {
 	if raceEnabled {
