@@ -28,7 +28,6 @@ import (
 // Its times are readings of the Client's clock; with the system clock
 // they carry monotonic readings, so a wall-clock step moves nothing.
 type Lock struct {
-	_        noCopy
 	c        *Client
 	ctx      context.Context // the acquiring ctx: its values reach Context
 	grant    core.Grant      // as acquired: key, token and fence never change
@@ -60,12 +59,6 @@ type lockState struct {
 	poke     chan struct{} // an Extend moved the lease: the watcher looks again
 	exited   chan struct{} // closed when the watcher has returned
 }
-
-// noCopy makes go vet's copylocks check flag a copied Lock.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
 
 // newState returns the state of a lock on g taken with ctx.
 func (c *Client) newState(ctx context.Context, g core.Grant, at time.Time) *lockState {
