@@ -362,8 +362,9 @@ var errNilContext = invalid("context is nil (use context.Background())")
 
 // acquire is the one acquisition loop: it drives a core.Acquisition over
 // the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
-// TryLock gives up at the first wait; Lock waits on the Client's wait
-// room, or polls where nothing is announced.
+// TryLock's acquisition (core's Spec.Try) makes one attempt and never
+// waits; Lock waits on the Client's wait room, or polls where nothing is
+// announced.
 //
 // It returns the number of acquire rounds sent too, and the clock's
 // reading at the end of the last round (for a grant: when it was won).
