@@ -20,7 +20,7 @@ import (
 
 // TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
 // with hour-long retry delays (only a wake can hand the lock on), with
-// and without Config.Fair (the memnode cluster is then one waiter): no two
+// and without Options.Fair (the memnode cluster is then one waiter): no two
 // hold it at once, a non-atomic counter is exact, and the queue keeps the
 // attempts per acquisition small, where every waiter trying at every
 // release would make about as many as there are waiters.
@@ -37,8 +37,8 @@ func testHotKeyQueuesWithinAClient(t *testing.T, fair bool) {
 		mem.SetLatency(i, 200*time.Microsecond) // rounds overlap: waiters contend
 	}
 	nodes := newCounting(mem)
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{Fair: fair,
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, redlock.Options{Fair: fair,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -165,7 +165,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
 	mem := memnode.New(3, core.SystemClock{})
 	nodes := newCounting(mem)
-	opts := redlock.Options{Config: redlock.Config{TTL: 300 * time.Millisecond}}
+	opts := redlock.Options{TTL: 300 * time.Millisecond}
 	holder, err := redlock.NewClient(mem, opts)
 	require.NoError(t, err)
 	c, err := redlock.NewClient(nodes, opts)
@@ -183,7 +183,7 @@ func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
 	for range 2 {
 		go func() {
 			l, err := c.Lock(ctx, "k")
-			got <- result{&l, err}
+			got <- result{l, err}
 		}()
 	}
 	nodes.waitRefused(2) // both made their first attempt and wait
@@ -224,8 +224,8 @@ func (w countedWatch) Stop() {
 func TestWatchLingers(t *testing.T) {
 	clock := newStepClock()
 	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{TTL: ttl, NodeTimeout: bound,
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, redlock.Options{TTL: ttl, NodeTimeout: bound,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	for round := range 2 {
@@ -251,8 +251,8 @@ func TestWatchLingersItsTTLIfShorter(t *testing.T) {
 	const short = 400 * time.Millisecond
 	clock := newStepClock()
 	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{TTL: short, NodeTimeout: bound,
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, redlock.Options{TTL: short, NodeTimeout: bound,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	holder, err := c.TryLock(ctx, "k")
@@ -286,7 +286,7 @@ func waitersAt(opts redlock.Options) (redlock.Options, <-chan int) {
 func TestDeadlineBehindWaitersBeforeAnyAttempt(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
-			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute}})
+			opts, waiters := waitersAt(redlock.Options{Fair: fair, TTL: time.Minute})
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), opts)
 			require.NoError(t, err)
 			ctx := context.Background()
@@ -324,8 +324,8 @@ func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
 			clk := newStepClock()
 			nodes := newCounting(memnode.New(3, clk))
-			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute,
-				Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+			opts, waiters := waitersAt(redlock.Options{Fair: fair, TTL: time.Minute,
+				Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 			c, err := redlock.NewClient(nodes, opts)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a guard, not a wait
@@ -338,7 +338,7 @@ func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
 				got := make(chan result, 1)
 				go func() {
 					l, err := c.Lock(ctx, "k")
-					got <- result{&l, err}
+					got <- result{l, err}
 				}()
 				return got
 			}
@@ -465,8 +465,8 @@ type handoff struct {
 // waiters for as long as the test runs.
 func handToWaiter(t *testing.T, d redlock.Driver, ttl time.Duration, arm func(), unlock bool) (handoff, error) {
 	t.Helper()
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: ttl,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: ttl,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
@@ -532,15 +532,15 @@ func TestHandoffChainOpensToOthers(t *testing.T) {
 
 func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 	d := &quietLog{Cluster: memnode.New(3, core.SystemClock{}), quiet: map[core.Token]bool{}}
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Fair: fair,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: time.Minute, Fair: fair,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
 	defer cancel()
 	first, err := c.TryLock(ctx, "k")
 	require.NoError(t, err)
-	cur := &first
+	cur := first
 	releases := core.MaxChain + 3
 	var tokens []core.Token // of the Locks, in the order they are unlocked
 	for range releases {
@@ -549,7 +549,7 @@ func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 		go func() {
 			l, err := c.Lock(ctx, "k")
 			assert.NoError(t, err)
-			next <- &l
+			next <- l
 		}()
 		require.Equal(t, 1, <-waiters, "the next waits")
 		require.NoError(t, cur.Unlock(ctx))
@@ -730,15 +730,15 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 				da, db = m, m
 			}
 			d := &gated{clockedAnnouncer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
-			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
-			optsA, wa := waitersAt(redlock.Options{Config: cfg})
+			base := redlock.Options{TTL: time.Minute, Fair: fair, Backoff: redlock.RandomDelay(time.Hour, time.Hour)}
+			optsA, wa := waitersAt(base)
 			var won atomic.Int32 // the acquisitions a won
 			optsA.Observer.Acquire = func(e redlock.AcquireEvent) {
 				if e.Err == nil {
 					won.Add(1)
 				}
 			}
-			optsB, wb := waitersAt(redlock.Options{Config: cfg})
+			optsB, wb := waitersAt(base)
 			a, err := redlock.NewClient(d, optsA)
 			require.NoError(t, err)
 			b, err := redlock.NewClient(db, optsB)
@@ -779,7 +779,7 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 // release heard: with Fair by handing the key on, without by a TryLock.
 func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	for _, fair := range []bool{false, true} {
-		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Config: redlock.Config{Fair: fair}})
+		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Fair: fair})
 		require.NoError(t, err)
 		handOn, try := redlock.LeaveAfterQuietRelease(c, "k")
 		assert.Equal(t, fair, handOn, "fair %v: hand on", fair)
@@ -787,7 +787,7 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	}
 }
 
-// TestFairCancelledAttemptWakesItsClientsHead: with Config.Fair, a Lock
+// TestFairCancelledAttemptWakesItsClientsHead: with Options.Fair, a Lock
 // finds its Client's wait room empty and attempts at once while another
 // Lock of the Client is in the cleanup that queues the Client on every
 // node (the race seed 16809 of the simulation's Fair processes of two
@@ -801,13 +801,13 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	m := memnode.New(3, newStepClock())
 	d := &gated{clockedAnnouncer: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
-	cfg := redlock.Config{TTL: time.Minute, Fair: true, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
+	base := redlock.Options{TTL: time.Minute, Fair: true, Backoff: redlock.RandomDelay(time.Hour, time.Hour)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
 	defer cancel()
-	opts, waiters := waitersAt(redlock.Options{Config: cfg})
+	opts, waiters := waitersAt(base)
 	a, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
-	b, err := redlock.NewClient(m, redlock.Options{Config: cfg})
+	b, err := redlock.NewClient(m, base)
 	require.NoError(t, err)
 	// A Lock of a waits behind b's and takes the key at b's release, its
 	// turn; its own release, with nobody of a waiting, hands nothing on
@@ -881,7 +881,7 @@ func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	defer giveUp()
 	votes := make(chan core.Op, 64)
 	var tries atomic.Int32
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: time.Minute, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	opts.Observer.Vote = func(e redlock.VoteEvent) {
 		if e.Context == wctx {
 			votes <- e.Op

@@ -40,6 +40,22 @@ func NewSpec(d Driver, cfg Config) (Spec, error) {
 	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
 }
 
+// Try begins an acquisition of key at now that makes one attempt and never
+// waits: as Acquire, but it ends after the attempt (with its cleanup, if
+// it failed), whatever Config.Retry's tries. With Config.Fair, the
+// attempt and its cleanup are those of a Spec without Fair: a caller that
+// will not wait must not join the nodes' waiter queues, where a waiter
+// that never comes would be handed a release for nothing, nor take a key
+// the nodes hand to a waiter. Keys are checked with the Spec's own rules,
+// Fair's included.
+func (s Spec) Try(key string, tok Token, now time.Time) (Acquisition, error) {
+	if err := s.checkKey(key); err != nil {
+		return Acquisition{}, err
+	}
+	s.cfg.Fair, s.cfg.Retry.tries = false, 1
+	return s.Acquire(key, tok, now)
+}
+
 // fairRelease returns cmd, a release, as a Fair one. A key it frees is
 // handed to the first waiter for two round bounds, for the announcement to
 // reach the waiter and its attempt to take the key, and at least 10 ms; a

@@ -79,7 +79,7 @@ func membersClient(t *testing.T, md Members, members []drivers.Member) *redlock.
 	t.Helper()
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	return lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
+	return lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
 }
 
 // testMembersClusterMember: a Cluster as one member. The key's fence counter
@@ -247,7 +247,7 @@ func testMembersClusterWaitGoesToTheKeysMaster(t *testing.T, md Members) {
 
 	d2, err := md.Dial([]drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(2, time.Second)}, drivers.Options{})
 	require.NoError(t, err)
-	c2 := lockClient(t, d2, core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second})
+	c2 := lockClient(t, d2, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
 	_, err = c2.TryLock(ctx, "refused")
 	require.ErrorIs(t, err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "WAIT for 2 replicas, but the master has 1 connected")
@@ -299,7 +299,7 @@ func testMembersClusterSeedNotInClusterMode(t *testing.T, md Members) {
 	for _, cluster := range []drivers.Member{drivers.NewCluster(ss[1].Addr), drivers.NewCluster(ss[1].Addr, ss[2].Addr)} {
 		d, err := md.Dial([]drivers.Member{drivers.NewStandalone(ss[0].Addr), cluster}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "notcluster")
 		require.NoError(t, d.Close())
@@ -363,7 +363,7 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	} {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err, "no address repeats: found at connect")
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
 		require.NoError(t, d.Close())
@@ -375,7 +375,7 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	}
 }
 
-// testMembersClusterFair: Config.Fair on a Cluster member: the waiter queues
+// testMembersClusterFair: Options.Fair on a Cluster member: the waiter queues
 // live in the key's slot (one script takes the key and both queues),
 // waiters are served in turn, and leave the queue when served.
 func testMembersClusterFair(t *testing.T, md Members) {
@@ -385,7 +385,7 @@ func testMembersClusterFair(t *testing.T, md Members) {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true})
 		require.NoError(t, err)
 		return c
 	}
@@ -479,10 +479,10 @@ func testMembersDialMembersValidation(t *testing.T, md Members) {
 }
 
 // lockClient is a redlock.Client over d, closed with the test.
-func lockClient(t *testing.T, d conformance.Closer, cfg core.Config) *redlock.Client {
+func lockClient(t *testing.T, d conformance.Closer, opts redlock.Options) *redlock.Client {
 	t.Helper()
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	c, err := redlock.NewClient(d, redlock.Options{Config: cfg})
+	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	return c
 }
@@ -508,7 +508,7 @@ func testMembersMembersStandalone(t *testing.T, md Members) {
 	d, err := md.Dial(drivers.Members(ss[0].Addr, ss[1].Addr, ss[2].Addr), drivers.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Addr, d.NodeName(1))
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	ctx := context.Background()
 	lock, err := c.TryLock(ctx, "members")
 	require.NoError(t, err)
@@ -534,7 +534,7 @@ func sentinelClient(t *testing.T, md Members, g *redistest.SentinelGroup, replic
 	d, err := md.Dial([]drivers.Member{m}, drivers.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, m.String(), d.NodeName(0))
-	return lockClient(t, d, core.Config{TTL: ttl, NodeTimeout: 2 * time.Second})
+	return lockClient(t, d, redlock.Options{TTL: ttl, NodeTimeout: 2 * time.Second})
 }
 
 // testMembersSentinelFailoverWithWait: a lock taken with WAIT for both replicas
@@ -612,7 +612,7 @@ func testMembersSentinelBadInput(t *testing.T, md Members) {
 	} {
 		d, err := md.Dial([]drivers.Member{tc.m}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 2 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
 		require.NoError(t, d.Close())
@@ -695,7 +695,7 @@ func testMembersWaitCountsReplicas(t *testing.T, md Members) {
 	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	ctx := context.Background()
 
 	run := func(op core.Op, key string) core.Reply {
@@ -750,7 +750,7 @@ func testMembersWaitWithoutReplicasIsRefused(t *testing.T, md Members) {
 	members[2] = members[2].WithWait(2, 100*time.Millisecond)
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	_, err = c.TryLock(context.Background(), "refused")
 	require.ErrorIs(t, err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "WAIT for 1 replicas, but the master has 0 connected")
