@@ -713,6 +713,9 @@ func (c *client) setTimer() {
 	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() != core.PhaseDone {
 		at = min(at, realAt(c.lease.WakeAt(), c.ppm)) // in a round: LoseAt
 	}
+	if planted.leaseTimerStalls && c.state == extending {
+		at = c.w.now // stuck.go
+	}
 	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
 }
 

@@ -114,6 +114,10 @@ type world struct {
 	// waits are the replies held until WAIT returns (failover.go).
 	waits   []pendingWait
 	waitIDs uint64
+	// The stuck checker's (stuck.go): events run, events run at the
+	// current instant, and whether the schedule was ended as stuck.
+	steps, sameInstant int
+	halted             bool
 }
 
 // event is something that happens at a real instant.
@@ -319,6 +323,9 @@ type node struct {
 	// then holds no token), and the waiter queue.
 	handed int
 	queue  []entry
+	// queueExp is when the queue's keys expire (node clock): each join
+	// PEXPIREs them by its entry's life, as the release script does.
+	queueExp int64
 }
 
 func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 + n.off }
