@@ -430,7 +430,7 @@ func (w *world) deliver(e event) {
 		}
 		if len(n.reps) > 0 && m.status == core.StatusOK {
 			w.replicate(e.n)
-			if w.cfg.Replication.Wait && m.cmd.Op != core.OpRelease {
+			if w.cfg.Replication.Wait && core.Waited(m.cmd.Op) {
 				w.wait(e.c, e.n, m) // the reply comes once WAIT returns
 				return
 			}
