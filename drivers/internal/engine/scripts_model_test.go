@@ -98,6 +98,9 @@ type diffEnv struct {
 	t       *testing.T
 	engines []*Engine
 	c       redis.Conn
+	// window is the widest window a command of the sequence ran in, so
+	// far: the server's TIME read before and after it.
+	window time.Duration
 }
 
 func newDiffEnv(t *testing.T, addr string) *diffEnv {
@@ -180,8 +183,10 @@ func (env *diffEnv) state() (sim.ScriptState, error) {
 	if err != nil {
 		return s, err
 	}
-	if qexp != dexp {
-		return s, fmt.Errorf("the queue expires at %d, its deadlines at %d", qexp, dexp)
+	// The script PEXPIREs both keys by one life, the deadlines' second,
+	// on the server's clock of each call: a ms apart at times.
+	if (qexp > 0) != (dexp > 0) || dexp < qexp || time.Duration(dexp-qexp)*time.Millisecond > env.window {
+		return s, fmt.Errorf("the queue expires at %d, its deadlines at %d (window %v)", qexp, dexp, env.window)
 	}
 	if qexp > 0 {
 		s.QueueExpires = time.Duration(qexp) * time.Millisecond
@@ -313,6 +318,7 @@ func (env *diffEnv) diffSequence(seed uint64, model *sim.ScriptModel) error {
 		return err
 	}
 	g := newGen(seed)
+	env.window = 0
 	fail := func(step int, what string, args ...any) error {
 		return fmt.Errorf("seed %d, step %d: "+what, append([]any{seed, step}, args...)...)
 	}
@@ -335,6 +341,7 @@ func (env *diffEnv) diffSequence(seed uint64, model *sim.ScriptModel) error {
 			return err
 		}
 		window := t2 - t1
+		env.window = max(env.window, window)
 		want := model.Apply(waiter, cmd, t1)
 		desc := fmt.Sprintf("waiter %d: %s %+v", waiter, cmd.Op, cmd)
 		if got.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
