@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/sim"
@@ -455,13 +456,14 @@ func TestScriptDiffSeesPlantedScriptDefects(t *testing.T) {
 		name     string
 		script   *wire.Script
 		old, new string
+		memnode  bool // memnode, with its one waiter, sees it too
 	}{
-		{"release hands the key to the last waiter", &wire.Release, `redis.call("ZRANGE", KEYS[2], 0, 0)[1]`, `redis.call("ZRANGE", KEYS[2], -1, -1)[1]`},
-		{"release keeps stale waiters", &wire.Release, `"-inf", now,`, `"-inf", now - 600000,`},
-		{"fenced acquire ignores a handed key", &wire.AcquireFenced, `if t ~= -2 and fair and`, `if false and`},
-		{"probe reports the TTL a ms short", &wire.AcquireProbe, `return -math.max(t, 1)`, `return -math.max(t - 1, 1)`},
-		{"extend re-sets a foreign key", &wire.Extend, `if v == ARGV[1] then`, `if v then`},
-		{"raise lowers the counter", &wire.RaiseFence, `(#c == #f and c < f)`, `(#c == #f and c ~= f)`},
+		{"release hands the key to the last waiter", &wire.Release, `redis.call("ZRANGE", KEYS[2], 0, 0)[1]`, `redis.call("ZRANGE", KEYS[2], -1, -1)[1]`, false},
+		{"release keeps stale waiters", &wire.Release, `"-inf", now,`, `"-inf", now - 600000,`, false},
+		{"fenced acquire ignores a handed key", &wire.AcquireFenced, `if t ~= -2 and fair and`, `if false and`, true},
+		{"probe reports the TTL a ms short", &wire.AcquireProbe, `return -math.max(t, 1)`, `return -math.max(t - 1, 1)`, false},
+		{"extend re-sets a foreign key", &wire.Extend, `if v == ARGV[1] then`, `if v then`, true},
+		{"raise lowers the counter", &wire.RaiseFence, `(#c == #f and c < f)`, `(#c == #f and c ~= f)`, true},
 	} {
 		t.Run(m.name, func(t *testing.T) {
 			require.Contains(t, m.script.Src, m.old, "the script to mutate changed")
@@ -474,6 +476,100 @@ func TestScriptDiffSeesPlantedScriptDefects(t *testing.T) {
 			err := env.firstDiff(sim.Faults{})
 			require.Error(t, err, "the planted defect went unseen")
 			t.Logf("%v", err)
+			if m.memnode {
+				err = nil
+				for seed := uint64(1); seed <= diffSeeds && err == nil; seed++ {
+					err = env.diffMemnode(seed)
+				}
+				require.Error(t, err, "memnode: the planted defect went unseen")
+				t.Logf("%v", err)
+			}
 		})
+	}
+}
+
+// diffMemnode runs sequence seed, from waiter 0 alone, through
+// core/memnode's model of the scripts (one waiter: the cluster's) and
+// the server, and returns the first difference. memnode keeps its
+// times to itself, so the test moves its manual clock instead: it reads
+// the server's time plus every shift so far, and its expiries may lie
+// up to the sequence's widest window before the server's.
+func (env *diffEnv) diffMemnode(seed uint64) error {
+	if _, err := env.c.Do("FLUSHALL"); err != nil {
+		return err
+	}
+	g := newGen(seed)
+	env.window = 0
+	clock := memnode.NewManualClock(time.UnixMilli(0)) // time.Time{} is too far back for memnode's instants
+	model := memnode.New(1, clock)
+	var shifted, start time.Duration
+	fail := func(step int, what string, args ...any) error {
+		return fmt.Errorf("memnode: seed %d, step %d: "+what, append([]any{seed, step}, args...)...)
+	}
+	at := func(srv time.Duration) { clock.Advance(time.UnixMilli(0).Add(srv + shifted).Sub(clock.Now())) }
+	for i := range steps {
+		_, cmd, step := g.command()
+		if step > 0 {
+			if err := env.shift(step); err != nil {
+				return err
+			}
+			shifted += step
+			continue
+		}
+		t1, err := env.now()
+		if err != nil {
+			return err
+		}
+		if start == 0 {
+			start = t1
+		}
+		at(t1)
+		got := env.run(0, cmd)
+		b := model.Begin(context.Background())
+		b.Send(0, cmd, clock.Now().Add(10*time.Second))
+		want, _ := b.Receive(nil)
+		b.Close()
+		t2, err := env.now()
+		if err != nil {
+			return err
+		}
+		env.window = max(env.window, t2-t1)
+		if t2-start > grid/4 {
+			return fail(i, "the sequence has run %v on the server, too long for grid %v", t2-start, grid)
+		}
+		desc := fmt.Sprintf("%s %+v", cmd.Op, cmd)
+		if got.Err != nil || want.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
+			got.TTL > want.TTL+env.window || got.TTL < want.TTL-env.window {
+			return fail(i, "%s: the scripts reply %v fence %d TTL %v (err %v), memnode %v fence %d TTL %v (err %v)",
+				desc, got.Status, got.Fence, got.TTL, got.Err, want.Status, want.Fence, want.TTL, want.Err)
+		}
+		srv, err := env.state()
+		if err != nil {
+			return fail(i, "%s: %v", desc, err)
+		}
+		at(t2)
+		tok, ttl, held := model.Get(0, diffKey)
+		handed := held && tok == (core.Token{})
+		switch {
+		case srv.Held != held, srv.Held && handed != (srv.Handed == 0), srv.Held && !handed && srv.Token != tok:
+			return fail(i, "%s: the server holds %+v, memnode %v (held %v)", desc, srv, tok, held)
+		case srv.Held && (srv.Expires < t2+ttl || srv.Expires > t2+ttl+env.window):
+			return fail(i, "%s: the key expires at %v on the server, at %v on memnode (window %v)", desc, srv.Expires, t2+ttl, env.window)
+		case srv.Fence != model.Fence(0, diffKey):
+			return fail(i, "%s: fence counter %d on the server, %d on memnode", desc, srv.Fence, model.Fence(0, diffKey))
+		}
+	}
+	return nil
+}
+
+// TestScriptsMatchMemnode: core/memnode, the reference driver of core's
+// and the root package's tests, is a model of the scripts too, for one
+// waiter; it must agree with them as the simulation's does.
+func TestScriptsMatchMemnode(t *testing.T) {
+	env := startDiff(t)
+	for seed := uint64(1); seed <= diffSeeds; seed++ {
+		if err := env.diffMemnode(seed); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
