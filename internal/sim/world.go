@@ -37,7 +37,13 @@
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
-//     core.PhaseDone with a lock.
+//     core.PhaseDone with a lock;
+//   - a schedule ends: one whose virtual time stops is ended as stuck,
+//     with its seed, rather than left to hang the campaign (stuck.go).
+//
+// The nodes apply commands as the drivers' scripts do, and
+// drivers/internal/engine's TestScriptsMatchSimModel holds them to it
+// (ScriptModel, model.go).
 //
 // Simulated nodes keep the fence counter of core.OpAcquireFenced and
 // core.OpRaiseFence next to the key; it never expires and survives node
