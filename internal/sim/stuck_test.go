@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestStuckCheckerSeesAStalledLease(t *testing.T) {
 	for s := uint64(1); s <= 20; s++ {
 		if one := Run(cfg, s); one.Violations.Stuck > 0 {
 			seed = s
-			if !strings.HasPrefix(one.First, "seed "+itoa(s)+" ") {
+			if !strings.HasPrefix(one.First, "seed "+strconv.FormatUint(s, 10)+" ") {
 				t.Fatalf("seed %d: %q does not name its seed", s, one.First)
 			}
 			break
@@ -59,18 +60,5 @@ func TestStuckCheckerSeesDrainedSchedule(t *testing.T) {
 	w.checkDrained(int64(w.cfg.Length))
 	if w.res.Violations.Stuck != 0 {
 		t.Fatalf("every client crashed: %+v %q", w.res.Violations, w.res.First)
-	}
-}
-
-func itoa(n uint64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
 	}
 }
