@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/redlock-go/redlock/core"
 )
 
 // A schedule must end: virtual time advances to Config.Length, or every
@@ -14,6 +16,8 @@ import (
 //     something re-arms itself at the instant it fires, as a lease that
 //     never leaves its round does);
 //   - more than maxSteps events in the schedule (time that crawls);
+//   - more than maxPump commands due at once from one round (a round
+//     that never stops sending: a hang within one event);
 //   - no event left before Length while a client that has not crashed is
 //     still in the schedule (everyone waits for something that never
 //     comes).
@@ -23,6 +27,8 @@ import (
 const (
 	maxSameInstant = 1 << 16
 	maxSteps       = 1 << 26
+	// A round sends each node's command once: one step sends N at most.
+	maxPump = core.MaxNodes
 )
 
 // planted re-introduces defects that stop virtual time, so that tests can
@@ -33,6 +39,9 @@ var planted struct {
 	// it fires, for ever: the livelock of a lease whose round never ends
 	// nor fails.
 	leaseTimerStalls bool
+	// roundNeverEnds makes a round's Next, after its first command in a
+	// step, give the round's command again for ever.
+	roundNeverEnds bool
 }
 
 // halt ends the schedule now with a Stuck violation.

@@ -62,3 +62,17 @@ func TestStuckCheckerSeesDrainedSchedule(t *testing.T) {
 		t.Fatalf("every client crashed: %+v %q", w.res.Violations, w.res.First)
 	}
 }
+
+// TestStuckCheckerSeesARoundThatNeverEnds: a round whose Next never
+// says no (planted.roundNeverEnds) would loop for ever within one event;
+// the step bound ends the schedule as stuck, naming its seed.
+func TestStuckCheckerSeesARoundThatNeverEnds(t *testing.T) {
+	planted.roundNeverEnds = true
+	t.Cleanup(func() { planted.roundNeverEnds = false })
+	r := Run(Assumed(3, core.Multiplexed), 5)
+	if r.Violations.Stuck != 1 || r.Violations.Total() != 1 || !strings.HasPrefix(r.First, "seed 5 ") ||
+		!strings.Contains(r.First, "past the bound") {
+		t.Fatalf("%+v %q", r.Violations, r.First)
+	}
+	t.Log(r.First)
+}
