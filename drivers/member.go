@@ -48,8 +48,8 @@ const (
 // standalone member) fails the second to connect with
 // core.ErrInvalidConfig. On a Cluster a key's fence counter and queues are
 // named in its hash slot (a key with '}' and no hash tag is refused
-// there). With Replicas, each acquisition and extension is followed by
-// WAIT on the write's connection, on a second connection per member so
+// there). With Replicas, each acquisition, extension and fence raise
+// (core.Waited) is followed by WAIT on the write's connection, on a second connection per member so
 // that a blocked WAIT holds up no release; a short count fails the vote
 // with ErrNotReplicated, and a master with fewer connected replicas than
 // Replicas is refused before any lock command reaches it. Keep WaitTimeout
@@ -69,9 +69,9 @@ type Member struct {
 	// MasterName names a SentinelGroup's master, as the Sentinels know it.
 	MasterName string
 	// Replicas, when positive, is how many replicas must acknowledge each
-	// acquisition and extension (WAIT) before the member's vote counts:
-	// give every replica the member has, so that any promoted replica
-	// holds the key. A vote whose WAIT falls short, or times out, counts
+	// acquisition, extension and fence raise (WAIT) before the member's
+	// vote counts: give every replica the member has, so that any
+	// promoted replica holds the key and its fence counter. A vote whose WAIT falls short, or times out, counts
 	// as no vote.
 	Replicas int
 	// WaitTimeout bounds each WAIT; it must be positive when Replicas is.

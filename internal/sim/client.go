@@ -288,8 +288,15 @@ func (c *client) drive(r *core.Round) {
 // pump sends every command the round has due, then checks whether it is
 // done.
 func (c *client) pump() {
-	for {
+	for sent := 0; ; sent++ {
 		node, cmd, deadline, ok := c.round.Next(c.now())
+		if planted.roundNeverEnds && sent > 0 {
+			node, cmd, ok = 0, c.round.Command(), true // stuck.go
+		}
+		if ok && sent >= maxPump {
+			c.w.halt("stuck: client %d's round had a command due after %d in one step, past the bound", c.id, sent)
+			return
+		}
 		if !ok {
 			break
 		}
@@ -713,6 +720,9 @@ func (c *client) setTimer() {
 	at := realAt(c.workEnd, c.ppm)
 	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() != core.PhaseDone {
 		at = min(at, realAt(c.lease.WakeAt(), c.ppm)) // in a round: LoseAt
+	}
+	if planted.leaseTimerStalls && c.state == extending {
+		at = c.w.now // stuck.go
 	}
 	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
 }

@@ -423,7 +423,8 @@ type Violations struct {
 	// Config.MaxOvertaken times while they waited in a Fair queue (fair.go).
 	Skipped int
 	// Stuck counts processes (Config.Waiters) whose head waited, at the
-	// end of a schedule, with nothing to wake it (proc.go).
+	// end of a schedule, with nothing to wake it (proc.go), and schedules
+	// whose virtual time stopped, ended there (stuck.go).
 	Stuck int
 	// Gathered counts replies held back (core.Gatherer) that would have
 	// ended their round: a round decided later than it could be.

@@ -65,6 +65,9 @@ func (c Config) maxOvertaken() int {
 // applyFair runs a Fair acquire or release from client c at real time t.
 func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 	cmd, now := m.cmd, n.clock(t)
+	if len(n.queue) > 0 && now >= n.queueExp {
+		n.queue = nil // the queue's keys expired, stale entries and all
+	}
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if n.has && n.handed != c+1 {
@@ -116,6 +119,7 @@ func (n *node) join(c int, m *message, due int64, w *world) {
 		skew := w.between(0, 2*f.SkewBy) - int64(f.SkewBy) // ns, either way
 		ticket = max(ticket+skew/int64(time.Millisecond), 1)
 	}
+	n.queueExp = due // the script's PEXPIRE of the queue's keys
 	for k := range n.queue {
 		if e := &n.queue[k]; e.c == c {
 			e.due, e.acq, e.late = due, m.acq, late
