@@ -14,9 +14,15 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain arms the hang guard (internal/testguard), then runs the tests
+// and checks that none left a goroutine behind.
+func TestMain(m *testing.M) {
+	testguard.Arm()
+	goleak.VerifyTestMain(m)
+}
 
 const (
 	ttl      = 3 * time.Second           // drift 32 ms: validity 2.968 s on a still clock
@@ -159,7 +165,7 @@ func TestTryLockUnlockAllocations(t *testing.T) {
 		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Poll: poll})
 			require.NoError(t, err)
-			ctx := context.Background()
+			ctx := testguard.Context(t)
 			allocs := testing.AllocsPerRun(200, func() {
 				l, err := c.TryLock(ctx, "k")
 				if err != nil {
@@ -478,7 +484,7 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 			require.NoError(t, err)
 			got := make(chan *redlock.Lock)
 			go func() {
-				l, err := c.Lock(context.Background(), "k") // no count of tries: Lock tries until it holds the lock
+				l, err := c.Lock(testguard.Context(t), "k") // no count of tries: Lock tries until it holds the lock
 				assert.NoError(t, err)
 				got <- l
 			}()

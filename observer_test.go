@@ -20,6 +20,7 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // recorder keeps every event an Observer hears, Votes copied.
@@ -346,7 +347,7 @@ func TestObserverWaitersAndHandoff(t *testing.T) {
 	require.NoError(t, err)
 	got := make(chan *redlock.Lock)
 	go func() {
-		l, err := c.Lock(context.Background(), "k")
+		l, err := c.Lock(testguard.Context(t), "k")
 		assert.NoError(t, err)
 		got <- l
 	}()
@@ -384,7 +385,7 @@ func TestObserverNoHandoffAtExpiry(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.TryLock(context.Background(), "k") // never unlocked
 	require.NoError(t, err)
-	l, err := c.Lock(context.Background(), "k") // at the holder's expiry, learnt from its attempts
+	l, err := c.Lock(testguard.Context(t), "k") // at the holder's expiry, learnt from its attempts
 	require.NoError(t, err)
 	require.NoError(t, l.Unlock(context.Background()))
 
@@ -409,8 +410,9 @@ func TestObserverUntimed(t *testing.T) {
 	holder, err := c.TryLock(context.Background(), "k")
 	require.NoError(t, err)
 	got := make(chan *redlock.Lock)
+	ctx := testguard.Context(t)
 	go func() {
-		l, err := c.Lock(context.Background(), "k")
+		l, err := c.Lock(ctx, "k")
 		assert.NoError(t, err)
 		got <- l
 	}()
@@ -425,7 +427,7 @@ func TestObserverUntimed(t *testing.T) {
 	f2, _ := l.Fence()
 	require.Less(t, f1, f2)
 	assert.Equal(t, []redlock.FenceEvent{{Context: context.Background(), Key: "k", Fence: f1},
-		{Context: context.Background(), Key: "k", Fence: f2}}, rec.fences)
+		{Context: ctx, Key: "k", Fence: f2}}, rec.fences)
 	assert.Len(t, rec.handoffs, 1)
 	assert.Len(t, rec.waiters, 2)
 	assert.Empty(t, rec.acquires)
@@ -455,7 +457,7 @@ func TestObserverNoneAllocates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
 			require.NoError(t, err)
-			ctx := context.Background()
+			ctx := testguard.Context(t)
 			allocs := testing.AllocsPerRun(200, func() {
 				l, err := c.TryLock(ctx, "k")
 				if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
@@ -227,7 +228,7 @@ func TestWatchLingers(t *testing.T) {
 	c, err := redlock.NewClient(nodes, redlock.Options{TTL: ttl, NodeTimeout: bound,
 		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
-	ctx := context.Background()
+	ctx := testguard.Context(t)
 	for round := range 2 {
 		holder, err := c.TryLock(ctx, "k")
 		require.NoError(t, err)
@@ -254,7 +255,7 @@ func TestWatchLingersItsTTLIfShorter(t *testing.T) {
 	c, err := redlock.NewClient(nodes, redlock.Options{TTL: short, NodeTimeout: bound,
 		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
-	ctx := context.Background()
+	ctx := testguard.Context(t)
 	holder, err := c.TryLock(ctx, "k")
 	require.NoError(t, err)
 	got := lockThenUnlock(ctx, c, "k")
@@ -289,7 +290,7 @@ func TestDeadlineBehindWaitersBeforeAnyAttempt(t *testing.T) {
 			opts, waiters := waitersAt(redlock.Options{Fair: fair, TTL: time.Minute})
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), opts)
 			require.NoError(t, err)
-			ctx := context.Background()
+			ctx := testguard.Context(t)
 			held, err := c.TryLock(ctx, "k")
 			require.NoError(t, err)
 			first := make(chan error, 1)

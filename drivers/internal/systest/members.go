@@ -21,6 +21,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // Members is what the member suite needs of a driver with DialMembers:
@@ -88,7 +89,7 @@ func membersClient(t *testing.T, md Members, members []drivers.Member) *redlock.
 func testMembersClusterMember(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	c := membersClient(t, md, []drivers.Member{drivers.NewCluster(cl.Addrs()...)})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	for _, key := range []string{"plain", "{tag}:x"} {
 		lock, err := c.TryLock(ctx, key)
 		require.NoError(t, err, key)
@@ -196,7 +197,7 @@ func testMembersClusterMemberThroughMigrationAndFailover(t *testing.T, md Member
 // before any command.
 func testMembersClusterWaitGoesToTheKeysMaster(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	c := membersClient(t, md, []drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(1, time.Second)})
 	for i := range 6 { // keys of several slots, on every master
 		key := "waited" + strconv.Itoa(i)
@@ -265,7 +266,7 @@ func testMembersMixedQuorum(t *testing.T, md Members) {
 		drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(1, time.Second),
 		drivers.NewCluster(cl.Addrs()...).WithWait(1, time.Second),
 	})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	var last uint64
 	for i := range 3 {
 		lock, err := c.Lock(ctx, "mixed")
@@ -509,7 +510,7 @@ func testMembersMembersStandalone(t *testing.T, md Members) {
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Addr, d.NodeName(1))
 	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	lock, err := c.TryLock(ctx, "members")
 	require.NoError(t, err)
 	held := 0
@@ -550,7 +551,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 	const ttl = 15 * time.Second
 	holder := sentinelClient(t, md, g, 2, ttl)
 	other := sentinelClient(t, md, g, 0, ttl)
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	lock, err := holder.TryLock(ctx, "failover")
 	require.NoError(t, err)
@@ -602,7 +603,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 // left on any server.
 func testMembersSentinelBadInput(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	for _, tc := range []struct {
 		m   drivers.Member
 		msg string
@@ -635,7 +636,7 @@ func testMembersSentinelFailoverWithoutWait(t *testing.T, md Members) {
 	const ttl = 30 * time.Second
 	first := sentinelClient(t, md, g, 0, ttl)
 	second := sentinelClient(t, md, g, 0, ttl)
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	replicas := g.Replicas()
 	for _, r := range replicas {
@@ -696,7 +697,7 @@ func testMembersWaitCountsReplicas(t *testing.T, md Members) {
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
 	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	run := func(op core.Op, key string) core.Reply {
 		b := d.Begin(ctx)
