@@ -1,0 +1,313 @@
+package realsim
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/core/memnode"
+)
+
+// errKilled is the error of every command once a stuck schedule is being
+// torn down: it makes every round end at once.
+var errKilled = errors.New("realsim: schedule torn down")
+
+// network is the Driver every Client of a schedule uses: memnode's
+// in-memory nodes behind a network of its own, which loses, delays and
+// duplicates commands, replies and announcements, pauses nodes, and keeps
+// each node's commands in the order they were sent (the order the Driver
+// contract asks of a real driver's one connection per node). It runs
+// inside a synctest bubble: its delays are time.Sleep and timers, which
+// the bubble's virtual clock makes instant.
+type network struct {
+	cl     *memnode.Cluster
+	cfg    *Config
+	rng    *prng // under mu
+	mu     sync.Mutex
+	tail   []chan struct{} // per node: closed once its last command is applied
+	paused []time.Time     // per node: commands wait until then (a SIGSTOPped server)
+	steps  int
+	killed bool
+	stuck  func(string) // reports a step bound passed
+	bg     *group       // counts the goroutines of messages in flight
+}
+
+func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *network {
+	n := &network{bg: bg, cl: memnode.New(cfg.Nodes, core.SystemClock{}), cfg: cfg, rng: newPRNG(seed ^ 0x6e6574),
+		tail: make([]chan struct{}, cfg.Nodes), paused: make([]time.Time, cfg.Nodes), stuck: stuck}
+	for i := range n.tail {
+		ch := make(chan struct{})
+		close(ch)
+		n.tail[i] = ch
+	}
+	return n
+}
+
+var (
+	_ core.Announcer = (*network)(nil)
+	_ core.Flusher   = (*batch)(nil)
+)
+
+func (n *network) Nodes() int            { return n.cl.Nodes() }
+func (n *network) NodeName(i int) string { return n.cl.NodeName(i) }
+
+func (n *network) Begin(ctx context.Context) core.Batch {
+	return &batch{n: n, ctx: ctx, replies: make(chan core.Reply, 2*core.MaxNodes)}
+}
+
+// kill makes every later command fail at once, and ends every pause.
+func (n *network) kill() {
+	n.mu.Lock()
+	n.killed = true
+	clear(n.paused)
+	n.mu.Unlock()
+}
+
+// pause makes node i hold its commands until d from now.
+func (n *network) pause(i int, d time.Duration) {
+	n.mu.Lock()
+	if !n.killed {
+		n.paused[i] = time.Now().Add(d)
+	}
+	n.mu.Unlock()
+}
+
+// fate is what the network does to one command.
+type fate struct {
+	reqDelay, repDelay time.Duration
+	lostReq, lostRep   bool
+	dup                bool
+}
+
+func (n *network) draw() (f fate, killed bool, over bool) {
+	c := &n.cfg.Faults
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.steps++
+	if n.killed {
+		return f, true, false
+	}
+	if n.steps > n.cfg.stepBound() {
+		return f, true, true
+	}
+	r := n.rng
+	f.reqDelay = r.between(n.cfg.Latency[0], n.cfg.Latency[1])
+	f.repDelay = r.between(n.cfg.Latency[0], n.cfg.Latency[1])
+	f.lostReq = r.chance(c.LostRequest)
+	f.lostRep = r.chance(c.LostReply)
+	f.dup = r.chance(c.Dup)
+	if r.chance(c.Late) {
+		f.reqDelay += r.between(0, c.LateBy) // applied late, past its deadline perhaps
+	}
+	if r.chance(c.Late) {
+		f.repDelay += r.between(0, c.LateBy)
+	}
+	return f, false, false
+}
+
+// deliver sends cmd to node: it is applied after the request's delay,
+// after every earlier command to the node and once the node is not
+// paused, and its reply goes to out after the reply's delay, unless lost.
+func (n *network) deliver(node int, cmd core.Command, out chan<- core.Reply) {
+	f, killed, over := n.draw()
+	if over {
+		n.stuck("step bound passed: more than " + itoa(n.cfg.stepBound()) + " commands")
+		n.kill()
+	}
+	if killed {
+		out <- core.Reply{Node: node, Status: core.StatusError, Err: errKilled}
+		return
+	}
+	n.mu.Lock()
+	prev := n.tail[node]
+	mine := make(chan struct{})
+	n.tail[node] = mine
+	n.mu.Unlock()
+	n.bg.add()
+	go func() {
+		defer n.bg.done()
+		time.Sleep(f.reqDelay)
+		<-prev
+		for {
+			n.mu.Lock()
+			until := n.paused[node]
+			n.mu.Unlock()
+			d := time.Until(until)
+			if d <= 0 {
+				break
+			}
+			time.Sleep(d)
+		}
+		var r core.Reply
+		if !f.lostReq {
+			r = n.apply(node, cmd)
+			if f.dup {
+				n.apply(node, cmd) // a retransmission: its reply is dropped
+			}
+		}
+		close(mine)
+		if f.lostReq || f.lostRep {
+			return
+		}
+		time.Sleep(f.repDelay)
+		out <- r
+	}()
+}
+
+// apply runs cmd on the node, with the planted defect of a broken
+// configuration if any.
+func (n *network) apply(node int, cmd core.Command) core.Reply {
+	d := n.cfg.Defect
+	if d == DefectFastNodeClock && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpExtend) {
+		cmd.TTL /= 2 // the node's clock runs twice as fast: its keys expire early
+	}
+	b := n.cl.Begin(context.Background())
+	b.Send(node, cmd, time.Now().Add(time.Hour))
+	r, _ := b.Receive(nil) // no latency in memnode: ready at once
+	b.Close()
+	r.Node = node
+	switch {
+	case d == DefectLyingNodes && node < n.cfg.Nodes/2+1 && node > 0 &&
+		(cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) && r.Status == core.StatusHeld:
+		// A node that says yes to a held key: with node 0 honest, a
+		// minority of honest nodes makes a quorum.
+		r.Status, r.TTL = core.StatusOK, 0
+		if cmd.Op == core.OpAcquireFenced {
+			r.Fence = n.cl.Fence(node, cmd.Key) + 1
+		}
+	case d == DefectLyingExtend && cmd.Op == core.OpExtend && r.Status != core.StatusOK && r.Status != core.StatusError:
+		r.Status, r.Err = core.StatusOK, nil // an extension that failed, reported done
+	case d == DefectFlatFence && cmd.Op == core.OpAcquireFenced && r.Status == core.StatusOK:
+		r.Fence = 1 // a counter that is never raised
+	}
+	return r
+}
+
+// batch is one round over the network.
+type batch struct {
+	n       *network
+	ctx     context.Context
+	cmds    []sent
+	flushed int
+	replies chan core.Reply
+	pending []sent // sent, not yet answered
+}
+
+type sent struct {
+	node     int
+	cmd      core.Command
+	deadline time.Time
+}
+
+func (b *batch) Send(node int, cmd core.Command, deadline time.Time) {
+	b.cmds = append(b.cmds, sent{node, cmd, deadline})
+}
+
+// Flush puts the commands sent so far on the network.
+func (b *batch) Flush() {
+	for ; b.flushed < len(b.cmds); b.flushed++ {
+		s := b.cmds[b.flushed]
+		b.pending = append(b.pending, s)
+		b.n.deliver(s.node, s.cmd, b.replies)
+	}
+}
+
+func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
+	b.Flush()
+	for len(b.pending) > 0 {
+		first := 0
+		for j, p := range b.pending {
+			if p.deadline.Before(b.pending[first].deadline) {
+				first = j
+			}
+		}
+		t := time.NewTimer(time.Until(b.pending[first].deadline))
+		select {
+		case r := <-b.replies:
+			t.Stop()
+			if j := b.find(r.Node); j >= 0 {
+				b.drop(j)
+				return r, true
+			}
+			// a reply to a command that already timed out: dropped
+		case <-t.C:
+			p := b.pending[first]
+			b.drop(first)
+			return core.Reply{Node: p.node, Status: core.StatusTimeout, Err: &memnode.NodeError{Node: p.node, Name: b.n.NodeName(p.node), Err: memnode.ErrTimeout}}, true
+		case <-cancel:
+			t.Stop()
+			return core.Reply{}, false
+		}
+	}
+	return core.Reply{}, false
+}
+
+func (b *batch) find(node int) int {
+	for j, p := range b.pending {
+		if p.node == node {
+			return j
+		}
+	}
+	return -1
+}
+
+func (b *batch) drop(j int) { b.pending = append(b.pending[:j], b.pending[j+1:]...) }
+
+// Close puts any buffered command on the network (a cleanup's releases);
+// replies still due land in the buffered channel and are dropped.
+func (b *batch) Close() { b.Flush() }
+
+// Watch relays the memnode cluster's announcements of key through the
+// network's faults: each is lost, late or duplicated at the configured
+// rates.
+func (n *network) Watch(key string, notify func(node int)) core.Watch {
+	w := &watch{n: n, notify: notify}
+	w.inner = n.cl.Watch(key, w.deliver)
+	return w
+}
+
+type watch struct {
+	n      *network
+	notify func(int)
+	inner  core.Watch
+	mu     sync.Mutex
+	done   bool
+}
+
+func (w *watch) deliver(node int) {
+	c := &w.n.cfg.Faults
+	w.n.mu.Lock()
+	r := w.n.rng
+	lost, late, dup := r.chance(c.AnnLost), r.chance(c.AnnLate), r.chance(c.AnnDup)
+	by := r.between(0, c.LateBy)
+	w.n.mu.Unlock()
+	switch {
+	case lost:
+	case late:
+		time.AfterFunc(by, func() { w.fire(node) })
+	default:
+		w.fire(node)
+		if dup {
+			w.fire(node)
+		}
+	}
+}
+
+func (w *watch) fire(node int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.notify(node)
+	}
+}
+
+func (w *watch) Listening() uint32 { return w.inner.Listening() }
+
+func (w *watch) Stop() {
+	w.inner.Stop()
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+}

@@ -1,0 +1,38 @@
+package realsim
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var (
+	schedules = flag.Int("realsim.schedules", 40, "schedules per configuration")
+	seedFlag  = flag.Uint64("realsim.seed", 1, "first seed")
+)
+
+// TestCampaign runs every configuration: those within the assumptions
+// must show no violation, the broken ones at least one.
+func TestCampaign(t *testing.T) {
+	for _, cfg := range Configs() {
+		t.Run(cfg.Name, func(t *testing.T) {
+			n := *schedules
+			s := Campaign(t, cfg, *seedFlag, n)
+			var b strings.Builder
+			s.Write(&b, "go run ./cmd/redlock-realsim -seed %d -config %q")
+			t.Log(b.String())
+			if cfg.Broken() && s.Violations == 0 {
+				t.Errorf("%s: no violation in %d schedules: the checkers are blind to it", cfg.Name, n)
+			}
+			if !cfg.Broken() && s.Violations > 0 {
+				t.Errorf("%s: violations:\n%s", cfg.Name, b.String())
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(m.Run())
+}
