@@ -27,11 +27,15 @@ type Summary struct {
 // maxFailing is how many failing schedules a Summary keeps.
 const maxFailing = 5
 
-// Campaign runs schedules first, first+1, ... of cfg.
-func Campaign(t *testing.T, cfg Config, first uint64, schedules int) Summary {
+// Campaign runs schedules first, first+1, ... of cfg. starting, if not
+// nil, is told each schedule's seed before it runs (a real-time watchdog).
+func Campaign(t *testing.T, cfg Config, first uint64, schedules int, starting func(seed uint64)) Summary {
 	s := Summary{Config: cfg.Name, Broken: cfg.Broken(), Schedules: schedules, ByKind: map[string]int{}}
 	began := time.Now()
 	for i := range schedules {
+		if starting != nil {
+			starting(first + uint64(i))
+		}
 		r := Run(t, cfg, first+uint64(i))
 		s.Acquired += r.Acquired
 		s.Lost += r.Lost

@@ -24,7 +24,7 @@ var errKilled = errors.New("realsim: schedule torn down")
 type network struct {
 	cl     *memnode.Cluster
 	cfg    *Config
-	rng    *prng // under mu
+	seed   uint64
 	mu     sync.Mutex
 	tail   []chan struct{} // per node: closed once its last command is applied
 	paused []time.Time     // per node: commands wait until then (a SIGSTOPped server)
@@ -35,7 +35,7 @@ type network struct {
 }
 
 func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *network {
-	n := &network{bg: bg, cl: memnode.New(cfg.Nodes, core.SystemClock{}), cfg: cfg, rng: newPRNG(seed ^ 0x6e6574),
+	n := &network{bg: bg, cl: memnode.New(cfg.Nodes, core.SystemClock{}), cfg: cfg, seed: seed,
 		tail: make([]chan struct{}, cfg.Nodes), paused: make([]time.Time, cfg.Nodes), stuck: stuck}
 	for i := range n.tail {
 		ch := make(chan struct{})
@@ -45,16 +45,22 @@ func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *networ
 	return n
 }
 
+// front is one process's view of the network: its Driver.
+type front struct {
+	n    *network
+	proc int
+}
+
 var (
-	_ core.Announcer = (*network)(nil)
+	_ core.Announcer = front{}
 	_ core.Flusher   = (*batch)(nil)
 )
 
-func (n *network) Nodes() int            { return n.cl.Nodes() }
-func (n *network) NodeName(i int) string { return n.cl.NodeName(i) }
+func (f front) Nodes() int            { return f.n.cl.Nodes() }
+func (f front) NodeName(i int) string { return f.n.cl.NodeName(i) }
 
-func (n *network) Begin(ctx context.Context) core.Batch {
-	return &batch{n: n, ctx: ctx, replies: make(chan core.Reply, 2*core.MaxNodes)}
+func (f front) Begin(ctx context.Context) core.Batch {
+	return &batch{n: f.n, proc: f.proc, ctx: ctx, replies: make(chan core.Reply, 2*core.MaxNodes)}
 }
 
 // kill makes every later command fail at once, and ends every pause.
@@ -81,18 +87,21 @@ type fate struct {
 	dup                bool
 }
 
-func (n *network) draw() (f fate, killed bool, over bool) {
+// draw decides a command's fate. Its randomness is keyed by what the
+// command is and when it is sent, in virtual time, rather than drawn from
+// one stream in the order goroutines happen to send: a replay of the seed
+// gives a command the fate it had, as long as the schedule reaches it at
+// the same instant.
+func (n *network) draw(proc, node int, cmd *core.Command) (f fate, killed bool, over bool) {
 	c := &n.cfg.Faults
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	n.steps++
-	if n.killed {
-		return f, true, false
+	killed, over = n.killed, n.steps > n.cfg.stepBound()
+	n.mu.Unlock()
+	if killed || over {
+		return f, true, over
 	}
-	if n.steps > n.cfg.stepBound() {
-		return f, true, true
-	}
-	r := n.rng
+	r := n.keyed(1, proc, node, cmd.Key, uint64(cmd.Op))
 	f.reqDelay = r.between(n.cfg.Latency[0], n.cfg.Latency[1])
 	f.repDelay = r.between(n.cfg.Latency[0], n.cfg.Latency[1])
 	f.lostReq = r.chance(c.LostRequest)
@@ -107,11 +116,28 @@ func (n *network) draw() (f fate, killed bool, over bool) {
 	return f, false, false
 }
 
-// deliver sends cmd to node: it is applied after the request's delay,
-// after every earlier command to the node and once the node is not
-// paused, and its reply goes to out after the reply's delay, unless lost.
-func (n *network) deliver(node int, cmd core.Command, out chan<- core.Reply) {
-	f, killed, over := n.draw()
+// keyed returns a generator seeded by the schedule's seed, what a fault
+// is about and the virtual time.
+func (n *network) keyed(kind uint64, proc, node int, key string, more uint64) *prng {
+	h := n.seed ^ kind*0x9e3779b97f4a7c15
+	for _, v := range []uint64{uint64(proc), uint64(node), more, uint64(time.Now().UnixNano())} { //nolint:gosec // G115: hashed
+		h = (h ^ v) * 0x100000001b3
+		h ^= h >> 29
+	}
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint64(key[i])) * 0x100000001b3
+	}
+	p := newPRNG(h)
+	p.Uint64()
+	return p
+}
+
+// deliver sends cmd to node for process proc: it is applied after the
+// request's delay, after every earlier command to the node and once the
+// node is not paused, and its reply goes to out after the reply's delay,
+// unless lost.
+func (n *network) deliver(proc, node int, cmd core.Command, out chan<- core.Reply) {
+	f, killed, over := n.draw(proc, node, &cmd)
 	if over {
 		n.stuck("step bound passed: more than " + itoa(n.cfg.stepBound()) + " commands")
 		n.kill()
@@ -188,6 +214,7 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 // batch is one round over the network.
 type batch struct {
 	n       *network
+	proc    int
 	ctx     context.Context
 	cmds    []sent
 	flushed int
@@ -210,7 +237,7 @@ func (b *batch) Flush() {
 	for ; b.flushed < len(b.cmds); b.flushed++ {
 		s := b.cmds[b.flushed]
 		b.pending = append(b.pending, s)
-		b.n.deliver(s.node, s.cmd, b.replies)
+		b.n.deliver(b.proc, s.node, s.cmd, b.replies)
 	}
 }
 
@@ -235,7 +262,7 @@ func (b *batch) Receive(cancel <-chan struct{}) (core.Reply, bool) {
 		case <-t.C:
 			p := b.pending[first]
 			b.drop(first)
-			return core.Reply{Node: p.node, Status: core.StatusTimeout, Err: &memnode.NodeError{Node: p.node, Name: b.n.NodeName(p.node), Err: memnode.ErrTimeout}}, true
+			return core.Reply{Node: p.node, Status: core.StatusTimeout, Err: &memnode.NodeError{Node: p.node, Name: b.n.cl.NodeName(p.node), Err: memnode.ErrTimeout}}, true
 		case <-cancel:
 			t.Stop()
 			return core.Reply{}, false
@@ -262,27 +289,31 @@ func (b *batch) Close() { b.Flush() }
 // Watch relays the memnode cluster's announcements of key through the
 // network's faults: each is lost, late or duplicated at the configured
 // rates.
-func (n *network) Watch(key string, notify func(node int)) core.Watch {
-	w := &watch{n: n, notify: notify}
-	w.inner = n.cl.Watch(key, w.deliver)
+func (f front) Watch(key string, notify func(node int)) core.Watch {
+	w := &watch{n: f.n, proc: f.proc, key: key, notify: notify}
+	w.inner = f.n.cl.Watch(key, w.deliver)
 	return w
 }
 
 type watch struct {
 	n      *network
+	proc   int
+	key    string
 	notify func(int)
 	inner  core.Watch
 	mu     sync.Mutex
 	done   bool
+	count  uint64
 }
 
 func (w *watch) deliver(node int) {
 	c := &w.n.cfg.Faults
-	w.n.mu.Lock()
-	r := w.n.rng
+	w.mu.Lock()
+	w.count++ // announcements at one instant differ
+	r := w.n.keyed(2, w.proc, node, w.key, w.count)
+	w.mu.Unlock()
 	lost, late, dup := r.chance(c.AnnLost), r.chance(c.AnnLate), r.chance(c.AnnDup)
 	by := r.between(0, c.LateBy)
-	w.n.mu.Unlock()
 	switch {
 	case lost:
 	case late:

@@ -2,11 +2,13 @@ package realsim
 
 import (
 	"flag"
-	"os"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
+// More schedules: go test ./internal/realsim -args -realsim.schedules=1000
 var (
 	schedules = flag.Int("realsim.schedules", 40, "schedules per configuration")
 	seedFlag  = flag.Uint64("realsim.seed", 1, "first seed")
@@ -18,7 +20,7 @@ func TestCampaign(t *testing.T) {
 	for _, cfg := range Configs() {
 		t.Run(cfg.Name, func(t *testing.T) {
 			n := *schedules
-			s := Campaign(t, cfg, *seedFlag, n)
+			s := Campaign(t, cfg, *seedFlag, n, nil)
 			var b strings.Builder
 			s.Write(&b, "go run ./cmd/redlock-realsim -seed %d -config %q")
 			t.Log(b.String())
@@ -32,7 +34,5 @@ func TestCampaign(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(m.Run())
-}
+// TestMain checks that no schedule leaves a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -140,7 +140,7 @@ func (s *schedule) run() {
 	s.faults(rng)
 	var workers group
 	for p := range cfg.Procs {
-		c, err := redlock.NewClient(s.net, options(cfg, newLockedRand(rng.Uint64()), s.observer()))
+		c, err := redlock.NewClient(front{s.net, p}, options(cfg, newLockedRand(rng.Uint64()), s.observer()))
 		if err != nil {
 			s.violations = append(s.violations, Violation{"config", err.Error()})
 			return
