@@ -23,7 +23,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,8 +70,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "redlock-realsim:", err)
 			os.Exit(2)
 		}
-		defer f.Close()
-		w = io.MultiWriter(os.Stdout, f)
+		w = io.MultiWriter(os.Stdout, f) // unbuffered: testing.Main's exit loses nothing
 	}
 	r := &reporter{w: w}
 	go r.watch(*watchdog)
@@ -95,7 +93,7 @@ type reporter struct {
 func (r *reporter) printf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	fmt.Fprintf(r.w, format, args...)
+	_, _ = fmt.Fprintf(r.w, format, args...)
 }
 
 func (r *reporter) campaign(t *testing.T, cfgs []realsim.Config, seed uint64, n, nBroken int, summary bool) {
@@ -124,9 +122,7 @@ func (r *reporter) campaign(t *testing.T, cfgs []realsim.Config, seed uint64, n,
 			r.seed.Store(s)
 			r.since.Store(time.Now().UnixNano())
 		})
-		var b strings.Builder
-		s.Write(&b, "redlock-realsim -seed %d -config %q")
-		r.printf("%s", b.String())
+		r.printf("%s", s.Report("redlock-realsim -seed %d -config %q"))
 		total += s.Schedules
 		switch {
 		case c.Broken() && s.Violations == 0:
@@ -157,7 +153,7 @@ func (r *reporter) watch(limit time.Duration) {
 		since := r.since.Load()
 		if since != 0 && time.Since(time.Unix(0, since)) > limit {
 			r.mu.Lock()
-			fmt.Fprintf(r.w, "stuck: %s seed %d ran %v of real time without ending (virtual time stopped)\n  replay: redlock-realsim -seed %d -config %q\n",
+			_, _ = fmt.Fprintf(r.w, "stuck: %s seed %d ran %v of real time without ending (virtual time stopped)\n  replay: redlock-realsim -seed %d -config %q\n",
 				r.cur, r.seed.Load(), limit, r.seed.Load(), r.cur)
 			r.mu.Unlock()
 			os.Exit(2)

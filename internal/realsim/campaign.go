@@ -2,8 +2,8 @@ package realsim
 
 import (
 	"fmt"
-	"io"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,23 +56,25 @@ func Campaign(t *testing.T, cfg Config, first uint64, schedules int, starting fu
 	return s
 }
 
-// Write writes s as the campaign's report lines; replay is the command
+// Report returns s as the campaign's report lines; replay is the command
 // that reruns one schedule, with %d for its seed and %q for the
 // configuration's name.
-func (s *Summary) Write(w io.Writer, replay string) {
-	fmt.Fprintf(w, "%s: %d schedules, %d with violations", s.Config, s.Schedules, s.Violations)
+func (s *Summary) Report(replay string) string {
+	var w strings.Builder
+	fmt.Fprintf(&w, "%s: %d schedules, %d with violations", s.Config, s.Schedules, s.Violations)
 	kinds := make([]string, 0, len(s.ByKind))
 	for k := range s.ByKind {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
 	for _, k := range kinds {
-		fmt.Fprintf(w, ", %s %d", k, s.ByKind[k])
+		fmt.Fprintf(&w, ", %s %d", k, s.ByKind[k])
 	}
-	fmt.Fprintf(w, "; %d attempts, %d acquired, %d lost; %d commands; %v virtual in %v\n",
+	fmt.Fprintf(&w, "; %d attempts, %d acquired, %d lost; %d commands; %v virtual in %v\n",
 		s.Attempts, s.Acquired, s.Lost, s.Steps, s.Virtual.Round(time.Millisecond), s.Real.Round(time.Millisecond))
 	for _, r := range s.Failing {
-		fmt.Fprintf(w, "  seed %d: %s: %s\n", r.Seed, r.Violations[0].Kind, r.Violations[0].Detail)
-		fmt.Fprintf(w, "    replay: "+replay+"\n", r.Seed, s.Config)
+		fmt.Fprintf(&w, "  seed %d: %s: %s\n", r.Seed, r.Violations[0].Kind, r.Violations[0].Detail)
+		fmt.Fprintf(&w, "    replay: "+replay+"\n", r.Seed, s.Config)
 	}
+	return w.String()
 }

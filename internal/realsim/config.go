@@ -70,23 +70,25 @@ type Faults struct {
 // Defect is a planted defect of a broken configuration.
 type Defect int
 
+// The defects.
 const (
+	// DefectNone plants nothing.
 	DefectNone Defect = iota
-	// DefectLyingNodes: nodes 1..N/2 answer OK to an acquire of a held
+	// DefectLyingNodes plants: nodes 1..N/2 answer OK to an acquire of a held
 	// key: a minority of honest nodes makes a quorum.
 	DefectLyingNodes
-	// DefectLyingExtend: an extension that found the key gone or taken
+	// DefectLyingExtend plants: an extension that found the key gone or taken
 	// is reported done.
 	DefectLyingExtend
-	// DefectFlatFence: fenced acquires all return fence 1.
+	// DefectFlatFence plants: fenced acquires all return fence 1.
 	DefectFlatFence
-	// DefectFastNodeClock: the nodes' clocks run twice as fast: keys
+	// DefectFastNodeClock plants: the nodes' clocks run twice as fast: keys
 	// expire at half their TTL (an assumption broken).
 	DefectFastNodeClock
-	// DefectWorkPastLoss: holders ignore their lock's Context and work
+	// DefectWorkPastLoss plants: holders ignore their lock's Context and work
 	// until they unlock.
 	DefectWorkPastLoss
-	// DefectNoDeadline: a holder never unlocks, and Lock callers have no
+	// DefectNoDeadline plants: a holder never unlocks, and Lock callers have no
 	// deadline: the schedule cannot end, and must be reported stuck.
 	DefectNoDeadline
 )
@@ -259,10 +261,10 @@ func (p *prng) between(lo, hi time.Duration) time.Duration {
 	if hi <= lo {
 		return lo
 	}
-	return lo + time.Duration(p.Uint64()%uint64(hi-lo+1))
+	return lo + time.Duration(p.Uint64()%uint64(hi-lo+1)) //nolint:gosec // G115: hi > lo
 }
 
-func (p *prng) intn(n int) int { return int(p.Uint64() % uint64(n)) }
+func (p *prng) intn(n int) int { return int(p.Uint64() % uint64(n)) } //nolint:gosec // G115: n > 0
 
 // lockedRand is a prng safe for concurrent use: a Client's jitter.
 type lockedRand struct {

@@ -2,7 +2,6 @@ package realsim
 
 import (
 	"flag"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -21,14 +20,13 @@ func TestCampaign(t *testing.T) {
 		t.Run(cfg.Name, func(t *testing.T) {
 			n := *schedules
 			s := Campaign(t, cfg, *seedFlag, n, nil)
-			var b strings.Builder
-			s.Write(&b, "go run ./cmd/redlock-realsim -seed %d -config %q")
-			t.Log(b.String())
+			report := s.Report("go run ./cmd/redlock-realsim -seed %d -config %q")
+			t.Log(report)
 			if cfg.Broken() && s.Violations == 0 {
 				t.Errorf("%s: no violation in %d schedules: the checkers are blind to it", cfg.Name, n)
 			}
 			if !cfg.Broken() && s.Violations > 0 {
-				t.Errorf("%s: violations:\n%s", cfg.Name, b.String())
+				t.Errorf("%s: violations:\n%s", cfg.Name, report)
 			}
 		})
 	}

@@ -125,7 +125,7 @@ func (s *schedule) tearDown() {
 	s.kill()
 }
 
-func (s *schedule) go_(f func()) {
+func (s *schedule) spawn(f func()) {
 	s.bg.add()
 	go func() {
 		defer s.bg.done()
@@ -177,7 +177,7 @@ func (s *schedule) faults(rng *prng) {
 	cfg, f := s.cfg, &s.cfg.Faults
 	for range f.Crashes {
 		at, node, d := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), rng.between(f.RestartDelay[0], f.RestartDelay[1])
-		s.go_(func() {
+		s.spawn(func() {
 			time.Sleep(at)
 			s.net.cl.SetDown(node, true)
 			time.Sleep(d)
@@ -189,14 +189,14 @@ func (s *schedule) faults(rng *prng) {
 	}
 	for range f.Pauses {
 		at, node, d := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), rng.between(0, f.MaxPause)
-		s.go_(func() {
+		s.spawn(func() {
 			time.Sleep(at)
 			s.net.pause(node, d)
 		})
 	}
 	for range f.Spurious {
 		at, node, key := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), keyName(rng.intn(cfg.Keys))
-		s.go_(func() {
+		s.spawn(func() {
 			time.Sleep(at)
 			s.net.cl.Announce(node, key)
 		})
@@ -290,7 +290,7 @@ func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, key string, rng 
 	s.holdings = append(s.holdings, h)
 	s.mu.Unlock()
 	lctx := l.Context()
-	s.go_(func() {
+	s.spawn(func() {
 		<-lctx.Done()
 		s.mu.Lock()
 		h.done = time.Now()
@@ -308,20 +308,19 @@ func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, key string, rng 
 		<-s.root.Done()
 		_ = l.Unlock(context.Background())
 		return
-	} else {
-		if !cfg.Lease && rng.chance(cfg.Extend) && sleepOr(lctx.Done(), work/2) {
-			ectx, cancel := context.WithTimeout(s.root, cfg.TTL)
-			if l.Extend(ectx) == nil {
-				s.noteUntil(h, l.Until())
-			}
-			cancel()
-		}
-		done := lctx.Done()
-		if cfg.Defect == DefectWorkPastLoss {
-			done = nil
-		}
-		sleepOr(done, time.Until(deadline))
 	}
+	if !cfg.Lease && rng.chance(cfg.Extend) && sleepOr(lctx.Done(), work/2) {
+		ectx, cancel := context.WithTimeout(s.root, cfg.TTL)
+		if l.Extend(ectx) == nil {
+			s.noteUntil(h, l.Until())
+		}
+		cancel()
+	}
+	done := lctx.Done()
+	if cfg.Defect == DefectWorkPastLoss {
+		done = nil
+	}
+	sleepOr(done, time.Until(deadline))
 	s.mu.Lock()
 	h.stop = time.Now()
 	s.mu.Unlock()
