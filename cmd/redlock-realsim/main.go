@@ -40,6 +40,7 @@ func main() {
 	procs := flag.Int("procs", 1, "GOMAXPROCS: 1 makes a replay repeat its schedule most closely")
 	watchdog := flag.Duration("watchdog", time.Minute, "real time one schedule may take before the campaign stops, reporting it stuck")
 	list := flag.Bool("list", false, "list the configurations")
+	tracing := flag.Bool("trace", false, "print every event of the schedules (for a replay)")
 	testing.Init()
 	flag.Parse()
 	explicitN := false
@@ -63,6 +64,9 @@ func main() {
 		}
 	}
 	runtime.GOMAXPROCS(*procs)
+	if *tracing {
+		realsim.Trace = func(format string, args ...any) { fmt.Printf(format, args...) }
+	}
 	var w io.Writer = os.Stdout
 	if *out != "" {
 		f, err := os.Create(*out)

@@ -64,3 +64,42 @@ func (h *holding) String() string {
 	return fmt.Sprintf("process %d goroutine %d on %q [%s, %s)", h.proc, h.gor, h.key,
 		h.start.Format("15:04:05.000000"), h.stop.Format("15:04:05.000000"))
 }
+
+// checkWaits is the long-wait checker, where cfg.LongWait is set: no Lock
+// call waited longer than cfg.LongWait while a quorum of nodes, up and
+// not paused, had its key free by a release (announced): a key released
+// on a quorum is taken soon, by this waiter or another. Nodes whose key
+// expired do not count: a waiter learns of those only from the expiry a
+// failed attempt read, and waits for it, as the step-level campaign's
+// checker allows.
+func checkWaits(cfg *Config, calls []call, free map[string][]span) []Violation {
+	if cfg.LongWait <= 0 {
+		return nil
+	}
+	var vs []Violation
+	for _, c := range calls {
+		for _, f := range free[c.key] {
+			from, to := later(c.start, f.from), earlier(c.end, f.to)
+			if d := to.Sub(from); d > cfg.LongWait {
+				vs = append(vs, Violation{"long wait", fmt.Sprintf("a Lock of %q waited %v (from %s) while a quorum of nodes had it free",
+					c.key, d, from.Format("15:04:05.000000"))})
+				break
+			}
+		}
+	}
+	return vs
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -40,8 +40,14 @@ type Config struct {
 	// holders that call Extend (without a Lease); Cancel the share of
 	// Lock calls whose ctx is cancelled early.
 	Try, Extend, Cancel float64
-	Faults              Faults
-	Defect              Defect
+	// LongWait, when set, runs the long-wait checker with this bound: no
+	// Lock may wait longer while a quorum of nodes, up and not paused,
+	// has its key free. Set it only where announcements are not lost and
+	// nodes neither crash nor pause: a waiter that hears nothing waits
+	// for the holder's expiry by design.
+	LongWait time.Duration
+	Faults   Faults
+	Defect   Defect
 }
 
 // Faults are the network's and the nodes' faults.
@@ -91,6 +97,10 @@ const (
 	// DefectNoDeadline plants: a holder never unlocks, and Lock callers have no
 	// deadline: the schedule cannot end, and must be reported stuck.
 	DefectNoDeadline
+	// DefectDeafWatch plants: every announcement is lost while the watch
+	// says it listens, and a held key's time to live is reported as an
+	// hour: a waiter sleeps through the key's release.
+	DefectDeafWatch
 )
 
 // stepBound is the most commands a schedule may send before it is stuck.
@@ -145,6 +155,29 @@ func base(name string, n int) Config {
 	}
 }
 
+// waiters is a configuration for the long-wait checker: many Lock callers
+// of one key, announcements that arrive on time (twice, perhaps),
+// duplicated commands, and no lost or late command, node crash or pause.
+func waiters(name string, n int) Config {
+	c := base(name, n)
+	c.Keys, c.Goroutines, c.Try, c.Cancel = 1, 3, 0, 0.1
+	c.Work = [2]time.Duration{0, c.TTL / 2}
+	f := &c.Faults
+	f.AnnLost, f.AnnLate, f.Spurious, f.Crashes, f.Pauses, f.MaxPause = 0, 0, 0, 0, 0, 0
+	// The longest a waiter may take to notice a free key: a retry delay
+	// (20 ms), a failed attempt and its cleanup (a node timeout each),
+	// the trips, and the sampling step.
+	// A late command holds up the node's later ones: a slow node, not a
+	// free one. A lost command leaves a stray key or a node the waiter's
+	// attempt could not read: it then waits for the stray key's expiry
+	// (core waits for what its failed attempt read and announcements,
+	// as the step-level checker allows), though its cleanup found that
+	// node free.
+	f.Late, f.LostRequest, f.LostReply = 0, 0, 0
+	c.LongWait = 20*ms + 2*c.NodeTimeout + 4*c.Latency[1] + 2*sampleEvery + 10*ms
+	return c
+}
+
 // Configs returns the campaign's configurations: those within the
 // assumptions first, then the broken ones.
 func Configs() []Config {
@@ -175,6 +208,9 @@ func Configs() []Config {
 	c.Sequential, c.Fencing = true, true
 	c.TTL, c.Length = 500*ms, 2*time.Second
 	c.Work = [2]time.Duration{0, 2 * c.TTL}
+	cs = append(cs, c)
+
+	c = waiters("real: waiters, announcements heard", 3)
 	cs = append(cs, c)
 
 	c = base("real: one key, many waiters", 3)
@@ -218,6 +254,10 @@ func Broken() []Config {
 	c = base("broken: holder works past its loss", 3)
 	c.Defect = DefectWorkPastLoss
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	cs = append(cs, c)
+
+	c = waiters("broken: waiters deaf to releases", 3)
+	c.Defect = DefectDeafWatch
 	cs = append(cs, c)
 
 	c = base("broken: no deadline, never unlocked (stuck)", 3)

@@ -28,15 +28,24 @@ type network struct {
 	mu     sync.Mutex
 	tail   []chan struct{} // per node: closed once its last command is applied
 	paused []time.Time     // per node: commands wait until then (a SIGSTOPped server)
-	steps  int
-	killed bool
-	stuck  func(string) // reports a step bound passed
-	bg     *group       // counts the goroutines of messages in flight
+	down   []bool          // per node: crashed
+	// released[node][key]: the key's last change on the node was a
+	// release (free and announced), not an acquire (held, or expired
+	// without a word).
+	released []map[string]bool
+	steps    int
+	killed   bool
+	stuck    func(string) // reports a step bound passed
+	bg       *group       // counts the goroutines of messages in flight
 }
 
 func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *network {
 	n := &network{bg: bg, cl: memnode.New(cfg.Nodes, core.SystemClock{}), cfg: cfg, seed: seed,
-		tail: make([]chan struct{}, cfg.Nodes), paused: make([]time.Time, cfg.Nodes), stuck: stuck}
+		tail: make([]chan struct{}, cfg.Nodes), paused: make([]time.Time, cfg.Nodes), down: make([]bool, cfg.Nodes), stuck: stuck,
+		released: make([]map[string]bool, cfg.Nodes)}
+	for i := range n.released {
+		n.released[i] = map[string]bool{}
+	}
 	for i := range n.tail {
 		ch := make(chan struct{})
 		close(ch)
@@ -61,6 +70,34 @@ func (f front) NodeName(i int) string { return f.n.cl.NodeName(i) }
 
 func (f front) Begin(ctx context.Context) core.Batch {
 	return &batch{n: f.n, proc: f.proc, ctx: ctx, replies: make(chan core.Reply, 2*core.MaxNodes)}
+}
+
+// setDown crashes node i, or brings it back.
+func (n *network) setDown(i int, down bool) {
+	n.mu.Lock()
+	n.down[i] = down
+	n.mu.Unlock()
+	n.cl.SetDown(i, down)
+}
+
+// freeOn returns how many nodes, up and not paused, have key free now by
+// a release, which announces it: a key that expired is not counted, as a
+// waiter learns of it only from the expiry a failed attempt read.
+func (n *network) freeOn(key string) int {
+	n.mu.Lock()
+	now := time.Now()
+	usable := make([]bool, len(n.down))
+	for i := range usable {
+		usable[i] = !n.down[i] && !now.Before(n.paused[i]) && n.released[i][key]
+	}
+	n.mu.Unlock()
+	k := 0
+	for i, ok := range usable {
+		if _, _, held := n.cl.Get(i, key); ok && !held {
+			k++
+		}
+	}
+	return k
 }
 
 // kill makes every later command fail at once, and ends every pause.
@@ -169,12 +206,16 @@ func (n *network) deliver(proc, node int, cmd core.Command, out chan<- core.Repl
 		var r core.Reply
 		if !f.lostReq {
 			r = n.apply(node, cmd)
+			trace("process %d: node %d: %v %s fair=%v ticket=%d: %v%s", proc, node, cmd.Op, cmd.Key, cmd.Fair, cmd.Ticket, r.Status, map[bool]string{true: " (reply lost)"}[f.lostRep])
 			if f.dup {
 				n.apply(node, cmd) // a retransmission: its reply is dropped
 			}
 		}
 		close(mine)
 		if f.lostReq || f.lostRep {
+			if f.lostReq {
+				trace("process %d: node %d: %v %s: request lost", proc, node, cmd.Op, cmd.Key)
+			}
 			return
 		}
 		time.Sleep(f.repDelay)
@@ -194,6 +235,14 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 	r, _ := b.Receive(nil) // no latency in memnode: ready at once
 	b.Close()
 	r.Node = node
+	if r.Status == core.StatusOK {
+		switch cmd.Op {
+		case core.OpRelease, core.OpAcquire, core.OpAcquireFenced:
+			n.mu.Lock()
+			n.released[node][cmd.Key] = cmd.Op == core.OpRelease
+			n.mu.Unlock()
+		}
+	}
 	switch {
 	case d == DefectLyingNodes && node < n.cfg.Nodes/2+1 && node > 0 &&
 		(cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) && r.Status == core.StatusHeld:
@@ -207,6 +256,8 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 		r.Status, r.Err = core.StatusOK, nil // an extension that failed, reported done
 	case d == DefectFlatFence && cmd.Op == core.OpAcquireFenced && r.Status == core.StatusOK:
 		r.Fence = 1 // a counter that is never raised
+	case d == DefectDeafWatch && r.Status == core.StatusHeld && r.TTL > 0:
+		r.TTL = time.Hour // the holder's expiry, misreported
 	}
 	return r
 }
@@ -315,7 +366,7 @@ func (w *watch) deliver(node int) {
 	lost, late, dup := r.chance(c.AnnLost), r.chance(c.AnnLate), r.chance(c.AnnDup)
 	by := r.between(0, c.LateBy)
 	switch {
-	case lost:
+	case lost || w.n.cfg.Defect == DefectDeafWatch:
 	case late:
 		time.AfterFunc(by, func() { w.fire(node) })
 	default:
@@ -330,6 +381,7 @@ func (w *watch) fire(node int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.done {
+		trace("process %d: announcement of %s from node %d", w.proc, w.key, node)
 		w.notify(node)
 	}
 }

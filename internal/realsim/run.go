@@ -53,6 +53,7 @@ func Run(t *testing.T, cfg Config, seed uint64) (res Result) {
 			defer s.mu.Unlock()
 			res.Violations = append(res.Violations, s.violations...)
 			res.Violations = append(res.Violations, check(&cfg, s.holdings)...)
+			res.Violations = append(res.Violations, checkWaits(&cfg, s.calls, s.free)...)
 			res.Acquired, res.Attempts = len(s.holdings), s.attempts
 			for _, h := range s.holdings {
 				if h.lost {
@@ -68,6 +69,16 @@ func Run(t *testing.T, cfg Config, seed uint64) (res Result) {
 	return res
 }
 
+// Trace, when set, hears every event of every schedule, with its virtual
+// time: for a replay (redlock-realsim -trace).
+var Trace func(format string, args ...any)
+
+func trace(format string, args ...any) {
+	if Trace != nil {
+		Trace("%s "+format+"\n", append([]any{time.Now().Format("05.000000")}, args...)...)
+	}
+}
+
 // holding is one acquired lock in the history, in virtual time.
 type holding struct {
 	proc, gor int
@@ -80,6 +91,15 @@ type holding struct {
 	lost      bool      // by a loss (a *LostError), not Unlock
 	fence     uint64
 }
+
+// call is one Lock call.
+type call struct {
+	key        string
+	start, end time.Time
+}
+
+// span is an interval of virtual time.
+type span struct{ from, to time.Time }
 
 type recBox struct{ h *holding }
 
@@ -96,6 +116,8 @@ type schedule struct {
 
 	mu         sync.Mutex
 	holdings   []*holding
+	calls      []call            // Lock calls, for the long-wait checker
+	free       map[string][]span // per key: when a quorum of nodes had it free
 	violations []Violation
 	attempts   int
 	stuck      bool
@@ -103,7 +125,7 @@ type schedule struct {
 }
 
 func newSchedule(cfg *Config, seed uint64) *schedule {
-	s := &schedule{cfg: cfg, seed: seed, start: time.Now()}
+	s := &schedule{cfg: cfg, seed: seed, start: time.Now(), free: map[string][]span{}}
 	s.root, s.kill = context.WithCancel(context.Background())
 	s.net = newNetwork(cfg, seed, s.reportStuck, &s.bg)
 	return s
@@ -154,7 +176,13 @@ func (s *schedule) run() {
 			}()
 		}
 	}
-	if !workers.wait(cfg.horizon()) {
+	ended := make(chan struct{})
+	if cfg.LongWait > 0 {
+		s.spawn(func() { s.sample(ended) })
+	}
+	finished := workers.wait(cfg.horizon())
+	close(ended)
+	if !finished {
 		s.reportStuck(fmt.Sprintf("virtual time passed the horizon %v with operations under way", cfg.horizon()))
 		s.tearDown()
 		if !workers.wait(10 * cfg.TTL) {
@@ -172,6 +200,47 @@ func (s *schedule) run() {
 	s.kill()
 }
 
+// sampleEvery is the step at which the long-wait checker looks at the
+// nodes.
+const sampleEvery = 2 * ms
+
+// sample records, every sampleEvery until ended closes, the spans of time
+// during which a quorum of nodes had each key free.
+func (s *schedule) sample(ended <-chan struct{}) {
+	quorum := s.cfg.Nodes/2 + 1
+	from := make([]time.Time, s.cfg.Keys) // zero: not free at the last look
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		for k := range from {
+			free := s.net.freeOn(keyName(k)) >= quorum
+			switch {
+			case free && from[k].IsZero():
+				from[k] = now
+			case !free && !from[k].IsZero():
+				trace("%s free on a quorum since %s", keyName(k), from[k].Format("05.000000"))
+				s.mu.Lock()
+				s.free[keyName(k)] = append(s.free[keyName(k)], span{from[k], now})
+				s.mu.Unlock()
+				from[k] = time.Time{}
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ended:
+			s.mu.Lock()
+			for k, f := range from {
+				if !f.IsZero() {
+					s.free[keyName(k)] = append(s.free[keyName(k)], span{f, now})
+				}
+			}
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
 // faults schedules the nodes' crashes, pauses and spurious announcements.
 func (s *schedule) faults(rng *prng) {
 	cfg, f := s.cfg, &s.cfg.Faults
@@ -179,12 +248,12 @@ func (s *schedule) faults(rng *prng) {
 		at, node, d := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), rng.between(f.RestartDelay[0], f.RestartDelay[1])
 		s.spawn(func() {
 			time.Sleep(at)
-			s.net.cl.SetDown(node, true)
+			s.net.setDown(node, true)
 			time.Sleep(d)
 			if !f.Persistent {
 				s.net.cl.Restart(node) // keys and fence counters gone
 			}
-			s.net.cl.SetDown(node, false)
+			s.net.setDown(node, false)
 		})
 	}
 	for range f.Pauses {
@@ -266,7 +335,13 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 		if try {
 			l, err = c.TryLock(ctx, key)
 		} else {
+			began := time.Now()
+			trace("process %d goroutine %d: Lock %s", p, g, key)
 			l, err = c.Lock(ctx, key)
+			trace("process %d goroutine %d: Lock %s: %v", p, g, key, err)
+			s.mu.Lock()
+			s.calls = append(s.calls, call{key, began, time.Now()})
+			s.mu.Unlock()
 		}
 		if err != nil {
 			cancel()
@@ -324,7 +399,9 @@ func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, key string, rng 
 	s.mu.Lock()
 	h.stop = time.Now()
 	s.mu.Unlock()
-	_ = l.Unlock(context.Background())
+	trace("process %d goroutine %d: Unlock %s", p, g, key)
+	err := l.Unlock(context.Background())
+	trace("process %d goroutine %d: Unlock %s: %v", p, g, key, err)
 }
 
 // sleepOr sleeps d unless done closes first; it reports whether it slept.
