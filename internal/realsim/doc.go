@@ -41,7 +41,17 @@
 // heard through Options.Observer), when its Context was cancelled and
 // why, and its fence. Exclusion: no two holders of a key worked at once.
 // Fences: with Fencing, each holder's fence exceeds every earlier one's.
-// Late loss: a Context is cancelled no later than its Until.
+// Late loss: a Context is cancelled no later than its Until. Long wait,
+// where announcements arrive and no command is lost: no Lock waits past
+// a retry delay and a failed attempt's rounds while a quorum of nodes has
+// its key free by an announced release (the nodes are sampled every 2 ms
+// of virtual time).
+//
+// The step-level campaign's skipped-waiter checker has no counterpart
+// here: memnode's Fair scripts queue the cluster as one waiter (one
+// process), so several Clients over one cluster are not queued apart,
+// and their order says nothing of the drivers' queues. The Fair
+// configurations check exclusion, fences and late loss.
 //
 // # Replay
 //

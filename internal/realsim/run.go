@@ -69,7 +69,7 @@ func Run(t *testing.T, cfg Config, seed uint64) (res Result) {
 	return res
 }
 
-// Trace, when set, hears every event of every schedule, with its virtual
+// Trace hears, when set, every event of every schedule, with its virtual
 // time: for a replay (redlock-realsim -trace).
 var Trace func(format string, args ...any)
 
