@@ -48,6 +48,8 @@ type Config struct {
 	LongWait time.Duration
 	Faults   Faults
 	Defect   Defect
+	// Expect is the kind of violation a broken configuration must show.
+	Expect string
 }
 
 // Faults are the network's and the nodes' faults.
@@ -227,41 +229,49 @@ func Broken() []Config {
 	var cs []Config
 	c := base("broken: lying nodes, a minority makes a quorum", 3)
 	c.Defect = DefectLyingNodes
+	c.Expect = "exclusion"
 	cs = append(cs, c)
 
 	c = base("broken: extension failures reported done", 3)
 	c.Defect, c.Lease, c.Extend = DefectLyingExtend, true, 1
+	c.Expect = "exclusion"
 	c.Faults.Crashes, c.Faults.Persistent = 2, false
 	c.Faults.RestartDelay = [2]time.Duration{0, ms}
 	cs = append(cs, c)
 
 	c = base("broken: fence counter never raised", 3)
 	c.Defect, c.Fencing = DefectFlatFence, true
+	c.Expect = "fences"
 	cs = append(cs, c)
 
 	c = base("broken: node clocks twice as fast", 3)
 	c.Defect = DefectFastNodeClock
+	c.Expect = "exclusion"
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
 	cs = append(cs, c)
 
 	c = base("broken: instant failover without keys", 3)
 	c.Keys, c.Lease = 1, true
 	c.Faults.Crashes, c.Faults.Persistent = 8, false
+	c.Expect = "exclusion"
 	c.Faults.RestartDelay = [2]time.Duration{0, ms}
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
 	cs = append(cs, c)
 
 	c = base("broken: holder works past its loss", 3)
 	c.Defect = DefectWorkPastLoss
+	c.Expect = "exclusion"
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
 	cs = append(cs, c)
 
 	c = waiters("broken: waiters deaf to releases", 3)
 	c.Defect = DefectDeafWatch
+	c.Expect = "long wait"
 	cs = append(cs, c)
 
 	c = base("broken: no deadline, never unlocked (stuck)", 3)
 	c.Defect, c.Lease = DefectNoDeadline, true
+	c.Expect = "stuck"
 	c.Faults = Faults{}
 	cs = append(cs, c)
 	return cs
