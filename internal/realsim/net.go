@@ -72,12 +72,21 @@ func (f front) Begin(ctx context.Context) core.Batch {
 	return &batch{n: f.n, proc: f.proc, ctx: ctx, replies: make(chan core.Reply, 2*core.MaxNodes)}
 }
 
-// setDown crashes node i, or brings it back.
-func (n *network) setDown(i int, down bool) {
+// setDown crashes node i, or brings it back. It reports false, doing
+// nothing, for a crash of a node that is down already: two crashes of one
+// node overlap into one, whose restart comes at the first one's end, and
+// does not empty the node again once it is back (an instant restart
+// without keys, outside the assumptions).
+func (n *network) setDown(i int, down bool) bool {
 	n.mu.Lock()
+	if down && n.down[i] {
+		n.mu.Unlock()
+		return false
+	}
 	n.down[i] = down
 	n.mu.Unlock()
 	n.cl.SetDown(i, down)
+	return true
 }
 
 // freeOn returns how many nodes, up and not paused, have key free now by

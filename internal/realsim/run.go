@@ -248,18 +248,23 @@ func (s *schedule) faults(rng *prng) {
 		at, node, d := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), rng.between(f.RestartDelay[0], f.RestartDelay[1])
 		s.spawn(func() {
 			time.Sleep(at)
-			s.net.setDown(node, true)
+			if !s.net.setDown(node, true) {
+				return // down already
+			}
+			trace("node %d crashes for %v (persistent: %v)", node, d, f.Persistent)
 			time.Sleep(d)
 			if !f.Persistent {
 				s.net.cl.Restart(node) // keys and fence counters gone
 			}
 			s.net.setDown(node, false)
+			trace("node %d is back", node)
 		})
 	}
 	for range f.Pauses {
 		at, node, d := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), rng.between(0, f.MaxPause)
 		s.spawn(func() {
 			time.Sleep(at)
+			trace("node %d pauses for %v", node, d)
 			s.net.pause(node, d)
 		})
 	}
