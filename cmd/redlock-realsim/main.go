@@ -9,8 +9,9 @@
 // *testing.T: the command gets one from testing.Main, the entry point
 // the testing package keeps for programs that run tests themselves. A
 // schedule that cannot end is torn down and reported stuck by the
-// campaign; one that spins without virtual time passing is caught by a
-// real-time watchdog, which prints its seed and exits 2.
+// campaign, and so is one in which virtual time stops, after -watchdog of
+// real time; a process-wide watchdog, at twice that, prints the seed of a
+// schedule that still did not return and exits 2.
 //
 // It exits 1 when a configuration within the assumptions shows a
 // violation, or a broken one shows none.
@@ -77,7 +78,8 @@ func main() {
 		w = io.MultiWriter(os.Stdout, f) // unbuffered: testing.Main's exit loses nothing
 	}
 	r := &reporter{w: w}
-	go r.watch(*watchdog)
+	realsim.RealTimeLimit = *watchdog
+	go r.watch(2 * *watchdog) // a backstop: Run gives up on a schedule first
 	// testing.Main runs the campaign as a test, for a *testing.T, and
 	// exits with its outcome.
 	testing.Main(func(string, string) (bool, error) { return true, nil }, []testing.InternalTest{{

@@ -103,6 +103,14 @@ const (
 	// says it listens, and a held key's time to live is reported as an
 	// hour: a waiter sleeps through the key's release.
 	DefectDeafWatch
+	// DefectBlockedForever plants: a worker blocks for good after its
+	// first lock, on a channel of the schedule's that nothing closes (for
+	// the test that such a schedule is reported stuck rather than hang).
+	DefectBlockedForever
+	// DefectBlockedOutside is DefectBlockedForever on a channel made
+	// outside the schedule's bubble: a block that synctest does not see
+	// as durable, so that virtual time stops.
+	DefectBlockedOutside
 )
 
 // stepBound is the most commands a schedule may send before it is stuck.

@@ -28,8 +28,10 @@
 // bound of commands, it is torn down (every command fails at once, every
 // ctx is cancelled) and reported as a "stuck" violation with its seed; a
 // bubble left with goroutines blocked for good is reported stuck too;
-// and the command's real-time watchdog stops the campaign, printing the
-// seed, if a schedule spins without virtual time passing.
+// and a schedule in which virtual time stops (a goroutine blocked where
+// synctest cannot see it, on a mutex or a channel made outside the
+// bubble, or spinning) is reported stuck after RealTimeLimit of real
+// time, its goroutines left behind.
 //
 // # Checkers
 //

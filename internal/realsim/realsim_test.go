@@ -3,7 +3,9 @@ package realsim
 import (
 	"flag"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 )
 
@@ -32,5 +34,31 @@ func TestCampaign(t *testing.T) {
 	}
 }
 
-// TestMain checks that no schedule leaves a goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// A schedule whose goroutines block for good is reported stuck with its
+// seed, and Run returns: blocked on a channel of the bubble (a deadlock
+// synctest reports when the schedule's main function returns), or on one
+// made outside it (virtual time stops: the real-time limit).
+func TestBlockedForeverIsStuck(t *testing.T) {
+	defer func(d time.Duration) { RealTimeLimit = d }(RealTimeLimit)
+	RealTimeLimit = 5 * time.Second
+	for _, d := range []Defect{DefectBlockedForever, DefectBlockedOutside} {
+		cfg := base("broken: blocked forever", 3)
+		cfg.Defect, cfg.Faults, cfg.Procs = d, Faults{}, 1
+		r := Run(t, cfg, 7)
+		if d == DefectBlockedOutside {
+			close(blockedOutside) // the schedule goes on, and ends: no goroutine left
+		}
+		kinds := map[string]bool{}
+		for _, v := range r.Violations {
+			kinds[v.Kind] = true
+		}
+		assert.True(t, kinds["stuck"], "defect %d: violations: %v", d, r.Violations)
+		assert.Equal(t, uint64(7), r.Seed)
+	}
+}
+
+// TestMain checks that no schedule leaves a goroutine behind, but for
+// the worker TestBlockedForeverIsStuck blocks for good in a bubble.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redlock-go/redlock/internal/realsim.(*schedule).hold"))
+}

@@ -30,12 +30,35 @@ type Result struct {
 	Virtual    time.Duration
 }
 
+// RealTimeLimit is how long, in real time, Run waits for a schedule: one
+// whose goroutines block where synctest cannot see it (a mutex, a channel
+// made outside the bubble) stops virtual time without a deadlock, and
+// would hang. Past it, Run reports the schedule stuck and returns, leaving
+// its goroutines behind.
+var RealTimeLimit = time.Minute
+
 // Run runs one schedule of cfg with seed: the real redlock.Client, one per
 // process, over a faulty in-memory network, inside a synctest bubble so
 // that its time is virtual (t must be a *testing.T: see the package
 // documentation). It never hangs on a schedule that cannot end: past the
-// horizon or the step bound the schedule is torn down and reported stuck.
-func Run(t *testing.T, cfg Config, seed uint64) (res Result) {
+// horizon or the step bound the schedule is torn down and reported stuck,
+// and so is a bubble whose goroutines are left blocked for good, or one
+// that takes longer than RealTimeLimit.
+func Run(t *testing.T, cfg Config, seed uint64) Result {
+	done := make(chan Result, 1)
+	go func() { done <- run(t, cfg, seed) }()
+	timer := time.NewTimer(RealTimeLimit)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-timer.C:
+		return Result{Config: cfg.Name, Seed: seed, Violations: []Violation{{"stuck",
+			fmt.Sprintf("no end after %v of real time: virtual time stopped (goroutines blocked where synctest does not see it)", RealTimeLimit)}}}
+	}
+}
+
+func run(t *testing.T, cfg Config, seed uint64) (res Result) {
 	res = Result{Config: cfg.Name, Seed: seed}
 	func() {
 		defer func() {
@@ -114,6 +137,7 @@ type schedule struct {
 	start time.Time
 	bg    group
 
+	blocked    chan struct{} // never closed: DefectBlockedForever
 	mu         sync.Mutex
 	holdings   []*holding
 	calls      []call            // Lock calls, for the long-wait checker
@@ -125,7 +149,7 @@ type schedule struct {
 }
 
 func newSchedule(cfg *Config, seed uint64) *schedule {
-	s := &schedule{cfg: cfg, seed: seed, start: time.Now(), free: map[string][]span{}}
+	s := &schedule{cfg: cfg, seed: seed, start: time.Now(), free: map[string][]span{}, blocked: make(chan struct{})}
 	s.root, s.kill = context.WithCancel(context.Background())
 	s.net = newNetwork(cfg, seed, s.reportStuck, &s.bg)
 	return s
@@ -404,10 +428,20 @@ func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, key string, rng 
 	s.mu.Lock()
 	h.stop = time.Now()
 	s.mu.Unlock()
+	switch cfg.Defect {
+	case DefectBlockedForever:
+		<-s.blocked
+	case DefectBlockedOutside:
+		<-blockedOutside
+	}
 	trace("process %d goroutine %d: Unlock %s", p, g, key)
 	err := l.Unlock(context.Background())
 	trace("process %d goroutine %d: Unlock %s: %v", p, g, key, err)
 }
+
+// blockedOutside is what DefectBlockedOutside waits on: a channel made
+// outside every bubble, closed by its test once Run has given up.
+var blockedOutside = make(chan struct{})
 
 // sleepOr sleeps d unless done closes first; it reports whether it slept.
 func sleepOr(done <-chan struct{}, d time.Duration) bool {
