@@ -47,6 +47,7 @@ func TestBlockedForeverIsStuck(t *testing.T) {
 		r := Run(t, cfg, 7)
 		if d == DefectBlockedOutside {
 			close(blockedOutside) // the schedule goes on, and ends: no goroutine left
+			runs.Wait()
 		}
 		kinds := map[string]bool{}
 		for _, v := range r.Violations {

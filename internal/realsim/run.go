@@ -37,6 +37,11 @@ type Result struct {
 // its goroutines behind.
 var RealTimeLimit = time.Minute
 
+// runs counts the schedules under way, those Run gave up on included: a
+// test that unblocks one waits for it before it returns, as the schedule
+// still uses its *testing.T.
+var runs sync.WaitGroup
+
 // Run runs one schedule of cfg with seed: the real redlock.Client, one per
 // process, over a faulty in-memory network, inside a synctest bubble so
 // that its time is virtual (t must be a *testing.T: see the package
@@ -46,7 +51,11 @@ var RealTimeLimit = time.Minute
 // that takes longer than RealTimeLimit.
 func Run(t *testing.T, cfg Config, seed uint64) Result {
 	done := make(chan Result, 1)
-	go func() { done <- run(t, cfg, seed) }()
+	runs.Add(1)
+	go func() {
+		defer runs.Done()
+		done <- run(t, cfg, seed)
+	}()
 	timer := time.NewTimer(RealTimeLimit)
 	defer timer.Stop()
 	select {
