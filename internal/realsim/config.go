@@ -3,11 +3,9 @@ package realsim
 import (
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 )
 
 const ms = time.Millisecond
@@ -126,19 +124,21 @@ func (c *Config) horizon() time.Duration { return c.Length + 10*c.TTL + c.Faults
 func (c *Config) Broken() bool { return strings.HasPrefix(c.Name, "broken:") }
 
 // options is the one place that builds a Client's Options from c, so that
-// a change of the root API changes this function alone. jitter is the
-// process's seeded retry jitter; obs its observer.
-func options(c *Config, jitter core.Rand, obs redlock.Observer) redlock.Options {
-	o := redlock.Options{Config: redlock.Config{
+// a change of the root API changes this function alone; obs is the
+// process's observer. The Client draws its retry delays from its own
+// jitter (redlock.NewJitter): Options take no seeded source, so a replay
+// may space retries differently (see Replay in the package doc).
+func options(c *Config, obs redlock.Observer) redlock.Options {
+	o := redlock.Options{
 		TTL:         c.TTL,
 		NodeTimeout: c.NodeTimeout,
-		Retry:       core.RandomDelay(3, 2*ms, 20*ms),
+		Backoff:     redlock.RandomDelay(2*ms, 20*ms),
 		Fencing:     c.Fencing,
 		Fair:        c.Fair,
-		Jitter:      jitter,
-	}, Observer: obs}
+		Observer:    obs,
+	}
 	if c.Sequential {
-		o.FanOut = core.Sequential
+		o.FanOut = redlock.Sequential
 	}
 	if c.Lease {
 		o.Lease = &redlock.Lease{Fraction: 1.0 / 3, MaxHold: 4 * c.TTL}
@@ -295,8 +295,8 @@ func ConfigNamed(name string) (Config, bool) {
 	return Config{}, false
 }
 
-// prng is SplitMix64: a seeded generator for the schedule's choices and
-// the Clients' retry jitter. Not safe for concurrent use unless locked.
+// prng is SplitMix64: a seeded generator for the schedule's choices. Not
+// safe for concurrent use.
 type prng struct{ s uint64 }
 
 func newPRNG(seed uint64) *prng { return &prng{s: seed} }
@@ -323,19 +323,5 @@ func (p *prng) between(lo, hi time.Duration) time.Duration {
 }
 
 func (p *prng) intn(n int) int { return int(p.Uint64() % uint64(n)) } //nolint:gosec // G115: n > 0
-
-// lockedRand is a prng safe for concurrent use: a Client's jitter.
-type lockedRand struct {
-	mu sync.Mutex
-	p  prng
-}
-
-func newLockedRand(seed uint64) *lockedRand { return &lockedRand{p: prng{s: seed}} }
-
-func (l *lockedRand) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.p.Uint64()
-}
 
 func itoa(i int) string { return strconv.Itoa(i) }

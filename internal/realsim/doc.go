@@ -61,7 +61,8 @@
 // from generators seeded per goroutine, and each message's fate from the
 // seed, what the message is and when it is sent, so a replay gives it the
 // fate it had. The goroutines' interleaving at one virtual instant is the
-// Go scheduler's, so a replay repeats its schedule closely, not always
-// exactly; on one thread (GOMAXPROCS 1, the command's default) it mostly
-// does.
+// Go scheduler's, and each Client draws its retry delays from its own
+// jitter (redlock.Options takes no seeded source), so a replay repeats its
+// schedule closely, not always exactly; on one thread (GOMAXPROCS 1, the
+// command's default) it mostly does.
 package realsim

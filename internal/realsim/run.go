@@ -195,7 +195,7 @@ func (s *schedule) run() {
 	s.faults(rng)
 	var workers group
 	for p := range cfg.Procs {
-		c, err := redlock.NewClient(front{s.net, p}, options(cfg, newLockedRand(rng.Uint64()), s.observer()))
+		c, err := redlock.NewClient(front{s.net, p}, options(cfg, s.observer()))
 		if err != nil {
 			s.violations = append(s.violations, Violation{"config", err.Error()})
 			return
@@ -368,7 +368,7 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 		s.mu.Lock()
 		s.attempts++
 		s.mu.Unlock()
-		var l redlock.Lock
+		var l *redlock.Lock
 		var err error
 		if try {
 			l, err = c.TryLock(ctx, key)
@@ -385,7 +385,7 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 			cancel()
 			continue
 		}
-		s.hold(&l, box, p, g, key, rng)
+		s.hold(l, box, p, g, key, rng)
 		cancel()
 	}
 }
