@@ -199,23 +199,28 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if mutations.validityWithoutDrift {
 		drift = 0
 	}
-	validity := Validity(s.cfg.TTL, elapsed, drift)
-	if r.tally.vote() == voteWon && validity > 0 {
-		fence := a.fence
+	g := Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
+		validity: Validity(s.cfg.TTL, elapsed, drift), fence: a.fence}
+	// A round won with too little validity for its grant to be kept is
+	// no grant (Spec.keepable): the handle would be lost at birth, so it
+	// is cleaned up as a failed attempt is, and Lock tries again.
+	keep := s.keepable(g, now)
+	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
-			fence = r.maxFence()
+			fence := r.maxFence()
 			if !mutations.skipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
+			g.fence = fence
 		}
-		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence}
+		a.grant = g
 		a.phase = PhaseDone
 		return
 	}
 	if r.tally.vote() == voteWon {
 		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
-			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift}}
+			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift, margin: s.lossMargin()}}
 	} else {
 		a.err = s.failure(OpAcquire, a.key, &r.tally)
 		if a.raising {
