@@ -8,8 +8,11 @@ import (
 
 // ErrNotReplicated is the cause of a member's failed vote when fewer of
 // its replicas than Member.Replicas acknowledged the write (WAIT replied
-// fewer, its timeout having passed): the vote counts as none, and the
-// error names the member. The key may be on the master: a failed
+// fewer, its timeout having passed), or when its master has fewer
+// replicas connected than that (nothing is sent to it): the vote counts
+// as none, and the error names the member. It is a node's cause, not a
+// kind: the round fails with core.ErrQuorumUnreachable if too few other
+// members voted, never with core.ErrInvalidConfig. The key may be on the master: a failed
 // acquisition's cleanup releases it there.
 var ErrNotReplicated = errors.New("redlock: too few replicas acknowledged the write")
 
@@ -52,7 +55,8 @@ const (
 // WAIT on the write's connection, on a second connection per member so
 // that a blocked WAIT holds up no release; a short count fails the vote
 // with ErrNotReplicated, and a master with fewer connected replicas than
-// Replicas is refused before any lock command reaches it. Keep WaitTimeout
+// Replicas is refused, with ErrNotReplicated too, before any lock command
+// reaches it. Keep WaitTimeout
 // well below the Client's NodeTimeout. Sentinels that do not know the
 // master name, or a Cluster seed not in cluster mode, make the member's
 // commands fail with core.ErrInvalidConfig. On a Cluster whose masters

@@ -177,8 +177,8 @@ type NodeConfig struct {
 	// WAIT that blocks does not hold up the node's other commands; a
 	// release follows its write there while that is unanswered (see
 	// node.route). A connection whose master has fewer connected
-	// replicas is refused, with core.ErrInvalidConfig, before any command
-	// goes on it.
+	// replicas is refused, with drivers.ErrNotReplicated (a failed vote),
+	// before any command goes on it.
 	Replicas int
 	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
 	// 1); it must be positive when Replicas is.

@@ -250,7 +250,8 @@ func TestWaitNoScriptSendsWaitAgain(t *testing.T) {
 
 // TestWaitRefusesAMasterWithTooFewReplicas: a WAIT lane whose master has
 // fewer connected replicas than Replicas is refused, before any command
-// goes on it, with core.ErrInvalidConfig naming the member; the node's
+// goes on it, with drivers.ErrNotReplicated (a failed vote, not
+// core.ErrInvalidConfig) naming the member; the node's
 // own connection still carries releases.
 func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	f := newFakeNet(t, 2)
@@ -260,7 +261,8 @@ func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
 	select {
@@ -430,7 +432,8 @@ func TestIdentifierReplicasAreChecked(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
 	select {
 	case x := <-f.exchanges:
