@@ -119,6 +119,18 @@ func (t *grantTimer) Reset(d time.Duration) bool {
 	return was
 }
 
+// tryLock and lockKey are TryLock and Lock, returning the handle where it
+// lives: the one place this file's tests take locks.
+func tryLock(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
+	l, err := c.TryLock(ctx, key)
+	return &l, err
+}
+
+func lockKey(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
+	l, err := c.Lock(ctx, key)
+	return &l, err
+}
+
 // grantEnv is a Client over n memnodes on a grantClock.
 type grantEnv struct {
 	clock  *grantClock
@@ -172,9 +184,9 @@ func TestTryLockWonTooLateIsNoGrant(t *testing.T) {
 			for i := range 3 {
 				e.nodes.SetLatency(i, tc.latency)
 			}
-			l, err := e.client.TryLock(context.Background(), "k")
+			l, err := tryLock(context.Background(), e.client, "k")
 			if err == nil {
-				requireUsable(t, e, &l, "TryLock")
+				requireUsable(t, e, l, "TryLock")
 				t.Fatalf("TryLock returned a usable lock valid until %v", l.Until())
 			}
 			require.ErrorIs(t, err, core.ErrNotHeld)
@@ -202,7 +214,7 @@ func TestLockRetriesARoundWonTooLate(t *testing.T) {
 	require.NoError(t, err)
 	e := grantEnv{clock, d.Cluster, c}
 	clock.setAuto(true) // Lock's wait between its attempts passes at once
-	l, err := c.Lock(context.Background(), "k")
+	l, err := lockKey(context.Background(), c, "k")
 	clock.setAuto(false)
 	require.NoError(t, err)
 	assert.Equal(t, 2, attempts, "the round won too late, then one in time")
@@ -210,7 +222,7 @@ func TestLockRetriesARoundWonTooLate(t *testing.T) {
 		tok, _, held := e.nodes.Get(i, "k")
 		assert.True(t, held && tok == l.Token(), "node %d: the key is not the lock's", i)
 	}
-	requireUsable(t, e, &l, "Lock")
+	requireUsable(t, e, l, "Lock")
 	require.NoError(t, l.Unlock(context.Background()))
 }
 
