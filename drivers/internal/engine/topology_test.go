@@ -323,7 +323,8 @@ func TestClusterNames(t *testing.T) {
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorIs(t, r.Err, wire.ErrUntaggable)
-	assert.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	assert.ErrorIs(t, r.Err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	select {
 	case x := <-f.exchanges:
@@ -384,7 +385,8 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 		assert.Equal(t, core.StatusOK, statuses[2].Status)
 	}
 	require.Equal(t, core.StatusError, refused.Status)
-	assert.ErrorIs(t, refused.Err, core.ErrInvalidConfig)
+	assert.ErrorIs(t, refused.Err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, refused.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, refused.Err, "run_id m2")
 }
 

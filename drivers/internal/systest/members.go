@@ -109,8 +109,10 @@ func testMembersClusterMember(t *testing.T, md Members) {
 		before += int(dbsize(t, s))
 	}
 	_, err := c.TryLock(ctx, "a}b")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
 	assert.ErrorIs(t, err, wire.ErrUntaggable)
+	assert.ErrorIs(t, err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	after := 0
 	for _, s := range cl.Masters() {
 		after += int(dbsize(t, s))
@@ -305,7 +307,9 @@ func testMembersClusterSeedNotInClusterMode(t *testing.T, md Members) {
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "notcluster")
 		require.NoError(t, d.Close())
-		require.ErrorIs(t, err, core.ErrInvalidConfig, cluster.String())
+		require.ErrorIs(t, err, core.ErrQuorumUnreachable, cluster.String())
+		require.ErrorIs(t, err, drivers.ErrMisconfigured, cluster.String())
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, cluster.String()+": not a Cluster")
 	}
 	for _, s := range ss {
@@ -352,7 +356,7 @@ func testMembersAnnouncesReleases(t *testing.T, md Members, members []drivers.Me
 
 // testMembersSameGroupTwiceIsRefused: one Sentinel group, or one Cluster, given
 // as two members under different addresses would vote twice: the second
-// to connect is refused with ErrInvalidConfig. So is a Cluster's master
+// to connect is refused with ErrMisconfigured. So is a Cluster's master
 // given as a standalone member besides the Cluster.
 func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 2, Quorum: 1})
@@ -369,7 +373,8 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
 		require.NoError(t, d.Close())
-		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
+		require.ErrorIs(t, err, drivers.ErrMisconfigured, "%v", members)
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, "is the same server as node")
 	}
 	for _, s := range append(g.Servers, cl.MasterForKey("twice")) {
@@ -607,10 +612,10 @@ func testMembersSentinelBadInput(t *testing.T, md Members) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		m    drivers.Member
-		kind error
+		kind error // the member's cause; the kind is ErrQuorumUnreachable
 		msg  string
 	}{
-		{drivers.NewSentinel("nosuchmaster", g.SentinelAddrs()...), core.ErrInvalidConfig, `the Sentinels know no master "nosuchmaster"`},
+		{drivers.NewSentinel("nosuchmaster", g.SentinelAddrs()...), drivers.ErrMisconfigured, `the Sentinels know no master "nosuchmaster"`},
 		// A failed vote: the master may get its replicas back.
 		{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(3, time.Second), drivers.ErrNotReplicated, "WAIT for 3 replicas, but the master has 2 connected"},
 	} {
@@ -620,7 +625,9 @@ func testMembersSentinelBadInput(t *testing.T, md Members) {
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
 		require.NoError(t, d.Close())
+		require.ErrorIs(t, err, core.ErrQuorumUnreachable, tc.m.String())
 		require.ErrorIs(t, err, tc.kind, tc.m.String())
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, tc.msg)
 		assert.ErrorContains(t, err, tc.m.String())
 	}
