@@ -43,8 +43,8 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 			t.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
-		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}})
+	client, err := redlock.NewClient(d, redlock.Options{Config: keepable(core.Config{TTL: 10 * time.Second,
+		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}, d.Nodes())})
 	if err != nil {
 		t.Fatal(err)
 	}

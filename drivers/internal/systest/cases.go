@@ -87,7 +87,7 @@ func newClient(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *redl
 // without saying so in the log.
 func clientOver(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {
 	t.Helper()
-	opts.Config = clientConfig(mode, opts.Config)
+	opts.Config = keepable(clientConfig(mode, opts.Config), d.Nodes())
 	if _, ok := d.(core.Announcer); !ok {
 		opts.Poll = true
 	}
@@ -107,6 +107,24 @@ func clientConfig(mode core.FanOut, cfg core.Config) core.Config {
 	}
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = defaultNodeTimeout
+	}
+	return cfg
+}
+
+// keepable returns cfg, for n nodes, with its node timeout shortened if
+// the loss margin, two round bounds, would exceed a lock's validity (TTL
+// less the default drift allowance), which core.NewSpec refuses: then to
+// half of that, so that an acquisition has the other half to take. A
+// case's node timeout is the round bound it means, and a sequential
+// round gives each of its n nodes a share of it.
+func keepable(cfg core.Config, n int) core.Config {
+	bounds := 2 * time.Duration(n)
+	if cfg.FanOut != core.Sequential {
+		bounds = 2
+	}
+	best := cfg.TTL - (cfg.TTL+99)/100 - 2*time.Millisecond
+	if cfg.NodeTimeout*bounds > best {
+		cfg.NodeTimeout = best / 2 / bounds / time.Millisecond * time.Millisecond
 	}
 	return cfg
 }

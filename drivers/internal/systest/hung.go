@@ -38,7 +38,7 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 		d := f(t, c.eps)
 		closer, ok := d.(interface{ Close() error })
 		require.True(t, ok, "the driver has no Close")
-		client, err := redlock.NewClient(d, redlock.Options{Config: clientConfig(mode, core.Config{})})
+		client, err := redlock.NewClient(d, redlock.Options{Config: keepable(clientConfig(mode, core.Config{}), d.Nodes())})
 		require.NoError(t, err)
 		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err)

@@ -337,7 +337,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	if s.Wake {
 		cfg.Retry = core.RandomDelay(1, time.Hour, time.Hour)
 	}
-	c, err := redlock.NewClient(drv, redlock.Options{Config: cfg, Poll: !s.Wake})
+	c, err := redlock.NewClient(drv, redlock.Options{Config: keepable(cfg, len(s.Nodes)), Poll: !s.Wake})
 	require.NoError(t, err)
 	childLoop(t, s, clientTaker(c, s.Key))
 }
