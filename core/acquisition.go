@@ -163,7 +163,8 @@ func (a *Acquisition) Round() *Round { return &a.round }
 func (a *Acquisition) cleaningRound() bool { return a.cleaning }
 
 // RoundDone moves on once Round().Done(), at now on the caller's clock: a
-// won attempt with positive validity ends the acquisition with the lock; a
+// won attempt with validity of at least the loss margin (two round
+// bounds, Spec.keepable) ends the acquisition with the lock; a
 // failed one starts its cleanup round; a finished cleanup waits for the
 // retry delay, or ends the acquisition when no try is left.
 func (a *Acquisition) RoundDone(now time.Time) {

@@ -20,7 +20,8 @@ var (
 	// retries ran out.
 	ErrCancelled = errors.New("redlock: context cancelled")
 	// ErrNotHeld: the lock expired, was released, or was lost (missing keys),
-	// or its validity ran out before it was won.
+	// or it was won with less validity than the loss margin (two round
+	// bounds: see Lease), too late to be kept.
 	ErrNotHeld = errors.New("redlock: lock expired or not held")
 	// ErrInvalidConfig: bad configuration or argument, found before anything
 	// was sent to a node.
