@@ -1,17 +1,10 @@
 package redlock
 
-import (
-	"time"
-
-	"github.com/redlock-go/redlock/core"
-)
+import "github.com/redlock-go/redlock/core"
 
 // The core types a user of the Client names, so that a program imports
 // redlock and one driver only.
 type (
-	// Config is the algorithm's configuration: TTL, drift, node timeout,
-	// fan-out, retry delays, extension limit, fencing. See core.Config.
-	Config = core.Config
 	// Driver is a set of N independent Redis masters: any package under
 	// drivers/ returns one. See core.Driver.
 	Driver = core.Driver
@@ -21,11 +14,10 @@ type (
 	NodeResult = core.NodeResult
 	// Token is the random value a lock holds its keys with.
 	Token = core.Token
-	// RetryPolicy spaces the attempts of Client.Lock.
-	RetryPolicy = core.RetryPolicy
 	// FanOut is how a round reaches its nodes.
 	FanOut = core.FanOut
-	// Clock is the time source; the zero Config uses the system clock.
+	// Clock is the time source: the driver's, the system clock unless
+	// its Options.Clock set another.
 	Clock = core.Clock
 	// Op is a command's kind in a VoteEvent: acquire, release, extend...
 	Op = core.Op
@@ -51,14 +43,3 @@ var (
 	ErrExtensionLimit    = core.ErrExtensionLimit
 	ErrClosed            = core.ErrClosed
 )
-
-// RandomDelay is core.RandomDelay: tries attempts in all, each retry after
-// a delay uniform in [min, max).
-func RandomDelay(tries int, min, max time.Duration) RetryPolicy {
-	return core.RandomDelay(tries, min, max)
-}
-
-// ExponentialBackoff is core.ExponentialBackoff, with full jitter.
-func ExponentialBackoff(tries int, base, cap time.Duration) RetryPolicy {
-	return core.ExponentialBackoff(tries, base, cap)
-}

@@ -24,8 +24,8 @@ func BenchmarkTryLockUnlock(b *testing.B) {
 	for _, fan := range []core.FanOut{core.Multiplexed, core.Sequential} {
 		for _, n := range []int{1, 5} {
 			b.Run("nodes="+strconv.Itoa(n)+"/fanout="+fan.String(), func(b *testing.B) {
-				c, err := redlock.NewClient(memnode.New(n, core.SystemClock{}), redlock.Options{Config: core.Config{FanOut: fan,
-					TTL: time.Hour, NodeTimeout: 30 * time.Second}})
+				c, err := redlock.NewClient(memnode.New(n, core.SystemClock{}), redlock.Options{FanOut: fan,
+					TTL: time.Hour, NodeTimeout: 30 * time.Second})
 				if err != nil {
 					b.Fatal(err)
 				}

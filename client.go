@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"reflect"
 	"strconv"
 	"time"
@@ -13,23 +12,60 @@ import (
 	"github.com/redlock-go/redlock/core"
 )
 
-// Options configure a Client. The zero value is safe: a 10 s TTL, the
-// distlock page's drift allowance, multiplexed rounds, Lock woken by
-// release announcements (or paced by random delays of 50–250 ms), no
-// fencing, no lease, the driver's clock, CryptoTokens.
+// Options configure a Client: what it honours, and nothing else. The
+// zero value is safe: a 10 s TTL, the distlock page's drift allowance,
+// multiplexed rounds, Lock woken by release announcements (or paced by
+// random delays of 50–250 ms), no fencing, no lease, the driver's clock.
 type Options struct {
-	// Config is the algorithm's configuration; its zero fields take core's
-	// defaults, and nil Tokens or Jitter the production ones
-	// (CryptoTokens, NewJitter). Config.Retry's delays pace Lock; its
-	// count of tries is not used: Lock tries until its ctx ends, TryLock
-	// once. Config.LeaseFraction and Config.MaxHold are set by Lease.
-	Config
+	// TTL is the keys' expiry on the nodes, a whole number of
+	// milliseconds (Redis PX). Zero: 10 s, long against a round trip
+	// and the node timeout, short enough that a crashed holder frees the
+	// lock soon. A lock's validity is the TTL less its acquisition's
+	// time and the drift allowance.
+	TTL time.Duration
+	// NodeTimeout bounds every command to every node, release and
+	// cleanup included. Zero: TTL/200 within [5 ms, 1 s]. It must be
+	// below the TTL.
+	NodeTimeout time.Duration
+	// DriftPPM and DriftFixed are the clock-drift allowance taken off
+	// every validity: DriftPPM parts per million of the TTL, in
+	// [0, 1000000), plus DriftFixed. Zero: 10000 (1%) and 2 ms, the
+	// distlock page's, for clock-rate error and Redis's 1 ms expiry
+	// granularity.
+	DriftPPM   int64
+	DriftFixed time.Duration
+	// FanOut is how a round reaches its nodes: Multiplexed (the zero
+	// value: one round trip for all) or Sequential.
+	FanOut FanOut
+	// Backoff is the delay between Lock's attempts where it polls, and
+	// before a Lease's retry of an extension: see Backoff. Zero:
+	// RandomDelay(50*time.Millisecond, 250*time.Millisecond).
+	Backoff Backoff
+	// MaxExtensions bounds how often one lock is extended, by Extend or
+	// a Lease (the distlock page's liveness rule): ErrExtensionLimit
+	// past it. Zero: 10, or no bound but Lease.MaxHold where that is
+	// set. Negative forbids extension, and a Lease with it.
+	MaxExtensions int
+	// Fencing makes every acquisition raise a fence (Lock.Fence)
+	// strictly greater than the fences of every earlier holder of the
+	// key, for storage that refuses stale writers: see core's
+	// "Fencing". It costs one more round per acquisition, and one
+	// counter key per locked key on every node.
+	Fencing bool
+	// Fair queues the waiters of a key on the nodes, so that a release
+	// hands the key to one waiter, first come first served across
+	// processes, rather than wake them all to race for it: see core's
+	// "Fair handoff". Every client of a key must agree on it; the nodes
+	// must run Redis 5 or later, and the driver announce releases
+	// (every driver of this module does), without Poll. TryLock never
+	// queues.
+	Fair bool
 	// Lease, when set, keeps every lock alive in the background until
 	// Unlock, within its bounds. Nil: a lock lives until its validity
 	// runs out unless Extend is called.
 	Lease *Lease
-	// Poll makes Lock sleep Config.Retry's delays between attempts, as
-	// the distlock page and redsync do. By default, over a driver that
+	// Poll makes Lock sleep Backoff's delays between attempts, as the
+	// distlock page and redsync do. By default, over a driver that
 	// announces releases (core.Announcer: every driver of this module),
 	// Lock waits for a release to be announced, or for the holder's keys
 	// to expire, and then tries again at once; see Client.Lock.
@@ -64,8 +100,8 @@ type Lease struct {
 	// MaxHold bounds how long the lease keeps one lock, from its
 	// acquisition: at MaxHold the lock's Context is cancelled with a cause
 	// that matches ErrExtensionLimit. It must be at least the TTL. Zero:
-	// Config.MaxExtensions alone bounds the lease; a MaxHold set with
-	// Config.MaxExtensions zero lifts core's default of 10 extensions.
+	// Options.MaxExtensions alone bounds the lease; a MaxHold set with
+	// Options.MaxExtensions zero lifts its default of 10 extensions.
 	MaxHold time.Duration
 }
 
@@ -79,15 +115,11 @@ type Client struct {
 	clock Clock
 	lease bool      // Options.Lease: every lock has a watcher that extends it
 	room  *waitRoom // Lock's waiters; nil: Lock polls
-	fair  bool      // Config.Fair: the nodes queue the waiters
-	seq   bool      // Config.FanOut is Sequential: read once, not per round
+	fair  bool      // Options.Fair: the nodes queue the waiters
+	seq   bool      // Options.FanOut is Sequential: read once, not per round
 	// monotonic: a reading within an operation may be its start's plus
 	// the monotonic time since (nowAfter): the system clock, not Fair.
 	monotonic bool
-	// try is spec without Fair, for TryLock: it never waits, so it must
-	// not queue (a queued waiter that never comes is handed a release for
-	// nothing), and it cannot take a key handed to a waiter.
-	try core.Spec
 
 	obs    Observer
 	timing bool // obs has a function whose event carries times and votes
@@ -98,15 +130,19 @@ type clockedDriver interface{ Clock() core.Clock }
 
 // NewClient checks opts against d and returns a Client, or an error that
 // matches ErrInvalidConfig, before anything is sent: a nil driver (typed
-// or not), core's configuration errors, a Lease whose Fraction is not in
+// or not), no nodes or more than core.MaxNodes, a node given twice, a
+// field out of its documented range, a Lease whose Fraction is not in
 // (0, 1), whose MaxHold is negative or below the TTL, or that comes with
-// extension forbidden (negative MaxExtensions), and a Clock that is not
-// the driver's.
+// extension forbidden (negative MaxExtensions), Fair with Poll or over a
+// driver that does not announce releases, and a Clock that is not the
+// driver's.
 func NewClient(d Driver, opts Options) (*Client, error) {
 	if isNil(d) {
 		return nil, invalid("driver is nil")
 	}
-	cfg := opts.Config
+	cfg := core.Config{TTL: opts.TTL, NodeTimeout: opts.NodeTimeout, DriftPPM: opts.DriftPPM, DriftFixed: opts.DriftFixed,
+		FanOut: opts.FanOut, Retry: opts.Backoff.policy(), MaxExtensions: opts.MaxExtensions,
+		Fencing: opts.Fencing, Fair: opts.Fair, Tokens: CryptoTokens(), Jitter: NewJitter()}
 	if l := opts.Lease; l != nil {
 		switch {
 		case !(l.Fraction > 0 && l.Fraction < 1): // NaN too
@@ -122,34 +158,21 @@ func NewClient(d Driver, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Retry = cfg.Retry.WithTries(math.MaxInt32)
-	if cfg.Tokens == nil {
-		cfg.Tokens = CryptoTokens()
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = NewJitter()
-	}
 	spec, err := core.NewSpec(d, cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair, try: spec,
+	c := &Client{drv: d, spec: spec, clock: clock, lease: cfg.LeaseFraction > 0, fair: cfg.Fair,
 		seq: spec.Config().FanOut == core.Sequential,
 		obs: opts.Observer, timing: opts.Observer.timed()}
 	_, system := clock.(core.SystemClock)
 	c.monotonic = system && !cfg.Fair
-	if cfg.Fair {
-		cfg.Fair = false
-		if c.try, err = core.NewSpec(d, cfg); err != nil {
-			return nil, err
-		}
-	}
 	ann, announces := d.(core.Announcer)
 	switch {
 	case c.fair && (opts.Poll || !announces):
 		// A waiter would not hear that the key was handed to it, which
 		// then waits out the handoff at every turn.
-		return nil, invalid("Config.Fair needs a driver that announces releases (core.Announcer), and no Poll")
+		return nil, invalid("Fair needs a driver that announces releases (core.Announcer), and no Poll")
 	case opts.Poll:
 	case announces:
 		c.room = newWaitRoom(ann, spec, clock, c.obs.Waiters)
@@ -210,10 +233,6 @@ func sameClock(a, b Clock) bool {
 	return ta == tb && ta.Comparable() && a == b
 }
 
-// Config returns the configuration in force, defaults filled in (Retry's
-// count of tries is Lock's).
-func (c *Client) Config() Config { return c.spec.Config() }
-
 // TryLock makes one attempt to lock key. It returns ErrTaken when others
 // hold it, ErrQuorumUnreachable when too few nodes answered, ErrNotHeld
 // when the attempt won too late: with less validity than the loss margin
@@ -221,7 +240,7 @@ func (c *Client) Config() Config { return c.spec.Config() }
 // loss is declared, ErrCancelled when ctx
 // ended first, and ErrInvalidConfig for bad input, sent nowhere. A failed
 // attempt leaves no key behind.
-func (c *Client) TryLock(ctx context.Context, key string) (Lock, error) {
+func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	return c.lock(ctx, key, true)
 }
 
@@ -239,41 +258,35 @@ func (c *Client) TryLock(ctx context.Context, key string) (Lock, error) {
 // the Client wait for, or that a Lock of the Client holds, queues without
 // an attempt first. Where a node's announcements are not heard (its
 // subscription is down, or refused: said once in the log), Lock waits at
-// most Config.Retry's delay, as with Options.Poll, which always does.
+// most Options.Backoff's delay, as with Options.Poll, which always does.
 //
 // When ctx's deadline ends a wait, Lock returns the last attempt's error
 // (ErrTaken, typically), or ErrCancelled with the deadline as its cause
 // if it made none (it queued behind others of the Client). ctx
 // cancelled, or ending during an attempt, gives ErrCancelled. Errors are
 // otherwise TryLock's.
-func (c *Client) Lock(ctx context.Context, key string) (Lock, error) {
+func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	return c.lock(ctx, key, false)
 }
 
-func (c *Client) lock(ctx context.Context, key string, once bool) (Lock, error) {
+func (c *Client) lock(ctx context.Context, key string, once bool) (*Lock, error) {
 	if ctx == nil {
-		return Lock{}, errNilContext
+		return nil, errNilContext
 	}
 	if c.timing {
 		return c.lockObserved(ctx, key, once)
 	}
 	g, _, at, counted, err := c.acquire(ctx, key, once, nil)
 	if err != nil {
-		return Lock{}, err
-	}
-	if counted.q == nil {
-		counted = c.hold(g) // before the observer, which may take its time
+		return nil, err
 	}
 	if c.obs.Fence != nil {
 		c.fenced(ctx, key, g)
 	}
-	if !c.lease { // as locked does, inline: the uncontended path
-		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}, nil
-	}
 	return c.locked(ctx, g, at, counted), nil
 }
 
-// fenced tells the Observer the fence g raised, under Config.Fencing.
+// fenced tells the Observer the fence g raised, under Options.Fencing.
 func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
 		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
@@ -282,26 +295,18 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 
 // locked returns the Lock of g, won at at, that the wait room counts as
 // counted (the zero held: not counted).
-func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted held) Lock {
-	if !c.lease {
-		return Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted}
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted held) *Lock {
+	l := &Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted} // the one allocation of a Lock without a Lease
+	if c.lease {
+		l.leased = c.newState(ctx, g, at)
+		l.leased.start(c)
 	}
-	st := c.newState(ctx, g, at)
-	st.start(c)
-	return Lock{c: c, ctx: ctx, grant: g, leased: st, at: at, counted: counted}
-}
-
-// hold counts a new Lock on g in the wait room (waitRoom.hold).
-func (c *Client) hold(g core.Grant) held {
-	if c.room == nil || c.room.queues.Load() == 0 { // before the room's lock
-		return held{}
-	}
-	return c.room.hold(g)
+	return l
 }
 
 // makeHeard makes up for a quiet release (Grant.WithHandoff) whose
 // waiter left without the key, nobody of this Client left to take it
-// (Queue.Reannounce, Queue.Left): other processes' waiters heard nothing,
+// (core.Ready.HandOn, core.Ready.Try): other processes' waiters heard nothing,
 // and would wait for the old key's expiry. With Fair (handOn), the
 // Spec.HandOn round, which hands the nodes' free key to the first process
 // in their queue; without (try), a TryLock and its Unlock, which
@@ -314,7 +319,7 @@ func (c *Client) makeHeard(ctx context.Context, key string, handOn, try bool) {
 	case handOn:
 		now := c.clock.Now()
 		if r, err := c.spec.HandOn(key, now); err == nil {
-			c.run(ctx, &r, now, nil, time.Time{}, nil, false, roomNews{})
+			c.run(ctx, &r, how{started: now})
 		}
 	case try:
 		if l, err := c.lock(ctx, key, true); err == nil {
@@ -324,7 +329,7 @@ func (c *Client) makeHeard(ctx context.Context, key string, handOn, try bool) {
 }
 
 // lockObserved is lock for a Client with an Observer that times.
-func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock, error) {
+func (c *Client) lockObserved(ctx context.Context, key string, once bool) (*Lock, error) {
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the acquisition's start too
@@ -335,10 +340,7 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (Lock,
 			Attempts: attempts, Start: start, Duration: end.Sub(start), Fence: g.Fence(), Votes: vl.list()})
 	}
 	if err != nil {
-		return Lock{}, err
-	}
-	if counted.q == nil {
-		counted = c.hold(g) // before the observer, which may take its time
+		return nil, err
 	}
 	c.fenced(ctx, key, g)
 	return c.locked(ctx, g, end, counted), nil
@@ -348,25 +350,28 @@ var errNilContext = invalid("context is nil (use context.Background())")
 
 // acquire is the one acquisition loop: it drives a core.Acquisition over
 // the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
-// TryLock gives up at the first wait; Lock waits on the Client's wait
-// room, or polls where nothing is announced.
+// TryLock's acquisition (core's Spec.Try) makes one attempt and never
+// waits; Lock waits on the Client's wait room, or polls where nothing is
+// announced.
 //
 // It returns the number of acquire rounds sent too, and the clock's
 // reading at the end of the last round (for a grant: when it was won).
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
 func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted held, _ error) {
-	spec := &c.spec // not a copy: a Spec is 192 bytes
-	if once {
-		spec = &c.try
-	}
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
 	} else {
 		now = c.clock.Now()
 	}
-	a, err := spec.Acquire(key, core.Token{}, now)
+	var a core.Acquisition
+	var err error
+	if once {
+		a, err = c.spec.Try(key, core.Token{}, now) // one attempt, which never queues
+	} else {
+		a, err = c.spec.Acquire(key, core.Token{}, now)
+	}
 	if err != nil {
 		return core.Grant{}, 0, time.Time{}, held{}, err
 	}
@@ -392,10 +397,6 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 			}
 		case core.PhaseWait:
 			started = time.Time{} // the wait reads the clock: a round after it reads it again
-			if once {
-				a.GiveUp(c.now(vl))
-				continue
-			}
 			if w == nil && c.room != nil {
 				w = c.room.join(ctx, key)
 			}
@@ -410,8 +411,8 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if counted, handOn, try = c.room.leave(key, w, g); handOn || try {
 					c.makeHeard(ctx, key, handOn, try) // it left a quiet release unheard
 				}
-			} else if err != nil && c.fair && !once && c.room != nil {
-				c.room.freed(key, &a) // it may have taken the Client out of the nodes' queue
+			} else if c.room != nil {
+				counted = c.room.ended(key, &a) // a Lock counted, or a head woken (core.Room.Ended)
 			}
 			return g, attempts, at, counted, err
 		}
@@ -461,14 +462,14 @@ func (c *Client) wait(ctx context.Context, a *core.Acquisition, w *waiter, vl *v
 func (c *Client) advance(ctx context.Context, a *core.Acquisition, started time.Time, vl *voteLog) (attempt bool, now time.Time) {
 	switch op := a.Round().Command().Op; {
 	case op == core.OpRelease: // the cleanup of a failed attempt
-		c.run(ctx, a.Round(), started, nil, time.Time{}, vl, false, roomNews{})
+		c.run(ctx, a.Round(), how{started: started, vl: vl})
 	case ctx.Err() != nil:
 		now = c.now(vl)
 		a.Cancel(now, ctx.Err())
 		return false, now
 	default:
 		attempt = op == core.OpAcquire || op == core.OpAcquireFenced
-		if cancelled, _ := c.run(ctx, a.Round(), started, ctx.Done(), time.Time{}, vl, attempt, roomNews{}); cancelled {
+		if cancelled, _ := c.run(ctx, a.Round(), how{started: started, cancel: ctx.Done(), vl: vl, keep: attempt}); cancelled {
 			now = c.now(vl)
 			a.Cancel(now, ctx.Err())
 			return attempt, now
@@ -495,24 +496,40 @@ func (c *Client) nowAfter(vl *voteLog, start time.Time) time.Time {
 	return start.Add(time.Since(start))
 }
 
-// run drives r over one driver batch until it is done. It returns true if
-// cancel closed first (cancel may be nil), or if the clock reads until or
-// later between two replies (until may be zero: no such bound). vl, when
-// not nil, hears every answer for an observer, and keeps the round's when
-// keep (the votes kept before are dropped).
-//
-// started is the clock reading r started at, taken just before, or zero
-// when unknown: a sequential round's first node's deadline counts from
-// it rather than from a reading of its own, which would be the same but
-// for the few steps in between (a clock read costs more than a step).
-//
-// news, if early, is told to the wait room once every command of a
-// multiplexed round is on its way (core.Flusher), before any reply is
-// awaited: a command sent after that takes effect on each node after the
-// round's. It is not told over a batch that cannot say so, nor for a
-// sequential round; run returns the early release as it was told
-// (roomNews.tell), the zero told if it was not.
-func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, cancel <-chan struct{}, until time.Time, vl *voteLog, keep bool, news roomNews) (cancelled bool, early told) {
+// how is how run drives a round: the runner's inputs of a round, in one
+// value. The round itself is run's parameter apart: escape analysis
+// treats the pointers of one parameter as one, and cancel, vl and news
+// reach the driver's interface calls, which would move every round to
+// the heap (and an Acquisition, 1 KiB, with its round).
+type how struct {
+	// started is the clock reading the round started at, taken just
+	// before, or zero when unknown: a sequential round's first node's
+	// deadline counts from it rather than from a reading of its own,
+	// which would be the same but for the few steps in between (a clock
+	// read costs more than a step).
+	started time.Time
+	// cancel, when closed, ends the round (nil: never); so does the
+	// clock reading until or later between two replies (zero: no such
+	// bound).
+	cancel <-chan struct{}
+	until  time.Time
+	// vl, when not nil, hears every answer for an observer, and keeps
+	// the round's when keep (the votes kept before are dropped).
+	vl   *voteLog
+	keep bool
+	// news, if early, is told to the wait room once every command of a
+	// multiplexed round is on its way (core.Flusher), before any reply
+	// is awaited: a command sent after that takes effect on each node
+	// after the round's. It is not told over a batch that cannot say
+	// so, nor for a sequential round.
+	news roomNews
+}
+
+// run drives r over one driver batch, as h says, until it is done. It
+// returns true if h's cancel or until ended it first, and the early
+// release as it was told (roomNews.tell), the zero told if it was not.
+func (c *Client) run(ctx context.Context, r *core.Round, h how) (cancelled bool, early told) {
+	started, cancel, until, vl, news := h.started, h.cancel, h.until, h.vl, h.news
 	b := c.drv.Begin(ctx)
 	defer b.Close()
 	sequential := c.seq
@@ -530,7 +547,7 @@ func (c *Client) run(ctx context.Context, r *core.Round, started time.Time, canc
 	g, gather := b.(core.Gatherer)
 	gather = gather && !sequential && vl == nil
 	if vl != nil {
-		vl.begin(r, keep)
+		vl.begin(r, h.keep)
 	}
 	for !r.Done() {
 		// Replies already in are taken as they came, one at a time

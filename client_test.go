@@ -40,7 +40,9 @@ func callsTo(nodes *memnode.Cluster) int {
 // ErrInvalidConfig before anything is sent, as is any clock given with a
 // driver that does not say which clock it reads.
 func TestNewClientClock(t *testing.T) {
-	cfg := redlock.Config{TTL: ttl, NodeTimeout: bound}
+	opts := func(clock redlock.Clock) redlock.Options {
+		return redlock.Options{TTL: ttl, NodeTimeout: bound, Clock: clock}
+	}
 	// onClock checks that c's validity and watcher read clock.
 	onClock := func(t *testing.T, c *redlock.Client, clock *stepClock) {
 		t.Helper()
@@ -54,13 +56,13 @@ func TestNewClientClock(t *testing.T) {
 	}
 	t.Run("nil adopts the driver's", func(t *testing.T) {
 		clock := newStepClock()
-		c, err := redlock.NewClient(memnode.New(3, clock), redlock.Options{Config: cfg})
+		c, err := redlock.NewClient(memnode.New(3, clock), opts(nil))
 		require.NoError(t, err)
 		onClock(t, c, clock)
 	})
 	t.Run("the driver's own is accepted", func(t *testing.T) {
 		clock := newStepClock()
-		c, err := redlock.NewClient(memnode.New(3, clock), redlock.Options{Config: cfg, Clock: clock})
+		c, err := redlock.NewClient(memnode.New(3, clock), opts(clock))
 		require.NoError(t, err)
 		onClock(t, c, clock)
 		_, err = redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Clock: core.SystemClock{}})
@@ -74,7 +76,7 @@ func TestNewClientClock(t *testing.T) {
 			"a manual clock":     memnode.NewManualClock(time.Time{}),
 			"a typed nil":        (*stepClock)(nil),
 		} {
-			c, err := redlock.NewClient(nodes, redlock.Options{Config: cfg, Clock: other})
+			c, err := redlock.NewClient(nodes, opts(other))
 			assert.ErrorIs(t, err, redlock.ErrInvalidConfig, name)
 			assert.Nil(t, c, name)
 		}
@@ -103,16 +105,16 @@ func TestNewClientClock(t *testing.T) {
 	})
 }
 
-// TestTryLockIsOneAttempt: TryLock makes one attempt, whatever
-// Config.Retry's count, and cleans up after it; it never sleeps.
+// TestTryLockIsOneAttempt: TryLock makes one attempt, and cleans up
+// after it; it never sleeps.
 func TestTryLockIsOneAttempt(t *testing.T) {
 	for _, poll := range []bool{false, true} {
 		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
 			clock := newStepClock()
 			mem := memnode.New(3, clock)
 			nodes := newCounting(mem)
-			c, err := redlock.NewClient(nodes, redlock.Options{Poll: poll, Clock: clock, Config: redlock.Config{
-				TTL: ttl, NodeTimeout: bound, Retry: redlock.RandomDelay(5, time.Millisecond, 2*time.Millisecond)}})
+			c, err := redlock.NewClient(nodes, redlock.Options{Poll: poll, Clock: clock,
+				TTL: ttl, NodeTimeout: bound, Backoff: redlock.RandomDelay(time.Millisecond, 2*time.Millisecond)})
 			require.NoError(t, err)
 			other := core.TokenFromUint64s(1, 2)
 			mem.Set(0, "k", other, ttl) // the attempt wins node 2 only
@@ -165,8 +167,8 @@ func TestLockDeadlineEndsAWait(t *testing.T) {
 	for _, poll := range []bool{false, true} {
 		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
 			// Hour-long retry delays: only the ctx ends the waits.
-			f := newFixture(t, redlock.Options{Poll: poll, Config: redlock.Config{
-				Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+			f := newFixture(t, redlock.Options{Poll: poll,
+				Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 			holder := f.tryLock(t, "k")
 			for _, tc := range []struct {
 				name string
@@ -191,7 +193,7 @@ func TestLockDeadlineEndsAWait(t *testing.T) {
 				}
 				lingering := 0
 				if !poll {
-					lingering = 1 // the key's watch outlives its last waiter by watchLinger
+					lingering = 1 // the key's watch outlives its last waiter by core.WatchLinger
 				}
 				assert.Equal(t, lingering, f.clock.armed(), "Lock returned with its timer armed")
 			}
@@ -206,8 +208,8 @@ func TestLockDeadlineEndsAWait(t *testing.T) {
 func TestLockDoesNotGiveUpEarly(t *testing.T) {
 	for _, poll := range []bool{false, true} {
 		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
-			f := newFixture(t, redlock.Options{Poll: poll, Config: redlock.Config{
-				Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+			f := newFixture(t, redlock.Options{Poll: poll,
+				Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 			holder := f.tryLock(t, "k")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // far less than the retry delay
 			defer cancel()
@@ -237,19 +239,23 @@ func TestLockDoesNotGiveUpEarly(t *testing.T) {
 	}
 }
 
-// TestZeroLock: the zero Lock holds nothing, sends nothing and panics
-// nowhere.
+// TestZeroLock: the zero Lock, and the nil *Lock that TryLock and Lock
+// return with an error, hold nothing, send nothing and panic nowhere.
 func TestZeroLock(t *testing.T) {
-	var l redlock.Lock
-	assert.Empty(t, l.Key())
-	assert.True(t, l.Until().IsZero())
-	_, err := l.Fence()
-	assert.ErrorIs(t, err, redlock.ErrNoFencing)
-	assert.ErrorIs(t, l.Extend(context.Background()), redlock.ErrUnlocked)
-	assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrUnlocked)
-	<-l.Context().Done()
-	assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrUnlocked)
-	assert.False(t, errors.Is(context.Cause(l.Context()), redlock.ErrLost))
+	for name, l := range map[string]*redlock.Lock{"zero": new(redlock.Lock), "nil": nil} {
+		t.Run(name, func(t *testing.T) {
+			assert.Empty(t, l.Key())
+			assert.Zero(t, l.Token())
+			assert.True(t, l.Until().IsZero())
+			_, err := l.Fence()
+			assert.ErrorIs(t, err, redlock.ErrNoFencing)
+			assert.ErrorIs(t, l.Extend(context.Background()), redlock.ErrUnlocked)
+			assert.ErrorIs(t, l.Unlock(context.Background()), redlock.ErrUnlocked)
+			<-l.Context().Done()
+			assert.ErrorIs(t, context.Cause(l.Context()), redlock.ErrUnlocked)
+			assert.False(t, errors.Is(context.Cause(l.Context()), redlock.ErrLost))
+		})
+	}
 }
 
 // TestContextDuringUnlockLeavesNoWatcher: Context called while Unlock

@@ -129,7 +129,7 @@ func (c *stepClock) next(t *testing.T) time.Time {
 // clock itself.
 func TestReadingAfterReadsTheMonotonicClock(t *testing.T) {
 	newClient := func(clock core.Clock, fair bool) *redlock.Client {
-		c, err := redlock.NewClient(memnode.New(3, clock), redlock.Options{Config: core.Config{Fair: fair}})
+		c, err := redlock.NewClient(memnode.New(3, clock), redlock.Options{Fair: fair})
 		require.NoError(t, err)
 		return c
 	}

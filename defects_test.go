@@ -6,7 +6,6 @@ package redlock_test
 import (
 	"context"
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -41,12 +40,12 @@ func TestWakeStaleMinority(t *testing.T) {
 			const staleTTL = 5 * time.Second
 			clock := newStepClock()
 			nodes := memnode.New(5, clock)
-			cfg := redlock.Config{TTL: ttl, NodeTimeout: 50 * time.Millisecond, FanOut: mode}
-			a, err := redlock.NewClient(nodes, redlock.Options{Config: cfg, Clock: clock})
+			opts := redlock.Options{TTL: ttl, NodeTimeout: 50 * time.Millisecond, FanOut: mode, Clock: clock}
+			a, err := redlock.NewClient(nodes, opts)
 			require.NoError(t, err)
-			cfg.Retry = redlock.RandomDelay(1, time.Hour, time.Hour)
+			opts.Backoff = redlock.RandomDelay(time.Hour, time.Hour)
 			counted := newCounting(nodes)
-			b, err := redlock.NewClient(counted, redlock.Options{Config: cfg, Clock: clock})
+			b, err := redlock.NewClient(counted, opts)
 			require.NoError(t, err)
 
 			stale := core.TokenFromUint64s(0x57a1e, 0xdead) // a crashed client's
@@ -66,7 +65,7 @@ func TestWakeStaleMinority(t *testing.T) {
 			got := make(chan result, 1)
 			go func() {
 				l, err := b.Lock(ctx, "k")
-				got <- result{&l, err}
+				got <- result{l, err}
 			}()
 			// B's attempts are refused and it sleeps on the clock: the
 			// only sleeper.
@@ -99,11 +98,6 @@ func TestWakeStaleMinority(t *testing.T) {
 	}
 }
 
-// fixedRand is a Rand that always draws the same number.
-type fixedRand uint64
-
-func (r fixedRand) Uint64() uint64 { return uint64(r) }
-
 // TestLeaseLossBeforeUntil: a leased lock (Fraction 1/3, multiplexed) whose
 // majority hangs: every extension times out. Its Context must be done
 // strictly before Until, by the lock's own clock, so that work under it
@@ -111,14 +105,14 @@ func (r fixedRand) Uint64() uint64 { return uint64(r) }
 // Until: the last retry is scheduled so that its round, which lasts the
 // node timeout, ends at the end of the validity.
 //
-// The retry delays are the default ones (50-250 ms), at their longest
-// (a fixed Jitter), so that the run is the same every time: the retry
+// The retry delay is the default range's longest, 250 ms, every time, so
+// that the run is the same every time: the retry
 // that does not fit whole before the validity's end is moved to end at
 // it. With random delays that happens in about three runs out of four;
 // in the others a delay lands the last round's end within a node timeout
 // of Until, and the lease gives up before it.
 func TestLeaseLossBeforeUntil(t *testing.T) {
-	f := newFixture(t, redlock.Options{Config: redlock.Config{FanOut: redlock.Multiplexed, Jitter: fixedRand(math.MaxUint64)},
+	f := newFixture(t, redlock.Options{FanOut: redlock.Multiplexed, Backoff: redlock.RandomDelay(250*time.Millisecond, 250*time.Millisecond),
 		Lease: &redlock.Lease{Fraction: 1.0 / 3}})
 	l := f.tryLock(t, "k")
 	until := l.Until()

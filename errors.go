@@ -16,8 +16,8 @@ var (
 	// ErrNotHeld.
 	ErrUnlocked = &kindError{"redlock: lock already unlocked", ErrNotHeld}
 	// ErrNoFencing is the error of Lock.Fence on a Client without
-	// Config.Fencing. It matches ErrInvalidConfig.
-	ErrNoFencing = &kindError{"redlock: fence requested but Config.Fencing is off", ErrInvalidConfig}
+	// Options.Fencing. It matches ErrInvalidConfig.
+	ErrNoFencing = &kindError{"redlock: fence requested but Options.Fencing is off", ErrInvalidConfig}
 )
 
 // kindError is an error of its own that also matches a broader kind.

@@ -95,7 +95,7 @@ func ExampleLock_Unlock() {
 }
 
 func ExampleLock_Extend() {
-	client, _ := redlock.NewClient(nodes(), redlock.Options{Config: redlock.Config{MaxExtensions: 1}})
+	client, _ := redlock.NewClient(nodes(), redlock.Options{MaxExtensions: 1})
 	lock, _ := client.TryLock(context.Background(), "job")
 	before := lock.Until()
 	fmt.Println(lock.Extend(context.Background()), !lock.Until().Before(before))
@@ -110,7 +110,7 @@ func ExampleLock_Extend() {
 }
 
 func ExampleLock_Until() {
-	client, _ := redlock.NewClient(nodes(), redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, _ := redlock.NewClient(nodes(), redlock.Options{TTL: 10 * time.Second})
 	lock, _ := client.TryLock(context.Background(), "job")
 	// The validity is the TTL less the round's time and the drift
 	// allowance (1% + 2 ms): just under 9.898 s.
@@ -133,7 +133,7 @@ func ExampleLock_Token() {
 }
 
 func ExampleLock_Fence() {
-	client, _ := redlock.NewClient(nodes(), redlock.Options{Config: redlock.Config{Fencing: true}})
+	client, _ := redlock.NewClient(nodes(), redlock.Options{Fencing: true})
 	for i := 0; i < 3; i++ {
 		lock, _ := client.TryLock(context.Background(), "ledger")
 		fence, _ := lock.Fence()
@@ -153,14 +153,14 @@ func ExampleLock_Fence() {
 	// 1
 	// 2
 	// 3
-	// redlock: fence requested but Config.Fencing is off
+	// redlock: fence requested but Options.Fencing is off
 }
 
 func ExampleLock_Context() {
 	cluster := memnode.New(3, core.SystemClock{})
 	client, _ := redlock.NewClient(cluster, redlock.Options{
-		Config: redlock.Config{TTL: 300 * time.Millisecond},
-		Lease:  &redlock.Lease{Fraction: 1.0 / 3},
+		TTL:   300 * time.Millisecond,
+		Lease: &redlock.Lease{Fraction: 1.0 / 3},
 	})
 	lock, _ := client.TryLock(context.Background(), "job")
 	for i := 0; i < 3; i++ {

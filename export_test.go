@@ -63,16 +63,17 @@ func ReadingAfter(c *Client, start time.Time) time.Time { return c.nowAfter(nil,
 // read the monotonic clock alone (nowAfter).
 func ReadsMonotonicAfter(c *Client) bool { return c.monotonic }
 
-// LeaveAfterQuietRelease joins a waiter of key to c's wait room, marks a
-// quiet release of the key done while it waits (Queue.Reannounce), and
-// has it leave without the key: it returns what the room says to do
-// (waitRoom.leave, Queue.Left).
+// LeaveAfterQuietRelease joins a waiter of key to c's wait room, runs a
+// quiet release of the key to its end while it waits (core.Room.Release,
+// Released), and has it leave without the key: it returns what the room
+// says to do (waitRoom.leave, core.Room.Leave).
 func LeaveAfterQuietRelease(c *Client, key string) (handOn, try bool) {
 	w := c.room.join(context.Background(), key)
-	w.q.mu.Lock()
-	handOn, try = w.q.q.Reannounce(true, c.clock.Now())
-	w.q.mu.Unlock()
-	if handOn || try {
+	n := c.room.release(key, held{})
+	if !n.rel.Handoff() {
+		panic("a release followed by a waiter not handed on")
+	}
+	if handOn, try = c.room.released(key, n.rel); handOn || try {
 		panic("a quiet release made heard while a waiter waits")
 	}
 	_, handOn, try = c.room.leave(key, w, core.Grant{})

@@ -47,7 +47,7 @@ func fairProcess(t *testing.T, driver string, addrs []string) *redlock.Client {
 			t.Errorf("close %s driver: %v", driver, err)
 		}
 	})
-	c, err := redlock.NewClient(d, redlock.Options{Config: redlock.Config{Fair: true, NodeTimeout: time.Second}})
+	c, err := redlock.NewClient(d, redlock.Options{Fair: true, NodeTimeout: time.Second})
 	require.NoError(t, err) // a long NodeTimeout: these tests are about order, not timeouts
 	return c
 }
@@ -68,7 +68,7 @@ func queued(t *testing.T, srvs []*redistest.Server, key string) []int64 {
 	return out
 }
 
-// TestFairServesWaitersInTurn: with Config.Fair, on redis-server, waiters
+// TestFairServesWaitersInTurn: with Options.Fair, on redis-server, waiters
 // of three processes are served in the order they began to wait, not in
 // the order they happen to attempt after a release; a waiter's process
 // leaves the queue when served.
@@ -131,7 +131,7 @@ func testFairServesWaitersInTurn(t *testing.T, driver string) {
 // without announcements (Poll, or a driver that cannot announce) the
 // Client is refused before anything is sent.
 func TestFairNeedsAnnouncements(t *testing.T) {
-	_, err := redlock.NewClient(memnode.New(3, nil), redlock.Options{Config: redlock.Config{Fair: true}, Poll: true})
+	_, err := redlock.NewClient(memnode.New(3, nil), redlock.Options{Fair: true, Poll: true})
 	assert.ErrorIs(t, err, redlock.ErrInvalidConfig)
 }
 
@@ -156,7 +156,7 @@ func requireFree(t *testing.T, srvs []*redistest.Server, key, why string) {
 	}
 }
 
-// TestFairTryLockDoesNotQueue: a TryLock that fails, with Config.Fair,
+// TestFairTryLockDoesNotQueue: a TryLock that fails, with Options.Fair,
 // leaves no entry in the key's queues: it will not wait, and an entry
 // would be handed the next release for nothing. The release then leaves
 // the key free, for anyone.

@@ -91,7 +91,7 @@ func TestGatheredRepliesCountWhenTheyCame(t *testing.T) {
 		clock := memnode.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		d := &lateDriver{Cluster: memnode.New(3, clock), clock: clock, gather: gather}
 		nt := 50 * time.Millisecond
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: nt}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, NodeTimeout: nt})
 		if err != nil {
 			t.Fatal(err)
 		}

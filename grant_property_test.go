@@ -19,7 +19,7 @@ import (
 // (up to a third past the node timeout), on seeded draws: NewClient
 // refuses, with ErrInvalidConfig alone, exactly the configurations in
 // which no lock could be kept (by the documented formula, computed here
-// from the Config's fields); every lock a TryLock or Lock returns without
+// from the Options' fields); every lock a TryLock or Lock returns without
 // error has a live Context, an Extend that succeeds, and a live Context
 // after it; every error matches one kind, which OutcomeOf names.
 func TestGrantsAreUsable(t *testing.T) {
@@ -35,7 +35,7 @@ func TestGrantsAreUsable(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			lease = &redlock.Lease{Fraction: 0.05 + 0.9*rng.Float64()}
 		}
-		cfg := core.Config{TTL: ttl, NodeTimeout: timeout, FanOut: fan, Fencing: rng.IntN(4) == 0}
+		fencing := rng.IntN(4) == 0
 		latencies := make([]time.Duration, n)
 		for i := range latencies {
 			latencies[i] = time.Duration(rng.Int64N(int64(timeout) * 4 / 3))
@@ -73,7 +73,8 @@ func TestGrantsAreUsable(t *testing.T) {
 			Acquire: func(redlock.AcquireEvent) { e.clock.setAuto(false) },
 		}
 		var err error
-		e, err = newGrantEnv(t, n, redlock.Options{Config: cfg, Lease: lease, Observer: obs, Poll: true})
+		e, err = newGrantEnv(t, n, redlock.Options{TTL: ttl, NodeTimeout: timeout, FanOut: fan, Fencing: fencing,
+			Lease: lease, Observer: obs, Poll: true})
 		if err != nil {
 			cancel()
 			require.Equal(t, []error{core.ErrInvalidConfig}, kindsOf(err), "%s: %v", what(), err)

@@ -122,13 +122,11 @@ func (t *grantTimer) Reset(d time.Duration) bool {
 // tryLock and lockKey are TryLock and Lock, returning the handle where it
 // lives: the one place this file's tests take locks.
 func tryLock(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
-	l, err := c.TryLock(ctx, key)
-	return &l, err
+	return c.TryLock(ctx, key)
 }
 
 func lockKey(ctx context.Context, c *redlock.Client, key string) (*redlock.Lock, error) {
-	l, err := c.Lock(ctx, key)
-	return &l, err
+	return c.Lock(ctx, key)
 }
 
 // grantEnv is a Client over n memnodes on a grantClock.
@@ -179,7 +177,7 @@ func TestTryLockWonTooLateIsNoGrant(t *testing.T) {
 		{"sequential", core.Sequential, 15 * ms, 14 * ms},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := newGrantEnv(t, 3, redlock.Options{Config: core.Config{TTL: 100 * ms, NodeTimeout: tc.timeout, FanOut: tc.fan}})
+			e, err := newGrantEnv(t, 3, redlock.Options{TTL: 100 * ms, NodeTimeout: tc.timeout, FanOut: tc.fan})
 			require.NoError(t, err)
 			for i := range 3 {
 				e.nodes.SetLatency(i, tc.latency)
@@ -209,7 +207,7 @@ func TestLockRetriesARoundWonTooLate(t *testing.T) {
 	d := &slowingDriver{Cluster: memnode.New(3, clock), slow: 2}
 	d.setLatency(30 * ms) // as in TestTryLockWonTooLateIsNoGrant: 67 ms left, not 2×40 ms
 	var attempts int
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 100 * ms, NodeTimeout: 40 * ms}, Clock: clock, Poll: true,
+	c, err := redlock.NewClient(d, redlock.Options{TTL: 100 * ms, NodeTimeout: 40 * ms, Clock: clock, Poll: true,
 		Observer: redlock.Observer{Acquire: func(ev redlock.AcquireEvent) { attempts = ev.Attempts }}})
 	require.NoError(t, err)
 	e := grantEnv{clock, d.Cluster, c}
@@ -258,28 +256,30 @@ func TestNewClientRefusesLocksLostAtBirth(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		n     int
-		cfg   core.Config
+		opts  redlock.Options
 		lease *redlock.Lease
 	}{
 		// 100 − 3 ms of validity; the loss margin is 2×50 ms.
-		{"multiplexed", 3, core.Config{TTL: 100 * ms, NodeTimeout: 50 * ms}, nil},
+		{"multiplexed", 3, redlock.Options{TTL: 100 * ms, NodeTimeout: 50 * ms}, nil},
 		// The loss margin is 2×5×10 ms: the bound exceeds half the TTL.
-		{"sequential", 5, core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms, FanOut: core.Sequential}, nil},
+		{"sequential", 5, redlock.Options{TTL: 100 * ms, NodeTimeout: 10 * ms, FanOut: core.Sequential}, nil},
 		// The lease extends at 0.9 of 97 ms: 9.7 ms are left, not the
 		// loss margin of 2×10 ms.
-		{"a lease that never extends", 3, core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms}, &redlock.Lease{Fraction: 0.9}},
+		{"a lease that never extends", 3, redlock.Options{TTL: 100 * ms, NodeTimeout: 10 * ms}, &redlock.Lease{Fraction: 0.9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := newGrantEnv(t, tc.n, redlock.Options{Config: tc.cfg, Lease: tc.lease})
+			opts := tc.opts
+			opts.Lease = tc.lease
+			_, err := newGrantEnv(t, tc.n, opts)
 			require.ErrorIs(t, err, core.ErrInvalidConfig)
 			assert.Equal(t, []error{core.ErrInvalidConfig}, kindsOf(err))
 			assert.ErrorContains(t, err, "loss margin")
 		})
 	}
 	// At each bound, accepted.
-	_, err := newGrantEnv(t, 3, redlock.Options{Config: core.Config{TTL: 100 * ms, NodeTimeout: 48500 * time.Microsecond}})
+	_, err := newGrantEnv(t, 3, redlock.Options{TTL: 100 * ms, NodeTimeout: 48500 * time.Microsecond})
 	require.NoError(t, err, "100 − 3 ms: exactly the margin, 2×48.5 ms")
-	_, err = newGrantEnv(t, 3, redlock.Options{Config: core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms}, Lease: &redlock.Lease{Fraction: 0.75}})
+	_, err = newGrantEnv(t, 3, redlock.Options{TTL: 100 * ms, NodeTimeout: 10 * ms, Lease: &redlock.Lease{Fraction: 0.75}})
 	require.NoError(t, err, "a quarter of 97 ms leaves two 10 ms bounds")
 }
 

@@ -62,7 +62,6 @@ func TestEveryErrorHasOneKind(t *testing.T) {
 			return err
 		}
 	}
-	cfg := func(c core.Config) redlock.Options { return redlock.Options{Config: c} }
 	for _, tc := range []struct {
 		name string
 		kind error
@@ -116,7 +115,7 @@ func TestEveryErrorHasOneKind(t *testing.T) {
 			return err
 		}},
 		{"TryLock won too late", core.ErrNotHeld, false, func(t *testing.T) error {
-			e := newEnv(t, redlock.Options{Config: core.Config{TTL: 100 * ms, NodeTimeout: 40 * ms}})
+			e := newEnv(t, redlock.Options{TTL: 100 * ms, NodeTimeout: 40 * ms})
 			for i := range 3 {
 				e.nodes.SetLatency(i, 30*ms)
 			}
@@ -158,7 +157,7 @@ func TestEveryErrorHasOneKind(t *testing.T) {
 			return l.Extend(cctx)
 		}},
 		{"Extend past MaxExtensions", core.ErrExtensionLimit, false, func(t *testing.T) error {
-			e := newEnv(t, redlock.Options{Config: core.Config{MaxExtensions: 1}})
+			e := newEnv(t, redlock.Options{MaxExtensions: 1})
 			l := held(t, e)
 			require.NoError(t, l.Extend(ctx))
 			return l.Extend(ctx)
@@ -257,10 +256,10 @@ func TestEveryErrorHasOneKind(t *testing.T) {
 			_, err := tryLock(nil, newEnv(t, redlock.Options{}).client, "k") //nolint:staticcheck // SA1012: the error it gives
 			return err
 		}},
-		{"NewClient: a negative TTL", core.ErrInvalidConfig, false, invalid(cfg(core.Config{TTL: -time.Second}))},
-		{"NewClient: a node timeout not below the TTL", core.ErrInvalidConfig, false, invalid(cfg(core.Config{TTL: time.Second, NodeTimeout: time.Second}))},
-		{"NewClient: no lock keepable", core.ErrInvalidConfig, false, invalid(cfg(core.Config{TTL: time.Second, NodeTimeout: 200 * ms, FanOut: core.Sequential}))},
-		{"NewClient: a lease that never extends", core.ErrInvalidConfig, false, invalid(redlock.Options{Config: core.Config{TTL: time.Second, NodeTimeout: 50 * ms}, Lease: &redlock.Lease{Fraction: 0.95}})},
+		{"NewClient: a negative TTL", core.ErrInvalidConfig, false, invalid(redlock.Options{TTL: -time.Second})},
+		{"NewClient: a node timeout not below the TTL", core.ErrInvalidConfig, false, invalid(redlock.Options{TTL: time.Second, NodeTimeout: time.Second})},
+		{"NewClient: no lock keepable", core.ErrInvalidConfig, false, invalid(redlock.Options{TTL: time.Second, NodeTimeout: 200 * ms, FanOut: core.Sequential})},
+		{"NewClient: a lease that never extends", core.ErrInvalidConfig, false, invalid(redlock.Options{TTL: time.Second, NodeTimeout: 50 * ms, Lease: &redlock.Lease{Fraction: 0.95}})},
 		{"NewClient: a Lease fraction out of range", core.ErrInvalidConfig, false, invalid(redlock.Options{Lease: &redlock.Lease{Fraction: 1}})},
 		{"NewClient: a nil driver", core.ErrInvalidConfig, false, func(*testing.T) error {
 			_, err := redlock.NewClient(nil, redlock.Options{})

@@ -11,34 +11,34 @@ import (
 )
 
 // Lock is a held lock: a handle to one acquisition of a key, returned by
-// Client.TryLock and Client.Lock. Keep it in one variable and call its
-// methods through it (they take a pointer); do not copy it after first
-// use, as for a sync.Mutex (go vet's copylocks check says so). Its
-// methods are safe for concurrent use.
+// Client.TryLock and Client.Lock as a pointer, which may be stored and
+// shared; its methods are safe for concurrent use. Do not copy the Lock
+// it points to (go vet's copylocks check says so).
 //
-// A Lock without a Lease costs no goroutine and no allocation until its
-// Context is first asked for or it is first extended: only then does it
-// keep state of its own, and only a Context starts a goroutine, which
-// watches the validity (and, with a Lease, extends it) until Unlock
-// stops it.
+// A Lock without a Lease costs no goroutine and no allocation beyond its
+// own until its Context is first asked for or it is first extended: only
+// then does it keep state of its own, and only a Context starts a
+// goroutine, which watches the validity (and, with a Lease, extends it)
+// until Unlock stops it.
+//
+// A nil *Lock, as TryLock and Lock return with an error, is unlocked, as
+// is the zero Lock: Unlock and Extend return ErrUnlocked, Context a done
+// context, Key "".
 //
 // Its times are readings of the Client's clock; with the system clock
 // they carry monotonic readings, so a wall-clock step moves nothing.
 type Lock struct {
-	_        noCopy
 	c        *Client
 	ctx      context.Context // the acquiring ctx: its values reach Context
 	grant    core.Grant      // as acquired: key, token and fence never change
 	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
-	counted  held       // the wait room counts it (core.Queue.Hold); zero: not
-	// Otherwise st, nil until Context or Extend, written once under
-	// making before made is set. Not an atomic.Pointer: its Load makes
-	// every Lock whose methods are called escape to the heap.
+	counted  held       // the wait room counts it (core.Ready.Held); zero: not
+	// Otherwise st, nil until Context or Extend, stored once under
+	// making.
 	making sync.Mutex
-	made   atomic.Bool
-	st     *lockState
+	st     atomic.Pointer[lockState]
 }
 
 // lockState is what a Lock keeps once it is extended or watched.
@@ -60,12 +60,6 @@ type lockState struct {
 	exited   chan struct{} // closed when the watcher has returned
 }
 
-// noCopy makes go vet's copylocks check flag a copied Lock.
-type noCopy struct{}
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
 // newState returns the state of a lock on g taken with ctx.
 func (c *Client) newState(ctx context.Context, g core.Grant, at time.Time) *lockState {
 	st := &lockState{lease: c.spec.Lease(g), values: context.WithoutCancel(ctx), at: at, key: g.Key()}
@@ -78,10 +72,7 @@ func (l *Lock) load() *lockState {
 	if l.leased != nil {
 		return l.leased
 	}
-	if l.made.Load() {
-		return l.st
-	}
-	return nil
+	return l.st.Load()
 }
 
 // state returns the Lock's state, made at the first call.
@@ -91,12 +82,11 @@ func (l *Lock) state() *lockState {
 	}
 	l.making.Lock()
 	defer l.making.Unlock()
-	if l.made.Load() {
-		return l.st
+	if st := l.st.Load(); st != nil {
+		return st
 	}
 	st := l.c.newState(l.ctx, l.grant, l.at)
-	l.st = st
-	l.made.Store(true)
+	l.st.Store(st)
 	if l.unlocked.Load() { // Unlock ran meanwhile and did not see st
 		st.mu.Lock()
 		st.unlocked = true
@@ -123,18 +113,29 @@ func (st *lockState) start(c *Client) {
 	go c.watch(st)
 }
 
-// Key returns the locked key.
-func (l *Lock) Key() string { return l.grant.Key() }
+// Key returns the locked key; "" for a nil Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.grant.Key()
+}
 
-// Token returns the random token the lock's keys hold.
-func (l *Lock) Token() Token { return l.grant.Token() }
+// Token returns the random token the lock's keys hold; the zero Token
+// for a nil Lock.
+func (l *Lock) Token() Token {
+	if l == nil {
+		return Token{}
+	}
+	return l.grant.Token()
+}
 
 // Until returns the instant, on the Client's clock, when the lock's
 // validity ends unless it is extended: the local deadline for work done
 // under it. It is the zero Time once the lock is lost or unlocked, and for
-// the zero Lock.
+// a nil or zero Lock.
 func (l *Lock) Until() time.Time {
-	if l.unlocked.Load() {
+	if l == nil || l.unlocked.Load() {
 		return time.Time{}
 	}
 	st := l.load()
@@ -154,9 +155,9 @@ func (l *Lock) Until() time.Time {
 // of every earlier holder of the key, as long as the nodes keep their
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
-// has seen. It returns ErrNoFencing on a Client without Config.Fencing.
+// has seen. It returns ErrNoFencing on a Client without Options.Fencing.
 func (l *Lock) Fence() (uint64, error) {
-	if l.c == nil || !l.c.spec.Config().Fencing {
+	if l == nil || l.c == nil || !l.c.spec.Config().Fencing {
 		return 0, ErrNoFencing
 	}
 	return l.grant.Fence(), nil
@@ -174,7 +175,7 @@ func (l *Lock) Fence() (uint64, error) {
 // lock was taken with, not its cancellation. Do the work the lock protects
 // under it. The first call starts the goroutine that watches the lock.
 func (l *Lock) Context() context.Context {
-	if l.c == nil {
+	if l == nil || l.c == nil {
 		return closedContext
 	}
 	st := l.state()
@@ -182,7 +183,7 @@ func (l *Lock) Context() context.Context {
 	return st.ctx
 }
 
-// closedContext is the Context of the zero Lock.
+// closedContext is the Context of a nil Lock.
 var closedContext = func() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrUnlocked)
@@ -194,14 +195,14 @@ var closedContext = func() context.Context {
 // the lock lost cancels the Context and returns a *LostError; one that
 // proves nothing (ErrQuorumUnreachable, ErrCancelled) leaves the lock as
 // it was, valid until Until. It returns ErrUnlocked after Unlock, the
-// *LostError after a loss, ErrExtensionLimit at Config.MaxExtensions, and
+// *LostError after a loss, ErrExtensionLimit at Options.MaxExtensions, and
 // ErrNotHeld when too little validity is left for a round to end before
 // the loss would be declared; nothing is sent then.
 func (l *Lock) Extend(ctx context.Context) error {
 	switch {
 	case ctx == nil:
 		return errNilContext
-	case l.c == nil:
+	case l == nil, l.c == nil:
 		return ErrUnlocked
 	case l.unlocked.Load():
 		return ErrUnlocked
@@ -266,7 +267,7 @@ func (c *Client) extendRound(ctx context.Context, st *lockState, cancel <-chan s
 	until := st.lease.WakeAt() // in a round: LoseAt, reached only by a pause or a missed deadline
 	st.mu.Unlock()
 	r := st.lease.Round() // only the holder of st.extending drives it
-	if cancelled, _ := c.run(ctx, r, started, cancel, until, vl, true, roomNews{}); cancelled {
+	if cancelled, _ := c.run(ctx, r, how{started: started, cancel: cancel, until: until, vl: vl, keep: true}); cancelled {
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		st.lease.Wake(c.now(vl)) // past LoseAt, the lease abandons the round and declares the loss
@@ -322,7 +323,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	switch {
 	case ctx == nil:
 		return errNilContext
-	case l.c == nil:
+	case l == nil, l.c == nil:
 		return ErrUnlocked
 	case !l.unlocked.CompareAndSwap(false, true):
 		return ErrUnlocked
@@ -346,22 +347,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
-	if c.fair {
-		// Before the followers are counted: a Lock that comes later
-		// attempts rather than wait for a turn this release won't ask for.
-		l.counted.release()
-	}
-	var waiting, handoff bool
-	if c.room != nil { // Fair has a room
-		waiting, handoff = c.room.follows(g.Key())
-	}
-	g = g.WithFollowers(waiting).WithHandoff(handoff)
 	var tell roomNews
-	switch {
-	case !c.fair:
-		tell = roomNews{room: c.room, counted: l.counted, key: g.Key(), early: handoff}
-	case handoff:
-		tell = roomNews{room: c.room, key: g.Key(), early: true}
+	if c.room != nil { // Fair has a room
+		// The Room counts l no more (with Fair, before the followers are
+		// counted), and says how the release hands the key on.
+		tell = c.room.release(g.Key(), l.counted)
+		g = tell.rel.Grant(g)
 	}
 	// This Client's next waiter of the key, if any, tries at once: as soon
 	// as the release's commands are on their way, where the driver says
@@ -377,15 +368,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		early, err = c.release(ctx, g, nil, tell)
 	}
-	if early.n != 0 {
-		early.retell()
-	} else {
-		tell.early = false // told once it is done: nothing to tell again
-		tell.tell()
-	}
-	if handoff { // its waiter may have left without the key
-		if handOn, try := c.room.reannounce(g.Key(), c.clock.Now()); handOn || try {
-			c.makeHeard(ctx, g.Key(), handOn, try)
+	if c.room != nil {
+		if early.ok {
+			tell.rel = early.rel // told as soon as its commands were on their way
+		}
+		if handOn, try := c.room.released(g.Key(), tell.rel); handOn || try {
+			c.makeHeard(ctx, g.Key(), handOn, try) // its waiters left without the key
 		}
 	}
 	if lost != nil {
@@ -412,7 +400,7 @@ func (c *Client) release(ctx context.Context, g core.Grant, vl *voteLog, news ro
 	if t := r.Command().Ticket; t > 0 {
 		c.room.queued(g.Key(), t) // Fair, followed: the Client's place in the nodes' queue
 	}
-	_, early = c.run(ctx, &r, now, nil, time.Time{}, vl, true, news)
+	_, early = c.run(ctx, &r, how{started: now, vl: vl, keep: true, news: news})
 	return early, c.spec.Released(g, &r)
 }
 

@@ -48,7 +48,7 @@ type Observer struct {
 	Waiters func(WaitersEvent)
 	// Handoff: a Lock that waited won the key after hearing it released.
 	Handoff func(HandoffEvent)
-	// Fence: an acquisition under Config.Fencing raised the key's fence.
+	// Fence: an acquisition under Options.Fencing raised the key's fence.
 	Fence func(FenceEvent)
 }
 
@@ -124,7 +124,7 @@ type AcquireEvent struct {
 	Attempts int
 	Start    time.Time     // when the call began, on the Client's clock
 	Duration time.Duration // from Start until it returned
-	Fence    uint64        // the acquired lock's fence, under Config.Fencing
+	Fence    uint64        // the acquired lock's fence, under Options.Fencing
 	// Votes are the last attempt's acquire round's answers, in the
 	// order they came.
 	Votes []VoteEvent

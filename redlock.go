@@ -10,7 +10,7 @@
 //
 // A Lock's Context is cancelled, with the cause in context.Cause, when the
 // lock is lost; a Lease extends it in the background until Unlock, within
-// a bound; with Config.Fencing, Lock.Fence returns a number that grows with
+// a bound; with Options.Fencing, Lock.Fence returns a number that grows with
 // every holder, for storage that refuses stale writers. Client.Lock, on a
 // held key, waits for the holder's release to be announced (or for its
 // keys to expire) rather than sleeping random delays; Options.Poll turns

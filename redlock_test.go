@@ -48,17 +48,20 @@ func TestJitterSpreads(t *testing.T) {
 }
 
 func TestNewClientFillsProductionInputs(t *testing.T) {
-	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Config: redlock.Config{TTL: time.Second}})
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
-	}
-	cfg := c.Config()
-	if cfg.Tokens == nil || cfg.Jitter == nil {
-		t.Fatal("inputs not filled")
 	}
 	lock, err := c.TryLock(context.Background(), "k")
 	if err != nil {
 		t.Fatal(err)
+	}
+	other, err := c.TryLock(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock.Token() == other.Token() || lock.Token() == (core.Token{}) {
+		t.Fatalf("tokens %v and %v: not drawn from a source of their own", lock.Token(), other.Token())
 	}
 	if r := time.Until(lock.Until()); r <= 0 || r > time.Second {
 		t.Fatalf("Until on the system clock is %v away", r)

@@ -16,11 +16,12 @@ import (
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // TestHotKeyQueuesWithinAClient: many goroutines of one Client on one key,
 // with hour-long retry delays (only a wake can hand the lock on), with
-// and without Config.Fair (the memnode cluster is then one waiter): no two
+// and without Options.Fair (the memnode cluster is then one waiter): no two
 // hold it at once, a non-atomic counter is exact, and the queue keeps the
 // attempts per acquisition small, where every waiter trying at every
 // release would make about as many as there are waiters.
@@ -37,8 +38,8 @@ func testHotKeyQueuesWithinAClient(t *testing.T, fair bool) {
 		mem.SetLatency(i, 200*time.Microsecond) // rounds overlap: waiters contend
 	}
 	nodes := newCounting(mem)
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{Fair: fair,
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, redlock.Options{Fair: fair,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -165,7 +166,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
 	mem := memnode.New(3, core.SystemClock{})
 	nodes := newCounting(mem)
-	opts := redlock.Options{Config: redlock.Config{TTL: 300 * time.Millisecond}}
+	opts := redlock.Options{TTL: 300 * time.Millisecond}
 	holder, err := redlock.NewClient(mem, opts)
 	require.NoError(t, err)
 	c, err := redlock.NewClient(nodes, opts)
@@ -183,7 +184,7 @@ func TestWaiterBehindAHolderThatNeverUnlocks(t *testing.T) {
 	for range 2 {
 		go func() {
 			l, err := c.Lock(ctx, "k")
-			got <- result{&l, err}
+			got <- result{l, err}
 		}()
 	}
 	nodes.waitRefused(2) // both made their first attempt and wait
@@ -218,16 +219,16 @@ func (w countedWatch) Stop() {
 	w.Watch.Stop()
 }
 
-// TestWatchLingers: a key's watch outlives its last waiter by watchLinger
+// TestWatchLingers: a key's watch outlives its last waiter by core.WatchLinger
 // (a second), so that a waiter that comes back within it finds its
 // subscriptions confirmed rather than subscribe again; it stops then.
 func TestWatchLingers(t *testing.T) {
 	clock := newStepClock()
 	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
-	c, err := redlock.NewClient(nodes, redlock.Options{Config: redlock.Config{TTL: ttl, NodeTimeout: bound,
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(nodes, redlock.Options{TTL: ttl, NodeTimeout: bound,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
-	ctx := context.Background()
+	ctx := testguard.Context(t)
 	for round := range 2 {
 		holder, err := c.TryLock(ctx, "k")
 		require.NoError(t, err)
@@ -241,6 +242,33 @@ func TestWatchLingers(t *testing.T) {
 	}
 	clock.set(clock.Now().Add(time.Second))
 	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a second after its last waiter left")
+	assert.Zero(t, clock.armed())
+}
+
+// TestWatchLingersItsTTLIfShorter: a key whose TTL is shorter than
+// core.WatchLinger lingers its TTL (core.Room's decision, which the
+// simulation's scaled times keep too).
+func TestWatchLingersItsTTLIfShorter(t *testing.T) {
+	const short = 400 * time.Millisecond
+	clock := newStepClock()
+	nodes := &watchCounting{Cluster: memnode.New(3, clock)}
+	c, err := redlock.NewClient(nodes, redlock.Options{TTL: short, NodeTimeout: bound,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
+	require.NoError(t, err)
+	ctx := testguard.Context(t)
+	holder, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	got := lockThenUnlock(ctx, c, "k")
+	for clock.next(t).Equal(clock.Now().Add(short)) { // the linger's, not the waiter's wait's
+	}
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-got)
+	assert.Equal(t, int32(1), nodes.started.Load(), "one watch")
+	assert.Zero(t, nodes.stopped.Load(), "it lingers")
+	clock.set(clock.Now().Add(short - time.Millisecond))
+	assert.Zero(t, nodes.stopped.Load(), "stopped before the TTL")
+	clock.set(clock.Now().Add(time.Millisecond))
+	assert.Equal(t, int32(1), nodes.stopped.Load(), "stopped a TTL after its last waiter left")
 	assert.Zero(t, clock.armed())
 }
 
@@ -259,10 +287,10 @@ func waitersAt(opts redlock.Options) (redlock.Options, <-chan int) {
 func TestDeadlineBehindWaitersBeforeAnyAttempt(t *testing.T) {
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
-			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute}})
+			opts, waiters := waitersAt(redlock.Options{Fair: fair, TTL: time.Minute})
 			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), opts)
 			require.NoError(t, err)
-			ctx := context.Background()
+			ctx := testguard.Context(t)
 			held, err := c.TryLock(ctx, "k")
 			require.NoError(t, err)
 			first := make(chan error, 1)
@@ -297,8 +325,8 @@ func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
 			clk := newStepClock()
 			nodes := newCounting(memnode.New(3, clk))
-			opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{Fair: fair, TTL: time.Minute,
-				Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+			opts, waiters := waitersAt(redlock.Options{Fair: fair, TTL: time.Minute,
+				Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 			c, err := redlock.NewClient(nodes, opts)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a guard, not a wait
@@ -311,7 +339,7 @@ func TestLockWaitsBehindItsClientsHolder(t *testing.T) {
 				got := make(chan result, 1)
 				go func() {
 					l, err := c.Lock(ctx, "k")
-					got <- result{&l, err}
+					got <- result{l, err}
 				}()
 				return got
 			}
@@ -438,8 +466,8 @@ type handoff struct {
 // waiters for as long as the test runs.
 func handToWaiter(t *testing.T, d redlock.Driver, ttl time.Duration, arm func(), unlock bool) (handoff, error) {
 	t.Helper()
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: ttl,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: ttl,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
@@ -505,15 +533,15 @@ func TestHandoffChainOpensToOthers(t *testing.T) {
 
 func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 	d := &quietLog{Cluster: memnode.New(3, core.SystemClock{}), quiet: map[core.Token]bool{}}
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Fair: fair,
-		Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: time.Minute, Fair: fair,
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a guard, not a wait
 	defer cancel()
 	first, err := c.TryLock(ctx, "k")
 	require.NoError(t, err)
-	cur := &first
+	cur := first
 	releases := core.MaxChain + 3
 	var tokens []core.Token // of the Locks, in the order they are unlocked
 	for range releases {
@@ -522,7 +550,7 @@ func testHandoffChainOpensToOthers(t *testing.T, fair bool) {
 		go func() {
 			l, err := c.Lock(ctx, "k")
 			assert.NoError(t, err)
-			next <- &l
+			next <- l
 		}()
 		require.Equal(t, 1, <-waiters, "the next waits")
 		require.NoError(t, cur.Unlock(ctx))
@@ -703,15 +731,15 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 				da, db = m, m
 			}
 			d := &gated{clockedAnnouncer: da, inflight: make(chan struct{}), gate: make(chan struct{})}
-			cfg := redlock.Config{TTL: time.Minute, Fair: fair, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
-			optsA, wa := waitersAt(redlock.Options{Config: cfg})
+			base := redlock.Options{TTL: time.Minute, Fair: fair, Backoff: redlock.RandomDelay(time.Hour, time.Hour)}
+			optsA, wa := waitersAt(base)
 			var won atomic.Int32 // the acquisitions a won
 			optsA.Observer.Acquire = func(e redlock.AcquireEvent) {
 				if e.Err == nil {
 					won.Add(1)
 				}
 			}
-			optsB, wb := waitersAt(redlock.Options{Config: cfg})
+			optsB, wb := waitersAt(base)
 			a, err := redlock.NewClient(d, optsA)
 			require.NoError(t, err)
 			b, err := redlock.NewClient(db, optsB)
@@ -752,7 +780,7 @@ func TestQuietReleaseWhoseWaiterLeftIsAnnounced(t *testing.T) {
 // release heard: with Fair by handing the key on, without by a TryLock.
 func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	for _, fair := range []bool{false, true} {
-		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Config: redlock.Config{Fair: fair}})
+		c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Fair: fair})
 		require.NoError(t, err)
 		handOn, try := redlock.LeaveAfterQuietRelease(c, "k")
 		assert.Equal(t, fair, handOn, "fair %v: hand on", fair)
@@ -760,7 +788,7 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	}
 }
 
-// TestFairCancelledAttemptWakesItsClientsHead: with Config.Fair, a Lock
+// TestFairCancelledAttemptWakesItsClientsHead: with Options.Fair, a Lock
 // finds its Client's wait room empty and attempts at once while another
 // Lock of the Client is in the cleanup that queues the Client on every
 // node (the race seed 16809 of the simulation's Fair processes of two
@@ -768,19 +796,19 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 // Client out of that node's queue; its caller gives up, and its cleanup
 // frees the key there, queueing nobody and announcing nothing. The other
 // Lock, the head by then, whose retry delay is an hour and whose turn no
-// quorum of nodes would now give, attempts at once (core.Queue.Freed)
+// quorum of nodes would now give, attempts at once (core.Room.Ended)
 // and takes the key. The clock stands still, so nothing but the Freed
 // wake can end the head's wait, and the room keeps the key's queue.
 func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 	m := memnode.New(3, newStepClock())
 	d := &gated{clockedAnnouncer: m, took: make(chan struct{}), cleaned: make(chan struct{}), open: make(chan struct{})}
-	cfg := redlock.Config{TTL: time.Minute, Fair: true, Retry: core.RandomDelay(3, time.Hour, time.Hour)}
+	base := redlock.Options{TTL: time.Minute, Fair: true, Backoff: redlock.RandomDelay(time.Hour, time.Hour)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a guard, not a wait
 	defer cancel()
-	opts, waiters := waitersAt(redlock.Options{Config: cfg})
+	opts, waiters := waitersAt(base)
 	a, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
-	b, err := redlock.NewClient(m, redlock.Options{Config: cfg})
+	b, err := redlock.NewClient(m, base)
 	require.NoError(t, err)
 	// A Lock of a waits behind b's and takes the key at b's release, its
 	// turn; its own release, with nobody of a waiting, hands nothing on
@@ -843,7 +871,7 @@ func lockThenUnlock(ctx context.Context, c *redlock.Client, key string) <-chan e
 // hands the key to the Client's waiter is quiet; once it is done the
 // waiter attempts, but another process took the key in between, and the
 // waiter's caller gives up. Leaving, the last waiter of the Client, it
-// makes the release heard (core.Queue.Left): without Fair, a TryLock,
+// makes the release heard (core.Room.Leave): without Fair, a TryLock,
 // which here finds the other process's key.
 func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	m := memnode.New(3, newStepClock())
@@ -854,7 +882,7 @@ func TestWaiterThatLeavesAfterAQuietReleaseMakesItHeard(t *testing.T) {
 	defer giveUp()
 	votes := make(chan core.Op, 64)
 	var tries atomic.Int32
-	opts, waiters := waitersAt(redlock.Options{Config: redlock.Config{TTL: time.Minute, Retry: core.RandomDelay(3, time.Hour, time.Hour)}})
+	opts, waiters := waitersAt(redlock.Options{TTL: time.Minute, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	opts.Observer.Vote = func(e redlock.VoteEvent) {
 		if e.Context == wctx {
 			votes <- e.Op

@@ -32,7 +32,7 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 	// A node timeout well above the default (TTL/200, 50 ms): these tests
 	// count allocations, and a CI machine busy with other packages' tests
 	// must not fail them with a round that timed out.
-	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed, NodeTimeout: time.Second}})
+	c, err := redlock.NewClient(drv, redlock.Options{TTL: ttl, FanOut: core.Multiplexed, NodeTimeout: time.Second})
 	if err != nil {
 		_ = closeFn() // NewClient's error is the one to report
 		tb.Fatal(err)
@@ -43,7 +43,7 @@ func handleClient(tb testing.TB, driver string) (*redlock.Client, func() error) 
 // handlePair takes key with op (TryLock or Lock) and unlocks the handle.
 // The handle stays in this frame.
 func handlePair(ctx context.Context, c *redlock.Client, op, key string) error {
-	var l redlock.Lock
+	var l *redlock.Lock
 	var err error
 	if op == "lock" {
 		l, err = c.Lock(ctx, key)
@@ -58,8 +58,9 @@ func handlePair(ctx context.Context, c *redlock.Client, op, key string) error {
 
 // BenchmarkHandle measures TryLock+Unlock and Lock+Unlock of an
 // uncontended key on every driver, at N=5 multiplexed, one goroutine,
-// with allocs/op and goroutines/op: the redesign's goal is 0 and 0
-// without a lease (TestHandleAllocatesNothing asserts it where it holds).
+// with allocs/op and goroutines/op: the goal is the handle's one
+// allocation (the *Lock) and no goroutine without a lease
+// (TestHandleAllocatesOnce asserts it where it holds).
 //
 //	go test -run '^$' -bench 'Handle/' -benchmem ./bench
 func BenchmarkHandle(b *testing.B) {
@@ -97,18 +98,18 @@ func BenchmarkHandle(b *testing.B) {
 // and then shares a pipeline, which go-redis allocates for.
 var handleZeroDrivers = []string{"mem", "redigo", "radix"}
 
-// maxStray bounds the goroutines per pair that TestHandleAllocatesNothing
+// maxStray bounds the goroutines per pair that TestHandleAllocatesOnce
 // lets pass as the driver's own: the count is the process's, and a
 // driver's background goroutine (a redial, a subscription) may start
 // during the 201 pairs. One per pair is what it catches.
 const maxStray = 0.05
 
-// TestHandleAllocatesNothing: TryLock+Unlock and Lock+Unlock of an
-// uncontended key without a lease, at N=5 multiplexed, allocate nothing
-// and start no goroutine on mem, redigo and radix. The other drivers'
-// figures are logged. Under the race detector only the goroutines are
-// asserted (.ci/run runs this test without it too).
-func TestHandleAllocatesNothing(t *testing.T) {
+// TestHandleAllocatesOnce: TryLock+Unlock and Lock+Unlock of an
+// uncontended key without a lease, at N=5 multiplexed, allocate the
+// *Lock only and start no goroutine on mem, redigo and radix. The other
+// drivers' figures are logged. Under the race detector only the
+// goroutines are asserted (.ci/run runs this test without it too).
+func TestHandleAllocatesOnce(t *testing.T) {
 	ctx := context.Background()
 	for _, d := range target.Drivers() {
 		t.Run("driver="+d, func(t *testing.T) {
@@ -133,8 +134,8 @@ func TestHandleAllocatesNothing(t *testing.T) {
 				})
 				gor := float64(measure.ReadCounters().Goroutines-g0) / 201 // AllocsPerRun's warm-up run too
 				switch {
-				case zero && ((allocs != 0 && !raceEnabled) || gor >= maxStray):
-					t.Errorf("%s+Unlock: %v allocs/op, %.3g goroutines/op; want 0 and 0", op, allocs, gor)
+				case zero && ((allocs != 1 && !raceEnabled) || gor >= maxStray):
+					t.Errorf("%s+Unlock: %v allocs/op, %.3g goroutines/op; want 1 (the Lock) and 0", op, allocs, gor)
 				default:
 					t.Logf("%s+Unlock: %v allocs/op, %.3g goroutines/op", op, allocs, gor)
 				}

@@ -22,25 +22,26 @@
 // BenchmarkHandle is the handle's own cost: TryLock+Unlock (op=trylock)
 // and Lock+Unlock (op=lock) of an uncontended key, without a lease, at N=5
 // multiplexed, one goroutine, straight over each driver, with allocs/op
-// and goroutines/op. TestHandleAllocatesNothing asserts 0 of each on mem,
-// redigo and radix and logs the other drivers' figures.
+// and goroutines/op. TestHandleAllocatesOnce asserts 1 allocation (the
+// *Lock) and no goroutine on mem, redigo and radix and logs the other
+// drivers' figures.
 //
 // BenchmarkVariants is the fencing and lease table: at N=5, one client,
 // each driver's TryLock+Unlock through the bare handle (variant=plain),
-// with Config.Fencing and the handle's Fence read (fenced), with the
+// with Options.Fencing and the handle's Fence read (fenced), with the
 // handle's Context asked for, which starts its watcher goroutine
 // (handle), and with Lease{Fraction: 1/3} (lease: no extension falls
 // within a pair, so it measures the lease's setup and teardown). It adds
 // rounds/op, the driver's rounds (core.Driver.Begin calls) per pair,
 // counted exactly by a wrapper around the driver (target.RoundCounter).
 // TestVariantRounds asserts them, 2 per pair and 3 fenced, on every
-// driver; TestPlainAndFencedAllocateNothing asserts 0 allocations for the
-// plain and fenced pairs on mem.
+// driver; TestPlainAndFencedAllocateOnce asserts 1 allocation (the
+// *Lock) for the plain and fenced pairs on mem.
 //
 // BenchmarkHandoff is the hot key: 2, 8 and 32 contenders on one key at
 // N=5, each looping redlock.Client's Lock (waiting as long as it takes), a
 // tiny critical section, Unlock, with one Client per sub-benchmark woken
-// by release announcements (wait=wake) or polling Config.Retry's delays
+// by release announcements (wait=wake) or polling Options.Backoff's delays
 // (wait=poll, Options.Poll), over redigo and rueidis. b.N counts critical
 // sections; it adds handoff-p50-µs and handoff-p99-µs (a release's
 // return to the next holder's acquire returning), sections/s and early-%

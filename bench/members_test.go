@@ -398,7 +398,7 @@ func (e *membersEnv) subject(b *testing.B, n int, k membersKind, spec measure.Sp
 	if err != nil {
 		b.Fatal(err)
 	}
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: membersNodeTimeout, FanOut: core.Multiplexed}})
+	c, err := redlock.NewClient(d, redlock.Options{TTL: ttl, NodeTimeout: membersNodeTimeout, FanOut: core.Multiplexed})
 	if err != nil {
 		_ = d.Close()
 		b.Fatal(err)

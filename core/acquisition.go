@@ -47,7 +47,7 @@ type Acquisition struct {
 	err      *Error // the last attempt's failure, or the result
 	cause    error  // set by Cancel
 	ticket   int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	followed bool   // with Config.Fair: other waiters of the process wait behind it (Queue.Look)
+	followed bool   // with Config.Fair: other waiters of the process wait behind it (Room.Look)
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
@@ -138,15 +138,15 @@ func (a *Acquisition) startAttempt(now time.Time) {
 func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 
 // queued records, with Config.Fair, that the nodes queued the
-// acquisition's process under ticket (Queue.Look): the cleanups of its
+// acquisition's process under ticket (Room.Look): the cleanups of its
 // failed attempts keep that place rather than queue it at the back. The
 // earliest place it knows counts; 0 changes nothing. With followed
-// (Queue.Look) other waiters of the process wait behind it: the
+// (Room.Look) other waiters of the process wait behind it: the
 // process's entry is theirs too, so an acquisition that gives up while
 // followed does not take it out (no leave round, and a last cleanup that
 // queues the process again).
 func (a *Acquisition) queued(ticket int64) {
-	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutations.placeIgnored {
+	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutPlaceIgnored {
 		a.ticket = ticket
 	}
 }
@@ -177,7 +177,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		case a.cause != nil:
 			// A cleanup that queued the waiter (Ticket > 0) before the
 			// cancel came is followed by the leave round.
-			if r.cmd.Ticket > 0 && !mutations.cancelStaysQueued && a.leave(now) {
+			if r.cmd.Ticket > 0 && !mutCancelStaysQueued && a.leave(now) {
 				return
 			}
 			a.finish(a.cancelled())
@@ -197,7 +197,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	elapsed := now.Sub(a.start)
 	drift := s.drift
-	if mutations.validityWithoutDrift {
+	if mutValidityWithoutDrift {
 		drift = 0
 	}
 	g := Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
@@ -209,7 +209,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
 			fence := r.maxFence()
-			if !mutations.skipFenceRaise {
+			if !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
@@ -298,7 +298,7 @@ func (a *Acquisition) maybeWake(now time.Time) {
 	}
 	heldFreed := a.wakeCount > 0 && bits.OnesCount32(a.announced&a.held) >= a.wakeCount
 	quorumFree := bits.OnesCount32(a.announced|a.ours) >= a.spec.quorum && a.announced&^a.ours != 0 &&
-		!mutations.wakeOnHeldOnly
+		!mutWakeOnHeldOnly
 	if !heldFreed && !quorumFree {
 		return
 	}
@@ -326,9 +326,9 @@ func (a *Acquisition) Announce(node int, now time.Time) {
 // SetListening tells the acquisition which nodes' announcements of the
 // key the caller hears: bit i for node i. While they include enough of
 // the nodes the other holder held to bring the wake forward, a wait lasts
-// until Announce does so or the holders' keys expire (HolderExpiry), and
-// the retry delay is used only when their expiry is unknown. Otherwise a
-// wait ends at the earlier of the retry delay and the expiry.
+// until Announce does so or the holders' keys expire (as their Reply.TTL
+// said), and the retry delay is used only when their expiry is unknown.
+// Otherwise a wait ends at the earlier of the retry delay and the expiry.
 func (a *Acquisition) SetListening(nodes uint32) { a.listening = nodes }
 
 // relying reports whether the wait may rely on announcements: the nodes
@@ -355,7 +355,7 @@ func (a *Acquisition) holderExpiry() time.Time { return a.expiry }
 func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
-	a.ours = a.round.tally.oks() // for Queue.Freed, should the raise be cancelled
+	a.ours = a.round.tally.oks() // for Room.Ended, should the raise be cancelled
 	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
 }
 
@@ -406,7 +406,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 // (a Fair acquire there takes the process out of the node's queue), or
 // its cleanup having freed it on some node or maybe so (a node that did
 // not answer it): a key the node had handed to the process, say
-// (Queue.Freed).
+// (Room.Ended).
 func (a *Acquisition) freedKey() bool {
 	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.round.cmd.Ticket != 0 {
 		return false
@@ -439,7 +439,7 @@ func (a *Acquisition) leave(now time.Time) bool {
 }
 
 // WakeAt returns when the wait of PhaseWait ends: at the retry delay's
-// end, or at the holders' expiry (HolderExpiry) when that comes first or
+// end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
 func (a *Acquisition) WakeAt() time.Time {
@@ -465,7 +465,7 @@ func (a *Acquisition) Wake(now time.Time) {
 // WaitAgain starts the wait afresh at now, in PhaseWait: a retry delay
 // from now, and nothing of what the last attempt learnt, which another
 // holder has since made stale (within a process, a waiter behind the
-// head that just took the lock: see Queue). Announcements then wake it
+// head that just took the lock: see Room). Announcements then wake it
 // once a quorum of nodes is announced free.
 //
 // A new acquisition, before its first attempt is driven, waits so too
@@ -522,13 +522,13 @@ func (a *Acquisition) Cancel(now time.Time, cause error) {
 		// attempt is on the nodes, but a Fair waiter leaves the queues
 		// first.
 		a.err = a.cancelled()
-		if mutations.cancelStaysQueued && a.phase != PhaseWait || !a.leave(now) {
+		if mutCancelStaysQueued && a.phase != PhaseWait || !a.leave(now) {
 			a.finish(a.err)
 		}
 	case !a.cleaning:
 		a.err = a.cancelled()
 		a.err.Nodes = a.spec.results(&a.round.tally)
-		a.ours |= a.round.tally.oks() // for Queue.Freed; a raise's adds to its attempt's (startRaise)
+		a.ours |= a.round.tally.oks() // for Room.Ended; a raise's adds to its attempt's (startRaise)
 		a.startCleanup(now)
 	}
 }

@@ -53,7 +53,7 @@ type Config struct {
 	// enough that a crashed holder frees the lock soon.
 	TTL time.Duration
 	// DriftPPM is the clock-drift allowance in parts per million of the TTL,
-	// in [0, 1e6). Zero means DefaultDriftPPM (1%).
+	// in [0, 1e6). Zero means the default, 10,000 (1%).
 	DriftPPM int64
 	// DriftFixed is added to the drift allowance; it covers the millisecond
 	// granularity of Redis expiry. Zero means 2 ms.
@@ -76,11 +76,11 @@ type Config struct {
 	// MaxExtensions bounds how often one lock may be extended (the distlock
 	// page's liveness rule). Zero means 10; negative forbids extension.
 	MaxExtensions int
-	// Fencing makes every acquisition return a fence (Lock.Fence) strictly
+	// Fencing makes every acquisition return a fence (Grant.Fence) strictly
 	// greater than the fences of every earlier holder of the key, as long
 	// as the nodes keep their counters: see the package documentation's
 	// "Fencing". It costs one more round per acquisition, and one counter
-	// key per locked key on every node (FenceKey). Off by default.
+	// key per locked key on every node (FenceKeyPrefix). Off by default.
 	Fencing bool
 	// Fair queues the waiters of a key on the nodes, so that a release
 	// hands the key to one waiter, first come first served across

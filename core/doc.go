@@ -5,15 +5,18 @@
 // validated configuration) starts them: an Acquisition (attempts, their
 // cleanups and the waits between them), a Round (one command to every
 // node), a Lease (when to extend a Grant and when to declare it lost) and
-// a Queue (which of one process's waiters attempts next). Each says what
-// to send and when to act next, takes the replies and the time (now) as
-// inputs, and never reads a clock, sleeps, starts a goroutine or does
-// I/O: the root package's Client is the one runner that does, over a
-// Driver, and the simulation (internal/sim) drives the same values.
+// a Room (one process's wait room of a key: which of its waiters
+// attempts next, what a release hands on, how long the key's watch
+// lingers). Each says what to send and when to act next, takes the
+// replies and the time (now) as inputs, and never reads a clock, sleeps,
+// starts a goroutine or does I/O: the root package's Client is the one
+// runner that does, over a Driver, and the simulation (internal/sim)
+// drives the same values.
 //
 // It imports the standard library only (no fmt, no reflect), keeps no
-// package-level mutable state (but for switches only its own tests set),
-// and allocates nothing on the success paths of an acquisition, a
+// package-level mutable state (its tests' switches that re-introduce
+// fixed bugs exist only with the build tag redlock_mutations), and
+// allocates nothing on the success paths of an acquisition, a
 // release and an extension for up to MaxNodes nodes, so it compiles and
 // runs under WebAssembly and TinyGo. Tokens (TokenSource) and jitter
 // (Rand) are inputs; the root package supplies production ones, and
@@ -76,7 +79,7 @@
 //     appendonly yes and appendfsync always. Otherwise it may forget a key
 //     and let a second client win a majority.
 //   - Work: the holder finishes its work, or extends, before the lock's
-//     validity runs out (Grant.RemainingAt). A Lease declares the loss a
+//     validity runs out (Grant.ValidUntil). A Lease declares the loss a
 //     round's bound (the round bound (the node timeout; N of them when sequential)) before that, and starts no
 //     extension that could still be in flight then. A process paused past that
 //     point (GC, SIGSTOP) no longer holds the lock and must not act as if
@@ -146,7 +149,7 @@
 // Announcements are hints: what follows is an ordinary attempt, so a lost
 // one costs time and a forged one a round, never exclusion. A caller that
 // hears none (polling) still wakes at the holders' expiry when it comes
-// before the retry delay. Within one process, a Queue makes one waiter of
+// before the retry delay. Within one process, a Room makes one waiter of
 // a key attempt at a time.
 //
 // # Fair handoff
@@ -173,11 +176,11 @@
 //     disagree, a waiter that left) at the cost of time, never of
 //     exclusion; a handed key that nobody takes expires after the
 //     handoff, and the waiters retry on their timers.
-//   - Within a process, the waiters of a key take turns (Queue): a new
+//   - Within a process, the waiters of a key take turns (Room): a new
 //     waiter waits behind the others, or behind the process's own holder
 //     (WaitAgain before its first attempt). A release that more of its
 //     waiters follow hands the key on to the next of them, up to
-//     MaxChain in a row (Queue.Follow, Grant.WithHandoff): a plain,
+//     MaxChain in a row (Room.Release, Grant.WithHandoff): a plain,
 //     unannounced compare-and-delete, the waiter's attempt right behind
 //     it on each node (Flusher), outside the nodes' queue. The next
 //     release is open: it queues the process again at the back
@@ -185,20 +188,20 @@
 //     nodes queued. So the queue orders processes in turns of at most
 //     MaxChain+1 critical sections, and a turn within a process costs
 //     one round trip. The place that release queued the process under
-//     is the process's (Queue.Queued): its next head keeps it in the
-//     cleanups of its failed attempts (Queue.Look) rather than
+//     is the process's (Room.Queued): its next head keeps it in the
+//     cleanups of its failed attempts (Room.Look) rather than
 //     queue the process at the back. So is the place a followed head's
 //     own attempts took: if it gives up, its followers keep it. Only the
 //     head speaks for the process (a waiter behind it drops its own
-//     ticket: Queue.Behind), and a lock of the process that takes the
-//     key ends the place (Queue.Hold). A handed-on release whose waiters
+//     ticket: Room.Look), and a lock of the process that takes the
+//     key ends the place (Room.Leave, Room.Ended). A handed-on release whose waiters
 //     leave without the key, nobody of the process left to take it, is
 //     made heard, once done or as the last of them leaves
-//     (Queue.Reannounce, Queue.Left): the Spec.HandOn round hands the
+//     (Room.Released, Room.Leave): the Spec.HandOn round hands the
 //     nodes' free key to the first process in their queue. A lock of
 //     the process that attempted at once and ended without the key may
 //     have taken the process out of a node's queue, taking the key there:
-//     the head then attempts at once (Queue.Freed), and its cleanup
+//     the head then attempts at once (Room.Ended), and its cleanup
 //     queues the process again if it fails.
 //
 // The order that wins is the tickets'. A process whose clock runs behind

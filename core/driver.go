@@ -16,9 +16,9 @@ const (
 	// OpExtend sets the expiry of key to ttl only if it holds token (a Lua
 	// compare-and-PEXPIRE). It never creates the key.
 	OpExtend
-	// OpAcquireFenced is OpAcquire for a Locker with Config.Fencing: when
+	// OpAcquireFenced is OpAcquire for a Spec with Config.Fencing: when
 	// the SET succeeds, the node also increments the key's fence counter
-	// (the key FenceKey(Key), which has no expiry) in the same atomic
+	// (the key FenceKeyPrefix + Key, which has no expiry) in the same atomic
 	// step, and replies StatusOK with the counter's new value in
 	// Reply.Fence. A refused SET changes nothing and replies StatusHeld.
 	OpAcquireFenced
@@ -141,7 +141,7 @@ type Reply struct {
 	// StatusHeld, how long the other holder's key has left on the node
 	// (PTTL), when the driver knows it; zero when it does not, or when
 	// the key has no expiry. A waiting Acquisition retries when enough
-	// holders' keys will have expired (Acquisition.HolderExpiry).
+	// holders' keys will have expired (Acquisition.WakeAt).
 	TTL time.Duration
 }
 
@@ -187,7 +187,7 @@ type Driver interface {
 // continues.
 type Batch interface {
 	// Send issues cmd to node without waiting for its reply. The command must
-	// not take longer than deadline, which is read on the Locker's clock:
+	// not take longer than deadline, which is read on the caller's clock:
 	// at deadline the node's reply is StatusTimeout. Send must not block on
 	// the network; a driver that can pipeline may buffer the command until
 	// the next Receive.

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The conditions a Locker reports. Every error it returns matches exactly
+// The conditions core reports. Every error it returns matches exactly
 // one of them with errors.Is; most are an *Error with the per-node detail.
 var (
 	// ErrTaken: other tokens hold the key on enough nodes to deny a quorum.

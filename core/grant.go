@@ -30,7 +30,7 @@ func (g Grant) WithFollowers(follow bool) Grant {
 }
 
 // WithHandoff returns g, whose release hands the key on to a waiter of
-// the caller's process (Queue.Follow), whose attempt goes right behind
+// the caller's process (Room.Release), whose attempt goes right behind
 // the release on each node (Flusher): the release announces nothing
 // (Command.Quiet), since every other attempt would be refused, and with
 // Config.Fair it is a plain compare-and-delete, outside the nodes'
@@ -61,9 +61,9 @@ func (g Grant) ValidUntil() time.Time {
 	return g.end.Add(g.validity)
 }
 
-// RemainingAt returns how long the grant stays valid after now, never
+// remainingAt returns how long the grant stays valid after now, never
 // negative. A now before the end of the round that set validity means the
-// clock ran backwards: the remaining time is then unknown and RemainingAt
+// clock ran backwards: the remaining time is then unknown and remainingAt
 // returns 0.
 func (g Grant) remainingAt(now time.Time) time.Duration {
 	if g.validity <= 0 {

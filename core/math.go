@@ -2,7 +2,7 @@ package core
 
 import "time"
 
-// MaxNodes is the largest N a Locker accepts. Every per-round array is sized
+// MaxNodes is the largest N a Spec accepts. Every per-round array is sized
 // by it, so a round over up to MaxNodes nodes never touches the heap.
 const MaxNodes = 32
 
@@ -74,7 +74,7 @@ func (v vote) String() string {
 }
 
 // tally counts the answers of one round and decides it as early as the
-// answers allow. The zero tally has no nodes; use NewTally. A tally is a
+// answers allow. The zero tally has no nodes; use newTally. A tally is a
 // value of fixed size, meant to live on the stack.
 type tally struct {
 	n, quorum int

@@ -22,26 +22,6 @@ func TestNeededIsTheFewestRepliesThatDecide(t *testing.T) {
 	}
 }
 
-// TestNeededCheckerCatchesOverstating breaks Needed on purpose (one reply
-// too many) and expects the check to say so.
-func TestNeededCheckerCatchesOverstating(t *testing.T) {
-	defer NeededOverstates()()
-	caught, open := 0, 0
-	for _, c := range neededCases() {
-		r := c.round()
-		if r.Done() {
-			continue // a cleanup that awaits nobody: nothing to gather
-		}
-		open++
-		if checkNeeded(r) != nil {
-			caught++
-		}
-	}
-	if open == 0 || caught != open {
-		t.Fatalf("the check caught the overstated Needed in %d of %d cases", caught, open)
-	}
-}
-
 // TestNeededSequential: a sequential round's every reply may hand out the
 // next command.
 func TestNeededSequential(t *testing.T) {

@@ -47,7 +47,7 @@ func (p RetryPolicy) WithTries(tries int) RetryPolicy {
 	return p
 }
 
-// IsZero reports whether p is the zero policy, which means DefaultRetry.
+// isZero reports whether p is the zero policy, which means DefaultRetry.
 func (p RetryPolicy) isZero() bool { return p == RetryPolicy{} }
 
 // validate reports why p cannot be used, or "" if it can.

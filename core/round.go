@@ -48,7 +48,7 @@ type Round struct {
 
 // Next returns the next command to send, to node, bounded by deadline on
 // the caller's clock, or ok == false when none is due until a reply comes
-// in (or the round is done). now is the current reading of the Locker's
+// in (or the round is done). now is the current reading of the caller's
 // clock: a sequential round's deadline counts from it.
 //
 // Next is small enough to inline: the caller copies the command straight
@@ -131,7 +131,7 @@ func (r *Round) Needed() int {
 	if r.fanOut == Multiplexed && int(r.sent) == r.tally.n {
 		k = r.needed()
 	}
-	if mutations.neededOverstates {
+	if mutNeededOverstates {
 		k++
 	}
 	return k

@@ -78,6 +78,22 @@ func (s *Spec) checkKeepable() error {
 	return nil
 }
 
+// Try begins an acquisition of key at now that makes one attempt and never
+// waits: as Acquire, but it ends after the attempt (with its cleanup, if
+// it failed), whatever Config.Retry's tries. With Config.Fair, the
+// attempt and its cleanup are those of a Spec without Fair: a caller that
+// will not wait must not join the nodes' waiter queues, where a waiter
+// that never comes would be handed a release for nothing, nor take a key
+// the nodes hand to a waiter. Keys are checked with the Spec's own rules,
+// Fair's included.
+func (s Spec) Try(key string, tok Token, now time.Time) (Acquisition, error) {
+	if err := s.checkKey(key); err != nil {
+		return Acquisition{}, err
+	}
+	s.cfg.Fair, s.cfg.Retry.tries = false, 1
+	return s.Acquire(key, tok, now)
+}
+
 // fairRelease returns cmd, a release, as a Fair one. A key it frees is
 // handed to the first waiter for two round bounds, for the announcement to
 // reach the waiter and its attempt to take the key, and at least 10 ms; a
@@ -129,7 +145,7 @@ func (s Spec) roundBound() time.Duration {
 // (Lease.LoseAt): a round bound before the end of its validity, so that
 // the holder is told before the lock stops being valid.
 func (s *Spec) loseAt(g Grant) time.Time {
-	if mutations.leaseLosesAtValidity {
+	if mutLeaseLosesAtValidity {
 		return g.ValidUntil()
 	}
 	return g.ValidUntil().Add(-s.roundBound())
@@ -192,7 +208,7 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 }
 
 // HandOn returns the round that hands key, where it is free, to the
-// first process in each node's waiter queue (Config.Fair; Queue.Reannounce):
+// first process in each node's waiter queue (Config.Fair; Room.Released):
 // a Fair release of a token no lock holds, which a node answers as for a
 // key gone, or as the caller's own for a key it handed to the caller's
 // process, and which, the key then free, hands it on as every release
@@ -229,17 +245,17 @@ func (s Spec) Released(g Grant, r *Round) error {
 func (s *Spec) extended(g Grant, r *Round, now time.Time) (_ Grant, lost bool, _ *Error) {
 	elapsed := now.Sub(r.started())
 	drift := g.drift
-	if mutations.extendWithSpecDrift {
+	if mutExtendWithSpecDrift {
 		drift = s.drift
 	}
-	if mutations.validityWithoutDrift {
+	if mutValidityWithoutDrift {
 		drift = 0
 	}
 	validity := Validity(g.ttl, elapsed, drift)
 	switch {
 	case r.tally.vote() != voteWon:
 		e := s.failure(OpExtend, g.key, &r.tally)
-		return g, (errors.Is(e.Kind, ErrNotHeld) || errors.Is(e.Kind, ErrTaken)) && !mutations.extendKeepsLostLock, e
+		return g, (errors.Is(e.Kind, ErrNotHeld) || errors.Is(e.Kind, ErrTaken)) && !mutExtendKeepsLostLock, e
 	case validity <= 0:
 		return g, false, &Error{Op: OpExtend, Kind: ErrNotHeld, Key: g.key, Attempts: 1,
 			Cause: &validityError{ttl: g.ttl, elapsed: elapsed, drift: drift}}

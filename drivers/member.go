@@ -64,17 +64,17 @@ const (
 // standalone member) fails the second to connect with ErrMisconfigured.
 // On a Cluster a key's fence counter and queues are named in its hash
 // slot (a key with '}' and no hash tag is refused there, with
-// ErrMisconfigured). With Replicas, each acquisition and extension is
-// followed by WAIT on the write's connection, on a second connection per
-// member so that a blocked WAIT holds up no release; a short count fails
-// the vote with ErrNotReplicated, and a master with fewer connected
-// replicas than Replicas is refused, with ErrNotReplicated too, before
-// any lock command reaches it. Keep WaitTimeout well below the Client's
-// NodeTimeout. Sentinels that do not know the master name, or a Cluster
-// seed not in cluster mode, make the member's commands fail with
-// ErrMisconfigured. On a Cluster whose masters all run Redis 7.0 or
-// later, release announcements use SPUBLISH and SSUBSCRIBE on a channel
-// in the key's slot; otherwise PUBLISH, which a
+// ErrMisconfigured). With Replicas, each acquisition, extension and fence
+// raise (core.Waited) is followed by WAIT on the write's connection, on
+// a second connection per member so that a blocked WAIT holds up no
+// release; a short count fails the vote with ErrNotReplicated, and a
+// master with fewer connected replicas than Replicas is refused, with
+// ErrNotReplicated too, before any lock command reaches it. Keep
+// WaitTimeout well below the Client's NodeTimeout. Sentinels that do not
+// know the master name, or a Cluster seed not in cluster mode, make the
+// member's commands fail with ErrMisconfigured. On a Cluster whose
+// masters all run Redis 7.0 or later, release announcements use SPUBLISH
+// and SSUBSCRIBE on a channel in the key's slot; otherwise PUBLISH, which a
 // Cluster broadcasts to every node.
 type Member struct {
 	// Topology is the member's kind.
@@ -86,9 +86,9 @@ type Member struct {
 	// MasterName names a SentinelGroup's master, as the Sentinels know it.
 	MasterName string
 	// Replicas, when positive, is how many replicas must acknowledge each
-	// acquisition and extension (WAIT) before the member's vote counts:
-	// give every replica the member has, so that any promoted replica
-	// holds the key. A vote whose WAIT falls short, or times out, counts
+	// acquisition, extension and fence raise (WAIT) before the member's
+	// vote counts: give every replica the member has, so that any
+	// promoted replica holds the key and its fence counter. A vote whose WAIT falls short, or times out, counts
 	// as no vote.
 	Replicas int
 	// WaitTimeout bounds each WAIT; it must be positive when Replicas is.

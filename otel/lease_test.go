@@ -26,7 +26,7 @@ func TestObserverLeaseLoss(t *testing.T) {
 		name, cause string
 		sentinel    error
 		lease       redlock.Lease
-		cfg         redlock.Config
+		opts        redlock.Options
 		// fault breaks the lock and returns when it began; extended is
 		// when the lease's first successful extension was heard.
 		fault func(t *testing.T, servers []*redistest.Server, extended <-chan time.Time) time.Time
@@ -107,7 +107,7 @@ func TestObserverLeaseLoss(t *testing.T) {
 		},
 		{
 			name: "max-extensions", cause: "extension_limit", sentinel: redlock.ErrExtensionLimit,
-			cfg:   redlock.Config{MaxExtensions: 1},
+			opts:  redlock.Options{MaxExtensions: 1},
 			fault: untilExtended,
 			extensions: func(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 				require.Len(t, spans, 1, "one extension allowed, none refused in a round")
@@ -148,11 +148,12 @@ func TestObserverLeaseLoss(t *testing.T) {
 			}
 			lease := c.lease
 			lease.Fraction = 0.25
-			cfg := c.cfg
+			opts := c.opts
 			// Node timeouts long against a loaded machine under -race: the
 			// live nodes answer in time.
-			cfg.TTL, cfg.NodeTimeout = 3*time.Second, 500*time.Millisecond
-			client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs, Lease: &lease, Config: cfg})
+			opts.TTL, opts.NodeTimeout = 3*time.Second, 500*time.Millisecond
+			opts.Observer, opts.Lease = rec.obs, &lease
+			client, err := redlock.NewClient(dial(t, addrs), opts)
 			require.NoError(t, err)
 
 			ctx := context.Background()

@@ -203,11 +203,11 @@ func testObserver(t *testing.T, lockNames bool) {
 	defer func() { assert.NoError(t, drv.Close()) }()
 	// Node timeouts long against a loaded machine under -race: no node
 	// times out, which the metrics check.
-	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Config: redlock.Config{
-		Fencing: true, NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	client, err := redlock.NewClient(drv, redlock.Options{Observer: obs,
+		Fencing: true, NodeTimeout: time.Second, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	leased, err := redlock.NewClient(drv, redlock.Options{Observer: obs, Lease: &redlock.Lease{Fraction: 0.25},
-		Config: redlock.Config{TTL: 2 * time.Second, NodeTimeout: 250 * time.Millisecond}})
+		TTL: 2 * time.Second, NodeTimeout: 250 * time.Millisecond})
 	require.NoError(t, err)
 
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
@@ -221,7 +221,7 @@ func testObserver(t *testing.T, lockNames bool) {
 	require.ErrorIs(t, err, redlock.ErrTaken)
 	require.NoError(t, l.Extend(ctx))
 	got := make(chan error)
-	var next redlock.Lock
+	var next *redlock.Lock
 	go func() {
 		var err error
 		next, err = client.Lock(ctx, "k")
@@ -456,8 +456,8 @@ func TestObserverNodeErrors(t *testing.T) {
 			failing := c.third(t)
 			addrs = append(addrs, failing)
 			rec := newRecorder(t)
-			client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs, Config: redlock.Config{
-				FanOut: redlock.Sequential, NodeTimeout: c.nodeTimeout}})
+			client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs,
+				FanOut: redlock.Sequential, NodeTimeout: c.nodeTimeout})
 			require.NoError(t, err)
 			lock, err := client.TryLock(context.Background(), "k")
 			require.NoError(t, err, "two of three nodes are a quorum")

@@ -108,11 +108,11 @@ func TestObserverAcquireOutcomes(t *testing.T) {
 		}
 	}
 	client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs,
-		Config: redlock.Config{NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+		NodeTimeout: time.Second, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	// Sequential: the round hears every node, the refusing ones included.
 	unreachable, err := redlock.NewClient(dial(t, append(addrs[:1:1], closedAddrs(t, 2)...)),
-		redlock.Options{Observer: rec.obs, Config: redlock.Config{FanOut: redlock.Sequential, NodeTimeout: time.Second}})
+		redlock.Options{Observer: rec.obs, FanOut: redlock.Sequential, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
 	errs := map[string][]error{} // outcome/mode: the errors returned
@@ -252,7 +252,7 @@ func TestObserverAcquireOutcomes(t *testing.T) {
 }
 
 // TestObserverExtendReleaseOutcomes: the extensions and releases that fail
-// other than with lost. An Extend past Config.MaxExtensions is an
+// other than with lost. An Extend past Options.MaxExtensions is an
 // extension_limit redlock.extend.duration point and an Error span with no
 // node event (nothing is sent); an Extend after Unlock records nothing.
 // An Unlock whose keys are gone is a not_held release, its span's events
@@ -262,7 +262,7 @@ func TestObserverExtendReleaseOutcomes(t *testing.T) {
 	servers, addrs := startRedis(t, 3)
 	rec := newRecorder(t)
 	client, err := redlock.NewClient(dial(t, addrs), redlock.Options{Observer: rec.obs,
-		Config: redlock.Config{MaxExtensions: 1, NodeTimeout: time.Second}})
+		MaxExtensions: 1, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
 

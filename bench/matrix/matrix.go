@@ -41,10 +41,10 @@ const (
 	// Wake is redlock.Client's default: a waiter tries again when the
 	// release is announced, or when the holder's keys expire.
 	Wake = "wake"
-	// Poll is Options.Poll: a waiter sleeps Config.Retry's random
+	// Poll is Options.Poll: a waiter sleeps Options.Backoff's random
 	// 50–250 ms between attempts.
 	Poll = "poll"
-	// Fair is Config.Fair: the servers queue the waiting processes and
+	// Fair is Options.Fair: the servers queue the waiting processes and
 	// hand each release to the first, which alone hears it.
 	Fair = "fair"
 )

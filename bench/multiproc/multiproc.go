@@ -36,8 +36,8 @@ import (
 
 // Modes of waiting, as in the hot-key cells of one process: Wake is the
 // Client's default (woken by release announcements), Poll is
-// Options.Poll (sleeping Config.Retry's random delays), Fair is
-// Config.Fair (the servers queue the processes and hand each release to
+// Options.Poll (sleeping Options.Backoff's random delays), Fair is
+// Options.Fair (the servers queue the processes and hand each release to
 // the first).
 const (
 	Wake = "wake"

@@ -184,7 +184,7 @@ func TestSharedCatchesOverlapAcrossProcesses(t *testing.T) {
 func TestAttemptCounter(t *testing.T) {
 	cluster := memnode.New(3, core.SystemClock{})
 	counter, drv := CountAttempts(cluster)
-	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: 10 * time.Second}})
+	c, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	require.NoError(t, err)
 	var n atomic.Int64
 	ctx := WithAttempts(context.Background(), &n)

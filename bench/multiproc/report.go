@@ -171,7 +171,7 @@ func Markdown(recs []Record) string {
 	b.WriteString("\n## Scenario: hot key across processes\n\n")
 	fmt.Fprintf(&b, "%d processes of %d goroutines each (%d contenders) loop on one key at N=%d: `Client.Lock`, a critical section that spins %.0f µs, `Unlock`; "+
 		"%.3g s measured after a warm-up, the same window for every process. Each process is a child of redlock-bench with its own Client and driver. "+
-		"**wake** is the Client's default, woken by release announcements; **poll** is `Options.Poll`, sleeping `Config.Retry`'s random delays; **fair** is `Config.Fair`, the servers' waiter queue. "+
+		"**wake** is the Client's default, woken by release announcements; **poll** is `Options.Poll`, sleeping `Options.Backoff`'s random delays; **fair** is `Options.Fair`, the servers' waiter queue. "+
 		"att/acq is the acquire rounds (driver batches carrying an acquire) of the Lock calls that acquired in the window, over those acquisitions. "+
 		"The gap runs from a section's `Unlock` returning to the next section's `Lock` returning, in whichever processes, on CLOCK_MONOTONIC (one clock for all); "+
 		"the next section is the next in the order of entry, so a `Lock` that returned before the previous `Unlock` did (its keys were deleted on a quorum already) is an early handoff, counted 0; "+

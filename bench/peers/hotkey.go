@@ -21,7 +21,7 @@ import (
 //
 //   - redsync: Mutex.LockContext with WithTries(MaxInt32) and redsync's
 //     default delay between tries, random 50–250 ms: it polls, as this
-//     library's Options.Poll does with Config.Retry's default delays;
+//     library's Options.Poll does with Options.Backoff's default delays;
 //   - rueidislock: Locker.WithContext, which waits for the key's
 //     client-side-caching invalidation (or its KeyValidity without
 //     caching) and tries again.

@@ -75,7 +75,7 @@ func newRedlockClusters(clusters [][]string) (*redlockClusters, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: core.Multiplexed}})
+	c, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second, FanOut: core.Multiplexed})
 	if err != nil {
 		return nil, errors.Join(err, d.Close())
 	}

@@ -74,7 +74,7 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 		"Each contender loops: acquire, waiting as long as it takes (`Client.Lock`; redsync `LockContext` with `WithTries(MaxInt32)` and its default delay, random 50–250 ms; "+
 		"rueidislock `WithContext`), a critical section, release. ", recs[0].Nodes)
 	b.WriteString("**wake** is `redlock.Client`'s default: a waiter tries again when the release is announced (or the holder's keys expire); " +
-		"**poll** is `Options.Poll`: it sleeps `Config.Retry`'s delays, random 50–250 ms, as redsync does; " +
+		"**poll** is `Options.Poll`: it sleeps `Options.Backoff`'s delays, random 50–250 ms, as redsync does; " +
 		"rueidislock waits for its keys' client-side-caching invalidation and, within one process, for its own releases.\n\n")
 	hold := ""
 	if e.HandoffHoldUs > 0 {

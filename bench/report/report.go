@@ -280,7 +280,7 @@ func variantTable(out *strings.Builder, recs []matrix.Record) {
 	fmt.Fprintf(out, "fencing and lease: acquire+release at N=%d, one client, servers on 127.0.0.1\n", recs[0].Nodes)
 	// subject, variant and fan-out are text, left-aligned; N is a number
 	writeAligned(out, rows, notes, func(j int) bool { return j < 4 && j != 2 })
-	out.WriteString("plain: redlock.Client TryLock+Unlock of the bare handle; fenced: with Config.Fencing;\n" +
+	out.WriteString("plain: redlock.Client TryLock+Unlock of the bare handle; fenced: with Options.Fencing;\n" +
 		"handle: plain + the handle's Context (its watcher goroutine);\n" +
 		"lease: plain with Lease{Fraction: 1/3}, no extension within a pair (its setup and teardown only).\n" +
 		"rounds/op: driver rounds (Begin calls) per pair, counted exactly; p50/plain: p50 over the plain row's.\n")
@@ -537,7 +537,7 @@ func variantMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 	fmt.Fprintf(b, "Acquire+release pairs at N=%d, one client, on the loopback servers: the same drivers through four APIs. ", recs[0].Nodes)
 	b.WriteString("Every row is `redlock.Client`'s `TryLock`, then the handle's `Unlock`. " +
 		"**plain** is the bare handle, without a lease and without asking for its Context, so no goroutine starts: the pair of the loopback table. " +
-		"**fenced** is that pair with `Config.Fencing`, reading the handle's `Fence`: the acquire round also increments the key's fence counter on each node where the SET lands, " +
+		"**fenced** is that pair with `Options.Fencing`, reading the handle's `Fence`: the acquire round also increments the key's fence counter on each node where the SET lands, " +
 		"and one more round raises the counter to the largest value on a majority before the lock is returned. " +
 		"**handle** is the plain pair that also asks for the handle's `Context`: the handle's state, " +
 		"its Context and its watcher goroutine (one goroutine per lock, stopped by Unlock). " +

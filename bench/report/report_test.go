@@ -534,12 +534,12 @@ func TestVariantTargets(t *testing.T) {
 		t.Errorf("targets of cells not in the run: %+v", ts)
 	}
 
-	ts = Evaluate(variantRecs(4, 0.5), Env{}, 5, 32)
+	ts = Evaluate(variantRecs(4, 1.5), Env{}, 5, 32)
 	if tg := find(ts, "fencing adds exactly one round: redlock+redigo"); tg.Pass {
 		t.Errorf("two more rounds passed: %+v", tg)
 	}
-	if tg := find(ts, "core acquire+release"); tg.Pass || !strings.Contains(tg.Figures, "multiplexed: plain 0.00, fenced 0.50") {
-		t.Errorf("0.5 allocs/op passed: %+v", tg)
+	if tg := find(ts, "core acquire+release"); tg.Pass || !strings.Contains(tg.Figures, "multiplexed: plain 0.00, fenced 1.50") {
+		t.Errorf("1.5 allocs/op passed: %+v", tg)
 	}
 	// Fenced without its plain row is a failure, not a pass.
 	ts = Evaluate(variantRecs(3, 0)[1:], Env{}, 5, 32)
@@ -570,7 +570,7 @@ func TestVariantTablesRender(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"## Scenario: fencing and lease",
-		"**fenced** is that pair with `Config.Fencing`",
+		"**fenced** is that pair with `Options.Fencing`",
 		"about 3.33 s after the acquisition",
 		"| redlock+redigo | handle | 5 | sequential | 0 | 420 |",
 		"| 1.05× | 9.0 | 0 | 1.00 | 2.00 | 0 |",

@@ -21,12 +21,12 @@ type HotKey struct {
 
 // NewHotKey returns the hot-key subject over drv for wait mode
 // (matrix.Wake: the Client's default, woken by release announcements;
-// matrix.Poll: Options.Poll, sleeping Config.Retry's delays; matrix.Fair:
-// Config.Fair, the servers' waiter queue), with the
-// given TTL, multiplexed rounds and Config.Retry's default delays
+// matrix.Poll: Options.Poll, sleeping Options.Backoff's delays; matrix.Fair:
+// Options.Fair, the servers' waiter queue), with the
+// given TTL, multiplexed rounds and Options.Backoff's default delays
 // (random, 50–250 ms).
 func NewHotKey(drv core.Driver, mode string, ttl time.Duration) (*HotKey, error) {
-	opts := redlock.Options{Config: core.Config{TTL: ttl, FanOut: core.Multiplexed}}
+	opts := redlock.Options{TTL: ttl, FanOut: core.Multiplexed}
 	switch mode {
 	case matrix.Wake:
 	case matrix.Poll:
@@ -49,7 +49,7 @@ func (h *HotKey) Contender(key string) measure.Contender { return &hotContender{
 type hotContender struct {
 	c    *redlock.Client
 	key  string
-	l    redlock.Lock // the handle Lock returned, while held
+	l    *redlock.Lock // the handle Lock returned, while held
 	held bool
 }
 

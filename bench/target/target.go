@@ -95,7 +95,7 @@ type Redlock struct {
 // (redlock.NewClient: crypto/rand tokens, seeded jitter, the driver's
 // clock), the given TTL and fan-out, no lease, no fencing.
 func NewRedlock(drv core.Driver, fan core.FanOut, ttl time.Duration) (*Redlock, error) {
-	c, err := redlock.NewClient(drv, redlock.Options{Config: core.Config{TTL: ttl, FanOut: fan}})
+	c, err := redlock.NewClient(drv, redlock.Options{TTL: ttl, FanOut: fan})
 	if err != nil {
 		return nil, err
 	}

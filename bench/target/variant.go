@@ -20,7 +20,7 @@ const (
 	// lease or fencing, and without asking for the handle's Context, so
 	// that no goroutine starts: the pair of the loopback matrix.
 	VariantPlain = "plain"
-	// VariantFenced is VariantPlain with Config.Fencing, reading the
+	// VariantFenced is VariantPlain with Options.Fencing, reading the
 	// handle's Fence: the acquire round also increments the key's fence
 	// counter, and one more round raises the counters on a majority
 	// before TryLock returns.
@@ -117,7 +117,7 @@ func (v *Variant) Client() *redlock.Client { return v.c }
 func NewVariant(name string, drv core.Driver, fan core.FanOut, ttl time.Duration) (*Variant, error) {
 	counter := CountRounds(drv)
 	v := &Variant{Name: name, RoundCounter: counter}
-	opts := redlock.Options{Config: core.Config{TTL: ttl, FanOut: fan}}
+	opts := redlock.Options{TTL: ttl, FanOut: fan}
 	switch name {
 	case VariantPlain:
 	case VariantFenced:

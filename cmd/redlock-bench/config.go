@@ -246,7 +246,7 @@ first run to compile this command and the peer libraries:
     keys, 2, 4, 8, 16 and 64 clients, 0.2 s each after the warm-up;
   - 18 hot-key cells (--handoff) of 1.5 s after the warm-up: 2, 8 and 32
     contenders on one key at N=5, this library woken by release
-    announcements, polling and fair (Config.Fair), redsync over redigo and rueidis, and
+    announcements, polling and fair (Options.Fair), redsync over redigo and rueidis, and
     rueidislock, with handoff latency, critical sections per second and an
     exclusion check; --handoff-only runs them alone, in about 30 s;
   - the servers' pipelined limit (--pipeline-depth): the commands of one

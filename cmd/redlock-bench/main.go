@@ -25,7 +25,7 @@
 // The fencing and lease table (--variants, on by default) measures each
 // driver's acquire+release pair at N=5 with one client, each a
 // redlock.Client's TryLock and the handle's Unlock, four ways: the bare
-// handle (plain), with Config.Fencing (fenced), with the handle's Context,
+// handle (plain), with Options.Fencing (fenced), with the handle's Context,
 // which starts its watcher (handle), and with a Lease (lease), with the
 // driver's rounds per pair counted exactly. Every other cell of this
 // library, the in-memory driver's included, is the plain pair.
@@ -38,7 +38,7 @@
 // has 2, 8 and 32 contenders loop on one key at N=5, each acquire waiting
 // as long as it takes: this library's Client.Lock woken by release
 // announcements, polling (Options.Poll) and served in turn by the servers'
-// waiter queue (Config.Fair), redsync polling, rueidislock
+// waiter queue (Options.Fair), redsync polling, rueidislock
 // waiting on invalidations. It reports the handoff latency (a release's
 // return to the next holder's acquire returning), critical sections per
 // second, and whether two sections ever overlapped.

@@ -459,9 +459,9 @@ each was then: in a wait (Cancel), in a wait at a deadline (GiveUp),
 woken for an attempt not yet sent, in an attempt or fence raise, in a
 cleanup or leave round; with Fair, those given up while queued on the
 nodes (their own ticket, or their process's as its head); quiet releases
-whose waiters left without the key, made heard (Queue.Reannounce once
-done, Queue.Left as the last waiter leaves): a TryLock, or with Fair a
-Spec.HandOn round; with Fair, the times Queue.Freed said yes: a lock
+whose waiters left without the key, made heard (Room.Released once
+done, Room.Leave as the last waiter leaves): a TryLock, or with Fair a
+Spec.HandOn round; with Fair, the times Room.Ended woke the head: a lock
 of the process that attempted at once ended without the key, having
 taken it or freed it on some node, and the head was woken (or the next
 to come told).`)

@@ -27,7 +27,7 @@ func Example() {
 		}
 	}()
 
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func ExampleNew() {
 		}
 	}()
 	// New's driver reads the system clock: leave Options.Clock nil.
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func ExampleDialMembers_standalone() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func ExampleDialMembers_sentinel() {
 	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// connection until it returns.
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second})
 	if err != nil {
 		log.Fatal(err) // a master with fewer replicas fails its member's votes: errors.Is(err, drivers.ErrNotReplicated)
 	}
@@ -137,7 +137,7 @@ func ExampleDialMembers_cluster() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, Fencing: true})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestUntaggableKeyIsFineOffCluster(t *testing.T) {
 	ss := embedded.StartN(t, 1, redistest.Options{})
 	d, err := goredis.DialMembers(drivers.Members(ss[0].Addr), goredis.Options{})
 	require.NoError(t, err)
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second, Fencing: true}})
+	c, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second, Fencing: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
 	lock, err := c.TryLock(context.Background(), "a}b")

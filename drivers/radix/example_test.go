@@ -25,7 +25,7 @@ func Example() {
 		}
 	}()
 
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +56,7 @@ func ExampleDialMembers_standalone() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func ExampleDialMembers_sentinel() {
 	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// connection until it returns.
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func ExampleDialMembers_cluster() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, Fencing: true})
 	if err != nil {
 		log.Fatal(err)
 	}

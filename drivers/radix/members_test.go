@@ -21,7 +21,7 @@ func membersClient(t *testing.T, members []drivers.Member) *redlock.Client {
 	d, err := radix.DialMembers(members, radix.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true}})
+	c, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
 	require.NoError(t, err)
 	return c
 }

@@ -26,7 +26,7 @@ func sentinelClient(t *testing.T, g *redistest.SentinelGroup, replicas int, ttl 
 	d, err := radix.DialMembers([]drivers.Member{m}, radix.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
+	c, err := redlock.NewClient(d, redlock.Options{TTL: ttl, NodeTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	return c
 }
@@ -44,7 +44,7 @@ func TestSentinelForcedFailoverFollowsTheMaster(t *testing.T) {
 	d, err := radix.DialMembers([]drivers.Member{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(2, time.Second)}, radix.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	holder, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: 2 * time.Second}})
+	holder, err := redlock.NewClient(d, redlock.Options{TTL: ttl, NodeTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
 	lock, err := holder.TryLock(ctx, "switched")

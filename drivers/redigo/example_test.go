@@ -26,8 +26,8 @@ func Example() {
 	}()
 
 	client, err := redlock.NewClient(drv, redlock.Options{
-		Config: redlock.Config{TTL: 10 * time.Second},
-		Lease:  &redlock.Lease{Fraction: 1.0 / 3}, // extended in the background until Unlock
+		TTL:   10 * time.Second,
+		Lease: &redlock.Lease{Fraction: 1.0 / 3}, // extended in the background until Unlock
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -25,7 +25,7 @@ func Example() {
 		}
 	}()
 
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, Fencing: true})
 	if err != nil {
 		panic(err)
 	}
@@ -57,7 +57,7 @@ func ExampleDialMembers_standalone() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second})
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +85,7 @@ func ExampleDialMembers_sentinel() {
 	}()
 	// Keep WaitTimeout well below NodeTimeout: a WAIT holds its member's
 	// second connection until it returns.
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second})
 	if err != nil {
 		panic(err) // a master with fewer replicas fails its member's votes: errors.Is(err, drivers.ErrNotReplicated)
 	}
@@ -114,7 +114,7 @@ func ExampleDialMembers_cluster() {
 			log.Print(err)
 		}
 	}()
-	client, err := redlock.NewClient(drv, redlock.Options{Config: redlock.Config{TTL: 10 * time.Second, Fencing: true}})
+	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, Fencing: true})
 	if err != nil {
 		panic(err)
 	}

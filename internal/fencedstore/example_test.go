@@ -6,21 +6,11 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/internal/fencedstore"
 )
 
-// counterTokens issues 1, 2, 3, ...: production code uses crypto/rand.
-type counterTokens struct{ n uint64 }
-
-func (c *counterTokens) NewToken() core.Token { c.n++; return core.TokenFromUint64s(0, c.n) }
-
-type noJitter struct{}
-
-func (noJitter) Uint64() uint64 { return 0 }
-
-// mustFence is l's fence; the Client has Config.Fencing on.
+// mustFence is l's fence; the Client has Options.Fencing on.
 func mustFence(l *redlock.Lock) uint64 {
 	f, err := l.Fence()
 	if err != nil {
@@ -35,10 +25,9 @@ func mustFence(l *redlock.Lock) uint64 {
 // a store without them lets it land over client 2's.
 func Example() {
 	clock := memnode.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	client, err := redlock.NewClient(memnode.New(5, clock), redlock.Options{Config: core.Config{
+	client, err := redlock.NewClient(memnode.New(5, clock), redlock.Options{
 		TTL: 10 * time.Second, Fencing: true,
-		Tokens: &counterTokens{}, Jitter: noJitter{},
-	}}) // the Client reads the cluster's clock
+	}) // the Client reads the cluster's clock
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +43,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fence1, fence2 := mustFence(&lock1), mustFence(&lock2)
+	fence1, fence2 := mustFence(lock1), mustFence(lock2)
 	fmt.Println("fences:", fence1, fence2)
 	for _, store := range []*fencedstore.Store{fenced, unfenced} {
 		fmt.Println("client 2 writes:", store.Write(fence2, "client 2's report"))

@@ -13,9 +13,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain arms the hang guard (internal/testguard), then runs the tests
+// and checks that none left a goroutine behind.
+func TestMain(m *testing.M) {
+	testguard.Arm()
+	goleak.VerifyTestMain(m)
+}
 
 func TestStore(t *testing.T) {
 	s := New()

@@ -137,7 +137,8 @@ func newClient(t *testing.T, ttl time.Duration, servers ...*redistest.Server) *r
 // clientOn is a Client over drv with config(ttl).
 func clientOn(t *testing.T, drv core.Driver, ttl time.Duration) *redlock.Client {
 	t.Helper()
-	c, err := redlock.NewClient(drv, redlock.Options{Config: config(ttl)})
+	cfg := config(ttl)
+	c, err := redlock.NewClient(drv, redlock.Options{TTL: cfg.TTL, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut})
 	require.NoError(t, err)
 	return c
 }

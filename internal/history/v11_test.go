@@ -111,7 +111,7 @@ func TestV11GetsetLoserRewritesExpiry(t *testing.T) {
 		s.step("C3: TryLock while C1 holds")
 		_, err = c3.TryLock(ctx, key)
 		assert.ErrorIs(t, err, core.ErrTaken)
-		assert.Positive(t, remaining(&l1), "C1 is the only holder")
+		assert.Positive(t, remaining(l1), "C1 is the only holder")
 		require.NoError(t, l1.Unlock(ctx))
 	})
 }

@@ -147,6 +147,29 @@ func TestInProcessStopSkips(t *testing.T) {
 	assert.False(t, tally.embedded[t.Name()+"/inner"], "a skipped test counted as run on the embedded server too")
 }
 
+// TestNeedProcessSkipsTheSubtest: a subtest that will stop a server its
+// parent started skips itself, and only itself, through NeedProcess; the
+// parent goes on (Stop from the subtest would end it as failed).
+func TestNeedProcessSkipsTheSubtest(t *testing.T) {
+	defer withTally(t)()
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv(RequireEnv, "")
+	var parentRan, subRan bool
+	t.Run("parent", func(t *testing.T) {
+		s := StartOr(t, Options{}, func(Options) (InProcess, error) { return &fakeInProcess{addr: "127.0.0.1:1"}, nil })
+		t.Run("sub", func(t *testing.T) {
+			s.NeedProcess(t)
+			subRan = true
+		})
+		parentRan = true
+	})
+	assert.False(t, subRan, "NeedProcess returned on an in-process server")
+	assert.True(t, parentRan, "NeedProcess ended the parent, not the subtest")
+	tally.mu.Lock()
+	defer tally.mu.Unlock()
+	assert.True(t, tally.skipped[reasonSIGSTOP][t.Name()+"/parent/sub"], "skip not counted: %v", tally.skipped)
+}
+
 func TestSummary(t *testing.T) {
 	defer withTally(t)()
 	assert.Empty(t, Summary(), "nothing skipped, nothing embedded")

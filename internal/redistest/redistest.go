@@ -293,8 +293,18 @@ func (s *Server) Kill() {
 }
 
 // Stop sends SIGSTOP: the server hangs and its connections stay open. On
-// an in-process server it skips the test instead; call it from the test's
-// goroutine.
+// an in-process server it skips the test that started the server instead;
+// call it from that test's goroutine. A subtest that stops a server its
+// parent started calls NeedProcess first: skipping the parent from the
+// subtest's goroutine would end the subtest as failed.
+func (s *Server) NeedProcess(t testing.TB) {
+	t.Helper()
+	if s.inproc != nil {
+		skip(t, reasonSIGSTOP)
+	}
+}
+
+// Stop sends SIGSTOP: see NeedProcess.
 func (s *Server) Stop() {
 	if s.inproc != nil {
 		skip(s.t, reasonSIGSTOP)

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // Why redistest skips a test, as the package summary prints it.
@@ -93,6 +95,7 @@ func plural(n int, noun string) string {
 // package fails; CI sets REDLOCK_REQUIRE_REDIS=1, so that a missing
 // redis-server fails instead of skipping.
 func Main(m *testing.M) {
+	testguard.Arm()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(

@@ -92,15 +92,15 @@ type client struct {
 	// With Config.Waiters (proc.go): its process; whether it waits in the
 	// process's queue; the pokes on their way to it; the wake generation
 	// last set (armed == wakeGen: a wake is set); the room's count of its
-	// lock (Queue.Hold's number, 0: none, and the Queue's gen); and its
-	// release: handing the key on, to tell early, told as number told.
-	p              *proc
-	queued         bool
-	pokes          int
-	armed          uint64
-	hold, holdGen  uint64
-	handoff, early bool
-	told, toldGen  uint64
+	// lock (Ready.Held; zero: none); and its release as the Room follows
+	// it (Releasing), to tell early (Room.Flushed), told early.
+	p                *proc
+	queued           bool
+	pokes            int
+	armed            uint64
+	held             core.Held
+	rel              core.Releasing
+	early, toldEarly bool
 }
 
 // use is one stretch of real time during which a client used a lock.
@@ -200,7 +200,7 @@ func (c *client) handle(e event) {
 		c.pokes--
 		c.step()
 	case evLinger:
-		c.p.expire(e.gen)
+		c.p.tick()
 	case evCancel:
 		if e.gen == uint64(c.acqID) && c.state == acquiring { //nolint:gosec // G115: ids count up from 1
 			c.cancel()
@@ -260,7 +260,7 @@ func (c *client) begin(spec *core.Spec) {
 		panic("sim: " + err.Error())
 	}
 	c.state, c.acq, c.trying = acquiring, a, false
-	c.ticket, c.overtaken, c.hold = 0, 0, 0
+	c.ticket, c.overtaken, c.held = 0, 0, core.Held{}
 	c.attemptAnnounced, c.heard, c.annSince, c.attempts = false, false, 0, 0
 	c.cancelPending, c.outside = false, 0
 }
@@ -294,8 +294,15 @@ func (c *client) drive(r *core.Round) {
 // pump sends every command the round has due, then checks whether it is
 // done.
 func (c *client) pump() {
-	for {
+	for sent := 0; ; sent++ {
 		node, cmd, deadline, ok := c.round.Next(c.now())
+		if planted.roundNeverEnds && sent > 0 {
+			node, cmd, ok = 0, c.round.Command(), true // stuck.go
+		}
+		if ok && sent >= maxPump {
+			c.w.halt("stuck: client %d's round had a command due after %d in one step, past the bound", c.id, sent)
+			return
+		}
 		if !ok {
 			break
 		}
@@ -422,8 +429,8 @@ func (c *client) roundDone() {
 	case releasing:
 		c.checkHygiene(r)
 		if c.room() != nil {
-			c.released()
-			if c.handoff && c.reannounce() {
+			handOn, try := c.released()
+			if c.rel.Handoff() && c.reannounce(handOn, try) {
 				return
 			}
 		}
@@ -437,20 +444,24 @@ func (c *client) finished() {
 	lock, err := c.acq.Result()
 	waited := c.queued
 	var handOn, try bool
-	if c.room() != nil {
-		if c.queued {
-			handOn, try = c.p.leave(c, lock, err == nil)
+	if p := c.room(); p != nil {
+		switch {
+		case c.queued:
+			handOn, try = p.leave(c, lock, err == nil)
+		case p.kr != nil:
+			p.kr.Ended(&c.acq, c.now()) // a lock counted, or a head woken
+			rd := p.ready(c.w, true)
+			c.held = rd.Held
+			if rd.Wake {
+				c.w.res.Queue.Freed++ // it took the process out of a queue: the head attempts at once
+			}
 		}
 	} else {
 		c.unwatch()
 	}
 	if err != nil {
 		c.checkStayed(err)
-		if p := c.room(); p != nil {
-			if !waited && p.exists && p.q.Freed(&c.acq, c.now()) {
-				c.w.res.Queue.Freed++
-				p.pokeHead(c.w) // it took the process out of a queue: the head attempts at once
-			}
+		if c.room() != nil {
 			c.noteUnheard()
 			if c.makeHeard(handOn, try) {
 				return
@@ -664,9 +675,6 @@ func (c *client) acquired(g core.Grant, waited bool) {
 		c.lease = c.watchSpec.Lease(g)
 	}
 	c.lastSetEnd, c.grantAt = w.now, w.now
-	if p := c.room(); p != nil && c.hold == 0 && p.exists {
-		c.hold, c.holdGen = p.q.Hold(g), p.gen // a lock that never waited counts too
-	}
 	c.workEnd = c.now()
 	if !c.trying { // a reannouncement unlocks at once
 		c.workEnd = c.workEnd.Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
@@ -718,6 +726,9 @@ func (c *client) setTimer() {
 	at := realAt(c.workEnd, c.ppm)
 	if !c.w.cfg.Faults.UsePastValidity && c.lease.Phase() != core.PhaseDone {
 		at = min(at, realAt(c.lease.WakeAt(), c.ppm)) // in a round: LoseAt
+	}
+	if planted.leaseTimerStalls && c.state == extending {
+		at = c.w.now // stuck.go
 	}
 	c.w.schedule(event{at: max(at, c.w.now), kind: evTimer, c: c.id, gen: c.timerGen})
 }
@@ -814,9 +825,9 @@ func (c *client) release() {
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
-	if t := r.Command().Ticket; t > 0 && c.room() != nil && c.p.exists {
-		c.p.q.Queued(t) // the process's place, which its head takes at its next look
-		c.p.pokeHead(c.w)
+	if t := r.Command().Ticket; t > 0 && c.room() != nil && c.p.kr != nil {
+		c.p.kr.Queued(t) // the process's place, which its head takes at its next look
+		c.p.ready(c.w, true)
 	}
 	c.state, c.own = releasing, r
 	c.drive(&c.own)

@@ -346,11 +346,12 @@ type QueueCounts struct {
 	// in MaxChain+1 in a row), and early tells retold once the release
 	// was done.
 	Chained, Opened, Retold int
-	// Reannounced counts quiet releases made heard (Queue.Reannounce
-	// once done, Queue.Left as the last waiter leaves): a TryLock, then
+	// Reannounced counts quiet releases made heard (Ready.HandOn or Try,
+	// of Room.Released once done, or Room.Leave as the last waiter
+	// leaves): a TryLock, then
 	// an open release if it won; with Fair, a Spec.HandOn round.
 	Reannounced int
-	// Freed counts the times Queue.Freed said yes: a lock of the process
+	// Freed counts the times Room.Ended woke the head: a lock of the process
 	// that attempted at once ended without the key, having taken it or
 	// freed it on some node; the head is woken to attempt at once, or,
 	// none waiting, the next to come told.
@@ -422,7 +423,8 @@ type Violations struct {
 	// Config.MaxOvertaken times while they waited in a Fair queue (fair.go).
 	Skipped int
 	// Stuck counts processes (Config.Waiters) whose head waited, at the
-	// end of a schedule, with nothing to wake it (proc.go).
+	// end of a schedule, with nothing to wake it (proc.go), and schedules
+	// whose virtual time stopped, ended there (stuck.go).
 	Stuck int
 	// Gathered counts replies held back (core.Gatherer) that would have
 	// ended their round: a round decided later than it could be.

@@ -640,7 +640,7 @@ func ProcessesForgetSuccessor(n int) Config {
 // acquisitions within 10 ms (WithCancels): a waiter a release is handed
 // to often gives up while the release runs, with nobody of its process
 // left to take the key, which the release then makes heard
-// (Queue.Reannounce; Violations.Unheard).
+// (core.Room.Released; Violations.Unheard).
 func PairsGivingUp(n int, fair bool) Config {
 	c := Processes(n)
 	if fair {

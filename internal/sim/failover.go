@@ -31,11 +31,13 @@ import (
 // Faults.Persistent, its fence counter unless Faults.LoseCounters), down
 // and not promotable until then.
 //
-// WAIT (Replication.Wait) is the driver's: after an acquisition, an
-// extension or a fence raise that the master applied, the reply waits
-// until every replica has acknowledged the write, and is a failure
-// (core.StatusError) if WaitTimeout passes first: core sees no vote, as
-// from a node that failed. Releases are not waited for. The simulation
+// WAIT (Replication.Wait) is the driver's: after a write that the master
+// applied and core.Waited names (an acquisition, an extension or a fence
+// raise), the reply waits until every replica has acknowledged the write,
+// or WaitTimeout passes; then the number of replicas that acknowledged
+// is judged by core.Replicated, the engine's own count, and a reply it
+// refuses is a failure (core.StatusError): core sees no vote, as from a
+// node that failed. Releases are not waited for. The simulation
 // decides nothing else: the votes, the quorum, the validity and the
 // fences are core's, from the replies.
 //
@@ -164,14 +166,21 @@ func (w *world) replAck(e event) {
 }
 
 // acked reports whether every replica of node i acknowledged offset off
-// on its current link: WAIT numreplicas with every replica.
+// on its current link: WAIT numreplicas with every replica returns.
 func (w *world) acked(i int, off uint64) bool {
+	return w.ackedBy(i, off) >= int64(len(w.nodes[i].reps))
+}
+
+// ackedBy returns how many replicas of node i acknowledged offset off on
+// their current link: WAIT's reply.
+func (w *world) ackedBy(i int, off uint64) int64 {
+	var k int64
 	for _, r := range w.nodes[i].reps {
-		if !r.linked || r.acked < off {
-			return false
+		if r.linked && r.acked >= off {
+			k++
 		}
 	}
-	return true
+	return k
 }
 
 // wait holds node n's reply m to client c until every replica has
@@ -182,6 +191,11 @@ func (w *world) wait(c, n int, m message) {
 	w.schedule(event{at: w.now + int64(w.cfg.Replication.WaitTimeout), kind: evWaitEnd, gen: w.waitIDs})
 }
 
+// replicated is the driver's decision on WAIT's reply: core's, the
+// engine's own. Only tests change it (TestCampaignSeesAShortWaitCount),
+// to plant a defect in that count.
+var replicated = core.Replicated
+
 // waitEnd fails WAIT id if it is still held: the reply is an error, no
 // vote, as the driver makes it.
 func (w *world) waitEnd(id uint64) {
@@ -191,6 +205,12 @@ func (w *world) waitEnd(id uint64) {
 	}
 	p := w.waits[k]
 	w.waits = slices.Delete(w.waits, k, k+1)
+	// WAIT returns, at its timeout, the replicas that acknowledged; the
+	// driver's count decides (core.Replicated, as the engine's).
+	if replicated(w.ackedBy(p.n, p.target), len(w.nodes[p.n].reps)) {
+		w.reply(p.c, p.n, p.m)
+		return
+	}
 	w.res.Faults.WaitsShort++
 	p.m.status, p.m.fence, p.m.ttl = core.StatusError, 0, 0
 	w.reply(p.c, p.n, p.m)

@@ -184,3 +184,22 @@ func TestFailoverModel(t *testing.T) {
 		t.Fatalf("the key expires at node clock %v, read on a clock 1.5 ms ahead", time.Duration(n.exp))
 	}
 }
+
+// TestCampaignSeesAShortWaitCount: the replicated nodes judge WAIT's
+// reply with the engine's count (core.Replicated). Planted here, a count
+// that accepts a WAIT that timed out short of the replicas lets a
+// failover promote a replica that lacks a vote's write, and the failover
+// campaign, sound with the true count (TestFailoverWithinAssumptions),
+// reports it. (A count one replica short is seen too, more rarely.)
+func TestCampaignSeesAShortWaitCount(t *testing.T) {
+	replicated = func(acked int64, replicas int) bool { return acked >= 0 }
+	t.Cleanup(func() { replicated = core.Replicated })
+	for _, cfg := range []Config{Failover(3, core.Multiplexed), FailoverFenced(3, core.Multiplexed)} {
+		r := Campaign(cfg, 1, 3*schedulesPerConfig)
+		v := r.Violations
+		if v.Exclusion+v.Fence == 0 {
+			t.Fatalf("%s: a short WAIT count went unseen in %d schedules (%d failovers): %+v", cfg.Name, r.Schedules, r.Faults.Failovers, v)
+		}
+		t.Logf("%s: %+v in %d schedules; first: %s", cfg.Name, v, r.Schedules, r.First)
+	}
+}

@@ -44,7 +44,7 @@ type entry struct {
 // at every release while two or more wait.
 //
 // With Config.Waiters, a waiter is its process's head, and each other
-// process may take up to MaxChain+1 turns in a row (core.Queue.Follow)
+// process may take up to MaxChain+1 turns in a row (core.Room.Release)
 // before its open release serves the nodes' queue: the bound adds that
 // chain once per other process, and once more for a chain that another
 // process's timed attempt started by taking the key in the moment a
@@ -65,6 +65,9 @@ func (c Config) maxOvertaken() int {
 // applyFair runs a Fair acquire or release from client c at real time t.
 func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 	cmd, now := m.cmd, n.clock(t)
+	if len(n.queue) > 0 && now >= n.queueExp {
+		n.queue = nil // the queue's keys expired, stale entries and all
+	}
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if n.has && n.handed != c+1 {
@@ -116,6 +119,7 @@ func (n *node) join(c int, m *message, due int64, w *world) {
 		skew := w.between(0, 2*f.SkewBy) - int64(f.SkewBy) // ns, either way
 		ticket = max(ticket+skew/int64(time.Millisecond), 1)
 	}
+	n.queueExp = due // the script's PEXPIRE of the queue's keys
 	for k := range n.queue {
 		if e := &n.queue[k]; e.c == c {
 			e.due, e.acq, e.late = due, m.acq, late
@@ -249,8 +253,8 @@ func (w *world) overtake(n *int, what string, id int, ticket int64, by int, byTi
 // when a client of x acquires: an overtake of every other process with a
 // waiting head and an earlier ticket, and a violation for one overtaken
 // more than maxOvertaken times while it waited. x's place in the queue
-// is taken; waited: by a client that waited in x's room, whose Queue
-// knows it (Queue.Hold). A client that attempted at once (the room was
+// is taken; waited: by a client that waited in x's room, whose Room
+// counts it (Ready.Held). A client that attempted at once (the room was
 // empty) races the others of x that did too: their cleanups may still
 // use a ticket from before its win (checkJump does not count them).
 func (w *world) checkProcOvertakes(x *proc, waited bool) {

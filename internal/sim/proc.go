@@ -9,28 +9,30 @@ import (
 
 // Processes of several waiters (Config.Waiters): the clients of one
 // process are the Locks of one redlock.Client, and share what the Client
-// shares among them (wake.go's wait room), every decision of which is
-// core.Queue's:
+// shares among them (wake.go's wait room): a core.Room of the key, which
+// the process pumps as the wait room does (join, leave, ready), and
+// whose every decision is the Room's:
 //
 //   - one connection to each node, in order: the nodes know the process
 //     by its first client's id (its Fair waiter id, its subscription);
 //   - one watch of the key, which the first client carries: it starts
 //     with the key's first waiter and stops a linger after its last
-//     (the room forgets the key then, and its Queue);
+//     (Ready.StopAt, Room.Tick, on the first client's clock; the room
+//     forgets the key then, and its Room);
 //   - the waiters in order: only the head attempts and hears the key's
-//     announcements (Queue.Announce, dropped while a lock of the process
+//     announcements (Room.Hear, dropped while a lock of the process
 //     holds the key, without Fair); the others wait to be poked;
 //   - a new acquisition waits behind the key's waiters or its holder in
-//     the process (Acquisition.WaitAgain) rather than attempt;
+//     the process (Room.Busy, Acquisition.WaitAgain) rather than attempt;
 //   - a release that the process's waiters follow hands the key on
-//     within it (Queue.Follow, Grant.WithHandoff): quiet, with Fair
+//     within it (Room.Release, Grant.WithHandoff): quiet, with Fair
 //     outside the nodes' queue, the head told as soon as its commands
-//     are sent and again once it is done (Queue.Told, Queue.Retell);
+//     are sent and again once it is done (Room.Flushed, Room.Released);
 //     every MaxChain+1st is open to the other processes;
 //   - a quiet release whose waiters leave without the key, nobody of the
 //     process left to take it, is made heard: once done, if they left
-//     already (Queue.Reannounce), or as the last of them leaves
-//     (Queue.Left); with Fair by the Spec.HandOn round, which hands the
+//     already (Room.Released), or as the last of them leaves
+//     (Room.Leave); with Fair by the Spec.HandOn round, which hands the
 //     free key to the first process in the nodes' queue, without by a
 //     TryLock and its release at once if it won (Client.makeHeard). The
 //     Unheard checker looks, at both moments, for a quiet release that
@@ -40,7 +42,7 @@ import (
 //   - with Fair, a lock of the process that attempted at once (the room
 //     looked empty) and ended without the key, having taken it on some
 //     node or freed it there, wakes the head to attempt at once
-//     (Queue.Freed): that took the process out of the node's queue,
+//     (Room.Ended): that took the process out of the node's queue,
 //     where the head may have queued it meanwhile.
 //
 // A pause or a crash takes the whole process. The Stuck checker looks,
@@ -57,10 +59,10 @@ type proc struct {
 	// own, sharing only the connections.
 	room    bool
 	members []*client
-	exists  bool   // the wait room has the key: from a join until the linger after the last leave
-	gen     uint64 // counts the room's Queues of the key: a Hold or Told of an earlier one names nothing in q
-	lingers uint64
-	q       core.Queue
+	// kr is the key's Room in the wait room: from a join until its linger
+	// after the last leave ends (Ready.Unwatch); nil: none. A Held or a
+	// Releasing of an earlier one names nothing in it.
+	kr      *core.Room
 	waiters []*client // head first
 	// With Fair (fair.go): the ticket the nodes queued the process under,
 	// 0 once it acquired or left the queue, and how often others overtook
@@ -115,67 +117,83 @@ func (c *client) room() *proc {
 // others of it: the key has waiters in the room or, at now, a lock of
 // the process holds it (redlock's waitRoom.busy).
 func (p *proc) busy(c *client) bool {
-	return p.exists && (len(p.waiters) > 0 || p.q.Holding(c.now()))
+	return p.kr != nil && p.kr.Busy(c.now())
 }
 
-// join queues c, the room making the key's Queue and starting its watch
-// if it has none.
+// join queues c (core.Room.Join), the room making the key's Room if it
+// has none.
 func (p *proc) join(c *client) {
-	if !p.exists {
-		p.exists = true
-		p.gen++
-		p.q = c.spec.Queue()
-		p.anchor.watch()
+	if p.kr == nil {
+		r := c.spec.Room()
+		p.kr = &r
 	}
-	p.lingers++ // a linger under way stops nothing
 	c.queued, c.joinedAt = true, c.w.now
 	p.waiters = append(p.waiters, c)
+	p.kr.Join()
+	p.ready(c.w, true)
 }
 
-// leave takes c out of the queue with its lock g, if locked, which the
-// room counts (Queue.Hold); a head that leaves hands over (Queue.Handover)
-// and its successor is poked. The watch lingers after the last waiter.
-// Without the lock, it returns how to make a quiet release heard that
-// the process leaves unheard (Queue.Left), if any: c does it (makeHeard).
-func (p *proc) leave(c *client, g core.Grant, locked bool) (handOn, try bool) {
-	c.queued = false
-	if locked {
-		c.hold, c.holdGen = p.q.Hold(g), p.gen
+// ready does what the Room's Ready says, as redlock's wait room does,
+// and returns it for the rest: it pokes the head (if wake: the fault
+// ForgetSuccessor drops it), starts or stops the key's watch, which the
+// first client carries, and sets the linger's event, on the first
+// client's clock, which reads the Room's time (Tick).
+func (p *proc) ready(w *world, wake bool) core.Ready {
+	rd := p.kr.Ready()
+	p.kr.Advance()
+	if rd.Wake && wake {
+		p.pokeHead(w)
 	}
-	if j := slices.Index(p.waiters, c); j >= 0 {
-		p.waiters = slices.Delete(p.waiters, j, j+1)
-		if j == 0 {
-			p.q.Handover(locked)
-			if !c.w.cfg.Faults.ForgetSuccessor {
-				p.pokeHead(c.w)
-			}
-		}
+	if rd.Watch {
+		p.anchor.watch()
 	}
-	if !locked {
-		handOn, try = p.q.Left(len(p.waiters) > 0)
+	if !rd.StopAt.IsZero() {
+		w.schedule(event{at: max(realAt(rd.StopAt, p.anchor.ppm), w.now), kind: evLinger, c: p.id})
 	}
-	if len(p.waiters) == 0 {
-		p.lingers++
-		linger := c.w.cfg.TTL // redlock's watchLinger (1 s), scaled as the schedules' times are
-		c.w.schedule(event{at: c.w.now + int64(linger), kind: evLinger, c: p.id, gen: p.lingers})
-	}
-	return handOn, try
-}
-
-// expire forgets the key and stops its watch, unless a waiter came since
-// the linger n started.
-func (p *proc) expire(n uint64) {
-	if p.exists && len(p.waiters) == 0 && p.lingers == n {
-		p.exists = false
+	if rd.Unwatch {
+		p.kr = nil
 		p.anchor.unwatch()
 	}
+	return rd
 }
 
-// notify records node n's announcement, or a "maybe missed" one, for the
-// head (Queue.Announce) and pokes it.
+// leave takes c out of the queue (core.Room.Leave) with its lock g, if
+// locked, which the Room counts. Without the lock, it returns how to make
+// a quiet release heard that the process leaves unheard, if any: c does
+// it (makeHeard).
+func (p *proc) leave(c *client, g core.Grant, locked bool) (handOn, try bool) {
+	c.queued = false
+	j := slices.Index(p.waiters, c)
+	if j >= 0 {
+		p.waiters = slices.Delete(p.waiters, j, j+1)
+	}
+	if !locked {
+		g = core.Grant{}
+	}
+	p.kr.Leave(j == 0, g, p.anchor.now())
+	rd := p.ready(c.w, !c.w.cfg.Faults.ForgetSuccessor)
+	if locked {
+		c.held = rd.Held
+	}
+	return rd.HandOn, rd.Try
+}
+
+// tick tells the key's Room the time, at its linger's event
+// (core.Room.Tick).
+func (p *proc) tick() {
+	if p.kr != nil {
+		p.kr.Tick(p.anchor.now())
+		p.ready(p.anchor.w, true)
+	}
+}
+
+// notify feeds node n's announcement, or a "maybe missed" one, to the
+// key's Room (core.Room.Hear).
 func (p *proc) notify(n int) {
-	p.q.Announce(n, p.anchor.now())
-	p.pokeHead(p.anchor.w)
+	if p.kr != nil {
+		p.kr.Hear(n, p.anchor.now())
+		p.ready(p.anchor.w, true)
+	}
 }
 
 // pokeHead wakes the head, if any, to look at its wait.
@@ -196,16 +214,16 @@ func (p *proc) listening() uint32 {
 	return 0
 }
 
-// step is a queued waiter's look at its wait (redlock's Client.wait):
-// the head looks (Queue.Look) and sleeps until WakeAt; the others wait
-// for a poke.
+// step is a queued waiter's look at its wait (redlock's Client.wait,
+// core.Room.Look): the head sleeps until WakeAt; the others wait for a
+// poke.
 func (c *client) step() {
 	p := c.p
 	if !c.queued || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
 		return
 	}
 	if p.waiters[0] != c {
-		p.q.Behind(&c.acq)
+		p.kr.Look(&c.acq, c.now(), p.listening(), false)
 		if c.cancelPending {
 			c.cancel()
 		}
@@ -213,7 +231,7 @@ func (c *client) step() {
 	}
 	now := c.now()
 	c.draws = 0 // a wait afresh draws its retry delay first
-	heard, fresh := p.q.Look(&c.acq, now, p.listening(), len(p.waiters) > 1)
+	heard, fresh := p.kr.Look(&c.acq, now, p.listening(), true)
 	if fresh {
 		c.restartWait(now)
 	}
@@ -241,95 +259,72 @@ func (c *client) restartWait(now time.Time) {
 	c.ours, c.annSince, c.heard = 0, 0, false
 }
 
-// unhold takes back the room's count of c's lock (Queue.Unhold).
-func (c *client) unhold() {
-	if c.hold != 0 && c.holdGen == c.p.gen {
-		c.p.q.Unhold(c.hold)
-	}
-	c.hold = 0
-}
-
-// releaseGrant returns g as c's release hands it on (redlock's Unlock):
-// with Fair the lock is uncounted first; the release of a key whose
-// process has waiters queues the process again (WithFollowers) or hands
-// the key on within it (Queue.Follow, WithHandoff).
+// releaseGrant returns g as c's release hands it on (redlock's Unlock,
+// core.Room.Release): the Room counts c's lock no more, and says whether
+// the release is followed (WithFollowers) and hands the key on within the
+// process (WithHandoff).
 func (c *client) releaseGrant(g core.Grant) core.Grant {
 	p, w := c.p, c.w
-	if w.cfg.Fair {
-		c.unhold()
+	c.rel, c.toldEarly = core.Releasing{}, false
+	waiting := p.kr != nil && len(p.waiters) > 0
+	if p.kr != nil {
+		c.rel = p.kr.Release(c.held)
+		p.ready(w, true)
 	}
-	waiting := p.exists && len(p.waiters) > 0
-	c.handoff = waiting && p.q.Follow()
-	c.early = c.handoff && w.cfg.FanOut != core.Sequential
-	c.told = 0
+	c.held = core.Held{}
+	c.early = c.rel.Handoff() && w.cfg.FanOut != core.Sequential
 	switch {
-	case c.handoff:
+	case c.rel.Handoff():
 		w.res.Queue.Chained++
 	case waiting:
 		w.res.Queue.Opened++
 	}
-	return g.WithFollowers(waiting).WithHandoff(c.handoff)
+	return c.rel.Grant(g)
 }
 
 // tellEarly, once every command of a release that hands the key on is
-// sent, tells the head, whose attempt then follows the release on each
-// node's connection.
+// sent, tells the key's Room (core.Room.Flushed): the head's attempt then
+// follows the release on each node's connection.
 func (c *client) tellEarly() {
 	c.early = false
-	p := c.p
-	if !c.w.cfg.Fair {
-		c.unhold()
-	}
-	if p.exists {
-		p.q.Handover(false)
-		p.pokeHead(c.w)
-		c.told, c.toldGen = p.q.Told(len(p.waiters) > 0), p.gen
+	if p := c.p; p.kr != nil {
+		p.kr.Flushed(&c.rel)
+		p.ready(c.w, true)
+		c.toldEarly = true
 	}
 }
 
-// released tells the room, once c's release is done, what Unlock does:
-// the early tell retold if Queue.Retell says so; otherwise, without
-// Fair or for a release that handed the key on, the head hears every
-// node.
-func (c *client) released() {
+// released tells the key's Room, once c's release is done, what Unlock
+// does (core.Room.Released; a new Room if the room forgot the key), and
+// returns how to make a quiet release heard, if it must be.
+func (c *client) released() (handOn, try bool) {
 	p, w := c.p, c.w
-	if c.told != 0 {
-		if c.toldGen == p.gen && p.q.Retell(c.told, len(p.waiters) > 0) {
-			w.res.Queue.Retold++
-			p.pokeHead(w)
-		}
-		c.told = 0
-		return
+	if p.kr == nil {
+		gone := c.spec.Room()
+		gone.Released(&c.rel, c.now())
+		rd := gone.Ready()
+		return rd.HandOn, rd.Try
 	}
-	if !w.cfg.Fair {
-		c.unhold()
+	p.kr.Released(&c.rel, c.now())
+	rd := p.ready(w, true)
+	if rd.Wake && c.toldEarly {
+		w.res.Queue.Retold++
 	}
-	if (!w.cfg.Fair || c.handoff) && p.exists {
-		p.q.Handover(false)
-		p.pokeHead(w)
-	}
+	return rd.HandOn, rd.Try
 }
 
 // reannounce, once c's release that handed the key on within its
-// process (c.handoff) is done, asks the key's Queue whether and how to
-// make it heard (Queue.Reannounce; an empty one if the room forgot the
-// key) and does it (makeHeard), as redlock's Unlock does. It returns true
-// if so. It first notes, for the unheard checker, a release that its own
-// view of the process says nobody of it will follow, or that waiters
-// follow (quietOpen).
-func (c *client) reannounce() bool {
-	p := c.p
-	p.quietOpen = true
+// process is done, makes it heard if the Room said so (handOn, try), as
+// redlock's Unlock does, and returns true if so. It first notes, for the
+// unheard checker, a release that its own view of the process says
+// nobody of it will follow, or that waiters follow (quietOpen).
+func (c *client) reannounce(handOn, try bool) bool {
+	c.p.quietOpen = true
 	c.noteUnheard()
-	q := &p.q
-	if !p.exists {
-		gone := c.spec.Queue()
-		q = &gone
-	}
-	return c.makeHeard(q.Reannounce(p.exists && len(p.waiters) > 0, c.now()))
+	return c.makeHeard(handOn, try)
 }
 
-// makeHeard does what Queue.Reannounce or Queue.Left said, as redlock's
+// makeHeard does what core.Ready.HandOn or Ready.Try said, as redlock's
 // Client.makeHeard does, detached from any cancellation: with Fair
 // (handOn), the Spec.HandOn round; without (try), a TryLock, unlocked at
 // once if it wins. It returns true if it started one.
@@ -340,11 +335,11 @@ func (c *client) makeHeard(handOn, try bool) bool {
 		if err != nil {
 			panic("sim: " + err.Error())
 		}
-		c.handoff, c.early, c.told, c.trying = false, false, 0, false
+		c.rel, c.early, c.toldEarly, c.trying = core.Releasing{}, false, false, false
 		c.state, c.own = releasing, r
 		c.drive(&c.own)
 	case try:
-		c.handoff = false
+		c.rel = core.Releasing{}
 		c.begin(&c.spec)
 		c.trying = true
 		c.attempt()
@@ -388,7 +383,7 @@ func (p *proc) busyFor(c *client) (waiting, held bool) {
 			held = true
 		}
 	}
-	return p.exists && len(p.waiters) > 0, held
+	return p.kr != nil && len(p.waiters) > 0, held
 }
 
 // heard notes that the key's quiet releases were followed: an attempt or

@@ -25,13 +25,25 @@ type holderCrash struct {
 func Run(cfg Config, seed uint64) Result {
 	w := newWorld(cfg, seed)
 	length := int64(cfg.Length)
-	for len(w.queue) > 0 {
+	for len(w.queue) > 0 && !w.halted {
 		e := w.pop()
 		if e.at > length {
+			w.now = length // time reached the end: nothing is stuck
 			break
 		}
+		w.step(e)
 		w.now = e.at
-		w.dispatch(e)
+		if !w.halted {
+			w.dispatch(e)
+		}
+	}
+	w.checkDrained(length)
+	if w.halted { // stuck.go: what ran until then is still checked
+		for _, c := range w.clients {
+			c.stopUsing()
+		}
+		w.checkExclusion()
+		return w.res
 	}
 	w.now = length
 	for _, c := range w.clients {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // schedulesPerConfig keeps go test well under a minute for every
@@ -14,7 +15,12 @@ import (
 // too, without the race detector).
 var schedulesPerConfig = map[bool]int{false: 200, true: 40}[raceEnabled]
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain arms the hang guard (internal/testguard), then runs the tests
+// and checks that none left a goroutine behind.
+func TestMain(m *testing.M) {
+	testguard.Arm()
+	goleak.VerifyTestMain(m)
+}
 
 // TestWithinAssumptions: no checker finds anything in any schedule that
 // keeps the algorithm's assumptions, for N in {3, 5, 7} and both fan-outs,

@@ -37,7 +37,13 @@
 //   - fences (with Config.Fencing): every acquisition's fence is strictly
 //     greater than the fence of every acquisition completed before it,
 //     in the real-time order in which the acquisitions reached
-//     core.PhaseDone with a lock.
+//     core.PhaseDone with a lock;
+//   - a schedule ends: one whose virtual time stops is ended as stuck,
+//     with its seed, rather than left to hang the campaign (stuck.go).
+//
+// The nodes apply commands as the drivers' scripts do, and
+// drivers/internal/engine's TestScriptsMatchSimModel holds them to it
+// (ScriptModel, model.go).
 //
 // Simulated nodes keep the fence counter of core.OpAcquireFenced and
 // core.OpRaiseFence next to the key; it never expires and survives node
@@ -114,6 +120,10 @@ type world struct {
 	// waits are the replies held until WAIT returns (failover.go).
 	waits   []pendingWait
 	waitIDs uint64
+	// The stuck checker's (stuck.go): events run, events run at the
+	// current instant, and whether the schedule was ended as stuck.
+	steps, sameInstant int
+	halted             bool
 }
 
 // event is something that happens at a real instant.
@@ -319,6 +329,9 @@ type node struct {
 	// then holds no token), and the waiter queue.
 	handed int
 	queue  []entry
+	// queueExp is when the queue's keys expire (node clock): each join
+	// PEXPIREs them by its entry's life, as the release script does.
+	queueExp int64
 }
 
 func (n *node) clock(t int64) int64 { return t + t*n.ppm/1_000_000 + n.off }
@@ -423,7 +436,7 @@ func (w *world) deliver(e event) {
 		}
 		if len(n.reps) > 0 && m.status == core.StatusOK {
 			w.replicate(e.n)
-			if w.cfg.Replication.Wait && m.cmd.Op != core.OpRelease {
+			if w.cfg.Replication.Wait && core.Waited(m.cmd.Op) {
 				w.wait(e.c, e.n, m) // the reply comes once WAIT returns
 				return
 			}

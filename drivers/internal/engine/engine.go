@@ -167,9 +167,10 @@ type Config struct {
 
 // NodeConfig is what a node asks beyond a plain master.
 type NodeConfig struct {
-	// Replicas, when positive, makes every acquisition and extension on
-	// the node count only once WAIT Replicas WaitTimeout, sent behind it
-	// on its connection, says enough replicas hold it: one WAIT behind a
+	// Replicas, when positive, makes every acquisition, extension and
+	// fence raise on the node (core.Waited) count only once WAIT Replicas
+	// WaitTimeout, sent behind it on its connection, says enough replicas
+	// hold it (core.Replicated): one WAIT behind a
 	// pipeline's last write answers for all its writes (on a Cluster,
 	// whose writes go to several masters, each write has its own). A WAIT
 	// that replies fewer replicas (it timed out) fails the vote with

@@ -17,9 +17,15 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain arms the hang guard (internal/testguard), then runs the tests
+// and checks that none left a goroutine behind.
+func TestMain(m *testing.M) {
+	testguard.Arm()
+	goleak.VerifyTestMain(m)
+}
 
 const ttl = 10 * time.Second
 

@@ -79,11 +79,11 @@ type pipe struct {
 // the node's connection.
 func (n *node) route(j job) {
 	if l := n.lane; l != nil {
-		switch j.cmd.Op {
-		case core.OpAcquire, core.OpAcquireFenced, core.OpExtend:
+		switch {
+		case core.Waited(j.cmd.Op):
 			l.offer(j, true)
 			return
-		case core.OpRelease:
+		case j.cmd.Op == core.OpRelease:
 			if l.offer(j, false) {
 				return
 			}
@@ -518,9 +518,9 @@ func (n *node) answer(p *pipe, err error) {
 }
 
 // waits reports whether a command of op is followed by WAIT on this node:
-// an acquisition or an extension, when NodeConfig.Replicas is set.
+// a write core.Waited names, when NodeConfig.Replicas is set.
 func (n *node) waits(op core.Op) bool {
-	return n.cfg.Replicas > 0 && (op == core.OpAcquire || op == core.OpAcquireFenced || op == core.OpExtend)
+	return n.cfg.Replicas > 0 && core.Waited(op)
 }
 
 // replicated returns nil if the reply to WAIT counts at least
@@ -528,7 +528,7 @@ func (n *node) waits(op core.Op) bool {
 // drivers.ErrNotReplicated (or the WAIT's error reply).
 func (n *node) replicated(r Reply) error {
 	switch {
-	case r.Kind == KindInt && r.Int >= int64(n.cfg.Replicas):
+	case r.Kind == KindInt && core.Replicated(r.Int, n.cfg.Replicas):
 		return nil
 	case r.Kind == KindInt:
 		return fmt.Errorf("%w: WAIT %d %v: %d acknowledged", drivers.ErrNotReplicated, n.cfg.Replicas, n.cfg.WaitTimeout, r.Int)

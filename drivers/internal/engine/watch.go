@@ -165,12 +165,16 @@ func (s *subscriber) loop() {
 		if refused {
 			wait = refusedRetry
 		}
-		t := time.NewTimer(wait)
+		// On the engine's clock (Config.Clock), as every other delay
+		// of the engine, so that a test's manual clock decides when
+		// the node is dialled again.
+		fired := make(chan struct{})
+		t := s.w.e.clock.AfterFunc(wait, func() { close(fired) })
 		select {
 		case <-s.stop:
 			t.Stop()
 			return
-		case <-t.C:
+		case <-fired:
 		}
 	}
 }

@@ -11,6 +11,11 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
+// LockAllocs is what the Client allocates of a pair: the *Lock that
+// TryLock returns. Over a driver that allocates nothing per round, it is
+// the whole of AllocsPerPair.
+const LockAllocs float64 = 1
+
 // AllocsPerPair returns the mean allocations of one Client.TryLock plus
 // one Lock.Unlock through the driver dial makes over n fresh redis-servers, in
 // mode, after a warm-up. It needs redis-server processes: an in-process
@@ -22,7 +27,7 @@ func AllocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	return allocsPerPair(t, dial, n, mode, false)
 }
 
-// AllocsPerFencedPair is AllocsPerPair with Config.Fencing: each TryLock
+// AllocsPerFencedPair is AllocsPerPair with Options.Fencing: each TryLock
 // is two rounds, the fenced acquire and the raise.
 func AllocsPerFencedPair(t *testing.T, dial Dialer, n int, mode core.FanOut) float64 {
 	t.Helper()
@@ -43,8 +48,8 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 			t.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{Config: keepable(core.Config{TTL: 10 * time.Second,
-		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}, d.Nodes())})
+	client, err := redlock.NewClient(d, keepable(redlock.Options{TTL: 10 * time.Second,
+		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}, d.Nodes()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
@@ -25,7 +24,7 @@ func BenchAcquireRelease(b *testing.B, dial Dialer) {
 		d := openBench(b, dial, n)
 		for _, mode := range modes {
 			b.Run(fmt.Sprintf("N=%d/%v", n, mode), func(b *testing.B) {
-				client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, FanOut: mode}})
+				client, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, FanOut: mode})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -63,8 +62,8 @@ func BenchAcquireReleaseParallel(b *testing.B, dial Dialer) {
 			b.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second,
-		NodeTimeout: 50 * time.Millisecond}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second,
+		NodeTimeout: 50 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -76,18 +76,18 @@ const (
 
 // newClient returns a Client over c's driver in mode, its zero TTL and
 // NodeTimeout set to the test defaults: 10 s, 500 ms.
-func newClient(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *redlock.Client {
+func newClient(t *testing.T, c cluster, mode core.FanOut, opts redlock.Options) *redlock.Client {
 	t.Helper()
-	return clientOver(t, c.Driver(), mode, redlock.Options{Config: cfg})
+	return clientOver(t, c.Driver(), mode, opts)
 }
 
-// clientOver returns a Client over d in mode, with opts.Config completed
-// by clientConfig. Over a driver that does not announce releases (the
+// clientOver returns a Client over d in mode, with opts completed by
+// clientOptions. Over a driver that does not announce releases (the
 // suite's wrappers, a test double) the Client polls, as it would anyway,
 // without saying so in the log.
 func clientOver(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {
 	t.Helper()
-	opts.Config = keepable(clientConfig(mode, opts.Config), d.Nodes())
+	opts = keepable(clientOptions(mode, opts), d.Nodes())
 	if _, ok := d.(core.Announcer); !ok {
 		opts.Poll = true
 	}
@@ -96,53 +96,42 @@ func clientOver(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Opti
 	return c
 }
 
-// clientConfig sets cfg's fan-out and fills its zero TTL and NodeTimeout
-// with the test defaults. Retry is left as given: TryLock makes one
-// attempt whatever it says, and Lock tries until its ctx ends, paced by
-// its delays.
-func clientConfig(mode core.FanOut, cfg core.Config) core.Config {
-	cfg.FanOut = mode
-	if cfg.TTL == 0 {
-		cfg.TTL = defaultTTL
+// clientOptions sets opts' fan-out and fills its zero TTL and
+// NodeTimeout with the test defaults.
+func clientOptions(mode core.FanOut, opts redlock.Options) redlock.Options {
+	opts.FanOut = mode
+	if opts.TTL == 0 {
+		opts.TTL = defaultTTL
 	}
-	if cfg.NodeTimeout == 0 {
-		cfg.NodeTimeout = defaultNodeTimeout
+	if opts.NodeTimeout == 0 {
+		opts.NodeTimeout = defaultNodeTimeout
 	}
-	return cfg
+	return opts
 }
 
-// keepable returns cfg, for n nodes, with its node timeout shortened if
+// keepable returns opts, for n nodes, with its node timeout shortened if
 // the loss margin, two round bounds, would exceed a lock's validity (TTL
 // less the default drift allowance), which core.NewSpec refuses: then to
 // half of that, so that an acquisition has the other half to take. A
 // case's node timeout is the round bound it means, and a sequential
 // round gives each of its n nodes a share of it.
-func keepable(cfg core.Config, n int) core.Config {
+func keepable(opts redlock.Options, n int) redlock.Options {
 	bounds := 2 * time.Duration(n)
-	if cfg.FanOut != core.Sequential {
+	if opts.FanOut != core.Sequential {
 		bounds = 2
 	}
-	best := cfg.TTL - (cfg.TTL+99)/100 - 2*time.Millisecond
-	if cfg.NodeTimeout*bounds > best {
-		cfg.NodeTimeout = best / 2 / bounds / time.Millisecond * time.Millisecond
+	best := opts.TTL - (opts.TTL+99)/100 - 2*time.Millisecond
+	if opts.NodeTimeout*bounds > best {
+		opts.NodeTimeout = best / 2 / bounds / time.Millisecond * time.Millisecond
 	}
-	return cfg
+	return opts
 }
 
-// fixedToken is a TokenSource that always returns the same token: a
-// case that must know the token an attempt holds gives it to its Client
-// as Config.Tokens (every attempt then holds it).
-type fixedToken core.Token
-
-func (f fixedToken) NewToken() core.Token { return core.Token(f) }
-
 // tryLock takes key through client in one attempt, failing t otherwise,
-// and returns the handle, kept where the case's helpers can point to it.
+// and returns the handle.
 func tryLock(ctx context.Context, t *testing.T, client *redlock.Client, key string) *redlock.Lock {
 	t.Helper()
-	l := new(redlock.Lock)
-	var err error
-	*l, err = client.TryLock(ctx, key)
+	l, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	return l
 }
@@ -325,13 +314,13 @@ func testDriverShape(t *testing.T, c cluster, _ core.FanOut) {
 // testAcquireReleaseExtend: the basic semantics, checked on every node.
 func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	client := newClient(t, c, mode, core.Config{MaxExtensions: 2})
+	client := newClient(t, c, mode, redlock.Options{MaxExtensions: 2})
 
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	assert.Equal(t, key, lock.Key())
 	until := lock.Until()
-	assert.True(t, valid(&lock, time.Now()), "the lock is valid once TryLock returns")
+	assert.True(t, valid(lock, time.Now()), "the lock is valid once TryLock returns")
 	assert.LessOrEqual(t, time.Until(until), defaultTTL)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
 
@@ -354,7 +343,7 @@ func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
 
 	require.NoError(t, lock.Extend(ctx))
 	requireKind(t, lock.Extend(ctx), core.ErrExtensionLimit)
-	assert.True(t, valid(&lock, time.Now()), "the limit does not end the lock")
+	assert.True(t, valid(lock, time.Now()), "the limit does not end the lock")
 
 	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, all(n)...)
@@ -368,7 +357,7 @@ func testAcquireReleaseExtend(t *testing.T, c cluster, mode core.FanOut) {
 func testExpiry(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
 	const ttl = 400 * time.Millisecond
-	cfg := core.Config{TTL: ttl, NodeTimeout: 150 * time.Millisecond}
+	cfg := redlock.Options{TTL: ttl, NodeTimeout: 150 * time.Millisecond}
 	client := newClient(t, c, mode, cfg)
 
 	keys := []string{testKey(t, "-extend"), testKey(t, "-release"), testKey(t, "")}
@@ -420,7 +409,7 @@ func testExpiry(t *testing.T, c cluster, mode core.FanOut) {
 // the nodes, and never re-creates a key; its Unlock still releases.
 func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 
 	t.Run("deleted everywhere", func(t *testing.T) {
 		key := testKey(t, "")
@@ -482,7 +471,7 @@ func testMissingKey(t *testing.T, c cluster, mode core.FanOut) {
 // other nodes.
 func testForeignToken(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	key, relKey := testKey(t, ""), testKey(t, "-release")
 	lock := acquireSettled(ctx, t, c, client, key)
 	rel := acquireSettled(ctx, t, c, client, relKey)
@@ -527,7 +516,7 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 	// the node timeout.
 	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second)
 	defer cancel()
-	client := newClient(t, c, mode, core.Config{TTL: 5 * time.Second, NodeTimeout: 250 * time.Millisecond})
+	client := newClient(t, c, mode, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 250 * time.Millisecond})
 
 	// Stop node 1, so that a sequential round must get past it.
 	stopped := []int{1}
@@ -535,7 +524,7 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 	key := testKey(t, "")
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.True(t, valid(&lock, time.Now()))
+	assert.True(t, valid(lock, time.Now()))
 	requireHolds(t, c, key, lock.Token(), 0, without(all(n), stopped...)...)
 	require.NoError(t, lock.Unlock(ctx))
 	requireAbsent(t, c, key, without(all(n), stopped...)...)
@@ -560,7 +549,7 @@ func testStoppedNode(t *testing.T, c cluster, mode core.FanOut) {
 // majority the error names the nodes; restarted nodes are used again.
 func testKilledNode(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 
 	// The largest minority, spread out so a sequential round meets live
 	// and dead nodes alternately.
@@ -626,7 +615,7 @@ func requireEveryNodeTakes(ctx context.Context, t *testing.T, c cluster, client 
 // another client, and extend does not re-create its key.
 func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 
@@ -635,7 +624,7 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 
 	// The other client is refused. Taken, or unreachable if the driver
 	// found its old connection to node 0 broken: either way not won.
-	other := newClient(t, c, mode, core.Config{})
+	other := newClient(t, c, mode, redlock.Options{})
 	_, err = other.TryLock(ctx, key)
 	require.Error(t, err)
 	if !errors.Is(err, core.ErrTaken) {
@@ -665,14 +654,28 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 // release works with a cancelled context.
 func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
 	base, n, key := testContext(t), c.N(), testKey(t, "")
-	// Every attempt holds tok, so that the check below covers them all.
-	// Lock keeps trying, so that however late the cancel lands it lands
-	// during an attempt or a delay, never after the tries ran out.
-	tok := core.TokenFromUint64s(0x0123456789abcdef, uint64(time.Now().UnixNano()))
-	client := newClient(t, c, mode, core.Config{
-		Retry:  core.RandomDelay(1<<20, 10*time.Millisecond, 20*time.Millisecond),
-		Tokens: fixedToken(tok),
-	})
+	// Every attempt's token is kept, so that the checks below cover them
+	// all. Lock keeps trying (it polls: h announces nothing), so that
+	// however late the cancel lands it lands during an attempt or a delay.
+	var mu sync.Mutex
+	var toks []core.Token
+	h := &hookDriver{Driver: c.Driver(), before: func(_ int, cmd core.Command) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cmd.Op == core.OpAcquire && (len(toks) == 0 || toks[len(toks)-1] != cmd.Token) {
+			toks = append(toks, cmd.Token)
+		}
+	}}
+	client := clientOver(t, h, mode, redlock.Options{Backoff: redlock.RandomDelay(10*time.Millisecond, 20*time.Millisecond)})
+	notHolding := func(nodes ...int) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, toks, "no attempt was sent")
+		for _, tok := range toks {
+			requireNotHolding(t, c, key, tok, nodes...)
+		}
+	}
 
 	// A stopped majority holds the round open until the node timeout. Its
 	// nodes already hold the key for another client, so whatever of ours
@@ -691,12 +694,12 @@ func testCancellation(t *testing.T, c cluster, mode core.FanOut) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, base.Err(), "cancellation must not wait for the test deadline")
 	// The cleanup ran detached from the cancelled caller.
-	requireNotHolding(t, c, key, tok, without(all(n), stopped...)...)
+	notHolding(without(all(n), stopped...)...)
 
 	for _, i := range stopped {
 		c.Cont(i)
 	}
-	requireNotHolding(t, c, key, tok, all(n)...)
+	notHolding(all(n)...)
 
 	// Release and extend with a context that is already cancelled.
 	key2 := testKey(t, "-2")
@@ -723,7 +726,7 @@ func testBatchCloseEarly(t *testing.T, c cluster, mode core.FanOut) {
 	contract.CloseEarly(t, d, n, n-1, key, tok, 2*time.Second)
 	c.Cont(n - 1)
 
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	key2 := testKey(t, "-2")
 	lock, err := client.TryLock(ctx, key2)
 	require.NoError(t, err)
@@ -740,9 +743,9 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	if mode == core.Sequential {
 		workers = 8 // a sequential round costs N round trips
 	}
-	client := newClient(t, c, mode, core.Config{
-		TTL:   2 * time.Second,
-		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+	client := newClient(t, c, mode, redlock.Options{
+		TTL:     2 * time.Second,
+		Backoff: redlock.RandomDelay(time.Millisecond, 5*time.Millisecond),
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -792,7 +795,7 @@ func testMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 // still in flight, as a process's exit would.
 func testReleaseLeavesNothing(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n := testContext(t), c.N()
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	scan := func(key, after string) {
 		t.Helper()
 		for i := range n {

@@ -31,7 +31,8 @@ func testDialClock(t *testing.T, dial DialFunc) {
 		require.True(t, ok, "%T has no Clock method: redlock.NewClient cannot tell which clock it reads", d)
 		return cd
 	}
-	cfg := core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second}
+	cfg := redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second}
+	withClock := func(c core.Clock) redlock.Options { o := cfg; o.Clock = c; return o }
 	for _, by := range []time.Duration{-time.Hour, time.Hour} {
 		t.Run("shifted="+by.String(), func(t *testing.T) {
 			clock := &dialtest.ShiftedClock{By: by}
@@ -39,7 +40,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 			require.Equal(t, core.Clock(clock), cd.Clock(), "Clock returns Options.Clock")
 			d := cd.(core.Driver)
 			for _, given := range []core.Clock{clock, nil} {
-				client, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: given})
+				client, err := redlock.NewClient(d, withClock(given))
 				require.NoError(t, err, "Options.Clock %v: the driver's", given)
 				ctx, key := testContext(t), testKey(t, "")
 				lock, err := client.TryLock(ctx, key)
@@ -50,7 +51,7 @@ func testDialClock(t *testing.T, dial DialFunc) {
 				require.NoError(t, lock.Unlock(ctx))
 			}
 			for _, other := range []core.Clock{core.SystemClock{}, &dialtest.ShiftedClock{By: by}} {
-				_, err := redlock.NewClient(d, redlock.Options{Config: cfg, Clock: other})
+				_, err := redlock.NewClient(d, withClock(other))
 				require.ErrorIs(t, err, core.ErrInvalidConfig, "Options.Clock %T is not the driver's", other)
 			}
 		})
@@ -58,12 +59,12 @@ func testDialClock(t *testing.T, dial DialFunc) {
 	t.Run("system", func(t *testing.T) {
 		cd := open(t, nil)
 		assert.Equal(t, core.Clock(core.SystemClock{}), cd.Clock(), "no Options.Clock: the system clock")
-		client, err := redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: core.SystemClock{}})
+		client, err := redlock.NewClient(cd.(core.Driver), withClock(core.SystemClock{}))
 		require.NoError(t, err)
 		lock, err := client.TryLock(testContext(t), testKey(t, ""))
 		require.NoError(t, err)
 		require.NoError(t, lock.Unlock(testContext(t)))
-		_, err = redlock.NewClient(cd.(core.Driver), redlock.Options{Config: cfg, Clock: &dialtest.ShiftedClock{}})
+		_, err = redlock.NewClient(cd.(core.Driver), withClock(&dialtest.ShiftedClock{}))
 		require.ErrorIs(t, err, core.ErrInvalidConfig)
 	})
 }

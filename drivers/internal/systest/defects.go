@@ -2,7 +2,6 @@ package systest
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -124,8 +123,8 @@ func testWakeStaleMinority(t *testing.T, c cluster, mode core.FanOut) {
 	)
 	s := &staleWaiter{attemptWatch: watchAttempts(t, c), all: 1<<c.N() - 1, waiting: make(chan struct{})}
 	b := clientOver(t, s, mode, redlock.Options{Clock: waitClock{s},
-		Config: redlock.Config{Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
-	a := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{TTL: holderTTL}})
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
+	a := clientOver(t, c.Driver(), mode, redlock.Options{TTL: holderTTL})
 	key := testKey(t, "")
 	c.Set(0, key, foreignToken, staleTTL)
 	holder, err := a.TryLock(testContext(t), key)
@@ -151,19 +150,14 @@ func testWakeStaleMinority(t *testing.T, c cluster, mode core.FanOut) {
 			"(B had made %d attempts before the unlock)", waited.Round(time.Millisecond), attempts)
 }
 
-// fixedRand is a Rand that always draws the same number.
-type fixedRand uint64
-
-func (r fixedRand) Uint64() uint64 { return uint64(r) }
-
 // testLeaseLossBeforeUntil: a leased lock (Fraction 1/3, TTL 400 ms) whose
 // majority is SIGSTOPped: every extension times out. Its Context must be
 // done strictly before Until, read on the lock's clock (the system
 // clock), so that work under it stops while the lock is still valid. Runs
 // eight times, so that an order that holds only usually fails. The retry
-// delays are the default ones at their longest (a fixed Jitter): the
-// first failed extension leaves less than that before Until, so every run
-// takes the path that schedules a retry to end at the validity's end.
+// delay is the default range's longest, 250 ms, every time: the first
+// failed extension leaves less than that before Until, so every run takes
+// the path that schedules a retry to end at the validity's end.
 //
 // Today the Context ends at or after Until: the last retry is scheduled so
 // that its round, which lasts the node timeout, ends at the end of the
@@ -174,6 +168,9 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 	}
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	hung := all(c.N())[:lossThreshold(c.N())]
+	for _, i := range hung {
+		c.srv[i].NeedProcess(t) // the subtests stop them
+	}
 	for run := range 8 {
 		t.Run("run="+strconv.Itoa(run), func(t *testing.T) {
 			w := watchExtends(c.Driver())
@@ -182,9 +179,9 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 			// runs: on a loaded machine that can be ms later.
 			lossAt := make(chan time.Time, 1)
 			client := clientOver(t, w, mode, redlock.Options{
-				Config: redlock.Config{TTL: 400 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
-					Retry: core.DefaultRetry, Jitter: fixedRand(math.MaxUint64)},
-				Lease: &redlock.Lease{Fraction: 1.0 / 3},
+				TTL: 400 * time.Millisecond, NodeTimeout: 50 * time.Millisecond,
+				Backoff: redlock.RandomDelay(250*time.Millisecond, 250*time.Millisecond),
+				Lease:   &redlock.Lease{Fraction: 1.0 / 3},
 				Observer: redlock.Observer{Loss: func(redlock.LossEvent) {
 					select {
 					case lossAt <- time.Now():
@@ -205,7 +202,7 @@ func testLeaseLossBeforeUntil(t *testing.T, f Factory, mode core.FanOut) {
 				c.Stop(i)
 			}
 			require.Zero(t, w.extends(), "an extension was sent before the majority was stopped: the run cannot tell the Until in force")
-			cause := awaitDone(t, &l)
+			cause := awaitDone(t, l)
 			done := <-lossAt
 			assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
 			assert.True(t, done.Before(until),

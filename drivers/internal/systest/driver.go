@@ -82,8 +82,8 @@ func testStoppedNodeConcurrent(t *testing.T, open func(*testing.T, []string) Clo
 	defer srvs[1].Cont()
 
 	for _, mode := range modes {
-		client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 5 * time.Second,
-			NodeTimeout: 100 * time.Millisecond, FanOut: mode}})
+		client, err := redlock.NewClient(d, redlock.Options{TTL: 5 * time.Second,
+			NodeTimeout: 100 * time.Millisecond, FanOut: mode})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var won atomic.Int32
@@ -133,7 +133,7 @@ func testDialWithNodeDownLocks(t *testing.T, open func(*testing.T, []string) Clo
 	// A node timeout of a second: the live nodes' first commands may wait
 	// for their connections, dialled as the driver opened, on a busy
 	// machine; this test is about the node that is down.
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 3 * time.Second, NodeTimeout: time.Second}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	lock, err := client.TryLock(context.Background(), "k")
 	require.NoError(t, err, "a majority is up")

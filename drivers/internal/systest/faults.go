@@ -83,7 +83,7 @@ func testPartitionBlackHole(t *testing.T, f Factory, mode core.FanOut) {
 			c := startProxied(t, f, n, 0)
 			ctx, key := testContext(t), testKey(t, "")
 			h := &hookDriver{Driver: c.Driver()}
-			client := clientOver(t, h, mode, redlock.Options{Config: core.Config{TTL: ttl, NodeTimeout: nodeTimeout}})
+			client := clientOver(t, h, mode, redlock.Options{TTL: ttl, NodeTimeout: nodeTimeout})
 			lock := acquireSettled(ctx, t, c, client, key)
 			until := lock.Until()
 
@@ -174,7 +174,7 @@ func testPartitionDropMinority(t *testing.T, f Factory, mode core.FanOut) {
 		t.Run("N="+strconv.Itoa(n), func(t *testing.T) {
 			c := startProxied(t, f, n, 0)
 			ctx, key := testContext(t), testKey(t, "")
-			client := newClient(t, c, mode, core.Config{})
+			client := newClient(t, c, mode, redlock.Options{})
 			lock := acquireSettled(ctx, t, c, client, key)
 			until := lock.Until()
 
@@ -244,9 +244,7 @@ func newOtherClient(t *testing.T, f Factory, c *realCluster) *otherClient {
 func acquireWithoutNode2(t *testing.T, c *realCluster, client *redlock.Client, key string) *redlock.Lock {
 	t.Helper()
 	c.Stop(2)
-	l := new(redlock.Lock)
-	var err error
-	*l, err = client.TryLock(testContext(t), key)
+	l, err := client.TryLock(testContext(t), key)
 	require.NoError(t, err, "nodes 0 and 1 make a quorum")
 	c.Kill(2)
 	c.Restart(2)
@@ -266,7 +264,7 @@ func acquireWithoutNode2(t *testing.T, c *realCluster, client *redlock.Client, k
 func testRestartDoubleGrant(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	cfg := core.Config{NodeTimeout: 200 * time.Millisecond}
+	cfg := redlock.Options{NodeTimeout: 200 * time.Millisecond}
 	a := newClient(t, c, mode, cfg)
 	lockA := acquireWithoutNode2(t, c, a, key)
 
@@ -279,7 +277,7 @@ func testRestartDoubleGrant(t *testing.T, f Factory, mode core.FanOut) {
 	won := time.Now()
 	require.NoError(t, err, "B wins nodes 1 and 2: the documented unsafety of a restart without delay")
 	assert.True(t, valid(lockA, won), "A's lock is still valid when B wins: the double grant the documentation warns of")
-	assert.True(t, valid(&lockB, won))
+	assert.True(t, valid(lockB, won))
 	requireHolds(t, c, key, lockA.Token(), 0, 0)
 	requireHolds(t, c, key, lockB.Token(), 0, 1, 2)
 
@@ -296,7 +294,7 @@ func testRestartDoubleGrant(t *testing.T, f Factory, mode core.FanOut) {
 func testRestartDelayed(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	cfg := core.Config{TTL: time.Second, NodeTimeout: 200 * time.Millisecond}
+	cfg := redlock.Options{TTL: time.Second, NodeTimeout: 200 * time.Millisecond}
 	a := newClient(t, c, mode, cfg)
 	lockA := acquireWithoutNode2(t, c, a, key)
 	untilA := lockA.Until()
@@ -332,7 +330,7 @@ func testRestartDelayed(t *testing.T, f Factory, mode core.FanOut) {
 	assert.False(t, valid(lockA, won), "B won while A's lock was valid")
 	assert.False(t, start.Before(untilA), "B's validity overlaps A's: A valid until %v, B's round started at %v",
 		untilA, start)
-	assert.True(t, valid(&lockB, won))
+	assert.True(t, valid(lockB, won))
 	require.NoError(t, lockB.Unlock(ctx))
 	requireNotHolding(t, c, key, lockB.Token(), all(3)...)
 }

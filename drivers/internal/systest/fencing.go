@@ -22,7 +22,7 @@ import (
 // realCases.
 
 // fencedClient is newClient with Fencing.
-func fencedClient(t *testing.T, c cluster, mode core.FanOut, cfg core.Config) *redlock.Client {
+func fencedClient(t *testing.T, c cluster, mode core.FanOut, cfg redlock.Options) *redlock.Client {
 	t.Helper()
 	cfg.Fencing = true
 	return newClient(t, c, mode, cfg)
@@ -115,18 +115,18 @@ func (b *hookBatch) Send(node int, cmd core.Command, deadline time.Time) {
 // increasing fences, each on a quorum's counters once TryLock returns.
 func testFencesGrow(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	plain := newClient(t, c, mode, core.Config{})
+	plain := newClient(t, c, mode, redlock.Options{})
 	lock, err := plain.TryLock(ctx, key)
 	require.NoError(t, err)
 	_, err = lock.Fence()
-	assert.ErrorIs(t, err, redlock.ErrNoFencing, "no fence without Config.Fencing")
+	assert.ErrorIs(t, err, redlock.ErrNoFencing, "no fence without Options.Fencing")
 	require.NoError(t, lock.Unlock(ctx))
 	for i := range n {
 		assert.Zero(t, c.Fence(i, key), "node %d: a plain acquisition leaves no counter", i)
 	}
 
-	a := fencedClient(t, c, mode, core.Config{})
-	b := fencedClient(t, c, mode, core.Config{})
+	a := fencedClient(t, c, mode, redlock.Options{})
+	b := fencedClient(t, c, mode, redlock.Options{})
 	first := acquireSettled(ctx, t, c, a, key)
 	require.Equal(t, uint64(1), fenceOf(t, first), "every counter was 0")
 	requireSettles(t, c, all(n), func(i int) string {
@@ -155,7 +155,7 @@ func testFencesGrow(t *testing.T, c cluster, mode core.FanOut) {
 		}
 		lock, err := cl.TryLock(ctx, key)
 		require.NoError(t, err)
-		f := fenceOf(t, &lock)
+		f := fenceOf(t, lock)
 		require.Greater(t, f, prev, "holder %d's fence", round)
 		requireRaised(t, c, key, f)
 		prev = f
@@ -260,10 +260,10 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 		top = max(top, v)
 		c.SetFence(i, key, v)
 	}
-	client := fencedClient(t, c, mode, core.Config{})
+	client := fencedClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	fence := fenceOf(t, &lock)
+	fence := fenceOf(t, lock)
 	assert.Greater(t, fence, low, "every quorum meets a node whose counter was at least %d", low)
 	assert.LessOrEqual(t, fence, top+1)
 	requireRaised(t, c, key, fence)
@@ -278,7 +278,7 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 	c.Kill(highest)
 	lock2, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Greater(t, fenceOf(t, &lock2), fence, "with node %d down, the raised nodes still decide", highest)
+	assert.Greater(t, fenceOf(t, lock2), fence, "with node %d down, the raised nodes still decide", highest)
 	require.NoError(t, lock2.Unlock(ctx))
 }
 
@@ -289,7 +289,6 @@ func testCountersDiffer(t *testing.T, c cluster, mode core.FanOut) {
 // acquisition's fence is above the counters the failed attempt left.
 func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	tok := core.TokenFromUint64s(0xdead, uint64(time.Now().UnixNano()))
 	var set [core.MaxNodes]bool
 	var victims []int
 	h := &hookDriver{Driver: c.Driver()}
@@ -305,7 +304,7 @@ func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 			victims = append(victims, node)
 		}
 	}
-	client := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true, Tokens: fixedToken(tok)}})
+	client := clientOver(t, h, mode, redlock.Options{Fencing: true})
 	lock, err := client.TryLock(ctx, key)
 	e := requireError(t, err, core.ErrNotHeld)
 	assert.Empty(t, lock.Key(), "no lock is handed out")
@@ -323,7 +322,7 @@ func testRaiseFails(t *testing.T, c cluster, mode core.FanOut) {
 	require.Positive(t, left, "the victims' counters were incremented")
 	next, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
-	assert.Greater(t, fenceOf(t, &next), left)
+	assert.Greater(t, fenceOf(t, next), left)
 	require.NoError(t, next.Unlock(ctx))
 }
 
@@ -333,7 +332,7 @@ func testFencingRounds(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, key := testContext(t), testKey(t, "")
 	h := &hookDriver{Driver: c.Driver()}
 	plain := clientOver(t, h, mode, redlock.Options{})
-	fenced := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true}})
+	fenced := clientOver(t, h, mode, redlock.Options{Fencing: true})
 
 	lock, err := plain.TryLock(ctx, key)
 	require.NoError(t, err)
@@ -363,9 +362,9 @@ func testFencedMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 	if mode == core.Sequential {
 		workers = 8 // a sequential round costs N round trips, and fencing two rounds
 	}
-	client := fencedClient(t, c, mode, core.Config{
-		TTL:   5 * time.Second,
-		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+	client := fencedClient(t, c, mode, redlock.Options{
+		TTL:     5 * time.Second,
+		Backoff: redlock.RandomDelay(time.Millisecond, 5*time.Millisecond),
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -389,7 +388,7 @@ func testFencedMutualExclusion(t *testing.T, c cluster, mode core.FanOut) {
 						t.Errorf("worker %d: write with fence %d: %v", w, fence, err)
 					}
 				}
-				if !valid(&lock, time.Now()) {
+				if !valid(lock, time.Now()) {
 					// Not the driver's fault: the holder overran its validity.
 					t.Errorf("worker %d: the writes outlived the lock's validity", w)
 				}
@@ -427,13 +426,13 @@ func testPause(t *testing.T, c cluster, mode core.FanOut) {
 	for _, fencing := range []bool{true, false} {
 		t.Run("fencing="+strconv.FormatBool(fencing), func(t *testing.T) {
 			ctx, key := testContext(t), testKey(t, "")
-			cfg := core.Config{TTL: ttl, NodeTimeout: 200 * time.Millisecond, Fencing: fencing}
+			cfg := redlock.Options{TTL: ttl, NodeTimeout: 200 * time.Millisecond, Fencing: fencing}
 			store := fencedstore.Unfenced()
 			if fencing {
 				store = fencedstore.New()
 			}
 			client1 := newClient(t, c, mode, cfg)
-			cfg.Retry = core.RandomDelay(1<<20, 5*time.Millisecond, 10*time.Millisecond)
+			cfg.Backoff = redlock.RandomDelay(5*time.Millisecond, 10*time.Millisecond)
 			client2 := newClient(t, c, mode, cfg)
 
 			type result struct {
@@ -448,7 +447,7 @@ func testPause(t *testing.T, c cluster, mode core.FanOut) {
 			defer resume()
 			go func() { // client 1
 				lock, err := client1.TryLock(ctx, key)
-				acquired <- result{&lock, err}
+				acquired <- result{lock, err}
 				if err != nil {
 					return
 				}

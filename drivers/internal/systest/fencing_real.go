@@ -23,7 +23,7 @@ import (
 func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	client := fencedClient(t, c, mode, core.Config{})
+	client := fencedClient(t, c, mode, redlock.Options{})
 	for _, tc := range []struct {
 		presets [3]uint64
 		want    uint64
@@ -41,7 +41,7 @@ func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 		}
 		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err, "presets %v", tc.presets)
-		assert.Equal(t, tc.want, fenceOf(t, &lock), "presets %v", tc.presets)
+		assert.Equal(t, tc.want, fenceOf(t, lock), "presets %v", tc.presets)
 		var exact []int
 		for i := range c.N() {
 			if c.Fence(i, key) == tc.want {
@@ -67,7 +67,7 @@ func testBigCounters(t *testing.T, f Factory, mode core.FanOut) {
 func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	client := fencedClient(t, c, mode, core.Config{})
+	client := fencedClient(t, c, mode, redlock.Options{})
 	var prev uint64
 	for round := range 4 { // EVAL, EVALSHA, then after each flush
 		if round >= 2 {
@@ -77,7 +77,7 @@ func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 		}
 		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err, "round %d", round)
-		fence := fenceOf(t, &lock)
+		fence := fenceOf(t, lock)
 		assert.Greater(t, fence, prev, "round %d", round)
 		requireRaised(t, c, key, fence)
 		prev = fence
@@ -100,7 +100,6 @@ func testFencedScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, key := testContext(t), testKey(t, "")
-	tok := core.TokenFromUint64s(0x57, uint64(time.Now().UnixNano()))
 	var set, continued [core.MaxNodes]bool
 	var stopped []int
 	h := &hookDriver{Driver: c.Driver()}
@@ -118,7 +117,7 @@ func testRaiseHungMajority(t *testing.T, f Factory, mode core.FanOut) {
 		}
 	}
 	const timeout = time.Second
-	client := clientOver(t, h, mode, redlock.Options{Config: core.Config{Fencing: true, NodeTimeout: timeout, Tokens: fixedToken(tok)}})
+	client := clientOver(t, h, mode, redlock.Options{Fencing: true, NodeTimeout: timeout})
 	start := time.Now()
 	_, err := client.TryLock(ctx, key)
 	elapsed := time.Since(start)

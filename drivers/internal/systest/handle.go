@@ -85,8 +85,8 @@ func awaitDone(t *testing.T, l *redlock.Lock) error {
 func testHandleLease(t *testing.T, c cluster, mode core.FanOut) {
 	w := watchExtends(c.Driver())
 	client := clientOver(t, w, mode, redlock.Options{
-		Config: redlock.Config{TTL: leaseTTL, NodeTimeout: leaseNodeTimeout},
-		Lease:  &redlock.Lease{Fraction: 0.25}})
+		TTL: leaseTTL, NodeTimeout: leaseNodeTimeout,
+		Lease: &redlock.Lease{Fraction: 0.25}})
 	key := testKey(t, "")
 	l, err := client.TryLock(testContext(t), key)
 	require.NoError(t, err)
@@ -124,8 +124,8 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := clientOver(t, c.Driver(), mode, redlock.Options{
-				Config: redlock.Config{TTL: leaseTTL, NodeTimeout: leaseNodeTimeout},
-				Lease:  &redlock.Lease{Fraction: 0.25}})
+				TTL: leaseTTL, NodeTimeout: leaseNodeTimeout,
+				Lease: &redlock.Lease{Fraction: 0.25}})
 			key := testKey(t, "")
 			l, err := client.TryLock(testContext(t), key)
 			require.NoError(t, err)
@@ -134,7 +134,7 @@ func testHandleLost(t *testing.T, c cluster, mode core.FanOut) {
 			for _, i := range lost {
 				tc.steal(i, key)
 			}
-			cause := awaitDone(t, &l)
+			cause := awaitDone(t, l)
 			assert.ErrorIs(t, cause, redlock.ErrLost)
 			assert.ErrorIs(t, cause, tc.want)
 			var le *redlock.LostError
@@ -161,8 +161,8 @@ func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 	// then no longer fits before the loss is due (seen once in a few
 	// dozen runs at load 10+), which is the lease doing its job.
 	client := clientOver(t, w, mode, redlock.Options{
-		Config: redlock.Config{TTL: 2 * leaseTTL, NodeTimeout: leaseNodeTimeout},
-		Lease:  &redlock.Lease{Fraction: 1.0 / 3}})
+		TTL: 2 * leaseTTL, NodeTimeout: leaseNodeTimeout,
+		Lease: &redlock.Lease{Fraction: 1.0 / 3}})
 	key := testKey(t, "")
 	l, err := client.TryLock(testContext(t), key)
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 	for _, i := range hung {
 		c.Stop(i)
 	}
-	cause := awaitDone(t, &l)
+	cause := awaitDone(t, l)
 	assert.ErrorIs(t, cause, redlock.ErrQuorumUnreachable)
 	assert.ErrorIs(t, cause, redlock.ErrLost)
 	assert.True(t, time.Now().Before(until), "the lease waited for the validity to end instead of giving up when no round fitted")
@@ -186,7 +186,7 @@ func testHandleUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 // testHandleFence: a fencing Client's handles carry growing fences; a
 // plain Client's refuse Fence with ErrNoFencing, sending nothing.
 func testHandleFence(t *testing.T, c cluster, mode core.FanOut) {
-	fenced := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{Fencing: true}})
+	fenced := clientOver(t, c.Driver(), mode, redlock.Options{Fencing: true})
 	key := testKey(t, "")
 	var last uint64
 	for i := 0; i < 3; i++ {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 		d := f(t, c.eps)
 		closer, ok := d.(interface{ Close() error })
 		require.True(t, ok, "the driver has no Close")
-		client, err := redlock.NewClient(d, redlock.Options{Config: keepable(clientConfig(mode, core.Config{}), d.Nodes())})
+		client, err := redlock.NewClient(d, keepable(clientOptions(mode, redlock.Options{}), d.Nodes()))
 		require.NoError(t, err)
 		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err)
@@ -58,7 +59,7 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 // releases cleanly on the nodes left.
 func testKillMinorityWhileHeld(t *testing.T, c cluster, mode core.FanOut) {
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
@@ -68,7 +69,7 @@ func testKillMinorityWhileHeld(t *testing.T, c cluster, mode core.FanOut) {
 		c.Kill(i)
 		killed = append(killed, i)
 	}
-	require.True(t, valid(&lock, time.Now()), "killing a minority does not end the lock")
+	require.True(t, valid(lock, time.Now()), "killing a minority does not end the lock")
 	for _, i := range without(all(n), killed...) {
 		c.Set(i, key, lock.Token(), time.Second) // so that the extension shows
 	}
@@ -81,10 +82,19 @@ func testKillMinorityWhileHeld(t *testing.T, c cluster, mode core.FanOut) {
 
 // sendWatch is a driver that reports, on sent, the node of every acquire
 // command its rounds send, so that a test can act once a round is known to
-// be waiting on a hung node.
+// be waiting on a hung node, and keeps the token of the last.
 type sendWatch struct {
 	core.Driver
 	sent chan int
+	mu   sync.Mutex
+	tok  core.Token
+}
+
+// token returns the token of the last acquire command sent.
+func (d *sendWatch) token() core.Token {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.tok
 }
 
 func (d *sendWatch) Clock() core.Clock { return clockOf(d.Driver) }
@@ -102,6 +112,9 @@ type watchedBatch struct {
 func (b *watchedBatch) Send(node int, cmd core.Command, deadline time.Time) {
 	b.Batch.Send(node, cmd, deadline)
 	if cmd.Op == core.OpAcquire {
+		b.d.mu.Lock()
+		b.d.tok = cmd.Token
+		b.d.mu.Unlock()
 		b.d.sent <- node
 	}
 }
@@ -122,8 +135,7 @@ func testCancelWithHungNodes(t *testing.T, f Factory, mode core.FanOut) {
 		c.Stop(i)
 	}
 	watch := &sendWatch{Driver: c.Driver(), sent: make(chan int, 4*c.N())}
-	tok := core.TokenFromUint64s(0xc0ffee, uint64(time.Now().UnixNano()))
-	client := clientOver(t, watch, mode, redlock.Options{Config: core.Config{NodeTimeout: time.Second, Tokens: fixedToken(tok)}})
+	client := clientOver(t, watch, mode, redlock.Options{NodeTimeout: time.Second})
 
 	ctx, cancel := context.WithCancel(base)
 	defer cancel()
@@ -147,6 +159,7 @@ func testCancelWithHungNodes(t *testing.T, f Factory, mode core.FanOut) {
 	for len(watch.sent) > 0 {
 		sentTo[<-watch.sent] = true
 	}
+	tok := watch.token() // the one attempt's
 
 	for _, i := range hung {
 		c.Cont(i)
@@ -198,7 +211,7 @@ func testFailureBounds(t *testing.T, f Factory, mode core.FanOut) {
 	)
 	c := startReal(t, f, 5, redistest.Options{}, nil)
 	ctx := testContext(t)
-	client := newClient(t, c, mode, core.Config{NodeTimeout: timeout, Retry: core.RandomDelay(1, delay, delay)})
+	client := newClient(t, c, mode, redlock.Options{NodeTimeout: timeout, Backoff: redlock.RandomDelay(delay, delay)})
 	within := func(what string, start time.Time, bound time.Duration) {
 		t.Helper()
 		elapsed := time.Since(start)

@@ -21,6 +21,7 @@ import (
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
+	"github.com/redlock-go/redlock/internal/testguard"
 )
 
 // Members is what the member suite needs of a driver with DialMembers:
@@ -79,7 +80,7 @@ func membersClient(t *testing.T, md Members, members []drivers.Member) *redlock.
 	t.Helper()
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	return lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
+	return lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: time.Second, Fencing: true})
 }
 
 // testMembersClusterMember: a Cluster as one member. The key's fence counter
@@ -88,7 +89,7 @@ func membersClient(t *testing.T, md Members, members []drivers.Member) *redlock.
 func testMembersClusterMember(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
 	c := membersClient(t, md, []drivers.Member{drivers.NewCluster(cl.Addrs()...)})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	for _, key := range []string{"plain", "{tag}:x"} {
 		lock, err := c.TryLock(ctx, key)
 		require.NoError(t, err, key)
@@ -198,7 +199,7 @@ func testMembersClusterMemberThroughMigrationAndFailover(t *testing.T, md Member
 // before any command.
 func testMembersClusterWaitGoesToTheKeysMaster(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	c := membersClient(t, md, []drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(1, time.Second)})
 	for i := range 6 { // keys of several slots, on every master
 		key := "waited" + strconv.Itoa(i)
@@ -249,7 +250,7 @@ func testMembersClusterWaitGoesToTheKeysMaster(t *testing.T, md Members) {
 
 	d2, err := md.Dial([]drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(2, time.Second)}, drivers.Options{})
 	require.NoError(t, err)
-	c2 := lockClient(t, d2, core.Config{TTL: 3 * time.Second, NodeTimeout: time.Second})
+	c2 := lockClient(t, d2, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 	_, err = c2.TryLock(ctx, "refused")
 	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
 	require.ErrorIs(t, err, drivers.ErrNotReplicated)
@@ -269,7 +270,7 @@ func testMembersMixedQuorum(t *testing.T, md Members) {
 		drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(1, time.Second),
 		drivers.NewCluster(cl.Addrs()...).WithWait(1, time.Second),
 	})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	var last uint64
 	for i := range 3 {
 		lock, err := c.Lock(ctx, "mixed")
@@ -303,7 +304,7 @@ func testMembersClusterSeedNotInClusterMode(t *testing.T, md Members) {
 	for _, cluster := range []drivers.Member{drivers.NewCluster(ss[1].Addr), drivers.NewCluster(ss[1].Addr, ss[2].Addr)} {
 		d, err := md.Dial([]drivers.Member{drivers.NewStandalone(ss[0].Addr), cluster}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 3 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "notcluster")
 		require.NoError(t, d.Close())
@@ -369,7 +370,7 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	} {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err, "no address repeats: found at connect")
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 3 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
 		require.NoError(t, d.Close())
@@ -382,7 +383,7 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	}
 }
 
-// testMembersClusterFair: Config.Fair on a Cluster member: the waiter queues
+// testMembersClusterFair: Options.Fair on a Cluster member: the waiter queues
 // live in the key's slot (one script takes the key and both queues),
 // waiters are served in turn, and leave the queue when served.
 func testMembersClusterFair(t *testing.T, md Members) {
@@ -392,7 +393,7 @@ func testMembersClusterFair(t *testing.T, md Members) {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second, Fair: true})
 		require.NoError(t, err)
 		return c
 	}
@@ -486,10 +487,10 @@ func testMembersDialMembersValidation(t *testing.T, md Members) {
 }
 
 // lockClient is a redlock.Client over d, closed with the test.
-func lockClient(t *testing.T, d conformance.Closer, cfg core.Config) *redlock.Client {
+func lockClient(t *testing.T, d conformance.Closer, opts redlock.Options) *redlock.Client {
 	t.Helper()
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	c, err := redlock.NewClient(d, redlock.Options{Config: cfg})
+	c, err := redlock.NewClient(d, opts)
 	require.NoError(t, err)
 	return c
 }
@@ -515,8 +516,8 @@ func testMembersMembersStandalone(t *testing.T, md Members) {
 	d, err := md.Dial(drivers.Members(ss[0].Addr, ss[1].Addr, ss[2].Addr), drivers.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, ss[1].Addr, d.NodeName(1))
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
-	ctx := context.Background()
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	lock, err := c.TryLock(ctx, "members")
 	require.NoError(t, err)
 	held := 0
@@ -541,7 +542,7 @@ func sentinelClient(t *testing.T, md Members, g *redistest.SentinelGroup, replic
 	d, err := md.Dial([]drivers.Member{m}, drivers.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, m.String(), d.NodeName(0))
-	return lockClient(t, d, core.Config{TTL: ttl, NodeTimeout: 2 * time.Second})
+	return lockClient(t, d, redlock.Options{TTL: ttl, NodeTimeout: 2 * time.Second})
 }
 
 // testMembersSentinelFailoverWithWait: a lock taken with WAIT for both replicas
@@ -557,7 +558,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 	const ttl = 15 * time.Second
 	holder := sentinelClient(t, md, g, 2, ttl)
 	other := sentinelClient(t, md, g, 0, ttl)
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	lock, err := holder.TryLock(ctx, "failover")
 	require.NoError(t, err)
@@ -609,7 +610,7 @@ func testMembersSentinelFailoverWithWait(t *testing.T, md Members) {
 // left on any server.
 func testMembersSentinelBadInput(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 	for _, tc := range []struct {
 		m    drivers.Member
 		kind error // the member's cause; the kind is ErrQuorumUnreachable
@@ -621,7 +622,7 @@ func testMembersSentinelBadInput(t *testing.T, md Members) {
 	} {
 		d, err := md.Dial([]drivers.Member{tc.m}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 3 * time.Second, NodeTimeout: time.Second}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
 		require.NoError(t, d.Close())
@@ -646,7 +647,7 @@ func testMembersSentinelFailoverWithoutWait(t *testing.T, md Members) {
 	const ttl = 30 * time.Second
 	first := sentinelClient(t, md, g, 0, ttl)
 	second := sentinelClient(t, md, g, 0, ttl)
-	ctx := context.Background()
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	replicas := g.Replicas()
 	for _, r := range replicas {
@@ -706,8 +707,8 @@ func testMembersWaitCountsReplicas(t *testing.T, md Members) {
 	members[0] = members[0].WithWait(1, 1500*time.Millisecond)
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
-	ctx := context.Background()
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	ctx := testguard.Context(t) // a hang fails the test, with a message
 
 	run := func(op core.Op, key string) core.Reply {
 		b := d.Begin(ctx)
@@ -761,7 +762,7 @@ func testMembersWaitWithoutReplicasIsRefused(t *testing.T, md Members) {
 	members[2] = members[2].WithWait(2, 100*time.Millisecond)
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
-	c := lockClient(t, d, core.Config{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
+	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	_, err = c.TryLock(context.Background(), "refused")
 	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
 	require.ErrorIs(t, err, drivers.ErrNotReplicated)

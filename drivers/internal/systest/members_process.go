@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
@@ -136,9 +137,9 @@ func runMembersChild(t *testing.T, md Members, raw string) {
 	require.NotEmpty(t, s.Members)
 	d, err := md.Dial(s.Members, drivers.Options{})
 	require.NoError(t, err)
-	c := lockClient(t, d, core.Config{
+	c := lockClient(t, d, redlock.Options{
 		TTL: s.TTL, NodeTimeout: time.Second, Fencing: true,
-		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+		Backoff: redlock.RandomDelay(time.Millisecond, 5*time.Millisecond),
 	})
 	take := clientTaker(c, s.Key)
 	if s.Failover {

@@ -329,15 +329,15 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	for i, a := range s.Nodes {
 		eps[i] = Endpoint{Addr: a}
 	}
-	cfg := core.Config{
+	opts := redlock.Options{
 		TTL: s.TTL, NodeTimeout: defaultNodeTimeout, FanOut: mode, Fencing: s.Store != "",
-		Retry: core.RandomDelay(1<<20, time.Millisecond, 5*time.Millisecond),
+		Backoff: redlock.RandomDelay(time.Millisecond, 5*time.Millisecond), Poll: !s.Wake,
 	}
 	drv := f(t, eps)
 	if s.Wake {
-		cfg.Retry = core.RandomDelay(1, time.Hour, time.Hour)
+		opts.Backoff = redlock.RandomDelay(time.Hour, time.Hour)
 	}
-	c, err := redlock.NewClient(drv, redlock.Options{Config: keepable(cfg, len(s.Nodes)), Poll: !s.Wake})
+	c, err := redlock.NewClient(drv, keepable(opts, len(s.Nodes)))
 	require.NoError(t, err)
 	childLoop(t, s, clientTaker(c, s.Key))
 }

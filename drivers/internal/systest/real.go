@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -39,7 +40,7 @@ var realCases = []realCase{
 func requireWorks(t *testing.T, c cluster, mode core.FanOut) {
 	t.Helper()
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
@@ -54,7 +55,7 @@ func requireWorks(t *testing.T, c cluster, mode core.FanOut) {
 func requireUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 	t.Helper()
 	ctx := testContext(t)
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	_, err := client.TryLock(ctx, testKey(t, ""))
 	e := requireError(t, err, core.ErrQuorumUnreachable)
 	failed := len(e.Failed(core.StatusError)) + len(e.Failed(core.StatusTimeout))
@@ -67,7 +68,7 @@ func requireUnreachable(t *testing.T, c cluster, mode core.FanOut) {
 func testScriptFlush(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	ctx, n, key := testContext(t), c.N(), testKey(t, "")
-	client := newClient(t, c, mode, core.Config{})
+	client := newClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
 	// Warm the driver's script path first, so that the flush below

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
@@ -23,8 +22,8 @@ func shardedClient(t *testing.T, md Members, members []drivers.Member) *redlock.
 	d, err := md.Dial(members, drivers.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, d.Close()) })
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{
-		TTL: 10 * time.Minute, NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(d, redlock.Options{
+		TTL: 10 * time.Minute, NodeTimeout: time.Second, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	return c
 }
@@ -70,7 +69,7 @@ func testMembersClusterShardedRelease(t *testing.T, md Members) {
 		t.Helper()
 		l, err := holder.TryLock(ctx, key)
 		require.NoError(t, err)
-		return &l
+		return l
 	}
 	l := hold()
 	got := lockAsync(t, waiter, key)
@@ -125,8 +124,8 @@ func testMembersClusterShardedFair(t *testing.T, md Members) {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, d.Close()) })
-		c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Minute, NodeTimeout: time.Second,
-			Fair: true, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Minute, NodeTimeout: time.Second,
+			Fair: true, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 		require.NoError(t, err)
 		return c
 	}
@@ -166,7 +165,7 @@ func testMembersClusterShardedKeys(t *testing.T, md Members) {
 	for i, key := range keys {
 		l, err := holder.TryLock(ctx, key)
 		require.NoError(t, err)
-		locks[i] = &l
+		locks[i] = l
 		gots[i] = lockAsync(t, waiter, key)
 		owners[cl.MasterForKey(key)] = true
 	}
@@ -218,8 +217,8 @@ func testMembersClusterCloseWithMastersStopped(t *testing.T, md Members) {
 	cl := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1})
 	d, err := md.Dial([]drivers.Member{drivers.NewCluster(cl.Addrs()...)}, drivers.Options{})
 	require.NoError(t, err)
-	c, err := redlock.NewClient(d, redlock.Options{Config: core.Config{
-		TTL: 10 * time.Minute, NodeTimeout: time.Second, Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	c, err := redlock.NewClient(d, redlock.Options{
+		TTL: 10 * time.Minute, NodeTimeout: time.Second, Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 	require.NoError(t, err)
 	const key = "closing"
 	ctx := testContext(t)

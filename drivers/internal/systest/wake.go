@@ -95,8 +95,8 @@ func (w *attemptWatch) count() int {
 }
 
 func wakeClient(t *testing.T, w *attemptWatch, mode core.FanOut) *redlock.Client {
-	return clientOver(t, w, mode, redlock.Options{Config: redlock.Config{
-		Retry: redlock.RandomDelay(1, time.Hour, time.Hour)}})
+	return clientOver(t, w, mode, redlock.Options{
+		Backoff: redlock.RandomDelay(time.Hour, time.Hour)})
 }
 
 type lockResult struct {
@@ -111,7 +111,7 @@ func lockAsync(t *testing.T, c *redlock.Client, key string) <-chan lockResult {
 	go func() {
 		defer cancel()
 		l, err := c.Lock(ctx, key)
-		got <- lockResult{&l, err}
+		got <- lockResult{l, err}
 	}()
 	return got
 }
@@ -235,7 +235,7 @@ func testWakeNodeRestarted(t *testing.T, f Factory, mode core.FanOut) {
 // testWakeRefusedPolls: an ACL user without channel rights cannot
 // subscribe (NOPERM), and its releases cannot publish: releases still
 // work, the driver says once that notifications are unavailable, and Lock
-// polls with Config.Retry's delays.
+// polls with Options.Backoff's delays.
 func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	opts := redistest.Options{User: "locker", UserPassword: "pw-of-locker"}
 	log := syncBuffer{logged: make(chan struct{})}
@@ -252,8 +252,8 @@ func testWakeRefusedPolls(t *testing.T, f Factory, mode core.FanOut) {
 	}
 	requireAnnouncer(t, c.Driver())
 
-	client := clientOver(t, c.Driver(), mode, redlock.Options{Config: redlock.Config{
-		Retry: redlock.RandomDelay(1, time.Millisecond, 5*time.Millisecond)}})
+	client := clientOver(t, c.Driver(), mode, redlock.Options{
+		Backoff: redlock.RandomDelay(time.Millisecond, 5*time.Millisecond)})
 	key := testKey(t, "")
 	for i := range 3 {
 		holder, err := client.TryLock(testContext(t), key)

@@ -27,7 +27,7 @@ func BenchmarkOurs(b *testing.B) {
 			b.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{Config: core.Config{TTL: 10 * time.Second, FanOut: core.Multiplexed}})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second, FanOut: core.Multiplexed})
 	if err != nil {
 		b.Fatal(err)
 	}

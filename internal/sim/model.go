@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+)
+
+// ScriptModel is one simulated node alone, as the schedules' nodes apply
+// commands (node.apply, applyFair): the simulation's model of the
+// drivers' scripts, exposed so that a differential test can run the same
+// commands through it and through the real scripts on redis-server and
+// require the same replies and the same state
+// (drivers/internal/engine's TestScriptsMatchSimModel). It holds the one
+// key of a schedule, its fence counter and its waiter queue; waiters are
+// the schedule's clients, numbered from 0. Times are the node's clock,
+// read as durations since an epoch the caller chooses.
+type ScriptModel struct {
+	w *world
+	n *node
+}
+
+// NewScriptModel returns an empty node for waiters waiters, with faults
+// (the node-side ones: Faults.SkipHead, SkipRaise, QueueLoss, QueueSkew
+// are defects of the model that a differential test must see).
+func NewScriptModel(waiters int, faults Faults) *ScriptModel {
+	w := &world{cfg: Config{Nodes: 1, Clients: waiters, Faults: faults}, releasedAt: -1,
+		rng: rand.New(rand.NewPCG(1, 0x5eed))} //nolint:gosec // G404: reproducible draws of the faults; nothing secret
+	w.nodes = []node{{up: true, subs: make([]uint64, waiters)}}
+	return &ScriptModel{w: w, n: &w.nodes[0]}
+}
+
+// Apply runs cmd from waiter at now and returns the node's reply: its
+// Status, an OpAcquireFenced's Fence, and a refused acquire's holder TTL.
+func (m *ScriptModel) Apply(waiter int, cmd core.Command, now time.Duration) core.Reply {
+	msg := message{cmd: cmd, appliedAt: -1}
+	st := m.n.apply(&msg, waiter, int64(now), m.w)
+	return core.Reply{Status: st, Fence: msg.fence, TTL: msg.ttl}
+}
+
+// ScriptState is what a ScriptModel holds.
+type ScriptState struct {
+	// Held: the key exists at the time State was asked for, with Token,
+	// or handed to waiter Handed (Handed >= 0, Token zero), until
+	// Expires.
+	Held    bool
+	Token   core.Token
+	Handed  int
+	Expires time.Duration
+	// Fence is the key's fence counter.
+	Fence uint64
+	// Queue is the waiter queue as stored, its stale entries included,
+	// ordered by waiter, until QueueExpires, when its keys expire.
+	Queue        []QueueEntry
+	QueueExpires time.Duration
+}
+
+// QueueEntry is one waiter in the queue, with its ticket and the node
+// time at which it leaves.
+type QueueEntry struct {
+	Waiter int
+	Ticket int64
+	Due    time.Duration
+}
+
+// State returns the node's state at now.
+func (m *ScriptModel) State(now time.Duration) ScriptState {
+	n := m.n
+	s := ScriptState{Handed: -1, Fence: n.fence}
+	if n.alive(int64(now)) {
+		s.Held, s.Token, s.Handed, s.Expires = true, n.tok, n.handed-1, time.Duration(n.exp)
+	}
+	if len(n.queue) > 0 && int64(now) < n.queueExp {
+		s.QueueExpires = time.Duration(n.queueExp)
+	}
+	for _, e := range n.queue {
+		if s.QueueExpires == 0 {
+			break
+		}
+		s.Queue = append(s.Queue, QueueEntry{Waiter: e.c, Ticket: e.ticket, Due: time.Duration(e.due)})
+	}
+	slices.SortFunc(s.Queue, func(a, b QueueEntry) int { return a.Waiter - b.Waiter })
+	return s
+}
+
+// Shift moves every time the node holds (the key's expiry, the queue's
+// deadlines) d earlier: as its clock moving d forward.
+func (m *ScriptModel) Shift(d time.Duration) {
+	n := m.n
+	n.exp -= int64(d)
+	n.queueExp -= int64(d)
+	for k := range n.queue {
+		n.queue[k].due -= int64(d)
+	}
+}
+
+// SetExpires sets the key's expiry, and SetDue waiter's deadline: a
+// differential test sets them to the server's, which ran its command at
+// an instant the test knows only within a window.
+func (m *ScriptModel) SetExpires(at time.Duration) { m.n.exp = int64(at) }
+
+// SetQueueExpires sets when the queue's keys expire.
+func (m *ScriptModel) SetQueueExpires(at time.Duration) { m.n.queueExp = int64(at) }
+
+// SetDue sets waiter's deadline in the queue, if it is queued.
+func (m *ScriptModel) SetDue(waiter int, at time.Duration) {
+	for k := range m.n.queue {
+		if m.n.queue[k].c == waiter {
+			m.n.queue[k].due = int64(at)
+		}
+	}
+}
