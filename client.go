@@ -235,7 +235,9 @@ func sameClock(a, b Clock) bool {
 
 // TryLock makes one attempt to lock key. It returns ErrTaken when others
 // hold it, ErrQuorumUnreachable when too few nodes answered, ErrNotHeld
-// when the attempt won too late for any validity, ErrCancelled when ctx
+// when the attempt won too late: with less validity than the loss margin
+// (two round bounds), which the lock needs to be extended before its
+// loss is declared, ErrCancelled when ctx
 // ended first, and ErrInvalidConfig for bad input, sent nowhere. A failed
 // attempt leaves no key behind.
 func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {

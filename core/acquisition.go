@@ -163,7 +163,8 @@ func (a *Acquisition) Round() *Round { return &a.round }
 func (a *Acquisition) cleaningRound() bool { return a.cleaning }
 
 // RoundDone moves on once Round().Done(), at now on the caller's clock: a
-// won attempt with positive validity ends the acquisition with the lock; a
+// won attempt with validity of at least the loss margin (two round
+// bounds, Spec.keepable) ends the acquisition with the lock; a
 // failed one starts its cleanup round; a finished cleanup waits for the
 // retry delay, or ends the acquisition when no try is left.
 func (a *Acquisition) RoundDone(now time.Time) {
@@ -199,23 +200,28 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if mutValidityWithoutDrift {
 		drift = 0
 	}
-	validity := Validity(s.cfg.TTL, elapsed, drift)
-	if r.tally.vote() == voteWon && validity > 0 {
-		fence := a.fence
+	g := Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
+		validity: Validity(s.cfg.TTL, elapsed, drift), fence: a.fence}
+	// A round won with too little validity for its grant to be kept is
+	// no grant (Spec.keepable): the handle would be lost at birth, so it
+	// is cleaned up as a failed attempt is, and Lock tries again.
+	keep := s.keepable(g, now)
+	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
-			fence = r.maxFence()
+			fence := r.maxFence()
 			if !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
+			g.fence = fence
 		}
-		a.grant = Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now, validity: validity, fence: fence}
+		a.grant = g
 		a.phase = PhaseDone
 		return
 	}
 	if r.tally.vote() == voteWon {
 		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
-			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift}}
+			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift, margin: s.lossMargin()}}
 	} else {
 		a.err = s.failure(OpAcquire, a.key, &r.tally)
 		if a.raising {

@@ -60,7 +60,11 @@ type Config struct {
 	DriftFixed time.Duration
 	// NodeTimeout bounds every command to every node, including release and
 	// cleanup. Zero means TTL/200 clamped into [MinNodeTimeout,
-	// MaxNodeTimeout]. It must be below the TTL.
+	// MaxNodeTimeout]. It must be below the TTL, and leave a grant the
+	// loss margin: TTL − drift at least two round bounds (a round bound
+	// is NodeTimeout, N of them when Sequential), since a lock is
+	// declared lost a round bound before its validity ends and an
+	// extension round must end by then.
 	NodeTimeout time.Duration
 	// MinNodeTimeout and MaxNodeTimeout bound the derived NodeTimeout.
 	// Zero means 5 ms and 1 s.
@@ -92,6 +96,8 @@ type Config struct {
 	// fraction of its validity has passed, in [0, 1): 1.0/3 extends a 10 s
 	// lock every 3.3 s, leaving two thirds of its validity for the
 	// extension and its retries. Zero: a Lease extends only when asked.
+	// (TTL − drift)×(1 − LeaseFraction) must be at least the loss margin
+	// (NodeTimeout's doc): otherwise no lease would ever extend.
 	LeaseFraction float64
 	// MaxHold bounds how long a Lease keeps one grant, from its
 	// acquisition: at MaxHold the grant is lost with ErrExtensionLimit.

@@ -35,7 +35,9 @@
 //  4. computes validity = t − (now − start) − drift, drift = t×1% + 2 ms
 //     by default (integer arithmetic, rounded up): the time left from now,
 //     so the lock is valid until start + t − drift;
-//  5. holds the lock only with a quorum and validity > 0. Otherwise it
+//  5. holds the lock only with a quorum and validity of at least the loss
+//     margin, two round bounds (see Lease: a lock with less could not be
+//     extended before its loss is declared). Otherwise it
 //     deletes the key on every node (compare-and-delete on the token) and,
 //     after a random delay, tries again, up to Config.Retry's tries.
 //

@@ -20,7 +20,8 @@ var (
 	// retries ran out.
 	ErrCancelled = errors.New("redlock: context cancelled")
 	// ErrNotHeld: the lock expired, was released, or was lost (missing keys),
-	// or its validity ran out before it was won.
+	// or it was won with less validity than the loss margin (two round
+	// bounds: see Lease), too late to be kept.
 	ErrNotHeld = errors.New("redlock: lock expired or not held")
 	// ErrInvalidConfig: bad configuration or argument, found before anything
 	// was sent to a node.
@@ -152,10 +153,17 @@ func (e *configError) Is(target error) bool { return target == ErrInvalidConfig 
 
 func invalid(reason string) error { return &configError{reason} }
 
-// validityError explains a round that won its quorum too late.
-type validityError struct{ ttl, elapsed, drift time.Duration }
+// validityError explains a round that won its quorum too late: with no
+// validity left, or, for an acquisition, less than the loss margin
+// (margin, zero for an extension).
+type validityError struct{ ttl, elapsed, drift, margin time.Duration }
 
 func (e *validityError) Error() string {
-	return "validity exhausted: round took " + e.elapsed.String() + " of TTL " + e.ttl.String() +
+	s := "validity exhausted: round took " + e.elapsed.String() + " of TTL " + e.ttl.String() +
 		" with drift allowance " + e.drift.String()
+	if e.margin > 0 {
+		s += ", leaving " + Validity(e.ttl, e.elapsed, e.drift).String() +
+			" of validity, less than the loss margin " + e.margin.String()
+	}
+	return s
 }

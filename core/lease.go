@@ -71,10 +71,7 @@ func (l *Lease) Round() *Round { return &l.round }
 // LoseAt returns when the grant is declared lost unless an extension moves
 // it: a round bound before the end of its validity.
 func (l *Lease) LoseAt() time.Time {
-	if mutLeaseLosesAtValidity {
-		return l.grant.ValidUntil()
-	}
-	return l.grant.ValidUntil().Add(-l.spec.roundBound())
+	return l.spec.loseAt(l.grant)
 }
 
 // extendAt returns when the lease extends on its own, and whether it will:
@@ -89,7 +86,7 @@ func (l *Lease) extendAt() (time.Time, bool) {
 	if l.retryAt.After(at) {
 		at = l.retryAt
 	}
-	return at, !at.Add(l.spec.roundBound()).After(l.LoseAt())
+	return at, l.spec.keepable(l.grant, at)
 }
 
 // WakeAt returns when Wake must next be called: in PhaseWait, the next
@@ -129,7 +126,7 @@ func (l *Lease) Wake(now time.Time) {
 	case !l.hold.IsZero() && !now.Before(l.hold):
 		l.lose(&Error{Op: OpExtend, Kind: ErrExtensionLimit, Key: l.grant.key, Attempts: 1, Cause: errMaxHold})
 	case ok && !now.Before(ext):
-		if now.Add(l.spec.roundBound()).After(l.LoseAt()) {
+		if !l.spec.keepable(l.grant, now) {
 			l.retryAt = l.LoseAt() // woken too late for a round: wait for the loss
 			return
 		}
@@ -154,7 +151,7 @@ func (l *Lease) Extend(now time.Time) error {
 	case !now.Before(l.LoseAt()):
 		l.expire()
 		return l.err
-	case now.Add(l.spec.roundBound()).After(l.LoseAt()):
+	case !l.spec.keepable(l.grant, now):
 		return &Error{Op: OpExtend, Kind: ErrNotHeld, Key: l.grant.key, Attempts: 1, Cause: errTooLate}
 	}
 	return l.start(now)

@@ -17,11 +17,13 @@ import (
 func TestValidityCountsFromTheRoundsEnd(t *testing.T) {
 	forModes(t, func(t *testing.T, mode core.FanOut) {
 		t.Run("remaining", func(t *testing.T) {
-			e := newEnv(t, 3, mode, core.Config{TTL: 600 * ms, NodeTimeout: 500 * ms})
-			lat := 151 * ms
+			// 441 ms of validity, above the loss margin (two round
+			// bounds) of a 200 ms (sequential: 3×60 ms) bound: a grant.
+			timeout, lat := 200*ms, 151*ms
 			if mode == core.Sequential {
-				lat = 50 * ms // three nodes one after another: 150 ms, plus the third's 1 ms below
+				timeout, lat = 60*ms, 50*ms // three nodes one after another: 150 ms, plus the third's 1 ms below
 			}
+			e := newEnv(t, 3, mode, core.Config{TTL: 600 * ms, NodeTimeout: timeout})
 			for i := range 3 {
 				e.c.SetLatency(i, lat)
 			}

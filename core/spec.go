@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -24,7 +25,11 @@ type namer interface{ NodeName(i int) string }
 
 // NewSpec checks cfg against the driver and returns the Spec in force, or an
 // error that matches ErrInvalidConfig: a nil driver, a node given twice or
-// without a name, and every Config rule.
+// without a name, every Config rule, and a configuration under which no
+// grant could be kept: TTL − drift below the loss margin (two round
+// bounds; a round bound is NodeTimeout, N of them when Sequential), or a
+// LeaseFraction after which less than the loss margin is left of TTL −
+// drift, so that the lease would never extend.
 func NewSpec(d Driver, cfg Config) (Spec, error) {
 	if d == nil {
 		return Spec{}, invalid("driver is nil")
@@ -37,7 +42,40 @@ func NewSpec(d Driver, cfg Config) (Spec, error) {
 	if err := checkNodeNames(d, n); err != nil {
 		return Spec{}, err
 	}
-	return Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}, nil
+	s := Spec{names: d, cfg: c, n: n, quorum: Quorum(n), drift: drift(c.TTL, c.DriftPPM, c.DriftFixed)}
+	if err := s.checkKeepable(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// checkKeepable refuses a configuration under which no grant could be
+// kept, by the rules a grant meets in use: the best grant there is, won
+// by a round that took no time, with validity TTL − drift, must be
+// keepable (at least the loss margin, two round bounds); and with
+// LeaseFraction, a Lease of it must extend on its own (its extension,
+// due once LeaseFraction of the validity has passed, must be keepable
+// then: (TTL − drift)×(1 − LeaseFraction) at least the loss margin).
+// Otherwise every acquisition would fail, won too late, or every lease
+// would lose its lock unextended.
+func (s *Spec) checkKeepable() error {
+	var at time.Time // any instant: the rules compare durations from it
+	best := Grant{key: "k", ttl: s.cfg.TTL, drift: s.drift, end: at, validity: Validity(s.cfg.TTL, 0, s.drift)}
+	bound := "the node timeout " + s.cfg.NodeTimeout.String()
+	if s.cfg.FanOut == Sequential {
+		bound = itoa(s.n) + " sequential node timeouts of " + s.cfg.NodeTimeout.String()
+	}
+	if !s.keepable(best, at) {
+		return invalid("TTL " + s.cfg.TTL.String() + " less the drift allowance " + s.drift.String() +
+			" leaves no lock the loss margin " + s.lossMargin().String() + " (two round bounds, a round bound being " + bound + ")")
+	}
+	l := s.Lease(best)
+	if _, ok := l.extendAt(); s.cfg.LeaseFraction > 0 && !ok {
+		return invalid("LeaseFraction " + strconv.FormatFloat(s.cfg.LeaseFraction, 'g', -1, 64) +
+			" extends no lock: TTL " + s.cfg.TTL.String() + " less the drift allowance " + s.drift.String() +
+			" leaves less than the loss margin " + s.lossMargin().String() + " after it (two round bounds, a round bound being " + bound + ")")
+	}
+	return nil
 }
 
 // Try begins an acquisition of key at now that makes one attempt and never
@@ -101,6 +139,35 @@ func (s Spec) roundBound() time.Duration {
 		return s.cfg.NodeTimeout * time.Duration(s.n)
 	}
 	return s.cfg.NodeTimeout
+}
+
+// loseAt returns when g is declared lost unless an extension moves it
+// (Lease.LoseAt): a round bound before the end of its validity, so that
+// the holder is told before the lock stops being valid.
+func (s *Spec) loseAt(g Grant) time.Time {
+	if mutLeaseLosesAtValidity {
+		return g.ValidUntil()
+	}
+	return g.ValidUntil().Add(-s.roundBound())
+}
+
+// lossMargin returns the loss margin: the least validity a grant needs
+// to be kept (keepable) at the end of the round that won it. Two round
+// bounds: the loss is declared one before the validity ends (loseAt),
+// and an extension round must end by then.
+func (s *Spec) lossMargin() time.Duration { return 2 * s.roundBound() }
+
+// keepable reports whether g can still be kept at now: whether an
+// extension round started at now ends, at its bound, by loseAt(g). It is
+// the one rule of a grant's use. A Lease starts no extension that fails
+// it (Lease.Extend, Lease.Wake); a grant that fails it at its birth is
+// lost, unextendable, within a round bound, and so is no grant: an
+// acquisition whose round wins with validity v is a grant only if v is
+// at least the loss margin, two round bounds (one before the validity's
+// end, where the loss is declared, one for the extension before it), and
+// NewSpec refuses a configuration whose every grant would fail it.
+func (s *Spec) keepable(g Grant, now time.Time) bool {
+	return g.validity > 0 && !now.Add(s.roundBound()).After(s.loseAt(g))
 }
 
 // initRound makes *r a round of cmd to every node, starting at start. It

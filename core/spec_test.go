@@ -116,9 +116,11 @@ func TestAcquireReleaseExtend(t *testing.T) {
 
 func TestSlowNodesExhaustValidity(t *testing.T) {
 	t.Run("mode=sequential", func(t *testing.T) {
-		e := newEnv(t, 3, core.Sequential, core.Config{TTL: 100 * ms})
+		// 3×45 ms of a 400 ms TTL leave 259 ms of validity, less than
+		// the loss margin of 300 ms (two bounds of 3×50 ms): no grant.
+		e := newEnv(t, 3, core.Sequential, core.Config{TTL: 400 * ms})
 		for i := 0; i < 3; i++ {
-			e.c.SetLatency(i, 40*ms) // 3×40ms > 100ms TTL
+			e.c.SetLatency(i, 45*ms)
 		}
 		_, err := e.l.Acquire(context.Background(), "k")
 		if !errors.Is(err, core.ErrNotHeld) || !strings.Contains(err.Error(), "validity exhausted") {
@@ -128,11 +130,12 @@ func TestSlowNodesExhaustValidity(t *testing.T) {
 			t.Fatalf("%d nodes still hold the key: cleanup missed them", h)
 		}
 	})
-	t.Run("mode=multiplexed/validity exactly 0", func(t *testing.T) {
-		// Quorum at 97ms; drift is 1ms+2ms: validity = 100-97-3 = 0.
-		e := newEnv(t, 3, core.Multiplexed, core.Config{TTL: 100 * ms, NodeTimeout: 99 * ms})
+	t.Run("mode=multiplexed/validity one below the loss margin", func(t *testing.T) {
+		// Quorum at 18ms; drift is 1ms+2ms: validity = 100-18-3 = 79ms,
+		// one below the loss margin of two 40 ms round bounds.
+		e := newEnv(t, 3, core.Multiplexed, core.Config{TTL: 100 * ms, NodeTimeout: 40 * ms})
 		for i := 0; i < 3; i++ {
-			e.c.SetLatency(i, 97*ms)
+			e.c.SetLatency(i, 18*ms)
 		}
 		if _, err := e.l.Acquire(context.Background(), "k"); !errors.Is(err, core.ErrNotHeld) {
 			t.Fatalf("err = %v, want ErrNotHeld", err)
@@ -140,11 +143,11 @@ func TestSlowNodesExhaustValidity(t *testing.T) {
 		if h := e.c.Holders("k", core.TokenFromUint64s(0x5eed, 1)); h != 0 {
 			t.Fatalf("%d nodes still hold the key", h)
 		}
-		e.c.SetLatency(0, 96*ms) // now quorum at 97ms still; make two faster
-		e.c.SetLatency(1, 96*ms)
+		e.c.SetLatency(0, 17*ms) // quorum at 17ms: validity exactly the margin
+		e.c.SetLatency(1, 17*ms)
 		lock, err := e.l.Acquire(context.Background(), "k")
-		if err != nil || core.GrantValidity(lock) != 1*ms {
-			t.Fatalf("validity 1ms expected: %v %v", core.GrantValidity(lock), err)
+		if err != nil || core.GrantValidity(lock) != 80*ms {
+			t.Fatalf("validity 80ms expected: %v %v", core.GrantValidity(lock), err)
 		}
 	})
 }
@@ -283,7 +286,7 @@ func TestReleaseWithCancelledContextStillReleases(t *testing.T) {
 
 func TestExtendAfterExpiry(t *testing.T) {
 	forModes(t, func(t *testing.T, mode core.FanOut) {
-		e := newEnv(t, 3, mode, core.Config{TTL: 100 * ms})
+		e := newEnv(t, 3, mode, core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms})
 		ctx := context.Background()
 		lock, err := e.l.Acquire(ctx, "k")
 		if err != nil {
@@ -322,7 +325,7 @@ func TestReleaseExpiredIsNotHeldNotTaken(t *testing.T) {
 	// redsync #107/#144/#158 and node-redlock #313: releasing a merely
 	// expired lock says "not held", once, with one command per node.
 	forModes(t, func(t *testing.T, mode core.FanOut) {
-		e := newEnv(t, 3, mode, core.Config{TTL: 100 * ms, Retry: core.RandomDelay(5, ms, 2*ms)})
+		e := newEnv(t, 3, mode, core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms, Retry: core.RandomDelay(5, ms, 2*ms)})
 		lock, err := e.l.Acquire(context.Background(), "k")
 		if err != nil {
 			t.Fatal(err)
@@ -393,14 +396,14 @@ func TestSlowNodeShortensValidity(t *testing.T) {
 	// redsync #72: a slow reply must shorten validity; the lock is invalid
 	// once it has passed, whatever the nodes say.
 	forModes(t, func(t *testing.T, mode core.FanOut) {
-		e := newEnv(t, 3, mode, core.Config{TTL: 100 * ms})
+		e := newEnv(t, 3, mode, core.Config{TTL: 400 * ms})
 		e.c.SetLatency(0, 40*ms)
 		e.c.SetLatency(1, 40*ms)
 		lock, err := e.l.Acquire(context.Background(), "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 100*ms - 3*ms - 40*ms
+		want := 400*ms - 6*ms - 40*ms
 		if mode == core.Sequential {
 			want -= 40 * ms
 		}
@@ -621,7 +624,7 @@ func (nilNameDriver) NodeName(i int) string { return "" }
 func TestRetryWindowIsNotCappedAtTheTTL(t *testing.T) {
 	// bsm/redislock #79: the retries run for as long as the policy says,
 	// even past the TTL; only the policy and ctx bound them.
-	e := newEnv(t, 3, core.Multiplexed, core.Config{TTL: 100 * ms, Retry: core.RandomDelay(6, 50*ms, 50*ms)})
+	e := newEnv(t, 3, core.Multiplexed, core.Config{TTL: 100 * ms, NodeTimeout: 10 * ms, Retry: core.RandomDelay(6, 50*ms, 50*ms)})
 	for i := 0; i < 3; i++ {
 		e.c.Set(i, "k", core.TokenFromUint64s(1, 1), time.Hour)
 	}

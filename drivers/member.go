@@ -8,10 +8,26 @@ import (
 
 // ErrNotReplicated is the cause of a member's failed vote when fewer of
 // its replicas than Member.Replicas acknowledged the write (WAIT replied
-// fewer, its timeout having passed): the vote counts as none, and the
-// error names the member. The key may be on the master: a failed
-// acquisition's cleanup releases it there.
+// fewer, its timeout having passed), or when its master has fewer
+// replicas connected than that (nothing is sent to it): the vote counts
+// as none, and the error names the member. It is a node's cause, not a
+// kind: the round fails with core.ErrQuorumUnreachable if too few other
+// members voted, never with core.ErrInvalidConfig. The key may be on the
+// master: a failed acquisition's cleanup releases it there.
 var ErrNotReplicated = errors.New("redlock: too few replicas acknowledged the write")
+
+// ErrMisconfigured is the cause of a member's failed vote when the member
+// is not what it was given as, or cannot take the key, which only
+// connecting to it or sending to it tells: its Sentinels know no master of
+// its MasterName, its Cluster seed is not in cluster mode, its server is
+// one that another member reaches too (it would vote twice), or the key
+// has '}' and no hash tag for a Cluster member's fence counter or queues.
+// The vote counts as none, and the error names the member. It is a
+// node's cause, not a kind: the round fails with
+// core.ErrQuorumUnreachable when too few members voted, never with
+// core.ErrInvalidConfig, which is found before anything is sent; unlike
+// a node that is down, it does not pass by trying again.
+var ErrMisconfigured = errors.New("redlock: member misconfigured")
 
 // Topology says what kind of failure domain a Member is.
 type Topology uint8
@@ -45,19 +61,20 @@ const (
 // its only error, matching core.ErrInvalidConfig. Each member is one node,
 // named by Member.String in errors. A server reached by two members (the
 // same group or Cluster given twice, a Cluster's master also given as a
-// standalone member) fails the second to connect with
-// core.ErrInvalidConfig. On a Cluster a key's fence counter and queues are
-// named in its hash slot (a key with '}' and no hash tag is refused
-// there). With Replicas, each acquisition, extension and fence raise
-// (core.Waited) is followed by WAIT on the write's connection, on a second connection per member so
-// that a blocked WAIT holds up no release; a short count fails the vote
-// with ErrNotReplicated, and a master with fewer connected replicas than
-// Replicas is refused before any lock command reaches it. Keep WaitTimeout
-// well below the Client's NodeTimeout. Sentinels that do not know the
-// master name, or a Cluster seed not in cluster mode, make the member's
-// commands fail with core.ErrInvalidConfig. On a Cluster whose masters
-// all run Redis 7.0 or later, release announcements use SPUBLISH and
-// SSUBSCRIBE on a channel in the key's slot; otherwise PUBLISH, which a
+// standalone member) fails the second to connect with ErrMisconfigured.
+// On a Cluster a key's fence counter and queues are named in its hash
+// slot (a key with '}' and no hash tag is refused there, with
+// ErrMisconfigured). With Replicas, each acquisition, extension and fence
+// raise (core.Waited) is followed by WAIT on the write's connection, on
+// a second connection per member so that a blocked WAIT holds up no
+// release; a short count fails the vote with ErrNotReplicated, and a
+// master with fewer connected replicas than Replicas is refused, with
+// ErrNotReplicated too, before any lock command reaches it. Keep
+// WaitTimeout well below the Client's NodeTimeout. Sentinels that do not
+// know the master name, or a Cluster seed not in cluster mode, make the
+// member's commands fail with ErrMisconfigured. On a Cluster whose
+// masters all run Redis 7.0 or later, release announcements use SPUBLISH
+// and SSUBSCRIBE on a channel in the key's slot; otherwise PUBLISH, which a
 // Cluster broadcasts to every node.
 type Member struct {
 	// Topology is the member's kind.

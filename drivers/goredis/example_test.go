@@ -110,7 +110,7 @@ func ExampleDialMembers_sentinel() {
 	// connection until it returns.
 	client, err := redlock.NewClient(drv, redlock.Options{TTL: 10 * time.Second, NodeTimeout: time.Second})
 	if err != nil {
-		log.Fatal(err) // a master with fewer replicas fails its member's commands with redlock.ErrInvalidConfig
+		log.Fatal(err) // a master with fewer replicas fails its member's votes: errors.Is(err, drivers.ErrNotReplicated)
 	}
 	lock, err := client.TryLock(context.Background(), "invoice:42")
 	if err != nil {
@@ -143,7 +143,7 @@ func ExampleDialMembers_cluster() {
 	}
 	lock, err := client.TryLock(context.Background(), "invoice:42")
 	if err != nil {
-		log.Fatal(err) // a key with '}' and no hash tag: redlock.ErrInvalidConfig on the Cluster member
+		log.Fatal(err) // a key with '}' and no hash tag fails the Cluster member's vote: drivers.ErrMisconfigured
 	}
 	fence, _ := lock.Fence()
 	_ = fence // pass it with every write the lock guards

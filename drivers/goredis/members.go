@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
@@ -130,20 +129,20 @@ func clusterOptions(o redis.Options, m drivers.Member) *redis.ClusterOptions {
 }
 
 // sentinelError makes err, a Sentinel member's failed dial, match
-// core.ErrInvalidConfig when the Sentinels answered that they do not know
+// drivers.ErrMisconfigured when the Sentinels answered that they do not know
 // the master name (a nil reply to SENTINEL GET-MASTER-ADDR-BY-NAME).
 func sentinelError(m drivers.Member, err error) error {
 	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
 	}
 	return err
 }
 
-// clusterError makes err match core.ErrInvalidConfig when a seed is a
+// clusterError makes err match drivers.ErrMisconfigured when a seed is a
 // server not in cluster mode.
 func clusterError(m drivers.Member, err error) error {
 	if err != nil && strings.Contains(err.Error(), "cluster support disabled") {
-		return fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+		return fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
 	}
 	return err
 }

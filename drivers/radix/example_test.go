@@ -120,7 +120,7 @@ func ExampleDialMembers_cluster() {
 	}
 	lock, err := client.TryLock(context.Background(), "invoice:42")
 	if err != nil {
-		log.Fatal(err) // a key with '}' and no hash tag: redlock.ErrInvalidConfig on the Cluster member
+		log.Fatal(err) // a key with '}' and no hash tag fails the Cluster member's vote: drivers.ErrMisconfigured
 	}
 	fence, _ := lock.Fence()
 	_ = fence // pass it with every write the lock guards

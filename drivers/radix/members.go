@@ -16,7 +16,6 @@ import (
 	"github.com/mediocregopher/radix/v4/resp"
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
@@ -150,7 +149,7 @@ func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radix
 	if err != nil {
 		pools.closeAll()
 		if strings.Contains(err.Error(), "No such master with that name") {
-			return nil, fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+			return nil, fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
 		}
 		return nil, err
 	}
@@ -455,7 +454,7 @@ func dialCluster(ctx context.Context, m drivers.Member, dialer radixv4.Dialer) (
 	if err != nil {
 		pools.closeAll()
 		if strings.Contains(err.Error(), "cluster support disabled") {
-			return nil, fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+			return nil, fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
 		}
 		return nil, err
 	}

@@ -59,7 +59,9 @@ func TestMembersStandaloneWait(t *testing.T) {
 	members[1] = members[1].WithWait(1, 100*time.Millisecond)
 	members[2] = members[2].WithWait(2, 100*time.Millisecond)
 	_, err = membersClient(t, members).TryLock(ctx, "refused")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
+	require.ErrorIs(t, err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	assert.ErrorContains(t, err, "WAIT for 1 replicas, but the master has 0 connected")
 	assert.ErrorContains(t, err, ss[1].Addr)
 	for _, s := range ss {

@@ -74,7 +74,9 @@ func TestDialMembersStandalone(t *testing.T) {
 	c, err = redlock.NewClient(w, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	_, err = c.TryLock(ctx, "refused")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
+	require.ErrorIs(t, err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	assert.ErrorContains(t, err, "WAIT for 1 replicas, but the master has 0 connected")
 	for _, s := range ss {
 		v, err := s.Do("EXISTS", "refused")

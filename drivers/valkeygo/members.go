@@ -12,7 +12,6 @@ import (
 
 	vk "github.com/valkey-io/valkey-go"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
@@ -119,21 +118,21 @@ func memberClient(ctx context.Context, m drivers.Member, opts Options) (vk.Clien
 		// One seed not in cluster mode: valkey-go falls back to a single
 		// client.
 		c.Close()
-		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", core.ErrInvalidConfig, m)
+		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", drivers.ErrMisconfigured, m)
 	}
 	return c, nil
 }
 
-// memberError makes err, m's failed dial, match core.ErrInvalidConfig when
+// memberError makes err, m's failed dial, match drivers.ErrMisconfigured when
 // the Sentinels answered that they do not know the master name (SENTINEL
 // SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
 // is a server not in cluster mode.
 func memberError(m drivers.Member, err error) error {
 	switch {
 	case m.Topology == drivers.SentinelGroup && (vk.IsValkeyNil(err) || strings.Contains(err.Error(), "No such master")):
-		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", core.ErrInvalidConfig, m, m.MasterName, err)
+		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
 	case m.Topology == drivers.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
-		return fmt.Errorf("%w: %s: not a Cluster: %w", core.ErrInvalidConfig, m, err)
+		return fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
 	}
 	return err
 }

@@ -151,8 +151,8 @@ func newClient(w *world, id int, ppm int64) *client {
 	c := &client{w: w, id: id, ppm: ppm}
 	c.tokens.c = c
 	cfg := w.cfg
-	mk := func(ttl time.Duration, fraction float64) core.Spec {
-		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
+	mk := func(ttl time.Duration, driftPPM int64, fraction float64) core.Spec {
+		s, err := core.NewSpec(names(cfg.Nodes), core.Config{TTL: ttl, DriftPPM: driftPPM, NodeTimeout: cfg.NodeTimeout, FanOut: cfg.FanOut,
 			Retry: cfg.Retry, Fencing: cfg.Fencing, Fair: cfg.Fair, Tokens: &c.tokens, Jitter: jitter{c},
 			LeaseFraction: fraction, MaxHold: cfg.Lease.MaxHold, MaxExtensions: cfg.Lease.MaxExtensions})
 		if err != nil {
@@ -160,13 +160,19 @@ func newClient(w *world, id int, ppm int64) *client {
 		}
 		return s
 	}
-	c.spec = mk(cfg.TTL, 0)
+	c.spec = mk(cfg.TTL, 0, 0)
 	c.watchSpec = c.spec
-	ext := cfg.TTL
-	if cfg.Faults.ExtendTTL > 0 {
-		ext = cfg.Faults.ExtendTTL
+	// With ExtendTTL, the Spec that leases has the drift allowance of a
+	// TTL of ExtendTTL (1% of it, as core's default): what a Spec brings
+	// to an extension is its drift, which a lease must not take for the
+	// lock's (core.ExtendWithSpecDrift, in its tests). Its TTL stays the locks': a
+	// Spec with a TTL that short could not keep its own grants, which
+	// core.NewSpec refuses.
+	var extPPM int64
+	if ext := cfg.Faults.ExtendTTL; ext > 0 {
+		extPPM = max(int64(10_000*ext/cfg.TTL), 1)
 	}
-	c.leaseSpec = mk(ext, cfg.Lease.fraction())
+	c.leaseSpec = mk(cfg.TTL, extPPM, cfg.Lease.fraction())
 	return c
 }
 

@@ -303,7 +303,9 @@ func WaitersFaulty(n int, fo core.FanOut) Config {
 	a := Assumed(n, fo)
 	c := Waiters(n)
 	c.Name = "waiters, announced, all faults N=" + strconv.Itoa(n) + " " + fo.String()
-	c.FanOut = fo
+	// Assumed's TTL for fo: sequential over more than three nodes, a
+	// 200 ms lease would never extend (core.NewSpec refuses it).
+	c.FanOut, c.TTL, c.Length = fo, a.TTL, a.Length
 	c.Work = [2]time.Duration{0, c.TTL} // some extend
 	c.Faults = a.Faults
 	c.Announce = announceFaults(c.TTL)

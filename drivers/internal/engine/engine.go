@@ -9,7 +9,7 @@
 //     after any failure (a broken connection, a missed deadline, a
 //     restart), and closed by Close. Each new connection's server is asked
 //     its run_id (INFO server): a connection to a server another node
-//     already reaches is refused with core.ErrInvalidConfig, since one
+//     already reaches is refused with drivers.ErrMisconfigured, since one
 //     server listed under two addresses would vote twice.
 //   - Pipelines: each node has one goroutine that takes every command
 //     queued for the node, from any number of rounds, and exchanges them
@@ -64,6 +64,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 )
 
@@ -178,8 +179,8 @@ type NodeConfig struct {
 	// WAIT that blocks does not hold up the node's other commands; a
 	// release follows its write there while that is unanswered (see
 	// node.route). A connection whose master has fewer connected
-	// replicas is refused, with core.ErrInvalidConfig, before any command
-	// goes on it.
+	// replicas is refused, with drivers.ErrNotReplicated (a failed vote),
+	// before any command goes on it.
 	Replicas int
 	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
 	// 1); it must be positive when Replicas is.
@@ -315,7 +316,7 @@ func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
 var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
 
 // claim records that node i's connection reaches the servers whose run_ids
-// are ids, and refuses it, with core.ErrInvalidConfig, if another node's
+// are ids, and refuses it, with drivers.ErrMisconfigured, if another node's
 // connection reaches one of them: one server under two addresses that no
 // name lookup relates (a proxy, NAT, a second interface), or one Sentinel
 // group or Cluster given as two members, would vote twice.
@@ -329,7 +330,7 @@ func (e *Engine) claim(i int, ids ...string) error {
 		for _, id := range ids {
 			if slices.Contains(others, id) {
 				return fmt.Errorf("%w: node %d (%s) is the same server as node %d (%s): both have run_id %s",
-					core.ErrInvalidConfig, i, e.names[i], j, e.names[j], id)
+					drivers.ErrMisconfigured, i, e.names[i], j, e.names[j], id)
 			}
 		}
 	}

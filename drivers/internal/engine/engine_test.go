@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/internal/wire"
 	"github.com/redlock-go/redlock/internal/testguard"
 )
@@ -694,7 +695,8 @@ func TestSameServerTwiceIsRefused(t *testing.T) {
 		b.Close()
 		if r.Status == core.StatusError {
 			refused++
-			require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+			require.ErrorIs(t, r.Err, drivers.ErrMisconfigured)
+			assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 			assert.ErrorContains(t, r.Err, "is the same server as node")
 			assert.ErrorContains(t, r.Err, "run_id "+f.runID[0])
 			assert.Contains(t, []int{0, 2}, i, "only the two names of one server")

@@ -305,8 +305,11 @@ func (n *node) identify(c context.Context, conn Conn) error {
 		if replicas >= 0 {
 			have = strconv.Itoa(replicas)
 		}
+		// A failed vote, as a short WAIT's: not ErrInvalidConfig, which
+		// would make the round's error match two kinds (a replica may
+		// reconnect, and the member vote again).
 		return fmt.Errorf("%w: node %d (%s): WAIT for %d replicas, but the master has %s connected",
-			core.ErrInvalidConfig, n.i, n.e.names[n.i], n.cfg.Replicas, have)
+			drivers.ErrNotReplicated, n.i, n.e.names[n.i], n.cfg.Replicas, have)
 	}
 	if len(ids) > 0 {
 		return n.e.claim(n.i, ids...)

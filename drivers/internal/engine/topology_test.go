@@ -259,7 +259,8 @@ func TestWaitNoScriptSendsWaitAgain(t *testing.T) {
 
 // TestWaitRefusesAMasterWithTooFewReplicas: a WAIT lane whose master has
 // fewer connected replicas than Replicas is refused, before any command
-// goes on it, with core.ErrInvalidConfig naming the member; the node's
+// goes on it, with drivers.ErrNotReplicated (a failed vote, not
+// core.ErrInvalidConfig) naming the member; the node's
 // own connection still carries releases.
 func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	f := newFakeNet(t, 2)
@@ -269,7 +270,8 @@ func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
 	select {
@@ -330,7 +332,8 @@ func TestClusterNames(t *testing.T) {
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorIs(t, r.Err, wire.ErrUntaggable)
-	assert.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	assert.ErrorIs(t, r.Err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	select {
 	case x := <-f.exchanges:
@@ -391,7 +394,8 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 		assert.Equal(t, core.StatusOK, statuses[2].Status)
 	}
 	require.Equal(t, core.StatusError, refused.Status)
-	assert.ErrorIs(t, refused.Err, core.ErrInvalidConfig)
+	assert.ErrorIs(t, refused.Err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, refused.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, refused.Err, "run_id m2")
 }
 
@@ -439,7 +443,8 @@ func TestIdentifierReplicasAreChecked(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, core.ErrInvalidConfig)
+	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
 	select {
 	case x := <-f.exchanges:

@@ -48,8 +48,8 @@ func allocsPerPair(t *testing.T, dial Dialer, n int, mode core.FanOut, fencing b
 			t.Error(err)
 		}
 	}()
-	client, err := redlock.NewClient(d, redlock.Options{TTL: 10 * time.Second,
-		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing})
+	client, err := redlock.NewClient(d, keepable(redlock.Options{TTL: 10 * time.Second,
+		NodeTimeout: time.Second, FanOut: mode, Fencing: fencing}, d.Nodes()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func newClient(t *testing.T, c cluster, mode core.FanOut, opts redlock.Options) 
 // without saying so in the log.
 func clientOver(t *testing.T, d core.Driver, mode core.FanOut, opts redlock.Options) *redlock.Client {
 	t.Helper()
-	opts = clientOptions(mode, opts)
+	opts = keepable(clientOptions(mode, opts), d.Nodes())
 	if _, ok := d.(core.Announcer); !ok {
 		opts.Poll = true
 	}
@@ -105,6 +105,24 @@ func clientOptions(mode core.FanOut, opts redlock.Options) redlock.Options {
 	}
 	if opts.NodeTimeout == 0 {
 		opts.NodeTimeout = defaultNodeTimeout
+	}
+	return opts
+}
+
+// keepable returns opts, for n nodes, with its node timeout shortened if
+// the loss margin, two round bounds, would exceed a lock's validity (TTL
+// less the default drift allowance), which core.NewSpec refuses: then to
+// half of that, so that an acquisition has the other half to take. A
+// case's node timeout is the round bound it means, and a sequential
+// round gives each of its n nodes a share of it.
+func keepable(opts redlock.Options, n int) redlock.Options {
+	bounds := 2 * time.Duration(n)
+	if opts.FanOut != core.Sequential {
+		bounds = 2
+	}
+	best := opts.TTL - (opts.TTL+99)/100 - 2*time.Millisecond
+	if opts.NodeTimeout*bounds > best {
+		opts.NodeTimeout = best / 2 / bounds / time.Millisecond * time.Millisecond
 	}
 	return opts
 }

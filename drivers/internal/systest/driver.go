@@ -133,7 +133,7 @@ func testDialWithNodeDownLocks(t *testing.T, open func(*testing.T, []string) Clo
 	// A node timeout of a second: the live nodes' first commands may wait
 	// for their connections, dialled as the driver opened, on a busy
 	// machine; this test is about the node that is down.
-	client, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
+	client, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 	require.NoError(t, err)
 	lock, err := client.TryLock(context.Background(), "k")
 	require.NoError(t, err, "a majority is up")

@@ -39,7 +39,7 @@ func testReleaseThenClose(t *testing.T, f Factory, mode core.FanOut) {
 		d := f(t, c.eps)
 		closer, ok := d.(interface{ Close() error })
 		require.True(t, ok, "the driver has no Close")
-		client, err := redlock.NewClient(d, clientOptions(mode, redlock.Options{}))
+		client, err := redlock.NewClient(d, keepable(clientOptions(mode, redlock.Options{}), d.Nodes()))
 		require.NoError(t, err)
 		lock, err := client.TryLock(ctx, key)
 		require.NoError(t, err)

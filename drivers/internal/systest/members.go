@@ -110,8 +110,10 @@ func testMembersClusterMember(t *testing.T, md Members) {
 		before += int(dbsize(t, s))
 	}
 	_, err := c.TryLock(ctx, "a}b")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
 	assert.ErrorIs(t, err, wire.ErrUntaggable)
+	assert.ErrorIs(t, err, drivers.ErrMisconfigured)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	after := 0
 	for _, s := range cl.Masters() {
 		after += int(dbsize(t, s))
@@ -248,9 +250,11 @@ func testMembersClusterWaitGoesToTheKeysMaster(t *testing.T, md Members) {
 
 	d2, err := md.Dial([]drivers.Member{drivers.NewCluster(cl.Addrs()...).WithWait(2, time.Second)}, drivers.Options{})
 	require.NoError(t, err)
-	c2 := lockClient(t, d2, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
+	c2 := lockClient(t, d2, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 	_, err = c2.TryLock(ctx, "refused")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
+	require.ErrorIs(t, err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	assert.ErrorContains(t, err, "WAIT for 2 replicas, but the master has 1 connected")
 	assert.Nil(t, get(t, cl.MasterForKey("refused"), "refused"))
 }
@@ -300,11 +304,13 @@ func testMembersClusterSeedNotInClusterMode(t *testing.T, md Members) {
 	for _, cluster := range []drivers.Member{drivers.NewCluster(ss[1].Addr), drivers.NewCluster(ss[1].Addr, ss[2].Addr)} {
 		d, err := md.Dial([]drivers.Member{drivers.NewStandalone(ss[0].Addr), cluster}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "notcluster")
 		require.NoError(t, d.Close())
-		require.ErrorIs(t, err, core.ErrInvalidConfig, cluster.String())
+		require.ErrorIs(t, err, core.ErrQuorumUnreachable, cluster.String())
+		require.ErrorIs(t, err, drivers.ErrMisconfigured, cluster.String())
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, cluster.String()+": not a Cluster")
 	}
 	for _, s := range ss {
@@ -351,7 +357,7 @@ func testMembersAnnouncesReleases(t *testing.T, md Members, members []drivers.Me
 
 // testMembersSameGroupTwiceIsRefused: one Sentinel group, or one Cluster, given
 // as two members under different addresses would vote twice: the second
-// to connect is refused with ErrInvalidConfig. So is a Cluster's master
+// to connect is refused with ErrMisconfigured. So is a Cluster's master
 // given as a standalone member besides the Cluster.
 func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 1, Sentinels: 2, Quorum: 1})
@@ -364,11 +370,12 @@ func testMembersSameGroupTwiceIsRefused(t *testing.T, md Members) {
 	} {
 		d, err := md.Dial(members, drivers.Options{})
 		require.NoError(t, err, "no address repeats: found at connect")
-		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(context.Background(), "twice")
 		require.NoError(t, d.Close())
-		require.ErrorIs(t, err, core.ErrInvalidConfig, "%v", members)
+		require.ErrorIs(t, err, drivers.ErrMisconfigured, "%v", members)
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, "is the same server as node")
 	}
 	for _, s := range append(g.Servers, cl.MasterForKey("twice")) {
@@ -605,19 +612,23 @@ func testMembersSentinelBadInput(t *testing.T, md Members) {
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
 	ctx := testguard.Context(t) // a hang fails the test, with a message
 	for _, tc := range []struct {
-		m   drivers.Member
-		msg string
+		m    drivers.Member
+		kind error // the member's cause; the kind is ErrQuorumUnreachable
+		msg  string
 	}{
-		{drivers.NewSentinel("nosuchmaster", g.SentinelAddrs()...), `the Sentinels know no master "nosuchmaster"`},
-		{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(3, time.Second), "WAIT for 3 replicas, but the master has 2 connected"},
+		{drivers.NewSentinel("nosuchmaster", g.SentinelAddrs()...), drivers.ErrMisconfigured, `the Sentinels know no master "nosuchmaster"`},
+		// A failed vote: the master may get its replicas back.
+		{drivers.NewSentinel(g.Name, g.SentinelAddrs()...).WithWait(3, time.Second), drivers.ErrNotReplicated, "WAIT for 3 replicas, but the master has 2 connected"},
 	} {
 		d, err := md.Dial([]drivers.Member{tc.m}, drivers.Options{})
 		require.NoError(t, err)
-		c, err := redlock.NewClient(d, redlock.Options{TTL: 2 * time.Second, NodeTimeout: time.Second})
+		c, err := redlock.NewClient(d, redlock.Options{TTL: 3 * time.Second, NodeTimeout: time.Second})
 		require.NoError(t, err)
 		_, err = c.TryLock(ctx, "bad")
 		require.NoError(t, d.Close())
-		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.m.String())
+		require.ErrorIs(t, err, core.ErrQuorumUnreachable, tc.m.String())
+		require.ErrorIs(t, err, tc.kind, tc.m.String())
+		assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 		assert.ErrorContains(t, err, tc.msg)
 		assert.ErrorContains(t, err, tc.m.String())
 	}
@@ -753,7 +764,9 @@ func testMembersWaitWithoutReplicasIsRefused(t *testing.T, md Members) {
 	require.NoError(t, err)
 	c := lockClient(t, d, redlock.Options{TTL: 5 * time.Second, NodeTimeout: 2 * time.Second})
 	_, err = c.TryLock(context.Background(), "refused")
-	require.ErrorIs(t, err, core.ErrInvalidConfig)
+	require.ErrorIs(t, err, core.ErrQuorumUnreachable)
+	require.ErrorIs(t, err, drivers.ErrNotReplicated)
+	assert.NotErrorIs(t, err, core.ErrInvalidConfig, "one kind: a failed vote")
 	assert.ErrorContains(t, err, "WAIT for 1 replicas, but the master has 0 connected")
 	assert.ErrorContains(t, err, ss[1].Addr)
 	for _, s := range ss {

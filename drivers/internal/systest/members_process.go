@@ -32,8 +32,10 @@ const (
 	cpWait = 500 * time.Millisecond
 	// cpTTL is long against a critical section, and short because the
 	// failover costs one: the key of an acquisition the kill cut short
-	// is on the promoted replica, and must expire.
-	cpTTL = 2 * time.Second
+	// is on the promoted replica, and must expire. It leaves a lock the
+	// loss margin of the children's 1 s node timeout (two of them), with
+	// about a second to spare for an acquisition and its WAIT.
+	cpTTL = 3 * time.Second
 )
 
 // testMembersClusterMemberAcrossProcesses: 3 OS processes, each with its

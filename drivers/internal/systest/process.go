@@ -337,7 +337,7 @@ func runChild(t *testing.T, f Factory, mode core.FanOut, raw string) {
 	if s.Wake {
 		opts.Backoff = redlock.RandomDelay(time.Hour, time.Hour)
 	}
-	c, err := redlock.NewClient(drv, opts)
+	c, err := redlock.NewClient(drv, keepable(opts, len(s.Nodes)))
 	require.NoError(t, err)
 	childLoop(t, s, clientTaker(c, s.Key))
 }

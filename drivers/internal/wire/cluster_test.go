@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 )
 
 // slot is Redis Cluster's key hash slot (CRC16/XMODEM of the hash tag, or
@@ -77,7 +78,8 @@ func TestUntaggableKeysAreRefused(t *testing.T) {
 		_, err := ClusterName(core.FenceKeyPrefix, key)
 		require.Error(t, err, key)
 		assert.True(t, errors.Is(err, ErrUntaggable), key)
-		assert.True(t, errors.Is(err, core.ErrInvalidConfig), key)
+		assert.True(t, errors.Is(err, drivers.ErrMisconfigured), key)
+		assert.False(t, errors.Is(err, core.ErrInvalidConfig), key)
 	}
 }
 
