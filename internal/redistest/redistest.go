@@ -292,11 +292,11 @@ func (s *Server) Kill() {
 	s.mu.Unlock()
 }
 
-// Stop sends SIGSTOP: the server hangs and its connections stay open. On
-// an in-process server it skips the test that started the server instead;
-// call it from that test's goroutine. A subtest that stops a server its
-// parent started calls NeedProcess first: skipping the parent from the
-// subtest's goroutine would end the subtest as failed.
+// NeedProcess skips t, counted in the package's summary, when s is an
+// in-process server, which cannot be stopped (Stop). A subtest that stops
+// a server its parent started calls it first: Stop skips the test that
+// started the server, and skipping the parent from the subtest's
+// goroutine would end the subtest as failed.
 func (s *Server) NeedProcess(t testing.TB) {
 	t.Helper()
 	if s.inproc != nil {
@@ -304,7 +304,9 @@ func (s *Server) NeedProcess(t testing.TB) {
 	}
 }
 
-// Stop sends SIGSTOP: see NeedProcess.
+// Stop sends SIGSTOP: the server hangs and its connections stay open. On
+// an in-process server it skips the test that started the server instead;
+// call it from that test's goroutine (see NeedProcess).
 func (s *Server) Stop() {
 	if s.inproc != nil {
 		skip(s.t, reasonSIGSTOP)

@@ -34,7 +34,7 @@ func TestStuckChild(t *testing.T) {
 // 4 s -timeout: Arm ends it at 2 s with exit status 1 and its message,
 // naming the stuck test, before go test's own timeout panics.
 func TestArmFailsAStuckBinary(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStuckChild$", "-test.timeout=4s")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStuckChild$", "-test.timeout=4s") //nolint:gosec // G204: this test binary itself
 	cmd.Env = append(os.Environ(), stuckEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
