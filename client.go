@@ -24,8 +24,10 @@ type Options struct {
 	// time and the drift allowance.
 	TTL time.Duration
 	// NodeTimeout bounds every command to every node, release and
-	// cleanup included. Zero: TTL/200 within [5 ms, 1 s]. It must be
-	// below the TTL.
+	// cleanup included. Zero: TTL/200 within [5 ms, 1 s]. The TTL less
+	// the drift allowance must leave the loss margin, two round bounds (a
+	// round bound is the node timeout, N of them when Sequential), or no
+	// lock could be kept: NewClient refuses it.
 	NodeTimeout time.Duration
 	// DriftPPM and DriftFixed are the clock-drift allowance taken off
 	// every validity: DriftPPM parts per million of the TTL, in
@@ -86,7 +88,9 @@ type Options struct {
 }
 
 // Lease is the automatic extension of a Client's locks: each lock is
-// extended once Fraction of its validity has passed, through core's
+// extended once Fraction of its validity has passed (a lock won late,
+// with too little validity left after that, at the latest instant an
+// extension round can still end in time), through core's
 // Lease (a quorum, and validity counted from the round; a lost key is
 // never re-created), until Unlock, until an extension proves the lock lost
 // or none can end in time, or until the bound is reached. Either way the
@@ -95,7 +99,9 @@ type Options struct {
 type Lease struct {
 	// Fraction of the validity after which the lease extends, in (0, 1):
 	// 1.0/3 extends a 10 s lock every 3.3 s, leaving two thirds of its
-	// validity for the extension and its retries.
+	// validity for the extension and its retries. What is left after it,
+	// (1 − Fraction) of the TTL less the drift allowance, must cover the
+	// loss margin (see NodeTimeout), or NewClient refuses it.
 	Fraction float64
 	// MaxHold bounds how long the lease keeps one lock, from its
 	// acquisition: at MaxHold the lock's Context is cancelled with a cause
@@ -131,8 +137,10 @@ type clockedDriver interface{ Clock() core.Clock }
 // NewClient checks opts against d and returns a Client, or an error that
 // matches ErrInvalidConfig, before anything is sent: a nil driver (typed
 // or not), no nodes or more than core.MaxNodes, a node given twice, a
-// field out of its documented range, a Lease whose Fraction is not in
-// (0, 1), whose MaxHold is negative or below the TTL, or that comes with
+// field out of its documented range, a TTL that leaves no lock the loss
+// margin (Options.NodeTimeout), a Lease whose Fraction is not in (0, 1)
+// or leaves less than the loss margin after it, whose MaxHold is negative
+// or below the TTL, or that comes with
 // extension forbidden (negative MaxExtensions), Fair with Poll or over a
 // driver that does not announce releases, and a Clock that is not the
 // driver's.

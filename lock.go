@@ -155,9 +155,13 @@ func (l *Lock) Until() time.Time {
 // of every earlier holder of the key, as long as the nodes keep their
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
-// has seen. It returns ErrNoFencing on a Client without Options.Fencing.
+// has seen. It returns ErrNoFencing on a Client without Options.Fencing,
+// and ErrUnlocked on the nil Lock returned with an error.
 func (l *Lock) Fence() (uint64, error) {
-	if l == nil || l.c == nil || !l.c.spec.Config().Fencing {
+	if l == nil || l.c == nil {
+		return 0, ErrUnlocked // the nil Lock returned with an error, or a zero Lock
+	}
+	if !l.c.spec.Config().Fencing {
 		return 0, ErrNoFencing
 	}
 	return l.grant.Fence(), nil

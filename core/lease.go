@@ -76,8 +76,26 @@ func (l *Lease) LoseAt() time.Time {
 
 // extendAt returns when the lease extends on its own, and whether it will:
 // once LeaseFraction of the validity has passed and not before a retry's
-// delay, if a round started then still ends by LoseAt.
+// delay, if a round started then still ends by LoseAt; or else, for a
+// grant won or last extended by a slow round, with too little validity
+// left after the fraction, at the latest instant a round still ends by
+// LoseAt: a lock that a caller's own Extend could keep does not lapse
+// unextended under its lease.
 func (l *Lease) extendAt() (time.Time, bool) {
+	at, ok := l.fractionAt()
+	if !ok || l.spec.keepable(l.grant, at) {
+		return at, ok
+	}
+	latest := l.LoseAt().Add(-l.spec.roundBound())
+	if latest.Before(l.retryAt) || latest.Before(l.grant.end) {
+		return at, false // a retry, or the grant, comes after it: nothing fits
+	}
+	return latest, l.spec.keepable(l.grant, latest)
+}
+
+// fractionAt returns when LeaseFraction of the validity has passed, not
+// before a retry's delay; false without a LeaseFraction.
+func (l *Lease) fractionAt() (time.Time, bool) {
 	f := l.spec.cfg.LeaseFraction
 	if f <= 0 {
 		return time.Time{}, false
@@ -86,7 +104,7 @@ func (l *Lease) extendAt() (time.Time, bool) {
 	if l.retryAt.After(at) {
 		at = l.retryAt
 	}
-	return at, l.spec.keepable(l.grant, at)
+	return at, true
 }
 
 // WakeAt returns when Wake must next be called: in PhaseWait, the next

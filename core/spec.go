@@ -70,7 +70,7 @@ func (s *Spec) checkKeepable() error {
 			" leaves no lock the loss margin " + s.lossMargin().String() + " (two round bounds, a round bound being " + bound + ")")
 	}
 	l := s.Lease(best)
-	if _, ok := l.extendAt(); s.cfg.LeaseFraction > 0 && !ok {
+	if at, ok := l.fractionAt(); ok && !s.keepable(best, at) {
 		return invalid("LeaseFraction " + strconv.FormatFloat(s.cfg.LeaseFraction, 'g', -1, 64) +
 			" extends no lock: TTL " + s.cfg.TTL.String() + " less the drift allowance " + s.drift.String() +
 			" leaves less than the loss margin " + s.lossMargin().String() + " after it (two round bounds, a round bound being " + bound + ")")
