@@ -5,10 +5,13 @@
 //   - Context bounds one wait: a Lock, an Unlock or an Extend a test makes
 //     ends, with the test, or after Limit; the library's own error then
 //     fails the test where it waited.
-//   - Arm bounds the binary: at half of its -timeout it prints which tests
-//     are running and every goroutine's stack, and exits 1, so a wait that
-//     no context reaches (a goroutine stuck in a channel, say) still fails
-//     with its stacks while go test has time left to report the package.
+//   - Arm bounds the binary: at three quarters of its -timeout it prints
+//     which tests are running and every goroutine's stack, and exits 1, so
+//     a wait that no context reaches (a goroutine stuck in a channel, say)
+//     still fails with its stacks while go test has time left to report
+//     the package. Three quarters, not less: the longest packages (the
+//     simulation, the driver suites under -race) legitimately run for
+//     minutes, and a guard must never fail a binary that is only slow.
 package testguard
 
 import (
@@ -37,7 +40,7 @@ func Context(t testing.TB) context.Context {
 }
 
 // Arm parses the test flags (TestMain's job before m.Run) and starts the
-// binary's guard: at half of -test.timeout it reports the stuck binary on
+// binary's guard: at three quarters of -test.timeout it reports the stuck binary on
 // standard error and exits 1. It does nothing under -test.timeout=0. The
 // guard is a timer, not a goroutine, so goleak never sees it. stop
 // disarms it, for a TestMain that goes on after m.Run.
@@ -54,7 +57,7 @@ func Arm() (stop func()) {
 	if timeout <= 0 {
 		return func() {}
 	}
-	after := timeout / 2
+	after := timeout * 3 / 4
 	t := time.AfterFunc(after, func() {
 		fmt.Fprint(os.Stderr, Report(after, timeout))
 		os.Exit(1)
@@ -75,15 +78,15 @@ func Report(ran, timeout time.Duration) string {
 		buf = make([]byte, 2*len(buf))
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "testguard: %s has run for %v, half of its -timeout %v: a test is stuck, failing now\n", os.Args[0], ran, timeout)
+	fmt.Fprintf(&b, "testguard: %s has run for %v, three quarters of its -timeout %v: a test is stuck, failing now\n", os.Args[0], ran, timeout)
 	fmt.Fprintf(&b, "testguard: running: %s\n", strings.Join(Running(string(buf)), ", "))
 	fmt.Fprintf(&b, "testguard: every goroutine:\n%s\n", buf)
 	return b.String()
 }
 
 // testFunc matches a test function's frame in a stack dump: a function
-// whose name starts with Test (or Example, Fuzz) in some package, called
-// by testing.tRunner.
+// whose name starts with Test or Fuzz in some package (a closure of one
+// too: a subtest's).
 var testFunc = regexp.MustCompile(`(?m)^[\w./-]*?\.((?:Test|Fuzz)\w*)(?:\.func[\d.]+)?\(`)
 
 // Running returns the names of the test functions on the stacks of dump,

@@ -31,7 +31,7 @@ func TestStuckChild(t *testing.T) {
 }
 
 // TestArmFailsAStuckBinary runs this binary again with a stuck test and a
-// 4 s -timeout: Arm ends it at 2 s with exit status 1 and its message,
+// 4 s -timeout: Arm ends it at 3 s with exit status 1 and its message,
 // naming the stuck test, before go test's own timeout panics.
 func TestArmFailsAStuckBinary(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestStuckChild$", "-test.timeout=4s") //nolint:gosec // G204: this test binary itself
@@ -41,7 +41,7 @@ func TestArmFailsAStuckBinary(t *testing.T) {
 	require.ErrorAs(t, err, &exit, "the stuck child must fail: %s", out)
 	assert.Equal(t, 1, exit.ExitCode(), "%s", out)
 	assert.Contains(t, string(out), "testguard: ")
-	assert.Contains(t, string(out), "half of its -timeout 4s")
+	assert.Contains(t, string(out), "three quarters of its -timeout 4s")
 	assert.Contains(t, string(out), "running: TestStuckChild")
 	assert.NotContains(t, string(out), "test timed out", "go test's own timeout came first")
 }
