@@ -346,7 +346,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		st.mu.Lock()
 		st.unlocked = true
 		lost = st.lost
-		st.cancel(ErrUnlocked)
+		if !mutUnlockKeepsContext {
+			st.cancel(ErrUnlocked)
+		}
 		st.mu.Unlock()
 	}
 	c := l.c
@@ -372,7 +374,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		early, err = c.release(ctx, g, nil, tell)
 	}
-	if c.room != nil {
+	if c.room != nil && !mutReleasedUntold {
 		if early.ok {
 			tell.rel = early.rel // told as soon as its commands were on their way
 		}
@@ -439,7 +441,11 @@ func (c *Client) watch(st *lockState) {
 		}
 		at := st.lease.WakeAt()
 		st.mu.Unlock()
-		switch c.sleep(max(at.Sub(c.clock.Now()), 0), st.poke, st.stop) {
+		d := at.Sub(c.clock.Now())
+		if mutWatchFromAcquired {
+			d = at.Sub(st.at) // the slip: timed from the acquisition, not from now
+		}
+		switch c.sleep(max(d, 0), st.poke, st.stop) {
 		case cancelled:
 			return
 		case poked:

@@ -78,7 +78,7 @@ type waiter struct {
 func (q *keyQueue) ready() core.Ready {
 	rd := q.room.Ready()
 	q.room.Advance()
-	if rd.Wake && len(q.waiters) > 0 {
+	if rd.Wake && len(q.waiters) > 0 && !mutWakeDropped {
 		q.waiters[0].poke()
 	}
 	return rd

@@ -14,7 +14,9 @@
 // schedule that still did not return and exits 2.
 //
 // It exits 1 when a configuration within the assumptions shows a
-// violation, or a broken one shows none.
+// violation, or a broken one shows none. Built with -tags
+// redlock_mutations it also runs the "bug:" configurations, each of which
+// plants a slip in the runner itself and must show its violation.
 package main
 
 import (
@@ -46,13 +48,15 @@ func main() {
 	flag.Parse()
 	explicitN := false
 	flag.Visit(func(f *flag.Flag) { explicitN = explicitN || f.Name == "n" })
+	// Built with -tags redlock_mutations, the "bug:" configurations too:
+	// slips planted in the runner itself (realsim.Bugs; none otherwise).
+	cfgs := append(realsim.Configs(), realsim.Bugs()...)
 	if *list {
-		for _, c := range realsim.Configs() {
+		for _, c := range cfgs {
 			fmt.Println(c.Name)
 		}
 		return
 	}
-	cfgs := realsim.Configs()
 	if *config != "" {
 		c, ok := realsim.ConfigNamed(*config)
 		if !ok {

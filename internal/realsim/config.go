@@ -46,6 +46,11 @@ type Config struct {
 	LongWait time.Duration
 	Faults   Faults
 	Defect   Defect
+	// RunnerDefect, in a "bug:" configuration, names the slip planted in
+	// the root package's runner for its schedules
+	// (redlock.PlantRunnerDefect): only with the redlock_mutations build
+	// tag (bugs.go).
+	RunnerDefect string
 	// Expect is the kind of violation a broken configuration must show.
 	Expect string
 }
@@ -120,8 +125,12 @@ func (c *Config) stepBound() int {
 // stuck: its length, and time to finish every operation under way.
 func (c *Config) horizon() time.Duration { return c.Length + 10*c.TTL + c.Faults.MaxPause }
 
-// Broken reports whether c plants a defect or breaks an assumption.
-func (c *Config) Broken() bool { return strings.HasPrefix(c.Name, "broken:") }
+// Broken reports whether c plants a defect or breaks an assumption: a
+// "broken:" configuration, or a "bug:" one that plants a slip in the
+// runner itself (Bugs).
+func (c *Config) Broken() bool {
+	return strings.HasPrefix(c.Name, "broken:") || strings.HasPrefix(c.Name, "bug:")
+}
 
 // options is the one place that builds a Client's Options from c, so that
 // a change of the root API changes this function alone; obs is the
@@ -285,9 +294,10 @@ func Broken() []Config {
 	return cs
 }
 
-// ConfigNamed returns the configuration named name.
+// ConfigNamed returns the configuration named name, among Configs and
+// Bugs.
 func ConfigNamed(name string) (Config, bool) {
-	for _, c := range Configs() {
+	for _, c := range append(Configs(), Bugs()...) {
 		if c.Name == name {
 			return c, true
 		}

@@ -50,6 +50,9 @@ var runs sync.WaitGroup
 // and so is a bubble whose goroutines are left blocked for good, or one
 // that takes longer than RealTimeLimit.
 func Run(t *testing.T, cfg Config, seed uint64) Result {
+	if cfg.RunnerDefect != "" {
+		defer plantRunnerDefect(cfg.RunnerDefect)()
+	}
 	done := make(chan Result, 1)
 	runs.Add(1)
 	go func() {
