@@ -44,7 +44,9 @@ type Observer struct {
 	// cause).
 	Loss func(LossEvent)
 	// Waiters: the number of a Client's Lock calls waiting for a key
-	// changed (a waiter joined or left the key's queue).
+	// changed (a waiter joined or left the key's queue). It is called
+	// under the wait room's locks, so that the counts it reports come in
+	// order: it must return quickly and must not call the Client.
 	Waiters func(WaitersEvent)
 	// Handoff: a Lock that waited won the key after hearing it released.
 	Handoff func(HandoffEvent)

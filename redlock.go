@@ -86,7 +86,9 @@ func (c *cryptoTokens) NewToken() core.Token {
 }
 
 // NewJitter returns a fast lock-free Rand (SplitMix64) seeded from
-// crypto/rand, for retry delays. Safe for concurrent use.
+// crypto/rand, for retry delays. Safe for concurrent use. A Client always
+// draws its tokens from CryptoTokens and its delays from NewJitter; both
+// are exported for embedders of core, whose core.Config takes them.
 func NewJitter() core.Rand {
 	var seed [8]byte
 	rand.Read(seed[:])
