@@ -618,6 +618,11 @@ func testRestart(t *testing.T, c cluster, mode core.FanOut) {
 	client := newClient(t, c, mode, redlock.Options{})
 	lock, err := client.TryLock(ctx, key)
 	require.NoError(t, err)
+	// TryLock returns at a quorum: node 0's SET may still be on its way,
+	// and applied after the restart it would put the key back (on the
+	// embedded miniredis, whose restart can race a connection's last
+	// command). Every node holds the key before node 0 restarts.
+	requireHolds(t, c, key, lock.Token(), defaultTTL/2, all(n)...)
 
 	c.Restart(0)
 	requireAbsent(t, c, key, 0)
