@@ -303,7 +303,7 @@ func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
 
 // locked returns the Lock of g, won at at, that the wait room counts as
 // counted (the zero held: not counted).
-func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted held) *Lock {
+func (c *Client) locked(ctx context.Context, g core.Grant, at time.Time, counted core.Held) *Lock {
 	l := &Lock{c: c, ctx: ctx, grant: g, at: at, counted: counted} // the one allocation of a Lock without a Lease
 	if c.lease {
 		l.leased = c.newState(ctx, g, at)
@@ -366,7 +366,7 @@ var errNilContext = invalid("context is nil (use context.Background())")
 // reading at the end of the last round (for a grant: when it was won).
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
-func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted held, _ error) {
+func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted core.Held, _ error) {
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
@@ -381,7 +381,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 		a, err = c.spec.Acquire(key, core.Token{}, now)
 	}
 	if err != nil {
-		return core.Grant{}, 0, time.Time{}, held{}, err
+		return core.Grant{}, 0, time.Time{}, core.Held{}, err
 	}
 	started := now // the reading a's round started at; zero: unknown
 	var w *waiter  // joined at the first wait: the uncontended path allocates nothing here

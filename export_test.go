@@ -69,7 +69,7 @@ func ReadsMonotonicAfter(c *Client) bool { return c.monotonic }
 // says to do (waitRoom.leave, core.Room.Leave).
 func LeaveAfterQuietRelease(c *Client, key string) (handOn, try bool) {
 	w := c.room.join(context.Background(), key)
-	n := c.room.release(key, held{})
+	n := c.room.release(key, core.Held{})
 	if !n.rel.Handoff() {
 		panic("a release followed by a waiter not handed on")
 	}

@@ -34,7 +34,7 @@ type Lock struct {
 	at       time.Time       // when it was won: its last round's end, for an Observer
 	unlocked atomic.Bool
 	leased   *lockState // with a Lease: the state, from the start
-	counted  held       // the wait room counts it (core.Ready.Held); zero: not
+	counted  core.Held  // the wait room counts it (core.Ready.Held); zero: not
 	// Otherwise st, nil until Context or Extend, stored once under
 	// making.
 	making sync.Mutex

@@ -57,10 +57,6 @@ type keyQueue struct {
 	waiters []*waiter // joined under waitRoom.mu too, so that a linger's Tick sees them
 }
 
-// held is a Lock that the wait room counts (core.Ready.Held); the zero
-// held counts nothing.
-type held = core.Held
-
 // waiter is one Lock call waiting for a key.
 type waiter struct {
 	q      *keyQueue
@@ -147,7 +143,7 @@ func (r *waitRoom) join(ctx context.Context, key string) *waiter {
 // zero Grant: none), as core.Room.Leave: it returns the Lock counted, if
 // any, and how to make a quiet release heard that w's process left
 // unheard, if any: the caller does it (Client.makeHeard).
-func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted held, handOn, try bool) {
+func (r *waitRoom) leave(key string, w *waiter, g core.Grant) (counted core.Held, handOn, try bool) {
 	w.unhook()
 	q := w.q
 	now := r.clock.Now()
@@ -221,10 +217,10 @@ func (r *waitRoom) queue(key string) *keyQueue {
 // that never joined it, ended (core.Room.Ended), and returns the Lock it
 // counts, if any. A key with no Room has no waiter to tell: one that
 // joins later looks afresh.
-func (r *waitRoom) ended(key string, a *core.Acquisition) held {
+func (r *waitRoom) ended(key string, a *core.Acquisition) core.Held {
 	q := r.queue(key)
 	if q == nil {
-		return held{}
+		return core.Held{}
 	}
 	now := r.clock.Now()
 	q.mu.Lock()
@@ -266,7 +262,7 @@ type told struct {
 
 // release starts the release of the Lock counted as h (core.Room.Release)
 // and returns it as the wait room follows it.
-func (r *waitRoom) release(key string, h held) roomNews {
+func (r *waitRoom) release(key string, h core.Held) roomNews {
 	q := r.queue(key)
 	if q == nil {
 		return roomNews{room: r, key: key} // nobody waits: nothing to count, nobody follows

@@ -80,6 +80,12 @@ func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err 
 	if err := s.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
+	return s.acquire(key, tok, now)
+}
+
+// acquire is Acquire of a key already checked (Try checks it under the
+// Spec's own rules, then acquires under its own copy's).
+func (s Spec) acquire(key string, tok Token, now time.Time) (a Acquisition, err error) {
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}

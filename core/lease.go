@@ -82,7 +82,7 @@ func (l *Lease) LoseAt() time.Time {
 // LoseAt: a lock that a caller's own Extend could keep does not lapse
 // unextended under its lease.
 func (l *Lease) extendAt() (time.Time, bool) {
-	at, ok := l.fractionAt()
+	at, ok := l.spec.fractionAt(l.grant, l.retryAt)
 	if !ok || l.spec.keepable(l.grant, at) {
 		return at, ok
 	}
@@ -93,16 +93,17 @@ func (l *Lease) extendAt() (time.Time, bool) {
 	return latest, l.spec.keepable(l.grant, latest)
 }
 
-// fractionAt returns when LeaseFraction of the validity has passed, not
-// before a retry's delay; false without a LeaseFraction.
-func (l *Lease) fractionAt() (time.Time, bool) {
-	f := l.spec.cfg.LeaseFraction
+// fractionAt returns when LeaseFraction of g's validity has passed, not
+// before retryAt (a retry's delay; zero: none); false without a
+// LeaseFraction. NewSpec asks it of the best grant, a Lease of its own.
+func (s *Spec) fractionAt(g Grant, retryAt time.Time) (time.Time, bool) {
+	f := s.cfg.LeaseFraction
 	if f <= 0 {
 		return time.Time{}, false
 	}
-	at := l.grant.end.Add(time.Duration(float64(l.grant.validity) * f))
-	if l.retryAt.After(at) {
-		at = l.retryAt
+	at := g.end.Add(time.Duration(float64(g.validity) * f))
+	if retryAt.After(at) {
+		at = retryAt
 	}
 	return at, true
 }

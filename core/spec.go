@@ -69,8 +69,7 @@ func (s *Spec) checkKeepable() error {
 		return invalid("TTL " + s.cfg.TTL.String() + " less the drift allowance " + s.drift.String() +
 			" leaves no lock the loss margin " + s.lossMargin().String() + " (two round bounds, a round bound being " + bound + ")")
 	}
-	l := s.Lease(best)
-	if at, ok := l.fractionAt(); ok && !s.keepable(best, at) {
+	if at, ok := s.fractionAt(best, time.Time{}); ok && !s.keepable(best, at) {
 		return invalid("LeaseFraction " + strconv.FormatFloat(s.cfg.LeaseFraction, 'g', -1, 64) +
 			" extends no lock: TTL " + s.cfg.TTL.String() + " less the drift allowance " + s.drift.String() +
 			" leaves less than the loss margin " + s.lossMargin().String() + " after it (two round bounds, a round bound being " + bound + ")")
@@ -91,7 +90,7 @@ func (s Spec) Try(key string, tok Token, now time.Time) (Acquisition, error) {
 		return Acquisition{}, err
 	}
 	s.cfg.Fair, s.cfg.Retry.tries = false, 1
-	return s.Acquire(key, tok, now)
+	return s.acquire(key, tok, now) // the key is checked once, under Fair's rules too
 }
 
 // fairRelease returns cmd, a release, as a Fair one. A key it frees is
