@@ -38,10 +38,10 @@ var workshop = []string{
 	module + "/bench",
 	module + "/cmd",
 	module + "/drivers/conformance",
-	module + "/drivers/internal/contract",
-	module + "/drivers/internal/dialtest",
-	module + "/drivers/internal/subtest",
-	module + "/drivers/internal/systest",
+	module + "/internal/contract",
+	module + "/internal/dialtest",
+	module + "/internal/subtest",
+	module + "/internal/systest",
 	module + "/internal",
 }
 
@@ -110,8 +110,8 @@ func TestConformanceDeps(t *testing.T) {
 	deps := goList(t, module+"/drivers/conformance")
 	assert.False(t, slices.Contains(deps, module), "drivers/conformance imports the root package")
 	assert.Empty(t, withPrefix(deps, module+"/bench"), "drivers/conformance imports the benchmarks")
-	assert.Empty(t, withPrefix(deps, module+"/drivers/internal/systest"), "drivers/conformance imports the system tests")
-	for _, own := range []string{"/drivers/internal/engine", "/drivers/internal/dialtest", "/drivers/internal/subtest", "/internal/latproxy"} {
+	assert.Empty(t, withPrefix(deps, module+"/internal/systest"), "drivers/conformance imports the system tests")
+	for _, own := range []string{"/drivers/engine", "/internal/dialtest", "/internal/subtest", "/internal/latproxy"} {
 		assert.Empty(t, withPrefix(deps, module+own), "drivers/conformance imports %s, of this module's drivers alone", own)
 	}
 	assert.True(t, slices.Contains(deps, module+"/core"), "go list listed too little to check")

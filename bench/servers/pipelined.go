@@ -16,7 +16,7 @@ import (
 )
 
 // ReleaseScript is the library's release script, a copy of
-// drivers/internal/wire/release.lua (which bench/ cannot import: it is
+// drivers/wire/release.lua (which bench/ cannot import: it is
 // internal to drivers/); a test keeps the two the same.
 //
 //go:embed release.lua

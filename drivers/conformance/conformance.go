@@ -35,7 +35,7 @@
 // and their engine, nor the benchmarks.
 //
 // This module's drivers run more: the conventions of their Options and
-// New (drivers/internal/dialtest), the subscriptions they give their
-// engine (drivers/internal/subtest), and the root package's Client over
-// the driver (drivers/internal/systest).
+// New (internal/dialtest), the subscriptions they give their
+// engine (internal/subtest), and the root package's Client over
+// the driver (internal/systest).
 package conformance

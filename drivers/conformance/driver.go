@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers/internal/contract"
+	"github.com/redlock-go/redlock/internal/contract"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 

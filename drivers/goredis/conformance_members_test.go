@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/internal/dialtest"
+	"github.com/redlock-go/redlock/internal/dialtest"
 )
 
 // TestConformanceMembers runs the driver contract over a mixed quorum of

@@ -5,9 +5,9 @@ import (
 
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/internal/dialtest"
-	"github.com/redlock-go/redlock/drivers/internal/subtest"
-	"github.com/redlock-go/redlock/drivers/internal/systest"
+	"github.com/redlock-go/redlock/internal/dialtest"
+	"github.com/redlock-go/redlock/internal/subtest"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 var dial = dialtest.Of(goredis.Dial)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/engine"
 )
 
 // conn is one node's connection, a go-redis Conn (Client.Conn) holding one

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/drivers/engine"
 	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 

@@ -16,13 +16,13 @@ import (
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
+	"github.com/redlock-go/redlock/drivers/engine"
 	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/internal/dialtest"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/subtest"
-	"github.com/redlock-go/redlock/drivers/internal/systest"
+	"github.com/redlock-go/redlock/internal/dialtest"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/redistest/embedded"
+	"github.com/redlock-go/redlock/internal/subtest"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/engine"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // DialMembers dials members with the rules drivers.Member states for

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/internal/systest"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 // TestMembers runs the member suite (Sentinel groups, Clusters, WAIT,

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/engine"
 )
 
 // sub is a go-redis PubSub: the engine's Subscription. go-redis redials a

@@ -17,8 +17,8 @@ import (
 	"github.com/mediocregopher/radix/v4/resp/resp3"
 
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/engine"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // DialMembers dials members with the rules drivers.Member states for

@@ -3,8 +3,8 @@ package radix_test
 import (
 	"testing"
 
-	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/radix"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 // TestMembers runs the member suite (Sentinel groups, Clusters, WAIT,

@@ -16,11 +16,11 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/conformance"
-	"github.com/redlock-go/redlock/drivers/internal/dialtest"
-	"github.com/redlock-go/redlock/drivers/internal/systest"
 	"github.com/redlock-go/redlock/drivers/radix"
+	"github.com/redlock-go/redlock/internal/dialtest"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/redistest/embedded"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -2,8 +2,8 @@ package redigo
 
 import (
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/engine"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // DialMembers is Dial for members given as drivers.Member values: it

@@ -3,8 +3,8 @@ package rueidis_test
 import (
 	"testing"
 
-	"github.com/redlock-go/redlock/drivers/internal/dialtest"
 	"github.com/redlock-go/redlock/drivers/rueidis"
+	"github.com/redlock-go/redlock/internal/dialtest"
 )
 
 // TestConformanceMembers runs the driver contract over a mixed quorum of

@@ -6,7 +6,7 @@ import (
 	rd "github.com/redis/rueidis"
 
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
+	"github.com/redlock-go/redlock/drivers/engine"
 )
 
 // Subscriber returns the subscription dialer that Dial gives the engine.

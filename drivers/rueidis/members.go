@@ -13,8 +13,8 @@ import (
 	rd "github.com/redis/rueidis"
 
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/engine"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // DialMembers dials members with the rules drivers.Member states for

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/systest"
 	valkeygo "github.com/redlock-go/redlock/drivers/valkeygo"
+	"github.com/redlock-go/redlock/internal/systest"
 )
 
 // TestMembers runs the member suite (Sentinel groups, Clusters, WAIT,

@@ -41,8 +41,8 @@ import (
 
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
-	"github.com/redlock-go/redlock/drivers/internal/engine"
-	"github.com/redlock-go/redlock/drivers/internal/wire"
+	"github.com/redlock-go/redlock/drivers/engine"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // Options configure Dial; every field is honoured (see drivers.Options).

@@ -8,7 +8,7 @@ import (
 )
 
 // The waiter queue of core.Config.Fair, as the drivers' scripts keep it
-// on each node (drivers/internal/wire): a failed attempt's cleanup
+// on each node (drivers/wire): a failed attempt's cleanup
 // queues its client under the Ticket of its first cleanup, keeping its
 // place; entries past their deadline (the node's clock) leave; a release
 // or cleanup that leaves the key free hands it to the first waiter

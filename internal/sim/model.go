@@ -13,7 +13,7 @@ import (
 // drivers' scripts, exposed so that a differential test can run the same
 // commands through it and through the real scripts on redis-server and
 // require the same replies and the same state
-// (drivers/internal/engine's TestScriptsMatchSimModel). It holds the one
+// (drivers/engine's TestScriptsMatchSimModel). It holds the one
 // key of a schedule, its fence counter and its waiter queue; waiters are
 // the schedule's clients, numbered from 0. Times are the node's clock,
 // read as durations since an epoch the caller chooses.

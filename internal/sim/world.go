@@ -42,7 +42,7 @@
 //     with its seed, rather than left to hang the campaign (stuck.go).
 //
 // The nodes apply commands as the drivers' scripts do, and
-// drivers/internal/engine's TestScriptsMatchSimModel holds them to it
+// drivers/engine's TestScriptsMatchSimModel holds them to it
 // (ScriptModel, model.go).
 //
 // Simulated nodes keep the fence counter of core.OpAcquireFenced and

@@ -1,0 +1,339 @@
+// Package engine is the core.Driver behind every Redis client driver of
+// this module. A driver supplies two things specific to its client: how to
+// dial one node, and how to exchange a pipeline of commands for their
+// replies on the connection it dialled (Conn). The engine does the rest,
+// once for every client:
+//
+//   - Connections: one per node (two for a node with WAIT: see
+//     NodeConfig), dialled when the engine starts and again
+//     after any failure (a broken connection, a missed deadline, a
+//     restart), and closed by Close. Each new connection's server is asked
+//     its run_id (INFO server): a connection to a server another node
+//     already reaches is refused with drivers.ErrMisconfigured, since one
+//     server listed under two addresses would vote twice.
+//   - Pipelines: each node has one goroutine that takes every command
+//     queued for the node, from any number of rounds, and exchanges them
+//     as one pipeline; while it is on the wire the next commands queue, so
+//     pipelines grow with the load. A node's commands reach it in the
+//     order their rounds queued them, on one connection: the straggling
+//     SET of a decided round cannot be overtaken by the release that
+//     undoes it. Over a Conn that is a Duplex, the goroutine writes each
+//     pipeline without waiting for the replies to the ones before, which
+//     a reader per connection reads in order, up to duplexDepth pipelines
+//     in flight; beyond, the commands queue and go out together. When
+//     that connection fails, the pipeline being read is answered with the
+//     failure as an exchange's would be; behind it, a release that still
+//     had time goes again (once) on the next connection, as it would have
+//     had it still been queued, and any other command, which may have
+//     reached the node, fails. A script other than a release sent as
+//     EVALSHA is read before anything is written after it, so that a
+//     NOSCRIPT sends it again, as EVAL, in its place. A client that cannot
+//     write without reading (go-redis) implements Conn alone, and its
+//     node carries one pipeline at a time.
+//   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout
+//     at a command's deadline, whatever its node does. Any other command
+//     than a release whose deadline passed before it was sent is not sent. A
+//     release is always sent, after the commands queued before it, and is
+//     given on the wire at least the time it had when queued: the cleanup
+//     of an attempt abandoned on a hung node must follow the SET that the
+//     node will run when it wakes.
+//   - Scripts: a node's commands carry the script's source (EVAL) until
+//     the script has run on the current connection, and its SHA1 (EVALSHA)
+//     after; NOSCRIPT is answered by sending the command again as EVAL.
+//   - Fencing: core.OpAcquireFenced and core.OpRaiseFence run the fenced
+//     scripts (wire.AcquireFenced, wire.RaiseFence) on the key and its
+//     fence counter, whose name is written into the node's buffer as
+//     tokens are, so that they cost no allocation either.
+//   - Replies: decoded into core.Status, with an OpAcquireFenced's fence
+//     in core.Reply.Fence; failures name the node. A batch is a
+//     core.Gatherer: the round's goroutine is woken once the replies it
+//     needs are in, not once per reply.
+//
+// Deadline, reply decoding and naming rules are tested here against a fake
+// connection on a manual clock; the drivers' conformance suites test them
+// against real servers.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/wire"
+)
+
+// Conn is one connection to one node, as its client provides it. The
+// engine uses it from one goroutine at a time (a Duplex: one writer and
+// one reader).
+type Conn interface {
+	// Exchange sends cmds, in order, as one pipeline and reads one reply
+	// per command into replies (len(replies) == len(cmds), zeroed). Each
+	// command is its words: name first, such as
+	// ["SET", key, token, "NX", "PX", "10000"].
+	//
+	// Error replies are replies (KindError), not errors. Exchange returns
+	// an error when the connection failed: a network error, or ctx's
+	// deadline, by which it must return. Replies read before the failure
+	// may be filled in; the engine then closes the connection and dials a
+	// new one for the next pipeline. The strings in cmds are valid until
+	// Exchange returns; a client that may still write them after a failed
+	// Exchange may keep them, since the engine never reuses their memory
+	// after a failure.
+	Exchange(ctx context.Context, cmds [][]string, replies []Reply) error
+	// Close closes the connection. The engine calls it once, never during
+	// an Exchange (a Duplex's may come during a Write or a Read).
+	Close() error
+}
+
+// Dialer opens a connection to node i, within ctx's deadline.
+type Dialer func(ctx context.Context, node int) (Conn, error)
+
+// Kind is the type of a reply.
+type Kind uint8
+
+const (
+	// KindNone means no reply was read (the zero value).
+	KindNone Kind = iota
+	// KindOK is the simple string OK.
+	KindOK
+	// KindNil is a nil reply (RESP2 null bulk or array, RESP3 null).
+	KindNil
+	// KindInt is an integer, in Reply.Int.
+	KindInt
+	// KindError is an error reply, in Reply.Err (such as NOSCRIPT, WRONGPASS).
+	KindError
+	// KindString is a string other than OK, simple or bulk, in Reply.Text.
+	KindString
+	// KindOther is any other reply; Reply.Err describes it.
+	KindOther
+)
+
+// Reply is a node's reply to one command, as its client decoded it.
+type Reply struct {
+	Kind Kind
+	Int  int64
+	Text string
+	Err  error
+}
+
+// String returns the reply for the string s: KindOK for "OK".
+func String(s string) Reply {
+	if s == "OK" {
+		return Reply{Kind: KindOK}
+	}
+	return Reply{Kind: KindString, Text: s}
+}
+
+// Other returns the reply for an unexpected value v.
+func Other(v any) Reply {
+	return Reply{Kind: KindOther, Err: fmt.Errorf("unexpected reply %T %v", v, v)}
+}
+
+// DefaultDialTimeout bounds the dial each node makes when the engine
+// starts, when Config.DialTimeout is 0.
+const DefaultDialTimeout = 2 * time.Second
+
+// Config configures an Engine.
+type Config struct {
+	// Names holds one name per node (its address), used in errors. N is
+	// len(Names).
+	Names []string
+	// Dial opens a connection to a node.
+	Dial Dialer
+	// DialTimeout bounds the dial each node makes when the engine starts.
+	// A dial made for a pipeline is bounded by the pipeline's deadline.
+	// 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Clock is the clock of the deadlines given to Send: the Client's
+	// (redlock.Options.Clock). Nil means the system clock.
+	Clock Clock
+	// Subscribe opens a node's subscription connection, over which Watch
+	// hears releases; nil: the client cannot subscribe, and Watch never
+	// listens (waiters poll).
+	Subscribe SubscribeDialer
+	// Nodes, when not nil, holds what each node (as Names) asks beyond a
+	// plain master: WAIT after its writes, the Cluster's names.
+	Nodes []NodeConfig
+	// Logger gets the one warning that release notifications are
+	// unavailable (drivers.Options.Logger); nil logs nothing.
+	Logger *slog.Logger
+}
+
+// NodeConfig is what a node asks beyond a plain master.
+type NodeConfig struct {
+	// Replicas, when positive, makes every acquisition, extension and
+	// fence raise on the node (core.Waited) count only once WAIT Replicas
+	// WaitTimeout, sent behind it on its connection, says enough replicas
+	// hold it (core.Replicated): one WAIT behind a
+	// pipeline's last write answers for all its writes (on a Cluster,
+	// whose writes go to several masters, each write has its own). A WAIT
+	// that replies fewer replicas (it timed out) fails the vote with
+	// drivers.ErrNotReplicated. These writes
+	// go on a second connection of the node, its WAIT lane, so that a
+	// WAIT that blocks does not hold up the node's other commands; a
+	// release follows its write there while that is unanswered (see
+	// node.route). A connection whose master has fewer connected
+	// replicas is refused, with drivers.ErrNotReplicated (a failed vote),
+	// before any command goes on it.
+	Replicas int
+	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
+	// 1); it must be positive when Replicas is.
+	WaitTimeout time.Duration
+	// Cluster: the node is a Redis Cluster, whose keys of one script must
+	// share a hash slot: a key's fence counter and queues get the names
+	// of wire.ClusterName, and a key that has none (wire.ErrUntaggable)
+	// is refused without being sent.
+	Cluster bool
+}
+
+// Identifier is a Conn over several servers (a Cluster client) that
+// identifies them itself, in place of the engine's INFO on the
+// connection.
+type Identifier interface {
+	// Identify returns the run_id of every master the connection reaches,
+	// and the fewest replicas connected to any of them.
+	Identify(ctx context.Context) (runIDs []string, replicas int, err error)
+}
+
+// Engine is a core.Driver over the connections Config.Dial makes. It is safe
+// for concurrent use. Its zero value is not usable: call New.
+type Engine struct {
+	names []string
+	clock Clock
+	dial  Dialer
+	nodes []*node
+
+	batches sync.Pool
+	once    sync.Once
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	runIDs [][]string // per node: the run_ids of its connection's servers
+
+	log     *slog.Logger
+	watcher watcher
+	waiter  string      // this engine's id in the Fair waiter queues
+	fair    atomic.Bool // a Fair command was sent: watches hear turns
+}
+
+var _ core.Driver = (*Engine)(nil)
+
+// New starts one goroutine per node, each dialling its node at once. Close
+// stops them.
+func New(cfg Config) *Engine {
+	e := &Engine{
+		names:  append([]string(nil), cfg.Names...),
+		clock:  cfg.Clock,
+		dial:   cfg.Dial,
+		nodes:  make([]*node, len(cfg.Names)),
+		runIDs: make([][]string, len(cfg.Names)),
+		waiter: newWaiterID(),
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	dt := cfg.DialTimeout
+	if dt <= 0 {
+		dt = DefaultDialTimeout
+	}
+	e.log = cfg.Logger
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	e.watcher = watcher{e: e, dial: cfg.Subscribe, timeout: dt}
+	e.batches.New = func() any { return newBatch(e) }
+	e.wg.Add(len(e.nodes))
+	for i := range e.nodes {
+		n := &node{e: e, i: i, wake: make(chan struct{}, 1)}
+		if i < len(cfg.Nodes) {
+			n.cfg = cfg.Nodes[i]
+		}
+		if n.cfg.Replicas > 0 {
+			n.lane = &node{e: e, i: i, cfg: n.cfg, wake: make(chan struct{}, 1), outstanding: map[laneKey]int{}}
+			e.wg.Add(1)
+			go n.lane.loop(dt)
+		}
+		e.nodes[i] = n
+		go n.loop(dt)
+	}
+	return e
+}
+
+// Nodes returns N.
+func (e *Engine) Nodes() int { return len(e.names) }
+
+// Clock returns the clock the engine reads its deadlines on: Config.Clock,
+// or the system clock.
+func (e *Engine) Clock() Clock { return e.clock }
+
+// NodeName returns node i's name.
+func (e *Engine) NodeName(i int) string { return e.names[i] }
+
+// Begin returns a batch for one round. ctx's values reach the client for a
+// pipeline of one command; its cancellation does not (see core.Driver).
+func (e *Engine) Begin(ctx context.Context) core.Batch {
+	b := e.batches.Get().(*batch)
+	b.ctx = ctx
+	return b
+}
+
+// Close stops accepting commands, sends the releases already queued
+// (within the time each was given), answers the other queued commands
+// with core.ErrClosed, closes the connections and waits for the node
+// goroutines to return. Commands issued after Close answer
+// core.StatusError with core.ErrClosed. Close is idempotent.
+func (e *Engine) Close() {
+	e.once.Do(func() {
+		e.watcher.close()
+		for _, n := range e.nodes {
+			n.close()
+			if n.lane != nil {
+				n.lane.close()
+			}
+		}
+		e.wg.Wait()
+	})
+}
+
+// fail returns the reply for a command of op on node i that failed with
+// err: core.StatusTimeout if err is a deadline or the command's deadline
+// has passed, core.StatusError otherwise; the error names the node.
+func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
+	r := wire.Fail(i, e.names[i], op, err)
+	if late {
+		r.Status = core.StatusTimeout
+	}
+	return r
+}
+
+// errNoReply is the cause of a command that timed out in its round.
+var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
+
+// claim records that node i's connection reaches the servers whose run_ids
+// are ids, and refuses it, with drivers.ErrMisconfigured, if another node's
+// connection reaches one of them: one server under two addresses that no
+// name lookup relates (a proxy, NAT, a second interface), or one Sentinel
+// group or Cluster given as two members, would vote twice.
+func (e *Engine) claim(i int, ids ...string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for j, others := range e.runIDs {
+		if j == i {
+			continue
+		}
+		for _, id := range ids {
+			if slices.Contains(others, id) {
+				return fmt.Errorf("%w: node %d (%s) is the same server as node %d (%s): both have run_id %s",
+					drivers.ErrMisconfigured, i, e.names[i], j, e.names[j], id)
+			}
+		}
+	}
+	e.runIDs[i] = slices.Clone(ids)
+	return nil
+}
