@@ -79,7 +79,7 @@ func TestProgramDeps(t *testing.T) {
 	require.NoError(t, err)
 	var drivers []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() != "conformance" && e.Name() != "internal" {
+		if e.IsDir() && !slices.Contains(sharedDriverDirs, e.Name()) {
 			drivers = append(drivers, e.Name())
 		}
 	}
@@ -100,6 +100,49 @@ func TestProgramDeps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// sharedDriverDirs are the folders under drivers/ that are not a client's
+// driver: what the drivers share, and the public contract suite.
+var sharedDriverDirs = []string{"conformance", "engine", "internal", "wire"}
+
+// TestLibraryDeps: the house as the imports show it. core stands on the
+// standard library; drivers/ and the root package stand on core; the
+// workshop (internal/, bench/, cmd/) stands beside them, and nothing that
+// ships imports it. No package under drivers/ imports the root package,
+// and none but the public contract suite imports testing or testify
+// outside its tests.
+func TestLibraryDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \",\"}} {{join .Deps \",\"}}", module, "./core/...", "./drivers/...").CombinedOutput() //nolint:gosec // G204: fixed arguments
+	require.NoError(t, err, "go list:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.Greater(t, len(lines), 10, "go list listed too little to check:\n%s", out)
+	seen := map[string]bool{}
+	for _, line := range lines {
+		f := strings.Fields(line)
+		require.Len(t, f, 3, "unexpected go list line %q", line)
+		pkg, imports, deps := f[0], strings.Split(f[1], ","), strings.Split(f[2], ",")
+		seen[pkg] = true
+		if pkg == module+"/drivers/conformance" {
+			continue // the contract suite is a test kit by design
+		}
+		for _, bad := range []string{module + "/internal", module + "/bench", module + "/cmd"} {
+			assert.Empty(t, withPrefix(deps, bad), "%s, which ships, links the workshop's %s", pkg, bad)
+		}
+		if strings.HasPrefix(pkg, module+"/drivers") {
+			assert.NotContains(t, deps, module, "%s imports the root package", pkg)
+			for _, bad := range []string{"testing", "github.com/stretchr/testify"} {
+				assert.Empty(t, withPrefix(imports, bad), "%s imports %s outside its tests", pkg, bad)
+			}
+		}
+		if strings.HasPrefix(pkg, module+"/core") {
+			assert.Empty(t, withPrefix(deps, module+"/drivers"), "%s, at the ground floor, links drivers", pkg)
+			assert.NotContains(t, deps, module, "%s, at the ground floor, links the root package", pkg)
+		}
+	}
+	for _, want := range []string{module, module + "/core", module + "/drivers", module + "/drivers/engine", module + "/drivers/redigo"} {
+		assert.True(t, seen[want], "go list did not list %s", want)
 	}
 }
 

@@ -1,48 +1,64 @@
-// Package drivers holds what the Redlock drivers for Redis clients share in
-// their API: the Options that each driver's Dial takes. The drivers are its
+// Package drivers holds what the Redlock drivers for Redis clients share:
+// the Options that each driver's Dial takes, the Members it dials, and the
+// one Driver type every client package returns. The drivers are its
 // subpackages, one per client: redigo, radix, rueidis, goredis and
-// valkeygo. Each is a dial and a pipelined exchange through its client;
-// the rest (deadlines, order, scripts, replies, errors) is one engine they
+// valkeygo. Each adapts its client to the engine (a dial, a pipelined
+// exchange and a subscription); the rest (deadlines, order, scripts,
+// replies, errors, Sentinel and Cluster members) is the one engine they
 // all share.
 package drivers
 
-import (
-	"crypto/tls"
-	"log/slog"
-	"time"
+import "github.com/redlock-go/redlock/drivers/internal/dialspec"
 
-	"github.com/redlock-go/redlock/core"
-)
+// The names below are those of package dialspec, which holds them so that the
+// engine can use them without importing this package, which imports the
+// engine.
 
 // DefaultDialTimeout applies when Options.DialTimeout is 0.
-const DefaultDialTimeout = 2 * time.Second
+const DefaultDialTimeout = dialspec.DefaultDialTimeout
 
-// Options configure a driver's Dial. The zero value connects over plain TCP,
-// without authentication, to database 0, with DefaultDialTimeout, on the
-// system clock.
-type Options struct {
-	// Username and Password authenticate each connection: an ACL user and
-	// its password, or the default user's password alone when Username is
-	// empty (AUTH, or HELLO for rueidis). A Username needs a Password.
-	Username, Password string
-	// DB is the database the keys live in (SELECT); 0 is the default. It
-	// must not be negative.
-	DB int
-	// TLS, when not nil, makes each connection TLS with this configuration
-	// (its ServerName defaults to the address's host).
-	TLS *tls.Config
-	// DialTimeout bounds a connection attempt, TLS and authentication
-	// included; a dial made for a command is also bounded by the command's
-	// deadline. 0 means DefaultDialTimeout; it must not be negative.
-	DialTimeout time.Duration
-	// Clock is the clock of the commands' deadlines; give the same one to
-	// redlock.Options.Clock, or leave both nil. Nil means the system clock
-	// (core.SystemClock). The driver's Clock method returns it, and
-	// redlock.NewClient adopts it, or refuses another.
-	Clock core.Clock
-	// Logger gets the driver's warnings (one: that a node refuses the
-	// subscriptions that announce releases, so waiters poll). Nil logs
-	// nothing; pass the Client's redlock.Options.Logger to see them. A
-	// driver is dialled before any Client exists, so it takes its own.
-	Logger *slog.Logger
+// Options configure a driver's Dial. The zero value connects over plain
+// TCP, without authentication, to database 0, with DefaultDialTimeout, on
+// the system clock.
+type Options = dialspec.Options
+
+// Member is one failure domain, one vote: a standalone master, a Sentinel
+// group or a whole Cluster.
+type Member = dialspec.Member
+
+// Topology says what kind of failure domain a Member is.
+type Topology = dialspec.Topology
+
+// The kinds of Member.
+const (
+	// Standalone is one Redis or Valkey master at one address.
+	Standalone = dialspec.Standalone
+	// SentinelGroup is a master and its replicas, managed by Sentinels.
+	SentinelGroup = dialspec.SentinelGroup
+	// ClusterGroup is a whole Redis Cluster, one vote.
+	ClusterGroup = dialspec.ClusterGroup
+)
+
+// ErrNotReplicated is the cause of a member's failed vote when fewer of
+// its replicas than Member.Replicas acknowledged the write.
+var ErrNotReplicated = dialspec.ErrNotReplicated
+
+// ErrMisconfigured is the cause of a member's failed vote when the member
+// is not what it was given as, or cannot take the key.
+var ErrMisconfigured = dialspec.ErrMisconfigured
+
+// NewStandalone returns the Member of one master at addr.
+func NewStandalone(addr string) Member { return dialspec.NewStandalone(addr) }
+
+// NewSentinel returns the Member of the master the Sentinels at addrs
+// name masterName.
+func NewSentinel(masterName string, addrs ...string) Member {
+	return dialspec.NewSentinel(masterName, addrs...)
 }
+
+// NewCluster returns the Member of the Cluster that the seeds at addrs
+// belong to.
+func NewCluster(addrs ...string) Member { return dialspec.NewCluster(addrs...) }
+
+// Members returns one standalone Member per address.
+func Members(addrs ...string) []Member { return dialspec.Members(addrs...) }

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 	"github.com/redlock-go/redlock/drivers/wire"
 	"github.com/redlock-go/redlock/internal/testguard"
 )
@@ -695,7 +695,7 @@ func TestSameServerTwiceIsRefused(t *testing.T) {
 		b.Close()
 		if r.Status == core.StatusError {
 			refused++
-			require.ErrorIs(t, r.Err, drivers.ErrMisconfigured)
+			require.ErrorIs(t, r.Err, dialspec.ErrMisconfigured)
 			assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 			assert.ErrorContains(t, r.Err, "is the same server as node")
 			assert.ErrorContains(t, r.Err, "run_id "+f.runID[0])

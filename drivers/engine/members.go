@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 	"github.com/redlock-go/redlock/drivers/wire"
 )
 
@@ -16,20 +16,20 @@ import (
 // Config of them: each node named by its Member.String and given its WAIT
 // and topology, the dial timeout, Clock and Logger. The driver adds Dial
 // and Subscribe.
-func MembersConfig(driver string, members []drivers.Member, opts drivers.Options, supported ...drivers.Topology) ([]drivers.Member, Config, error) {
+func MembersConfig(driver string, members []dialspec.Member, opts dialspec.Options, supported ...dialspec.Topology) ([]dialspec.Member, Config, error) {
 	if err := wire.CheckMembers(driver, members, supported...); err != nil {
 		return nil, Config{}, err
 	}
 	var all []string
-	ms := make([]drivers.Member, len(members))
+	ms := make([]dialspec.Member, len(members))
 	cfg := Config{Names: make([]string, len(members)), Nodes: make([]NodeConfig, len(members)), Clock: opts.Clock, Logger: opts.Logger}
 	for i, m := range members {
-		if m.Topology == drivers.ClusterGroup && opts.DB != 0 {
+		if m.Topology == dialspec.ClusterGroup && opts.DB != 0 {
 			return nil, Config{}, fmt.Errorf("%w: %s: member %d %s: a Cluster has only DB 0, not %d", core.ErrInvalidConfig, driver, i, m, opts.DB)
 		}
 		m.Addrs = slices.Clone(m.Addrs)
 		ms[i], cfg.Names[i] = m, m.String()
-		cfg.Nodes[i] = NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == drivers.ClusterGroup}
+		cfg.Nodes[i] = NodeConfig{Replicas: m.Replicas, WaitTimeout: m.WaitTimeout, Cluster: m.Topology == dialspec.ClusterGroup}
 		all = append(all, m.Addrs...)
 	}
 	_, timeout, err := wire.CheckDial(driver, all, opts)

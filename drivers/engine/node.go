@@ -13,7 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 	"github.com/redlock-go/redlock/drivers/wire"
 )
 
@@ -309,7 +309,7 @@ func (n *node) identify(c context.Context, conn Conn) error {
 		// would make the round's error match two kinds (a replica may
 		// reconnect, and the member vote again).
 		return fmt.Errorf("%w: node %d (%s): WAIT for %d replicas, but the master has %s connected",
-			drivers.ErrNotReplicated, n.i, n.e.names[n.i], n.cfg.Replicas, have)
+			dialspec.ErrNotReplicated, n.i, n.e.names[n.i], n.cfg.Replicas, have)
 	}
 	if len(ids) > 0 {
 		return n.e.claim(n.i, ids...)
@@ -525,17 +525,17 @@ func (n *node) waits(op core.Op) bool {
 
 // replicated returns nil if the reply to WAIT counts at least
 // NodeConfig.Replicas replicas, or an error that wraps
-// drivers.ErrNotReplicated (or the WAIT's error reply).
+// dialspec.ErrNotReplicated (or the WAIT's error reply).
 func (n *node) replicated(r Reply) error {
 	switch {
 	case r.Kind == KindInt && core.Replicated(r.Int, n.cfg.Replicas):
 		return nil
 	case r.Kind == KindInt:
-		return fmt.Errorf("%w: WAIT %d %v: %d acknowledged", drivers.ErrNotReplicated, n.cfg.Replicas, n.cfg.WaitTimeout, r.Int)
+		return fmt.Errorf("%w: WAIT %d %v: %d acknowledged", dialspec.ErrNotReplicated, n.cfg.Replicas, n.cfg.WaitTimeout, r.Int)
 	case r.Kind == KindError:
-		return fmt.Errorf("%w: WAIT: %w", drivers.ErrNotReplicated, r.Err)
+		return fmt.Errorf("%w: WAIT: %w", dialspec.ErrNotReplicated, r.Err)
 	}
-	return fmt.Errorf("%w: WAIT: no reply", drivers.ErrNotReplicated)
+	return fmt.Errorf("%w: WAIT: no reply", dialspec.ErrNotReplicated)
 }
 
 // status decodes the reply to a command of op, an OpAcquireFenced's

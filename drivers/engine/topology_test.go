@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 	"github.com/redlock-go/redlock/drivers/wire"
 )
 
@@ -84,7 +84,7 @@ func TestWaitFollowsWrites(t *testing.T) {
 		b.Close()
 		assert.Equal(t, tc.want, r.Status, tc.name)
 		if tc.want == core.StatusError {
-			assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated, tc.name)
+			assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated, tc.name)
 			var ne *wire.NodeError
 			require.ErrorAs(t, r.Err, &ne, tc.name)
 			assert.Equal(t, "memberA", ne.Addr)
@@ -136,7 +136,7 @@ func TestWaitInAPipelineOfRounds(t *testing.T) {
 	for _, c := range cs[1:] {
 		r := wait(t, c)
 		assert.Equal(t, core.StatusError, r.Status)
-		assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+		assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 	}
 }
 
@@ -168,7 +168,7 @@ func TestWaitPerWriteOnACluster(t *testing.T) {
 	assert.Equal(t, []string{"SET", "WAIT", "EVAL", "WAIT"}, []string{x.cmds[0][0], x.cmds[1][0], x.cmds[2][0], x.cmds[3][0]})
 	x.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 2}, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: 0})
 	assert.Equal(t, core.StatusOK, wait(t, cs[0]).Status)
-	assert.ErrorIs(t, wait(t, cs[1]).Err, drivers.ErrNotReplicated)
+	assert.ErrorIs(t, wait(t, cs[1]).Err, dialspec.ErrNotReplicated)
 }
 
 // TestWaitLaneKeepsOtherCommandsMoving: while a WAIT blocks the lane,
@@ -254,12 +254,12 @@ func TestWaitNoScriptSendsWaitAgain(t *testing.T) {
 	x.reply(nil, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: 1})
 	r := wait(t, c)
 	assert.Equal(t, core.StatusError, r.Status, "the second WAIT's count decides")
-	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 }
 
 // TestWaitRefusesAMasterWithTooFewReplicas: a WAIT lane whose master has
 // fewer connected replicas than Replicas is refused, before any command
-// goes on it, with drivers.ErrNotReplicated (a failed vote, not
+// goes on it, with dialspec.ErrNotReplicated (a failed vote, not
 // core.ErrInvalidConfig) naming the member; the node's
 // own connection still carries releases.
 func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
@@ -270,7 +270,7 @@ func TestWaitRefusesAMasterWithTooFewReplicas(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	require.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
@@ -332,7 +332,7 @@ func TestClusterNames(t *testing.T) {
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
 	assert.ErrorIs(t, r.Err, wire.ErrUntaggable)
-	assert.ErrorIs(t, r.Err, drivers.ErrMisconfigured)
+	assert.ErrorIs(t, r.Err, dialspec.ErrMisconfigured)
 	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "memberA")
 	select {
@@ -394,7 +394,7 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 		assert.Equal(t, core.StatusOK, statuses[2].Status)
 	}
 	require.Equal(t, core.StatusError, refused.Status)
-	assert.ErrorIs(t, refused.Err, drivers.ErrMisconfigured)
+	assert.ErrorIs(t, refused.Err, dialspec.ErrMisconfigured)
 	assert.NotErrorIs(t, refused.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, refused.Err, "run_id m2")
 }
@@ -419,7 +419,7 @@ func TestWaitOverDuplex(t *testing.T) {
 			assert.Equal(t, core.StatusOK, r.Status)
 		} else {
 			assert.Equal(t, core.StatusError, r.Status)
-			assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+			assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 		}
 	}
 }
@@ -443,7 +443,7 @@ func TestIdentifierReplicasAreChecked(t *testing.T) {
 	r := wait(t, receive(b, nil))
 	b.Close()
 	assert.Equal(t, core.StatusError, r.Status)
-	require.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	require.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 	assert.NotErrorIs(t, r.Err, core.ErrInvalidConfig)
 	assert.ErrorContains(t, r.Err, "WAIT for 2 replicas, but the master has 1 connected")
 	select {
@@ -487,6 +487,6 @@ func TestWaitNoScriptInAPipeline(t *testing.T) {
 	x.reply(nil, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: 1})
 	r := wait(t, cs[0])
 	assert.Equal(t, core.StatusError, r.Status, "the retry's WAIT, short")
-	assert.ErrorIs(t, r.Err, drivers.ErrNotReplicated)
+	assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated)
 	assert.Equal(t, core.StatusOK, wait(t, cs[1]).Status, "the pipeline's WAIT")
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 )
 
 // CheckAddrs validates a driver's node addresses before anything connects:
@@ -132,7 +132,7 @@ func CheckNames(driver string, clients int, names []string) error {
 // CheckDial validates a driver's Dial arguments: addrs as CheckAddrs does,
 // and opts. It returns a copy of addrs, for the driver to dial from (a
 // caller may reuse its slice), and the dial timeout to use.
-func CheckDial(driver string, addrs []string, opts drivers.Options) ([]string, time.Duration, error) {
+func CheckDial(driver string, addrs []string, opts dialspec.Options) ([]string, time.Duration, error) {
 	if err := CheckAddrs(driver, addrs); err != nil {
 		return nil, 0, err
 	}
@@ -147,7 +147,7 @@ func CheckDial(driver string, addrs []string, opts drivers.Options) ([]string, t
 	case opts.Username != "" && opts.Password == "":
 		return nil, 0, bad("Username %q has no Password", opts.Username)
 	case opts.DialTimeout == 0:
-		return slices.Clone(addrs), drivers.DefaultDialTimeout, nil
+		return slices.Clone(addrs), dialspec.DefaultDialTimeout, nil
 	}
 	return slices.Clone(addrs), opts.DialTimeout, nil
 }
@@ -202,7 +202,7 @@ func same(a, b any) bool {
 // timeout; no server address may appear in two members, since a member
 // listed twice would vote twice. The error wraps core.ErrInvalidConfig and
 // names the offending members.
-func CheckMembers(driver string, members []drivers.Member, supported ...drivers.Topology) error {
+func CheckMembers(driver string, members []dialspec.Member, supported ...dialspec.Topology) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", core.ErrInvalidConfig, driver, fmt.Sprintf(format, args...))
 	}
@@ -216,15 +216,15 @@ func CheckMembers(driver string, members []drivers.Member, supported ...drivers.
 	owner := []int{}
 	for i, m := range members {
 		switch {
-		case m.Topology < drivers.Standalone || m.Topology > drivers.ClusterGroup:
-			return bad("member %d has no topology (make it with drivers.NewStandalone, NewSentinel or NewCluster)", i)
+		case m.Topology < dialspec.Standalone || m.Topology > dialspec.ClusterGroup:
+			return bad("member %d has no topology (make it with dialspec.NewStandalone, NewSentinel or NewCluster)", i)
 		case !slices.Contains(supported, m.Topology):
 			return bad("member %d %s: this driver's client has no %s client", i, m, topologyName(m.Topology))
 		case len(m.Addrs) == 0:
 			return bad("member %d %s has no addresses", i, m)
-		case m.Topology == drivers.Standalone && len(m.Addrs) != 1:
+		case m.Topology == dialspec.Standalone && len(m.Addrs) != 1:
 			return bad("member %d %s: a standalone master has one address, not %d", i, m, len(m.Addrs))
-		case m.Topology == drivers.SentinelGroup && m.MasterName == "":
+		case m.Topology == dialspec.SentinelGroup && m.MasterName == "":
 			return bad("member %d %s: a Sentinel group needs its master name", i, m)
 		case m.Replicas < 0:
 			return bad("member %d %s: Replicas %d is negative", i, m, m.Replicas)
@@ -250,7 +250,7 @@ func CheckMembers(driver string, members []drivers.Member, supported ...drivers.
 
 // memberOwners rewrites CheckAddrs's error on the members' addresses
 // together so that it names members rather than positions in the list.
-func memberOwners(err error, all []string, owner []int, members []drivers.Member) string {
+func memberOwners(err error, all []string, owner []int, members []dialspec.Member) string {
 	msg := err.Error()
 	var which []string
 	for k, a := range all {
@@ -261,11 +261,11 @@ func memberOwners(err error, all []string, owner []int, members []drivers.Member
 	return strings.Join(slices.Compact(which), " and ")
 }
 
-func topologyName(t drivers.Topology) string {
+func topologyName(t dialspec.Topology) string {
 	switch t {
-	case drivers.SentinelGroup:
+	case dialspec.SentinelGroup:
 		return "Sentinel"
-	case drivers.ClusterGroup:
+	case dialspec.ClusterGroup:
 		return "Cluster"
 	}
 	return "standalone"

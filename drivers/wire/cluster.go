@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 )
 
 // A Cluster runs a script only if all its keys share one hash slot: the
@@ -26,10 +26,10 @@ import (
 
 // ErrUntaggable is the cause of a command refused on a Cluster member
 // because its key holds a '}' but no hash tag, so that no auxiliary key can
-// share its hash slot. It wraps drivers.ErrMisconfigured: a failed vote
+// share its hash slot. It wraps dialspec.ErrMisconfigured: a failed vote
 // of the member, not core.ErrInvalidConfig, which the round would
 // match besides its own kind.
-var ErrUntaggable = fmt.Errorf("%w: a key with '}' and no hash tag cannot be used on a Cluster", drivers.ErrMisconfigured)
+var ErrUntaggable = fmt.Errorf("%w: a key with '}' and no hash tag cannot be used on a Cluster", dialspec.ErrMisconfigured)
 
 // HashTag returns the text of key's hash tag and true, or "" and false if
 // key has none (no '{' followed by a '}' with something between).

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
-	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 )
 
 // slot is Redis Cluster's key hash slot (CRC16/XMODEM of the hash tag, or
@@ -78,7 +78,7 @@ func TestUntaggableKeysAreRefused(t *testing.T) {
 		_, err := ClusterName(core.FenceKeyPrefix, key)
 		require.Error(t, err, key)
 		assert.True(t, errors.Is(err, ErrUntaggable), key)
-		assert.True(t, errors.Is(err, drivers.ErrMisconfigured), key)
+		assert.True(t, errors.Is(err, dialspec.ErrMisconfigured), key)
 		assert.False(t, errors.Is(err, core.ErrInvalidConfig), key)
 	}
 }
