@@ -76,11 +76,10 @@ type difference struct {
 var differences = []difference{
 	{
 		File: "rueidis.go",
-		From: "// Package rueidis is a Redlock driver (core.Driver) over\n// github.com/redis/rueidis.\n",
-		To: "// Package valkeygo is a Redlock driver (core.Driver) over valkey-go, the\n" +
-			"// Valkey project's fork of rueidis, for Valkey or Redis: drivers/rueidis' twin,\n" +
-			"// generated from it.\n",
-		Why: "the package says what valkey-go is and where its code comes from",
+		From: "\npackage rueidis\n",
+		To: "\n//\n// valkey-go is the Valkey project's fork of rueidis, for Valkey or Redis\n" +
+			"// servers: this package is drivers/rueidis renamed, generated from it.\npackage valkeygo\n",
+		Why: "the package doc says what valkey-go is and where the package comes from",
 	},
 	{
 		File: "rueidis.go",
