@@ -71,7 +71,7 @@ type difference struct {
 }
 
 // differences are all the places where the valkeygo driver is not the
-// rueidis driver renamed. Today they are words of the documentation: the
+// rueidis driver renamed. They are words of the documentation: the
 // code is the same, the client's API being the same under other names.
 var differences = []difference{
 	{
@@ -115,6 +115,8 @@ func main() {
 	}
 }
 
+// run writes drivers/valkeygo under root (found from the working
+// directory when empty) and removes the Go files there it does not make.
 func run(root string) error {
 	if root == "" {
 		var err error
