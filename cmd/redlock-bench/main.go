@@ -415,7 +415,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			env.Notes = append(env.Notes, loopErrs[i].Error())
 		}
 	}
-	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
+	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: append(codeTargets(moduleRoot()), report.Evaluate(recs, env, tn, tc)...)}, mp)
 	if _, err := fmt.Fprintln(stdout); err != nil {
 		return err
 	}
@@ -570,7 +570,7 @@ func replot(cfg *config, stdout io.Writer) error {
 	if len(r.Records) > 0 && len(r.Targets) > 0 {
 		// The targets again, by today's rules, from the run's own figures.
 		tn, tc := targetShape(r.Records)
-		ts := report.Evaluate(r.Records, r.Env, tn, tc)
+		ts := append(codeTargets(moduleRoot()), report.Evaluate(r.Records, r.Env, tn, tc)...)
 		if t, ok := report.MultiProcTarget(r.MultiProc); ok {
 			ts = append(ts, t)
 		}
