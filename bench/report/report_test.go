@@ -597,6 +597,7 @@ func TestMarkdownSaysTheFloors(t *testing.T) {
 	}
 	for _, want := range []string{
 		"a PING to every server at once, answered by all: 2700 µs through the proxies, 120 µs direct",
+		"- a PING to every server of the targets' N at once, answered by all: 120 µs (the median of 200 rounds), the floor of a multiplexed round\n",
 		"  - the loop's own client CPU: 14.00 µs per pair (getrusage)",
 		"- the same loop 16 pairs per batch (the most the targets' clients put in one read): 34.00 µs of the servers' CPU per pair, 24.00 µs of the client's; the lowest of rounds 40.0, 34.0, 35.5 µs, one after each round of the throughput cells\n",
 		"in 1 s\n", // the limit measured once says no rounds
