@@ -25,7 +25,7 @@ func exclusion(r matrix.Record) string {
 
 // handoffTable writes the Handoff cells as an aligned table.
 func handoffTable(out *strings.Builder, recs []matrix.Record) {
-	header := []string{"subject", "waits", "N", "cont", "CS/s", "handoffs", "p50", "p99", "ret p50", "ret max", "early", "excl"}
+	header := []string{"subject", "waits", "N", "cont", "CS/s", "handoffs", "p50", "p99", "ret p50", "early", "cCPU", "sCPU", "excl"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
 		header = append(header, "errors")
@@ -42,7 +42,8 @@ func handoffTable(out *strings.Builder, recs []matrix.Record) {
 			continue
 		}
 		row = append(row, fmt.Sprintf("%.0f", r.Throughput), fmt.Sprint(h.Handoffs),
-			us(h.FromCallP50Us), us(h.FromCallP99Us), us(h.P50Us), us(h.MaxUs), fmt.Sprint(h.Early), exclusion(r))
+			us(h.FromCallP50Us), us(h.FromCallP99Us), us(h.P50Us), fmt.Sprint(h.Early),
+			cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), exclusion(r))
 		if errCol {
 			row = append(row, fmt.Sprint(r.Errors))
 		}
@@ -58,8 +59,9 @@ func handoffTable(out *strings.Builder, recs []matrix.Record) {
 	fmt.Fprintf(out, "hot key: contenders loop acquire (waiting), tiny critical section, release on one key, servers on 127.0.0.1\n")
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 }) // subject, waits
 	out.WriteString("cont: contenders; CS/s: critical sections per second; p50, p99: handoff µs, a release's call\n" +
-		"to the next holder's acquire returning; ret p50, ret max: from the release's return instead; early: next\n" +
-		"acquire returned first (0 from the return); excl: exclusion check, ok or BROKEN overlaps/lost updates.\n")
+		"to the next holder's acquire returning; ret p50: from the release's return instead; early: next\n" +
+		"acquire returned first (0 from the return); cCPU, sCPU: CPU µs per section of the client process and\n" +
+		"of the cell's servers; excl: exclusion check, ok or BROKEN overlaps/lost updates.\n")
 	for _, b := range broken {
 		out.WriteString(shorten(b, TableWidth) + "\n")
 	}
@@ -87,13 +89,14 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 		"around a spin of about a microsecond; two sections inside at once, or a counter short of the sections entered, would be reported (exclusion), not hidden.\n\n", hold)
 	b.WriteString("**handoff p50/p99** is the time from a holder's release call to the next holder's acquire call returning, in µs: what a waiter waits once the holder decides to let go. " +
 		"**from the return** measures the same handoffs from the release call's return, p50 to max; it flatters, since a waiter whose attempt was already on the wire counts as nothing: " +
-		"**early** counts the handoffs in which the next acquire returned before the release call did (the keys were already gone on a quorum), 0 from the return. **CS/s** is critical sections completed per second.\n\n")
-	b.WriteString("| subject | waits | N | contenders | CS/s | handoffs | p50 µs | p99 µs | from the return: p50 µs | p90 µs | p99 µs | max µs | early | exclusion | errors |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
+		"**early** counts the handoffs in which the next acquire returned before the release call did (the keys were already gone on a quorum), 0 from the return. **CS/s** is critical sections completed per second; " +
+		"**client CPU** and **servers CPU** are CPU µs per section of the process that runs the contenders (getrusage) and of the cell's servers (INFO cpu, summed).\n\n")
+	b.WriteString("| subject | waits | N | contenders | CS/s | handoffs | p50 µs | p99 µs | from the return: p50 µs | p90 µs | p99 µs | max µs | early | client CPU µs | servers CPU µs | exclusion | errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|\n")
 	for _, r := range recs {
 		h := r.Handoff
 		if r.Ops == 0 || h == nil {
-			fmt.Fprintf(b, "| %s | %s | %d | %d | %s |||||||||||\n", r.Subject(), r.Waits(), r.Nodes, r.Clients, strings.ReplaceAll(note(r), "|", "/"))
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %s |||||||||||||\n", r.Subject(), r.Waits(), r.Nodes, r.Clients, strings.ReplaceAll(note(r), "|", "/"))
 			continue
 		}
 		ex := "ok"
@@ -102,9 +105,10 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 		} else if r.Note != "" {
 			ex = "ok; " + r.Note
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %d | %s | %d |\n",
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %d |\n",
 			r.Subject(), r.Waits(), r.Nodes, r.Clients, r.Throughput, h.Handoffs,
-			us(h.FromCallP50Us), us(h.FromCallP99Us), us(h.P50Us), us(h.P90Us), us(h.P99Us), us(h.MaxUs), h.Early, ex, r.Errors)
+			us(h.FromCallP50Us), us(h.FromCallP99Us), us(h.P50Us), us(h.P90Us), us(h.P99Us), us(h.MaxUs), h.Early,
+			cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), ex, r.Errors)
 	}
 }
 

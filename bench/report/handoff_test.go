@@ -189,6 +189,7 @@ func TestFairNamesItsLimit(t *testing.T) {
 
 func TestHandoffTablesRender(t *testing.T) {
 	recs := hotRecs(400, 2000)
+	recs[0].ClientCPUUsPerOp, recs[0].ServersCPUUsPerOp = 60, 240
 	recs[1].Handoff.Overlaps = 1
 	recs[1].Note = matrix.OverlapNote(*recs[1].Handoff)
 	var b bytes.Buffer
@@ -199,7 +200,7 @@ func TestHandoffTablesRender(t *testing.T) {
 	if !strings.HasPrefix(out, "hot key:") || strings.Contains(out, "loopback:") {
 		t.Errorf("table:\n%s", out)
 	}
-	for _, want := range []string{"invalidation", "BROKEN 1/0", "EXCLUSION BROKEN", "150000", "ret p50", "a release's call"} {
+	for _, want := range []string{"invalidation", "BROKEN 1/0", "EXCLUSION BROKEN", "150000", "ret p50", "a release's call", "sCPU"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -218,7 +219,7 @@ func TestHandoffTablesRender(t *testing.T) {
 		"## Scenario: hot key (handoff)",
 		"- hot key: 1.5 s per cell",
 		// From the call first (p50, p99), then from the return.
-		"| redlock+redigo | wake | 5 | 2 | 2000 | 999 | 500 | 1300 | 400 | 800 | 1200 | 1600 | 3 | ok | 0 |",
+		"| redlock+redigo | wake | 5 | 2 | 2000 | 999 | 500 | 1300 | 400 | 800 | 1200 | 1600 | 3 | 60 | 240 | ok | 0 |",
 		"| rueidislock+rueidis | invalidation | 5 | 32 | 1500 |",
 		"**EXCLUSION BROKEN: 1 sections entered while another was inside",
 		"| FAIL | hot key: mutual exclusion in every cell |",
