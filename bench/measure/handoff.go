@@ -15,8 +15,10 @@ import (
 // a critical section of fixed tiny work, release. It measures two
 // things:
 //
-//   - handoff latency: from a holder's release call returning to the next
-//     holder's acquire call returning, whichever contender that is;
+//   - handoff latency: from a holder's release call to the next holder's
+//     acquire call returning, whichever contender that is, and the same
+//     from the release call's return (which counts a waiter whose
+//     attempt was on the wire before the release returned as nothing);
 //   - critical sections per second, completed within the window.
 //
 // Every handoff goes to a contender that was waiting, as on a hot key
