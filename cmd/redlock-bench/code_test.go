@@ -31,7 +31,7 @@ func TestCodeTargets(t *testing.T) {
 func TestModuleRoot(t *testing.T) {
 	root := t.TempDir()
 	nested := filepath.Join(root, "bench", "peers")
-	require.NoError(t, os.MkdirAll(filepath.Join(nested, "sub"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(nested, "sub"), 0o750))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "go.mod"), []byte("// the library\nmodule github.com/redlock-go/redlock\n\ngo 1.26\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(nested, "go.mod"), []byte("module github.com/redlock-go/redlock/bench/peers\n"), 0o600))
 	assert.Equal(t, root, moduleRootFrom(filepath.Join(nested, "sub")))
