@@ -211,7 +211,7 @@ func handoffTargets(recs []matrix.Record, env Env, latNote string) []Target {
 		if ping := env.LoopbackRoundPingUs; ping > 0 {
 			bound := ping + handoffOverPingUs
 			ts = append(ts, Target{Name: name,
-				Goal: fmt.Sprintf("p50 < one round of a PING to all %d servers (%.0f µs, measured) + %d µs = %.0f µs at every contender count (ratio: the largest p50 over that)",
+				Goal: fmt.Sprintf("p50 < one PING round to all %d servers (%.0f µs, measured) + %d µs = %.0f µs at every contender count",
 					nodes, ping, handoffOverPingUs, bound),
 				Figures: "contenders " + strings.Join(figs, ", "), Ratio: worst / bound,
 				Measured: true, Pass: worst < bound, Note: n})
