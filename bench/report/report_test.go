@@ -709,6 +709,12 @@ func TestP50AgainstPingRounds(t *testing.T) {
 	if tg := byName(Evaluate([]matrix.Record{r}, Env{}, 5, 32), name); tg == nil || tg.Measured || tg.Pass {
 		t.Errorf("without the PING round: %+v", tg)
 	}
+	// The cell's CPU per pair, the limit above the floor, in the note.
+	r.ClientCPUUsPerOp, r.ServersCPUUsPerOp = 86, 180
+	if tg := byName(Evaluate([]matrix.Record{r}, Env{Pinned: true, LoopbackRoundPingUs: 86}, 5, 32), name); tg == nil ||
+		tg.Note != "28 µs above the floor; this cell's CPU per pair: client 86 µs (0.5× the floor), servers 180 µs" {
+		t.Errorf("with the cell's CPU: %+v", tg)
+	}
 }
 
 // TestCeilingShare: pairs/s at the high concurrency as a share of the

@@ -476,7 +476,7 @@ func pingFloorTarget(subj string, r matrix.Record, env Env, nodes int, latNote s
 	goal := fmt.Sprintf("p50 ≤ %.3g× two measured rounds of a PING to all %d servers at once", p50OverPingRounds, nodes)
 	ping := env.LoopbackRoundPingUs
 	if ping <= 0 {
-		return Target{Name: name, Goal: goal, Figures: "not measured: the round of PINGs to every server (not measured with TLS)"}
+		return Target{Name: name, Goal: goal, Figures: "not measured: the round of PINGs to every server (none with --tls)"}
 	}
 	floor := 2 * ping
 	ratio := r.P50Us / floor
@@ -487,8 +487,15 @@ func pingFloorTarget(subj string, r matrix.Record, env Env, nodes int, latNote s
 	case len(r.RepeatP50Us) > 1:
 		figs += "; the median of repeats " + repeats(r)
 	}
+	note := fmt.Sprintf("%.0f µs above the floor", r.P50Us-floor)
+	// What a pair costs the CPUs beyond the PINGs: the client's work and
+	// the servers' commands, measured in the cell.
+	if r.ClientCPUUsPerOp > 0 && r.ServersCPUUsPerOp > 0 {
+		note += fmt.Sprintf("; this cell's CPU per pair: client %.0f µs (%.3g× the floor), servers %.0f µs",
+			r.ClientCPUUsPerOp, r.ClientCPUUsPerOp/floor, r.ServersCPUUsPerOp)
+	}
 	return Target{Name: name, Goal: goal, Measured: true, Figures: figs, Ratio: ratio,
-		Pass: ratio <= p50OverPingRounds, Note: join(fmt.Sprintf("%.0f µs above the floor", r.P50Us-floor), latNote)}
+		Pass: ratio <= p50OverPingRounds, Note: join(note, latNote)}
 }
 
 // allocTarget is the uncontended pair's allocations per pair, one client
