@@ -44,8 +44,10 @@
 // by release announcements (wait=wake) or polling Options.Backoff's delays
 // (wait=poll, Options.Poll), over redigo and rueidis. b.N counts critical
 // sections; it adds handoff-p50-µs and handoff-p99-µs (a release's
-// return to the next holder's acquire returning), sections/s and early-%
-// (handoffs whose acquire returned before the release did). The loop is
+// call to the next holder's acquire returning), return-p50-µs (the same
+// from the release's return, which counts a waiter whose attempt was
+// already on the wire as nothing), sections/s and early-% (handoffs
+// whose acquire returned before the release did). The loop is
 // measure.RunHandoff's: every handoff goes to a contender that was
 // waiting, and two sections inside at once fail the benchmark.
 // TestHotKeyExclusive checks exclusion and the handoff count on every

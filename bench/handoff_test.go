@@ -86,8 +86,9 @@ func BenchmarkHandoff(b *testing.B) {
 					checkHot(b, r, hh)
 					b.ReportMetric(r.Throughput, "sections/s")
 					if hh.Handoffs > 0 {
-						b.ReportMetric(hh.P50Us, "handoff-p50-µs")
-						b.ReportMetric(hh.P99Us, "handoff-p99-µs")
+						b.ReportMetric(hh.FromCallP50Us, "handoff-p50-µs")
+						b.ReportMetric(hh.FromCallP99Us, "handoff-p99-µs")
+						b.ReportMetric(hh.P50Us, "return-p50-µs")
 						b.ReportMetric(100*float64(hh.Early)/float64(hh.Handoffs), "early-%")
 					}
 				})

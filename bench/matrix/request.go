@@ -110,15 +110,31 @@ func (r PeerRequest) duration(c Cell) time.Duration {
 // contenders on one key, the request's warm-up, then the cell's duration,
 // each section holding the lock HandoffHold, after a garbage collection. Both child commands measure through it.
 // The record's Handoff is set; a section overlap is written in its Note.
+// The cell's servers are read at the window's edges, as Measure reads
+// them: the client's and the servers' CPU per critical section.
 func (r PeerRequest) MeasureHandoff(ctx context.Context, s measure.HotSubject, c Cell) Record {
-	runtime.GC()
-	res, h := measure.RunHandoff(ctx, s, measure.HandoffSpec{
+	spec := measure.HandoffSpec{
 		Contenders: c.Clients,
 		Key:        c.KeyPrefix(r.RunID) + "hot",
 		Warmup:     r.Warmup,
 		Duration:   r.duration(c),
 		Hold:       r.HandoffHold,
-	})
+	}
+	var cpuErr error
+	if n := c.Servers(); n > 0 {
+		if addrs := r.Addrs[ScenarioAddrs(c.Scenario)]; len(addrs) >= n {
+			var srv measure.Servers
+			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
+				defer srv.Close()
+				spec.Servers = srv
+			}
+		}
+	}
+	runtime.GC()
+	res, h := measure.RunHandoff(ctx, s, spec)
+	if cpuErr != nil {
+		res.ServersCPUError = cpuErr.Error()
+	}
 	rec := Record{Cell: c, Result: res, Handoff: &h}
 	if !h.Exclusive() {
 		rec.Note = OverlapNote(h)

@@ -15,8 +15,10 @@ import (
 // a critical section of fixed tiny work, release. It measures two
 // things:
 //
-//   - handoff latency: from a holder's release call returning to the next
-//     holder's acquire call returning, whichever contender that is;
+//   - handoff latency: from a holder's release call to the next holder's
+//     acquire call returning, whichever contender that is, and the same
+//     from the release call's return (which counts a waiter whose
+//     attempt was on the wire before the release returned as nothing);
 //   - critical sections per second, completed within the window.
 //
 // Every handoff goes to a contender that was waiting, as on a hot key
@@ -85,6 +87,10 @@ type HandoffSpec struct {
 	// the one that came back last has made its first attempt, and
 	// failed, by the release. Zero: no more than Work.
 	Hold time.Duration
+	// Servers, when set, is read at the window's edges, as Spec.Servers
+	// is: the servers' CPU per critical section, which names what bounds
+	// a hot key's sections per second when the servers' scripts do.
+	Servers UsageReader
 }
 
 // DefaultSpin is the default critical section's spin: about a
@@ -332,15 +338,23 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 		}()
 	}
 	ready.Wait()
+	// The CPU the client and the servers spent in the window, read at its
+	// edges without stopping the world (getrusage, INFO).
+	var cpu cpuWindow
+	if spec.Warmup <= 0 {
+		cpu.open(spec.Servers)
+	}
 	close(start)
 	if spec.Warmup > 0 {
 		sleep(ctx, spec.Warmup)
+		cpu.open(spec.Servers)
 		windowStart.Store(int64(time.Since(base)))
 	}
 	var end int64
 	if !counted {
 		sleep(ctx, spec.Duration)
 		end = int64(time.Since(base))
+		cpu.close(spec.Servers)
 		stop()
 		done.Wait()
 	} else {
@@ -348,6 +362,7 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 		done.Wait()
 		unhook()
 		end = int64(time.Since(base))
+		cpu.close(spec.Servers)
 	}
 	var r Result
 	for i := range stats {
@@ -363,6 +378,7 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 	if r.Seconds > 0 {
 		r.Throughput = float64(r.Ops) / r.Seconds
 	}
+	cpu.perSection(&r, spec.Servers != nil)
 	h := Handoff{Handoffs: pairs.n, Early: pairs.early, Entered: entered.Load(), Counter: counter.Load(), Overlaps: overlaps.Load()}
 	if pairs.n > 0 {
 		us := func(ns int64) float64 { return float64(ns) / 1e3 }
@@ -375,6 +391,49 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 		h.FromCallP99Us = us(pairs.call.ValueAtQuantile(99))
 	}
 	return r, h
+}
+
+// cpuWindow holds the process's and the servers' CPU at a hot-key
+// window's edges.
+type cpuWindow struct {
+	before, after       time.Duration
+	hasBefore, hasAfter bool
+	srvBefore, srvAfter Usage
+	srvErr              error
+}
+
+func (w *cpuWindow) open(srv UsageReader) {
+	w.before, w.hasBefore = ProcessCPU()
+	if srv != nil {
+		w.srvBefore, w.srvErr = srv.Usage()
+	}
+}
+
+func (w *cpuWindow) close(srv UsageReader) {
+	w.after, w.hasAfter = ProcessCPU()
+	if srv != nil && w.srvErr == nil {
+		w.srvAfter, w.srvErr = srv.Usage()
+	}
+}
+
+// perSection sets r's client and, if read, servers' CPU per critical
+// section.
+func (w *cpuWindow) perSection(r *Result, servers bool) {
+	if w.hasBefore && w.hasAfter {
+		r.ClientCPUUsPerOp = CPUPerOpUs(w.before, w.after, r.Ops)
+	}
+	if !servers {
+		return
+	}
+	if w.srvErr != nil {
+		r.ServersCPUError = w.srvErr.Error()
+		return
+	}
+	used := w.srvAfter.Sub(w.srvBefore)
+	r.ServersCPUUsPerOp = CPUPerOpUs(0, used.CPU, r.Ops)
+	if used.Reads >= 0 && r.Ops > 0 {
+		r.ServersReadsPerOp = float64(used.Reads) / float64(r.Ops)
+	}
 }
 
 // turns lets a contender that released wait for the next acquire.

@@ -173,3 +173,31 @@ func TestHandoffGoesToAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffReadsServersCPU: the servers are read at the window's two
+// edges, and their CPU is divided by the sections counted in it; a
+// reading that fails says why instead of a figure.
+func TestHandoffReadsServersCPU(t *testing.T) {
+	const sections = 200
+	srv := &fakeUsage{fakeServers: fakeServers{step: 100 * time.Millisecond}, step: 400}
+	r, _ := RunHandoff(context.Background(), newChanLock(), HandoffSpec{Contenders: 2, Key: "k", Sections: sections, Servers: srv})
+	if r.Ops != sections {
+		t.Fatalf("ops %d, want %d (%s)", r.Ops, sections, r.FirstError)
+	}
+	if srv.calls != 2 {
+		t.Errorf("Usage read %d times, want once at each edge of the window", srv.calls)
+	}
+	if r.ServersCPUUsPerOp != 500 || r.ServersReadsPerOp != 2 || r.ServersCPUError != "" {
+		t.Errorf("servers' CPU %v µs and reads %v per section (%q), want 500 (100 ms over 200) and 2", r.ServersCPUUsPerOp, r.ServersReadsPerOp, r.ServersCPUError)
+	}
+
+	r, _ = RunHandoff(context.Background(), newChanLock(), HandoffSpec{Contenders: 2, Key: "k", Sections: 20, Servers: &fakeServers{step: time.Millisecond, failAt: 2}})
+	if r.ServersCPUUsPerOp != 0 || r.ServersCPUError != "server down" {
+		t.Errorf("a failed reading: %v µs per section, error %q", r.ServersCPUUsPerOp, r.ServersCPUError)
+	}
+
+	r, _ = RunHandoff(context.Background(), newChanLock(), HandoffSpec{Contenders: 2, Key: "k", Sections: 20})
+	if r.ServersCPUUsPerOp != 0 || r.ServersCPUError != "" {
+		t.Errorf("no servers to read: %v µs per section, error %q", r.ServersCPUUsPerOp, r.ServersCPUError)
+	}
+}

@@ -69,7 +69,7 @@ func handoffRecords() []matrix.Record {
 			recs = append(recs, matrix.Record{
 				Cell:    matrix.Cell{Library: s.lib, Driver: s.drv, Scenario: matrix.Handoff, Nodes: 5, FanOut: s.fan, Clients: c, SharedKey: true, Variant: s.variant},
 				Result:  measure.Result{Ops: 100, Acquired: 100, Throughput: 1e6 / (s.p50 + 10)},
-				Handoff: &measure.Handoff{Handoffs: 99, P50Us: p50, P99Us: 4 * s.p50, Entered: 120, Counter: 120},
+				Handoff: &measure.Handoff{Handoffs: 99, P50Us: p50, P99Us: 4 * s.p50, FromCallP50Us: p50, FromCallP99Us: 4 * s.p50, Entered: 120, Counter: 120},
 			})
 		}
 	}

@@ -35,14 +35,19 @@ func hotRecs(wakeUs, wakeCS float64) []matrix.Record {
 	return recs
 }
 
+// pingEnv is a run whose round of PINGs to every server took 450 µs: a
+// handoff bound of 550 µs from the release call.
+var pingEnv = Env{LoopbackRoundPingUs: 450}
+
 func TestHandoffTargets(t *testing.T) {
-	ts := Evaluate(hotRecs(400, 2000), Env{}, 5, 32)
+	ts := Evaluate(hotRecs(400, 2000), pingEnv, 5, 32)
 	for _, c := range []struct {
 		prefix string
 		pass   bool
 		ratio  float64
 	}{
-		{"hot key: redlock+redigo wake handoff p50, N=5", true, 0.4},
+		// From the call: 400 + 100 µs against 450 + 100 µs.
+		{"hot key: redlock+redigo wake handoff p50 from the release call, N=5", true, 500.0 / 550},
 		{"hot key: redlock+redigo wake vs redsync+redigo: critical sections/s", true, 2000.0 / 8},
 		{"hot key: redlock+redigo wake vs redsync+rueidis: critical sections/s", true, 2000.0 / 7},
 		{"hot key: redlock+redigo wake vs rueidislock+rueidis: critical sections/s", true, 2000.0 / 1500},
@@ -61,12 +66,29 @@ func TestHandoffTargets(t *testing.T) {
 	if find(ts, "core overhead") != nil {
 		t.Error("core overhead target in a hot-key run")
 	}
-	if tg := find(ts, "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "poll's p50: 2: 150000 µs") {
-		t.Errorf("note %q", tg.Note)
+	if tg := find(ts, "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "poll's p50: 2: 150000 µs") ||
+		!strings.Contains(tg.Note, "from the release's return: 2: 400 µs, 8: 400 µs, 32: 400 µs") ||
+		tg.Figures != "contenders 2: 500 µs, 8: 500 µs, 32: 500 µs" || !strings.Contains(tg.Goal, "(450 µs, measured) + 100 µs = 550 µs") {
+		t.Errorf("handoff row: %+v", tg)
 	}
 
-	// Slower than 1 ms, under 10× redsync, below rueidislock: failures.
-	ts = Evaluate(hotRecs(1500, 60), Env{}, 5, 32)
+	// An early handoff (0 from the return) still counts from the call: a
+	// p50 of 500 µs from the call fails a 450 µs bound.
+	early := hotRecs(0, 2000)
+	for i := range early {
+		early[i].Handoff.FromCallP50Us = 500
+	}
+	if tg := find(Evaluate(early, Env{LoopbackRoundPingUs: 350}, 5, 32), "hot key: redlock+redigo wake handoff"); tg == nil || tg.Pass || tg.Ratio != 500.0/450 {
+		t.Errorf("early handoffs, from the call: %+v", tg)
+	}
+	// Without the PING round, the row is not measured, and says so.
+	if tg := find(Evaluate(hotRecs(400, 2000), Env{}, 5, 32), "hot key: redlock+redigo wake handoff"); tg == nil || tg.Measured ||
+		!strings.Contains(tg.Figures, "not measured: the round of PINGs") {
+		t.Errorf("without the PING round: %+v", tg)
+	}
+
+	// Slower than the bound, under 10× redsync, below rueidislock: failures.
+	ts = Evaluate(hotRecs(1500, 60), pingEnv, 5, 32)
 	for _, prefix := range []string{
 		"hot key: redlock+redigo wake handoff p50",
 		"hot key: redlock+redigo wake vs redsync+redigo",
@@ -101,7 +123,7 @@ func TestHandoffTargets(t *testing.T) {
 	if !strings.Contains(b.String(), "redlock+redigo wake, 2 contenders: the driver does not announce releases: this wake row polls") {
 		t.Errorf("table without the note:\n%s", b.String())
 	}
-	if tg := find(Evaluate(recs, Env{}, 5, 32), "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "this wake row polls") {
+	if tg := find(Evaluate(recs, pingEnv, 5, 32), "hot key: redlock+redigo wake handoff"); !strings.Contains(tg.Note, "this wake row polls") {
 		t.Errorf("target note %q", tg.Note)
 	}
 
@@ -111,14 +133,14 @@ func TestHandoffTargets(t *testing.T) {
 		recs = append(recs, matrix.Record{
 			Cell:    matrix.Cell{Library: "redlock", Driver: "redigo", Scenario: matrix.Handoff, Nodes: 5, FanOut: "multiplexed", Clients: c, SharedKey: true, Variant: matrix.Fair},
 			Result:  measure.Result{Ops: 1000, Acquired: 1000, Seconds: 1.5, Throughput: 1000},
-			Handoff: &measure.Handoff{Handoffs: 999, P50Us: 1200, Entered: 1000, Counter: 1000},
+			Handoff: &measure.Handoff{Handoffs: 999, P50Us: 1200, FromCallP50Us: 1100, Entered: 1000, Counter: 1000},
 		})
 	}
-	ts = Evaluate(recs, Env{}, 5, 32)
-	if tg := find(ts, "hot key: redlock+redigo fair handoff p50"); tg == nil || tg.Pass || tg.Ratio != 1.2 || strings.Contains(tg.Note, "poll") {
+	ts = Evaluate(recs, pingEnv, 5, 32)
+	if tg := find(ts, "hot key: redlock+redigo fair handoff p50"); tg == nil || tg.Pass || tg.Ratio != 2 || strings.Contains(tg.Note, "poll") {
 		t.Errorf("fair p50: %+v", tg)
 	}
-	if tg := find(ts, "hot key: redlock+redigo fair vs rueidislock+rueidis"); tg == nil || tg.Pass || tg.Ratio != 1000.0/1500 {
+	if tg := find(ts, "hot key: redlock+redigo fair vs rueidislock+rueidis"); tg == nil || tg.Pass || tg.Ratio != 1000.0/1500 || tg.Note != "" {
 		t.Errorf("fair vs rueidislock: %+v", tg)
 	}
 	if tg := find(ts, "hot key: redlock+redigo wake vs rueidislock+rueidis"); tg == nil || !tg.Pass {
@@ -126,14 +148,48 @@ func TestHandoffTargets(t *testing.T) {
 	}
 
 	// Without the peers' cells, their targets are not measured.
-	tg = find(Evaluate(hotRecs(400, 2000)[:6], Env{}, 5, 32), "hot key: redlock+redigo wake handoff p50")
+	tg = find(Evaluate(hotRecs(400, 2000)[:6], pingEnv, 5, 32), "hot key: redlock+redigo wake handoff p50")
 	if tg == nil || !tg.Pass {
 		t.Errorf("handoff target without peers: %+v", tg)
 	}
 }
 
+// TestFairNamesItsLimit: a fair row below rueidislock keeps FAIL and its
+// note names the measured limit: the CPU per section of the client and
+// the five servers, the ceiling they make on the run's CPUs, and the
+// share of it reached.
+func TestFairNamesItsLimit(t *testing.T) {
+	recs := hotRecs(400, 2000)
+	for _, c := range []int{2, 8, 32} {
+		recs = append(recs, matrix.Record{
+			Cell: matrix.Cell{Library: "redlock", Driver: "redigo", Scenario: matrix.Handoff, Nodes: 5, FanOut: "multiplexed", Clients: c, SharedKey: true, Variant: matrix.Fair},
+			// 400 µs of the servers' and 100 µs of the client's CPU a
+			// section: 4000 sections/s on 2 CPUs, 1000 reached.
+			Result:  measure.Result{Ops: 1000, Acquired: 1000, Seconds: 1.5, Throughput: 1000, ServersCPUUsPerOp: 400, ClientCPUUsPerOp: 100},
+			Handoff: &measure.Handoff{Handoffs: 999, P50Us: 10, FromCallP50Us: 300, Entered: 1000, Counter: 1000},
+		})
+	}
+	env := Env{LoopbackRoundPingUs: 450, NumCPU: 2}
+	tg := find(Evaluate(recs, env, 5, 32), "hot key: redlock+redigo fair vs rueidislock+rueidis")
+	want := "the limit, CPU per section on 2 CPUs (the 5 servers' scripts, INFO cpu): 2: servers 400 µs + client 100 µs, ceiling 4000/s, 25% reached"
+	if tg == nil || tg.Pass || !tg.Measured || !strings.HasPrefix(tg.Note, want) || !strings.Contains(tg.Note, "32: servers 400 µs") {
+		t.Errorf("fair vs rueidislock, below it: %+v", tg)
+	}
+	// Pinned: one CPU for client and servers.
+	env.Pinned = true
+	if tg := find(Evaluate(recs, env, 5, 32), "hot key: redlock+redigo fair vs rueidislock+rueidis"); tg == nil ||
+		!strings.Contains(tg.Note, "on 1 CPU (the 5 servers' scripts, INFO cpu): 2: servers 400 µs + client 100 µs, ceiling 2000/s, 50% reached") {
+		t.Errorf("pinned: %+v", tg)
+	}
+	// A row that passes names no limit.
+	if tg := find(Evaluate(recs, env, 5, 32), "hot key: redlock+redigo wake vs rueidislock+rueidis"); tg == nil || !tg.Pass || tg.Note != "" {
+		t.Errorf("wake above rueidislock: %+v", tg)
+	}
+}
+
 func TestHandoffTablesRender(t *testing.T) {
 	recs := hotRecs(400, 2000)
+	recs[0].ClientCPUUsPerOp, recs[0].ServersCPUUsPerOp = 60, 240
 	recs[1].Handoff.Overlaps = 1
 	recs[1].Note = matrix.OverlapNote(*recs[1].Handoff)
 	var b bytes.Buffer
@@ -144,7 +200,7 @@ func TestHandoffTablesRender(t *testing.T) {
 	if !strings.HasPrefix(out, "hot key:") || strings.Contains(out, "loopback:") {
 		t.Errorf("table:\n%s", out)
 	}
-	for _, want := range []string{"invalidation", "BROKEN 1/0", "EXCLUSION BROKEN", "150000", "call p50"} {
+	for _, want := range []string{"invalidation", "BROKEN 1/0", "EXCLUSION BROKEN", "150000", "ret p50", "a release's call", "sCPU"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -162,7 +218,8 @@ func TestHandoffTablesRender(t *testing.T) {
 	for _, want := range []string{
 		"## Scenario: hot key (handoff)",
 		"- hot key: 1.5 s per cell",
-		"| redlock+redigo | wake | 5 | 2 | 2000 | 999 | 400 | 800 | 1200 | 1600 | 3 | 500 | 1300 | ok | 0 |",
+		// From the call first (p50, p99), then from the return.
+		"| redlock+redigo | wake | 5 | 2 | 2000 | 999 | 500 | 1300 | 400 | 800 | 1200 | 1600 | 3 | 60 | 240 | ok | 0 |",
 		"| rueidislock+rueidis | invalidation | 5 | 32 | 1500 |",
 		"**EXCLUSION BROKEN: 1 sections entered while another was inside",
 		"| FAIL | hot key: mutual exclusion in every cell |",

@@ -420,6 +420,9 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 		}
 		b.WriteString("\n")
 	}
+	if e.LoopbackRoundPingUs > 0 {
+		fmt.Fprintf(&b, "- a PING to every server of the targets' N at once, answered by all: %.0f µs (the median of 200 rounds), the floor of a multiplexed round\n", e.LoopbackRoundPingUs)
+	}
 	if e.ProxyDelayMs > 0 {
 		fmt.Fprintf(&b, "- latency proxy: %.3g ms added in each direction (one round trip = %.3g ms + loopback)", e.ProxyDelayMs, 2*e.ProxyDelayMs)
 		if e.ProxyPingUs > 0 {

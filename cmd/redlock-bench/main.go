@@ -241,6 +241,16 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 	env.PoolSize = cfg.poolSize
 
 	addrs := map[string][]string{matrix.Loopback: set.Addrs()}
+	// A PING to every server of the targets' N at once, answered by all:
+	// the floor of a multiplexed round, which the one-client p50 and the
+	// hot key's handoff are measured against, in every run.
+	if !cfg.tls && tn <= len(set.Addrs()) {
+		if d, err := servers.PingRoundRTT(set.Addrs()[:tn], 200); err != nil {
+			env.Notes = append(env.Notes, "the round of PINGs to every server not measured: "+firstLine(err.Error()))
+		} else {
+			env.LoopbackRoundPingUs = float64(d) / 1e3
+		}
+	}
 	if cfg.plan.Proxy {
 		var pa []string
 		for _, a := range set.Addrs() {
@@ -265,12 +275,9 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 				env.ProxyPingUs = float64(proxied) / 1e3
 			}
 			// The round of the targets' N, as their multiplexed cells make.
-			directRound, err1 := servers.PingRoundRTT(set.Addrs()[:tn], 200)
-			proxiedRound, err2 := servers.PingRoundRTT(pa[:tn], 50)
-			if err := errors.Join(err1, err2); err != nil {
-				env.Notes = append(env.Notes, "the round of PINGs to every server not measured: "+firstLine(err.Error()))
-			} else {
-				env.LoopbackRoundPingUs = float64(directRound) / 1e3
+			if proxiedRound, err := servers.PingRoundRTT(pa[:tn], 50); err != nil {
+				env.Notes = append(env.Notes, "the round of PINGs to every server through the proxies not measured: "+firstLine(err.Error()))
+			} else if env.LoopbackRoundPingUs > 0 {
 				env.ProxyRoundPingUs = float64(proxiedRound) / 1e3
 			}
 		}
@@ -408,7 +415,7 @@ func bench(ctx context.Context, cfg *config, env report.Env, stdout, stderr io.W
 			env.Notes = append(env.Notes, loopErrs[i].Error())
 		}
 	}
-	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: report.Evaluate(recs, env, tn, tc)}, mp)
+	result := withMultiProc(cfg, report.Run{Env: env, Records: recs, Targets: append(codeTargets(moduleRoot()), report.Evaluate(recs, env, tn, tc)...)}, mp)
 	if _, err := fmt.Fprintln(stdout); err != nil {
 		return err
 	}
@@ -563,7 +570,7 @@ func replot(cfg *config, stdout io.Writer) error {
 	if len(r.Records) > 0 && len(r.Targets) > 0 {
 		// The targets again, by today's rules, from the run's own figures.
 		tn, tc := targetShape(r.Records)
-		ts := report.Evaluate(r.Records, r.Env, tn, tc)
+		ts := append(codeTargets(moduleRoot()), report.Evaluate(r.Records, r.Env, tn, tc)...)
 		if t, ok := report.MultiProcTarget(r.MultiProc); ok {
 			ts = append(ts, t)
 		}
