@@ -2,11 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/redlock-go/redlock/bench/report"
+	"github.com/redlock-go/redlock/internal/codesize"
 )
 
 // The targets on the code rather than on a measurement: how large the
@@ -23,29 +27,70 @@ const (
 )
 
 // codeTargets returns the code rows for the module whose source is at
-// root ("" when it was not found: not measured).
+// root ("" when it was not found: not measured), from internal/codesize:
 //
-// The counts come from internal/codesize, which this branch does not
-// have yet: until it is merged, both rows are "not measured". Once it
-// is, this function is where they are computed:
-//
-//   - codesize.DriverLines(root): one row, Measured, Pass when every
-//     count is at most 300, Ratio the largest count over 300, Figures
-//     each package's count;
-//   - codesize.SharedBlocks(root, 15): one row, Measured, Pass when there
-//     is no block, Ratio the number of blocks, Figures each block's
-//     packages and length.
+//   - the lines of each client driver package's non-test files: Pass
+//     when each hand-written package holds at most driverLinesMax, Ratio
+//     the largest over driverLinesMax; a generated package (valkeygo) is
+//     listed but not counted;
+//   - the blocks of sharedBlocksMin lines or more that two client driver
+//     packages share, generated files excepted: Pass when there is none,
+//     Ratio the number of blocks, Figures each block's places and length.
 //
 // An error from either becomes its row's "not measured: ..." figures.
 func codeTargets(root string) []report.Target {
-	why := "not measured: internal/codesize is not in this build"
 	if root == "" {
-		why = "not measured: the module's source was not found (run from the repository)"
+		why := "not measured: the module's source was not found (run from the repository)"
+		return []report.Target{
+			{Name: driverLinesName, Goal: driverLinesGoal, Figures: why},
+			{Name: sharedBlocksName, Goal: sharedBlocksGoal, Figures: why},
+		}
 	}
-	return []report.Target{
-		{Name: driverLinesName, Goal: driverLinesGoal, Figures: why},
-		{Name: sharedBlocksName, Goal: sharedBlocksGoal, Figures: why},
+	return []report.Target{driverLinesTarget(root), sharedBlocksTarget(root)}
+}
+
+// The bounds of the code rows' goals.
+const (
+	driverLinesMax  = 300
+	sharedBlocksMin = 15
+)
+
+func driverLinesTarget(root string) report.Target {
+	t := report.Target{Name: driverLinesName, Goal: driverLinesGoal}
+	lines, err := codesize.DriverLines(root)
+	if err != nil {
+		t.Figures = "not measured: " + err.Error()
+		return t
 	}
+	most := 0
+	var figures []string
+	for _, name := range slices.Sorted(maps.Keys(lines)) {
+		figures = append(figures, fmt.Sprintf("%s %d", name, lines[name]))
+		if !strings.HasSuffix(name, codesize.GeneratedSuffix) {
+			most = max(most, lines[name])
+		}
+	}
+	t.Figures = strings.Join(figures, ", ")
+	t.Ratio = float64(most) / driverLinesMax
+	t.Measured, t.Pass = true, most <= driverLinesMax
+	return t
+}
+
+func sharedBlocksTarget(root string) report.Target {
+	t := report.Target{Name: sharedBlocksName, Goal: sharedBlocksGoal}
+	blocks, err := codesize.SharedBlocks(root, sharedBlocksMin)
+	if err != nil {
+		t.Figures = "not measured: " + err.Error()
+		return t
+	}
+	figures := []string{fmt.Sprintf("%d blocks", len(blocks))}
+	for _, b := range blocks {
+		figures = append(figures, b.String())
+	}
+	t.Figures = strings.Join(figures, "; ")
+	t.Ratio = float64(len(blocks))
+	t.Measured, t.Pass = true, len(blocks) == 0
+	return t
 }
 
 // modulePath is the module whose source the code rows read.
