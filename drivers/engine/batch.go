@@ -21,6 +21,9 @@ type job struct {
 	// resent: the command is going again (node.requeue), which it does
 	// at most once.
 	resent bool
+	// until, once a broken connection sends it again (node.resend): when
+	// its time on the wire ends, as its first send's did.
+	until time.Time
 	// lane: the WAIT lane that counts the job outstanding (node.route).
 	lane *node
 }

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redlock-go/redlock/core"
 )
 
 // Duplex is a Conn that can write a pipeline without reading its replies,
@@ -196,8 +194,7 @@ func (n *node) abandon(p *pipe, err error) {
 	now := n.e.clock.Now()
 	for _, i := range p.live {
 		j := &p.jobs[i]
-		if j.cmd.Op == core.OpRelease && !j.resent && now.Before(later(j.deadline, p.sent.Add(j.budget))) {
-			n.requeue(*j)
+		if n.resend(j, p, now) {
 			continue
 		}
 		j.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))

@@ -21,15 +21,30 @@
 //     pipeline without waiting for the replies to the ones before, which
 //     a reader per connection reads in order, up to duplexDepth pipelines
 //     in flight; beyond, the commands queue and go out together. When
-//     that connection fails, the pipeline being read is answered with the
-//     failure as an exchange's would be; behind it, a release that still
-//     had time goes again (once) on the next connection, as it would have
-//     had it still been queued, and any other command, which may have
-//     reached the node, fails. A script other than a release sent as
-//     EVALSHA is read before anything is written after it, so that a
+//     that connection fails, every pipeline on it is answered as an
+//     exchange's would be (Resends). A script other than a release sent
+//     as EVALSHA is read before anything is written after it, so that a
 //     NOSCRIPT sends it again, as EVAL, in its place. A client that cannot
 //     write without reading (go-redis) implements Conn alone, and its
 //     node carries one pipeline at a time.
+//   - Resends: a command whose connection breaks before its reply (a
+//     server restarting, a reset) is redialled and sent again, once, on
+//     the next connection, when a second run can change nothing a first
+//     run did not: a release (an attempt's cleanup included) or an
+//     extension, each a compare-and-do on its token; an acquisition,
+//     which may have set the key, fails. The resend keeps its round's
+//     deadline (a release, the time on the wire its first send had), so
+//     that the round still ends within its bound, the node timeout, which
+//     the loss margin counts on: an extension that a resend counts ran
+//     between the round's start and its deadline, as a first send's
+//     would have. Until then a failed dial is tried again every
+//     redialPause.
+//     A Fair release goes again as a quiet compare-and-delete without
+//     the waiter queue, which frees the token if it is still there and
+//     nothing else: the Fair script run twice could hand the key on
+//     twice. An extension on a node with WAIT goes again with a WAIT
+//     behind it, and counts only once that WAIT is met: after a
+//     failover, on the new master's replicas.
 //   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout
 //     at a command's deadline, whatever its node does. Any other command
 //     than a release whose deadline passed before it was sent is not sent. A

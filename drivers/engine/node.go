@@ -48,6 +48,7 @@ type node struct {
 	sharded bool  // conn announces releases with SPUBLISH (ShardedPublisher)
 	dctx    *dctx // a dial's context
 	dup     duplex
+	redial  bool // a command waits, after a failed dial, to go again (resend)
 }
 
 // pipe is one pipeline: its jobs, their commands and replies.
@@ -62,7 +63,8 @@ type pipe struct {
 	replies  []Reply
 	ctx      *dctx
 	base     context.Context // the values of a lone command's round
-	sent     time.Time       // when it was written (duplex)
+	sent     time.Time       // when it was written
+	unsent   bool            // its dial failed: nothing of it went out
 	deadline time.Time       // the latest of its commands' (duplex)
 	barrier  bool            // it must be read before the next is written (duplex)
 	duplex   bool            // it was written to a Duplex connection
@@ -355,6 +357,12 @@ func (n *node) pipeline(p *pipe, closing bool) {
 		j := &p.jobs[k]
 		d := j.deadline
 		switch {
+		case j.resent && !j.until.IsZero() && (j.cmd.Op == core.OpRelease || !closing):
+			d = j.until // a resend keeps its first send's time (resend)
+			if !now.Before(d) {
+				j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
+				continue
+			}
 		case j.cmd.Op == core.OpRelease:
 			d = later(d, now.Add(j.budget))
 		case closing:
@@ -384,16 +392,22 @@ func (n *node) pipeline(p *pipe, closing bool) {
 	if n.dup.l != nil && n.dup.l.failed.Load() {
 		n.retire() // the reader met a failure: a new connection
 	}
+	p.sent = now
 	err := n.connect(p.base, dl)
 	if err == nil && n.dup.l != nil {
 		n.write(p, now, dl)
 		return
 	}
+	p.unsent = err != nil
 	if err == nil {
 		err = n.exchange(p, dl)
 	}
 	n.answer(p, err)
 	n.done(p)
+	if n.redial {
+		n.redial = false
+		n.pause(redialPause)
+	}
 }
 
 // done clears p and puts it back among the spare pipes.
@@ -407,7 +421,7 @@ func (p *pipe) reset() {
 	clear(p.jobs)
 	p.jobs = p.jobs[:0]
 	p.base = nil
-	p.duplex = false
+	p.duplex, p.unsent = false, false
 }
 
 func later(a, b time.Time) time.Time {
@@ -500,6 +514,9 @@ func (n *node) answer(p *pipe, err error) {
 			}
 			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
 			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
+				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now) {
+					continue // its WAIT is unanswered: it counts once a WAIT behind it again is met
+				}
 				rerr = n.replicated(p.replies[p.wat[k]])
 			}
 			if rerr != nil {
@@ -509,12 +526,78 @@ func (n *node) answer(p *pipe, err error) {
 			}
 		case err == nil:
 			r = n.e.fail(n.i, j.cmd.Op, errors.New("no reply"), late)
+		case n.resend(j, p, now):
+			continue
 		default:
 			r = n.e.fail(n.i, j.cmd.Op, err, late)
 		}
 		j.deliver(r)
 	}
 	clear(p.replies)
+}
+
+// resend puts j, whose connection failed before its reply (or, for a
+// write followed by WAIT, before its WAIT's), back for the node's next
+// pipeline, on a new connection, and reports whether it did. Only a
+// command that a second run can change nothing a first run did not goes
+// again: a release (a cleanup's included) or an extension, each a
+// compare-and-do on its token, never an acquisition, which may have set
+// the key the first time and would be refused, or take a key freed
+// since, the second. It goes once, with the time on the wire its first
+// send had: an extension's deadline, the round's, and a release's
+// (pipeline). A send that never left (a failed dial) does not count: the
+// command goes again, a redialPause later, until its time ends.
+//
+// A Fair release goes again as a quiet compare-and-delete without the
+// waiter queue: if its first run freed the key, handed it on and
+// announced the turn, a second run of the Fair script would find the key
+// free, or handed to the caller's process, and hand it on again; the
+// plain one deletes the token if it is still there, and nothing else.
+func (n *node) resend(j *job, p *pipe, now time.Time) bool {
+	op := j.cmd.Op
+	if op != core.OpRelease && op != core.OpExtend {
+		return false
+	}
+	if j.resent && (!p.unsent || j.until.IsZero()) {
+		return false // it went out twice, or again for NOSCRIPT
+	}
+	if !j.resent {
+		if p.unsent {
+			return false // not sent on a connection that broke: it fails as before
+		}
+		j.until = j.deadline
+		if op == core.OpRelease {
+			j.until = later(j.deadline, p.sent.Add(j.budget))
+		}
+		if j.cmd.Fair {
+			j.cmd.Fair, j.cmd.Quiet = false, true
+		}
+	}
+	if !now.Before(j.until) {
+		return false
+	}
+	if p.unsent {
+		n.redial = true
+	}
+	n.requeue(*j)
+	return true
+}
+
+// redialPause is how long a node waits, after a failed dial, before it
+// dials again for a command that a broken connection sends again
+// (resend): a restarting server refuses connections until it has loaded
+// its data.
+const redialPause = 20 * time.Millisecond
+
+// pause waits d on the engine's clock, or until Close.
+func (n *node) pause(d time.Duration) {
+	ch := make(chan struct{}, 1)
+	t := n.e.clock.AfterFunc(d, func() { ch <- struct{}{} })
+	select {
+	case <-ch:
+	case <-n.wake: // Close; or new commands, which the loop takes at once
+	}
+	t.Stop()
 }
 
 // waits reports whether a command of op is followed by WAIT on this node:

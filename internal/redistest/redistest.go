@@ -1,8 +1,9 @@
 // Package redistest runs real redis-server processes for tests: on loopback
 // only, on a free port, in a per-test temporary directory, without
-// persistence, optionally with a password, an ACL user or TLS. Servers can
-// be killed, stopped (SIGSTOP), continued and restarted on the same port
-// to inject faults. Every server is killed and reaped by t.Cleanup.
+// persistence unless asked (Options.Persist), optionally with a password,
+// an ACL user or TLS. Servers can be killed, stopped (SIGSTOP), continued
+// and restarted on the same port to inject faults. Every server is killed
+// and reaped by t.Cleanup.
 //
 // StartSentinelGroup runs a master, its replicas and Sentinels, and
 // StartCluster a Redis Cluster, with helpers to find the current master,
@@ -39,6 +40,10 @@ const startTimeout = 15 * time.Second
 type Options struct {
 	// Password is requirepass for the default user.
 	Password string
+	// Persist keeps the data across Restart: an append-only file synced
+	// at every write (appendfsync always), so that a write the server
+	// answered survives a SIGKILL.
+	Persist bool
 	// User and UserPassword create an ACL user with every permission
 	// (+@all ~* &*). With User set the default user is disabled.
 	User, UserPassword string
@@ -168,6 +173,9 @@ func (s *Server) args(port int) []string {
 			"--user", s.Opts.User, "on", ">"+s.Opts.UserPassword, "+@all", "~*", "&*",
 		)
 	}
+	if s.Opts.Persist { // later arguments win
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	}
 	return append(a, s.extra...)
 }
 
@@ -230,8 +238,13 @@ func (s *Server) waitReady(cmd *exec.Cmd, exited chan struct{}) error {
 		var pid int
 		pid, last = s.pid()
 		if last == nil {
-			if pid == cmd.Process.Pid {
+			if pid == cmd.Process.Pid && !s.loading() {
 				return nil
+			}
+			if pid == cmd.Process.Pid {
+				last = fmt.Errorf("port %d: still loading its data", s.Port)
+				time.Sleep(10 * time.Millisecond)
+				continue
 			}
 			last = fmt.Errorf("port %d answered by another redis-server (pid %d, ours %d)", s.Port, pid, cmd.Process.Pid)
 		}
@@ -253,6 +266,16 @@ func (s *Server) pid() (int, error) {
 		}
 	}
 	return 0, errors.New("INFO server has no process_id")
+}
+
+// loading reports whether a server with Options.Persist is still
+// loading its append-only file, when it answers commands with LOADING.
+func (s *Server) loading() bool {
+	if !s.Opts.Persist {
+		return false
+	}
+	r, err := redis.String(s.Do("INFO", "persistence"))
+	return err != nil || strings.Contains(r, "loading:1")
 }
 
 // logTail returns the last lines of the server's log and stdout.
@@ -361,7 +384,8 @@ func (s *Server) signal(sig os.Signal) {
 }
 
 // Restart kills the server if it runs and starts it again on the same port
-// with empty data, waiting until it answers.
+// with empty data (with Options.Persist, with the data it had written to
+// its append-only file), waiting until it answers.
 func (s *Server) Restart() {
 	s.t.Helper()
 	if s.inproc != nil {

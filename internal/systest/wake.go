@@ -58,8 +58,11 @@ func requireAnnouncer(t *testing.T, d core.Driver) core.Announcer {
 }
 
 // watchAttempts wraps c's driver, which must announce releases.
-func watchAttempts(t *testing.T, c cluster) *attemptWatch {
-	ann := requireAnnouncer(t, c.Driver())
+func watchAttempts(t *testing.T, c cluster) *attemptWatch { return watchAttemptsOn(t, c.Driver()) }
+
+// watchAttemptsOn wraps d, which must announce releases.
+func watchAttemptsOn(t *testing.T, d core.Driver) *attemptWatch {
+	ann := requireAnnouncer(t, d)
 	w := &attemptWatch{ann: ann, sent: make(chan struct{}, 1024)}
 	w.hookDriver = &hookDriver{Driver: ann, before: func(node int, cmd core.Command) {
 		if node == 0 && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {

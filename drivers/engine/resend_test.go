@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
+	"github.com/redlock-go/redlock/drivers/wire"
+)
+
+// The resend (node.resend): a release or an extension whose connection
+// broke before its reply goes again, once, on a new connection, within
+// the time its first send had; an acquisition never does.
+
+// block holds node 0's connection with an exchange of its own, so that
+// the rounds sent meanwhile go out together in the next pipeline; free
+// answers it.
+func block(t *testing.T, e *Engine, f *fakeNet, clock *manualClock) (free func()) {
+	t.Helper()
+	b := send(e, clock, 0, acquire("blocker", 99), time.Second)
+	c := receive(b, nil)
+	x := f.next()
+	return func() {
+		x.ok()
+		wait(t, c)
+		b.Close()
+	}
+}
+
+// TestBrokenExchangeSendsAReleaseAndAnExtensionAgain: over a Conn that
+// is not a Duplex, a pipeline whose connection fails before its replies
+// is answered with the failure for its acquisition, and its release and
+// extension go again, in their order, on a new connection, where they
+// are answered.
+func TestBrokenExchangeSendsAReleaseAndAnExtensionAgain(t *testing.T) {
+	e, f, clock := start(t, 1)
+	free := block(t, e, f, clock)
+	var cs []<-chan core.Reply
+	for k, cmd := range []core.Command{acquire("a", 1), extend("b", 2), release("c", 3)} {
+		b := send(e, clock, 0, cmd, time.Second)
+		defer b.Close()
+		cs = append(cs, receive(b, nil))
+		eventuallyQueued(t, e.nodes[0], k+1) // in this order
+	}
+	free()
+	x := f.next()
+	assert.Equal(t, []string{"SET a", "EVAL b", "EVAL c"}, x.names(), "one pipeline")
+	x.reply(errors.New("EOF"))
+
+	r := wait(t, cs[0])
+	assert.Equal(t, core.StatusError, r.Status)
+	assert.ErrorContains(t, r.Err, "node 0 (nodeA:6379): acquire: EOF", "an acquisition is never sent again")
+	f.dialed(0)
+	x2 := f.next()
+	assert.NotSame(t, x.conn, x2.conn, "on a new connection")
+	assert.Equal(t, []string{"EVAL b", "EVAL c"}, x2.names(), "the extension and the release go again, in order")
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, cs[1]).Status)
+	assert.Equal(t, core.StatusOK, wait(t, cs[2]).Status)
+	assert.Equal(t, 1, f.closedConns())
+}
+
+// TestResendKeepsTheRoundsDeadline: the command sent again has the time
+// left to its first send's end, not a new budget; once that has passed,
+// it is not sent again; and it goes again only once.
+func TestResendKeepsTheRoundsDeadline(t *testing.T) {
+	e, f, clock := start(t, 1)
+	b := send(e, clock, 0, extend("k", 1), time.Second)
+	defer b.Close()
+	c := receive(b, nil)
+	x := f.next()
+	clock.Advance(600 * time.Millisecond)
+	x.reply(errors.New("ECONNRESET"))
+	f.dialed(0)
+	x2 := f.next()
+	assert.Equal(t, []string{"EVAL k"}, x2.names())
+	assertBudget(t, 400*time.Millisecond, x2.budget, "the extension keeps its round's deadline")
+	x2.reply(errors.New("EOF again"))
+	r := wait(t, c)
+	assert.Equal(t, core.StatusError, r.Status, "sent twice, it fails")
+	assert.ErrorContains(t, r.Err, "EOF again")
+
+	// A release: its first send's time on the wire, its budget.
+	b2 := send(e, clock, 0, release("k", 2), time.Second)
+	defer b2.Close()
+	c2 := receive(b2, nil)
+	f.dialed(0)
+	x3 := f.next()
+	clock.Advance(time.Second) // past the round's deadline
+	x3.reply(errors.New("EOF"))
+	r2 := wait(t, c2)
+	assert.Equal(t, core.StatusTimeout, r2.Status, "no time left: not sent again")
+
+	b3 := send(e, clock, 0, release("k", 3), time.Second)
+	defer b3.Close()
+	c3 := receive(b3, nil)
+	f.dialed(0)
+	x4 := f.next()
+	assert.Equal(t, []string{"EVAL k"}, x4.names(), "the next command, not the late release")
+	assert.Contains(t, x4.cmds[0], tok(3).String())
+	x4.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c3).Status)
+}
+
+// TestResendRedialsUntilTheServerIsBack: a command sent again on a node
+// that refuses connections (a restarting server) dials again every
+// redialPause, on the engine's clock, until the server takes it.
+func TestResendRedialsUntilTheServerIsBack(t *testing.T) {
+	f := newFakeNet(t, 1)
+	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
+	e := New(Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	f.dialed(0)
+	t.Cleanup(func() {
+		go func() {
+			for x := range f.exchanges {
+				x.ok()
+			}
+		}()
+		e.Close()
+		close(f.exchanges)
+	})
+	b := e.Begin(t.Context())
+	b.Send(0, release("k", 1), clock.Now().Add(time.Second))
+	defer b.Close()
+	c := receive(b, nil)
+	x := f.next()
+	f.mu.Lock()
+	f.dialErr[0] = errRefused
+	f.mu.Unlock()
+	x.reply(errors.New("EOF"))
+	for range 3 {
+		f.dialed(0)
+		for clock.nextArmed(t) != redialPause { // the batch's own timers aside
+		}
+		clock.Advance(redialPause)
+	}
+	f.mu.Lock()
+	f.dialErr[0] = nil
+	f.mu.Unlock()
+	f.dialed(0)
+	x2 := f.next()
+	assert.Equal(t, []string{"EVAL k"}, x2.names())
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c).Status, "the release reached the server once it was back")
+}
+
+// TestFairReleaseGoesAgainPlain: a Fair release goes again as a quiet
+// compare-and-delete without the waiter queue's keys, which can free
+// nothing but its own token: a second run of the Fair script could hand
+// on a key its first run had handed on already.
+func TestFairReleaseGoesAgainPlain(t *testing.T) {
+	e, f, clock := start(t, 1)
+	cmd := release("k", 1)
+	cmd.Fair, cmd.Ticket, cmd.TTL, cmd.Handoff = true, 7, time.Minute, 10*time.Millisecond
+	b := send(e, clock, 0, cmd, time.Second)
+	defer b.Close()
+	c := receive(b, nil)
+	x := f.next()
+	require.Equal(t, "3", x.cmds[0][2], "the Fair release names three keys")
+	x.reply(errors.New("EOF"))
+	f.dialed(0)
+	x2 := f.next()
+	assert.Equal(t, [][]string{{"EVAL", wire.Release.Src, "1", "k", tok(1).String(), "q"}}, x2.cmds)
+	x2.reply(nil, Reply{Kind: KindInt, Int: 0})
+	assert.Equal(t, core.StatusMissing, wait(t, c).Status)
+}
+
+// TestResentExtensionCountsOnceItsWaitIsMet: on a node with WAIT, an
+// extension whose connection broke after its reply but before its
+// WAIT's goes again with a WAIT behind it, and counts only if that WAIT
+// counts enough replicas: after a failover, the new master's replicas
+// must hold it.
+func TestResentExtensionCountsOnceItsWaitIsMet(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.replicas[0] = 1
+	e, clock := startNodes(t, f, []NodeConfig{{Replicas: 1, WaitTimeout: 50 * time.Millisecond}})
+	<-f.dials // the WAIT lane's
+	for _, tc := range []struct {
+		name string
+		acks int64
+		want core.Status
+	}{{"met", 1, core.StatusOK}, {"short", 0, core.StatusError}} {
+		b := send(e, clock, 0, extend("k", 1), time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		require.Len(t, x.cmds, 2, tc.name)
+		x.reply(errors.New("EOF"), Reply{Kind: KindInt, Int: 1}) // the WAIT's reply lost
+		f.dialed(0)
+		x2 := f.next()
+		require.Len(t, x2.cmds, 2, tc.name)
+		assert.Equal(t, []string{"WAIT", "1", "50"}, x2.cmds[1], "%s: a WAIT behind the extension again", tc.name)
+		x2.reply(nil, Reply{Kind: KindInt, Int: 1}, Reply{Kind: KindInt, Int: tc.acks})
+		r := wait(t, c)
+		b.Close()
+		assert.Equal(t, tc.want, r.Status, tc.name)
+		if tc.want == core.StatusError {
+			assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated, tc.name)
+		}
+	}
+}
+
+// TestDuplexReadFailureSendsAReleaseAgain: over a Duplex, a release in
+// the pipeline being read when the connection fails goes again too, as
+// one behind it does.
+func TestDuplexReadFailureSendsAReleaseAgain(t *testing.T) {
+	e, f, clock := startDuplex(t, 1)
+	b := send(e, clock, 0, release("a", 1), time.Second)
+	defer b.Close()
+	c := receive(b, nil)
+	x := f.next()
+	x.reply(errors.New("ECONNRESET"))
+	f.dialed(0)
+	x2 := f.next()
+	assert.Equal(t, []string{"EVAL a"}, x2.names())
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+}
