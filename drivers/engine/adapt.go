@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"context"
 	"net"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // Helpers for the adapters of client packages that decode replies into Go
@@ -84,4 +89,132 @@ func (o *OwnDeadlines) SetWriteDeadline(t time.Time) error {
 		return nil
 	}
 	return o.Conn.SetWriteDeadline(t)
+}
+
+// ExchangeRuns is the Exchange of a Cluster member's Conn whose client
+// pipelines commands of any slots but must send a write followed by WAIT
+// on the write's master, since WAIT counts the replicas of its own
+// connection's writes: it calls run for each run of commands without
+// WAIT and waited for each write with its WAIT, in order, and returns
+// the first error.
+func ExchangeRuns(cmds [][]string, replies []Reply, run, waited func(cmds [][]string, replies []Reply) error) error {
+	for i := 0; i < len(cmds); {
+		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
+			if err := waited(cmds[i:i+2], replies[i:i+2]); err != nil {
+				return err
+			}
+			i += 2
+			continue
+		}
+		j := i + 1
+		for j < len(cmds) && (j+1 >= len(cmds) || cmds[j+1][0] != "WAIT") {
+			j++
+		}
+		if err := run(cmds[i:j], replies[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// ClusterID makes a Cluster member's Conn an Identifier and a
+// ShardedPublisher: embed it, with Masters asking every master of the
+// Cluster for INFO server and INFO replication.
+type ClusterID struct {
+	Masters func(ctx context.Context) (wire.ClusterMasters, error)
+	sharded bool // every master has sharded pub/sub, as Identify found
+}
+
+// Identify returns the run_id of each master of the Cluster, and the
+// fewest connected replicas any has.
+func (c *ClusterID) Identify(ctx context.Context) ([]string, int, error) {
+	ms, err := c.Masters(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.sharded = ms.Sharded
+	return ms.IDs, ms.Fewest, nil
+}
+
+// ShardedPubSub reports whether every master has sharded pub/sub, as
+// Identify found.
+func (c *ClusterID) ShardedPubSub() bool { return c.sharded }
+
+// ExchangeBySlot is the Exchange of a Cluster member's Conn whose client
+// sends one command, or one write and its WAIT, at a time, routed by its
+// key: it calls do for each such unit (key, and cmds[i:i+n]), in order
+// within each hash slot (slot returns a key's) and the slots at once.
+// It returns the first error once every slot's units are done, so that
+// the other slots' replies are filled in: they ran, and their rounds
+// count them.
+func ExchangeBySlot(cmds [][]string, slot func(key string) uint16, do func(key string, i, n int) error) error {
+	type unit struct {
+		key  string
+		i, n int
+	}
+	slots := map[uint16][]unit{}
+	var order []uint16
+	for i := 0; i < len(cmds); {
+		n := 1
+		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
+			n = 2
+		}
+		key := ""
+		if k := wire.KeyIndex(cmds[i]); k > 0 {
+			key = cmds[i][k]
+		}
+		s := slot(key)
+		if _, ok := slots[s]; !ok {
+			order = append(order, s)
+		}
+		slots[s] = append(slots[s], unit{key, i, n})
+		i += n
+	}
+	run := func(us []unit) error {
+		for _, u := range us {
+			if err := do(u.key, u.i, u.n); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(order) == 1 {
+		return run(slots[order[0]])
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for k, s := range order {
+		wg.Go(func() { errs[k] = run(slots[s]) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RelayShard is the loop of a ShardRunner whose client reads one shard
+// subscription's events with next: it relays them to push until the
+// server ends the subscription (an sunsubscribe: the slot moved, nil),
+// refuses it (an error reply, relayed when it is an ACL's NOPERM), or
+// the connection fails.
+func RelayShard(next func() (Event, error), push func(Event)) error {
+	for {
+		e, err := next()
+		switch {
+		case err != nil:
+			return err
+		case e.Kind == EventUnsubscribed:
+			return nil
+		case e.Kind == EventRefused:
+			if strings.HasPrefix(e.Err.Error(), "NOPERM") {
+				push(e)
+			}
+			return e.Err
+		}
+		push(e)
+	}
 }
