@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -111,23 +110,14 @@ func memberClient(ctx context.Context, m drivers.Member, opts Options) (rd.Clien
 		// One seed not in cluster mode: rueidis falls back to a single
 		// client.
 		c.Close()
-		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", drivers.ErrMisconfigured, m)
+		return nil, wire.NotCluster(m, errors.New("the seed has cluster support disabled"))
 	}
 	return c, nil
 }
 
-// memberError makes err, m's failed dial, match drivers.ErrMisconfigured when
-// the Sentinels answered that they do not know the master name (SENTINEL
-// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
-// is a server not in cluster mode.
+// memberError is err, m's failed dial, as wire.MemberError says.
 func memberError(m drivers.Member, err error) error {
-	switch {
-	case m.Topology == drivers.SentinelGroup && (rd.IsRedisNil(err) || strings.Contains(err.Error(), "No such master")):
-		return wire.UnknownMaster(m, err)
-	case m.Topology == drivers.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
-		return wire.NotCluster(m, err)
-	}
-	return err
+	return wire.MemberError(m, err, rd.IsRedisNil(err))
 }
 
 // clusterConn is a Cluster member's engine Conn: its cluster client. Runs

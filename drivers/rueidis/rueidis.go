@@ -186,14 +186,7 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 	rs := c.c.DoMulti(ctx, c.cmds...)
 	clear(c.cmds) // rueidis recycles the commands it sent
 	c.cmds = c.cmds[:0]
-	for i, r := range rs {
-		rep, err := reply(r)
-		if err != nil {
-			return err
-		}
-		replies[i] = rep
-	}
-	return nil
+	return collect(rs, replies)
 }
 
 // reply decodes r, or returns the connection's failure.

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +26,7 @@ import (
 // vote). Options' credentials, database and TLS apply to the master, TLS
 // to the Sentinels too, which are asked without credentials.
 //
-// A Cluster member is one valkeygo cluster client, which routes each
+// A Cluster member is one valkey-go cluster client, which routes each
 // command by its key and follows MOVED and ASK; a command is never sent
 // again after a connection failure. With WAIT, the write and its WAIT go
 // together on a dedicated connection of the slot's master (Dedicated),
@@ -108,26 +107,17 @@ func memberClient(ctx context.Context, m drivers.Member, opts Options) (vk.Clien
 		return nil, memberError(m, err)
 	}
 	if m.Topology == drivers.ClusterGroup && c.Mode() != vk.ClientModeCluster {
-		// One seed not in cluster mode: valkeygo falls back to a single
+		// One seed not in cluster mode: valkey-go falls back to a single
 		// client.
 		c.Close()
-		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", drivers.ErrMisconfigured, m)
+		return nil, wire.NotCluster(m, errors.New("the seed has cluster support disabled"))
 	}
 	return c, nil
 }
 
-// memberError makes err, m's failed dial, match drivers.ErrMisconfigured when
-// the Sentinels answered that they do not know the master name (SENTINEL
-// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
-// is a server not in cluster mode.
+// memberError is err, m's failed dial, as wire.MemberError says.
 func memberError(m drivers.Member, err error) error {
-	switch {
-	case m.Topology == drivers.SentinelGroup && (vk.IsValkeyNil(err) || strings.Contains(err.Error(), "No such master")):
-		return wire.UnknownMaster(m, err)
-	case m.Topology == drivers.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
-		return wire.NotCluster(m, err)
-	}
-	return err
+	return wire.MemberError(m, err, vk.IsValkeyNil(err))
 }
 
 // clusterConn is a Cluster member's engine Conn: its cluster client. Runs
@@ -237,7 +227,7 @@ func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []e
 }
 
 // run sends cmds, each with its key's slot, as one DoMulti. Commands
-// without a key (none of the engine's lock commands) would make valkeygo
+// without a key (none of the engine's lock commands) would make valkey-go
 // pick a node for the whole pipeline: a run with one goes one command at
 // a time, the keyless ones on any node.
 func (c *clusterConn) run(ctx context.Context, cmds [][]string, replies []engine.Reply) error {

@@ -91,7 +91,7 @@ func newConfig(clients []vk.Client, names []string) (engine.Config, error) {
 }
 
 // sub is a dedicated connection of a client in subscribe mode: the
-// engine's Subscription. valkeygo reads it on a goroutine of its own and
+// engine's Subscription. valkey-go reads it on a goroutine of its own and
 // hands what it reads to hooks, which queue it in an engine.Inbox.
 type sub struct {
 	*engine.Inbox
@@ -126,7 +126,7 @@ func subscribe(c vk.Client, closeClient func()) (engine.Subscription, error) {
 	}
 }
 
-// Subscribe and Unsubscribe return when valkeygo has read the reply to the
+// Subscribe and Unsubscribe return when valkey-go has read the reply to the
 // command (the first confirmation), which the hooks have queued.
 func (s *sub) Subscribe(ctx context.Context, chs ...string) error {
 	return s.do(ctx, s.c.B().Subscribe().Channel(chs...).Build())
@@ -185,16 +185,9 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 		c.cmds = append(c.cmds, c.c.B().Arbitrary(cmd...).Build())
 	}
 	rs := c.c.DoMulti(ctx, c.cmds...)
-	clear(c.cmds) // valkeygo recycles the commands it sent
+	clear(c.cmds) // valkey-go recycles the commands it sent
 	c.cmds = c.cmds[:0]
-	for i, r := range rs {
-		rep, err := reply(r)
-		if err != nil {
-			return err
-		}
-		replies[i] = rep
-	}
-	return nil
+	return collect(rs, replies)
 }
 
 // reply decodes r, or returns the connection's failure.

@@ -2,20 +2,32 @@ package wire
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 )
 
-// UnknownMaster is the failed dial of Sentinel member m whose Sentinels
-// answered err, that they know no master of its MasterName: it matches
-// dialspec.ErrMisconfigured.
-func UnknownMaster(m dialspec.Member, err error) error {
-	return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", dialspec.ErrMisconfigured, m, m.MasterName, err)
+// MemberError returns err, member m's failed dial, as a failed vote
+// matching dialspec.ErrMisconfigured when it says m is not what it was
+// given as: a Sentinel group whose Sentinels know no master of its
+// MasterName (noMaster, which only the client can tell from its error:
+// an error reply "No such master with that name", or a nil reply to
+// SENTINEL GET-MASTER-ADDR-BY-NAME), or a Cluster whose seed has cluster
+// support disabled. Any other err is returned as it is.
+func MemberError(m dialspec.Member, err error, noMaster bool) error {
+	switch {
+	case err == nil:
+		return nil
+	case m.Topology == dialspec.SentinelGroup && (noMaster || strings.Contains(err.Error(), "No such master")):
+		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", dialspec.ErrMisconfigured, m, m.MasterName, err)
+	case m.Topology == dialspec.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
+		return NotCluster(m, err)
+	}
+	return err
 }
 
-// NotCluster is the failed dial of Cluster member m whose seed answered
-// err, that it is not in cluster mode: it matches
-// dialspec.ErrMisconfigured.
+// NotCluster is the failed dial of Cluster member m whose seed is not in
+// cluster mode, as err says: it matches dialspec.ErrMisconfigured.
 func NotCluster(m dialspec.Member, err error) error {
 	return fmt.Errorf("%w: %s: not a Cluster: %w", dialspec.ErrMisconfigured, m, err)
 }
