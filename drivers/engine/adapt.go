@@ -143,11 +143,11 @@ func (c *ClusterID) ShardedPubSub() bool { return c.sharded }
 
 // ExchangeBySlot is the Exchange of a Cluster member's Conn whose client
 // sends one command, or one write and its WAIT, at a time, routed by its
-// key: it calls do for each such unit (key, and cmds[i:i+n]), in order
-// within each hash slot (slot returns a key's) and the slots at once.
-// It returns the first error once every slot's units are done, so that
-// the other slots' replies are filled in: they ran, and their rounds
-// count them.
+// key (wire.KeyIndex's, or else the first argument): it calls do for
+// each such unit (key, and cmds[i:i+n]), in order within each hash slot
+// (slot returns a key's) and the slots at once. It returns the first
+// error once every slot's units are done, so that the other slots'
+// replies are filled in: they ran, and their rounds count them.
 func ExchangeBySlot(cmds [][]string, slot func(key string) uint16, do func(key string, i, n int) error) error {
 	type unit struct {
 		key  string
@@ -160,9 +160,11 @@ func ExchangeBySlot(cmds [][]string, slot func(key string) uint16, do func(key s
 		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
 			n = 2
 		}
-		key := ""
+		key := "" // a command of no key: slot 0
 		if k := wire.KeyIndex(cmds[i]); k > 0 {
 			key = cmds[i][k]
+		} else if len(cmds[i]) > 1 {
+			key = cmds[i][1] // another command (GET, DEL): its first argument
 		}
 		s := slot(key)
 		if _, ok := slots[s]; !ok {
