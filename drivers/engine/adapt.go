@@ -70,6 +70,7 @@ type OwnDeadlines struct {
 	Own bool
 }
 
+// SetDeadline sets the socket's deadlines until Own is set.
 func (o *OwnDeadlines) SetDeadline(t time.Time) error {
 	if o.Own {
 		return nil
@@ -77,6 +78,7 @@ func (o *OwnDeadlines) SetDeadline(t time.Time) error {
 	return o.Conn.SetDeadline(t)
 }
 
+// SetReadDeadline sets the socket's read deadline until Own is set.
 func (o *OwnDeadlines) SetReadDeadline(t time.Time) error {
 	if o.Own {
 		return nil
@@ -84,6 +86,7 @@ func (o *OwnDeadlines) SetReadDeadline(t time.Time) error {
 	return o.Conn.SetReadDeadline(t)
 }
 
+// SetWriteDeadline sets the socket's write deadline until Own is set.
 func (o *OwnDeadlines) SetWriteDeadline(t time.Time) error {
 	if o.Own {
 		return nil
