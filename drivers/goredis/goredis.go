@@ -49,9 +49,11 @@ func Dial(addrs []string, opts Options) (*drivers.Driver, error) {
 	return drivers.Start(drivers.DialConfig("goredis", addrs, opts, adapter(opts)))
 }
 
-// baseOptions are the options of the clients Dial and DialMembers make.
-func baseOptions(opts Options, timeout time.Duration) redis.Options {
-	return redis.Options{
+// baseOptions are the options of the clients Dial and DialMembers make:
+// Simple's for a standalone master, Failover's for a Sentinel group
+// (the Sentinels asked without credentials), Cluster's for a Cluster.
+func baseOptions(opts Options, timeout time.Duration) redis.UniversalOptions {
+	return redis.UniversalOptions{
 		Username: opts.Username, Password: opts.Password, DB: opts.DB, TLSConfig: opts.TLS,
 		DialTimeout: timeout, DialerRetries: 1, // the engine redials
 		MaxRetries: -1, // a SET NX sent again would find its own key: held

@@ -48,22 +48,33 @@ func adapter(opts Options) drivers.Adapter {
 	return func(ms []drivers.Member, timeout time.Duration) (engine.Dialer, engine.SubscribeDialer) {
 		base := baseOptions(opts, timeout)
 		client := func(m drivers.Member) *redis.Client {
+			u := base
+			u.Addrs, u.MasterName = m.Addrs, m.MasterName
 			if m.Topology == drivers.SentinelGroup {
-				return redis.NewFailoverClient(failoverOptions(base, m))
+				return redis.NewFailoverClient(u.Failover())
 			}
-			o := base
-			o.Addr = m.Addrs[0]
-			return redis.NewClient(&o)
+			return redis.NewClient(u.Simple())
+		}
+		// A Cluster's clients of each node share a pool among its
+		// pipelines and WAITs. The pool outnumbers the dials a pipeline
+		// makes to a dead master (one per redirection, MaxRedirects 3 and
+		// the first): go-redis starts a redial goroutine, which outlives
+		// Close by up to a second, once a pool's failed dials reach its
+		// size.
+		cluster := func(m drivers.Member) *redis.ClusterClient {
+			u := base
+			u.Addrs, u.PoolSize, u.MaxActiveConns = m.Addrs, 8, 0
+			return redis.NewClusterClient(u.Cluster())
 		}
 		dial := func(ctx context.Context, i int) (engine.Conn, error) {
 			if ms[i].Topology == drivers.ClusterGroup {
-				return newClusterConn(redis.NewClusterClient(clusterOptions(base, ms[i])), ms[i]), nil
+				return newClusterConn(cluster(ms[i]), ms[i]), nil
 			}
 			return connOf(ctx, client(ms[i]), ms[i])
 		}
 		sub := func(ctx context.Context, i int) (engine.Subscription, error) {
 			if ms[i].Topology == drivers.ClusterGroup {
-				return subscribeCluster(ctx, redis.NewClusterClient(clusterOptions(base, ms[i])), ms[i])
+				return subscribeCluster(ctx, cluster(ms[i]), ms[i])
 			}
 			c := client(ms[i])
 			return subscribe(ctx, c.Subscribe(ctx), c.Close)
@@ -82,35 +93,6 @@ func connOf(ctx context.Context, c *redis.Client, m drivers.Member) (engine.Conn
 		return nil, wire.MemberError(m, err, errors.Is(err, redis.Nil))
 	}
 	return newConn(rc, func() error { return errors.Join(rc.Close(), c.Close()) }), nil
-}
-
-// failoverOptions are a Sentinel member's client options: Dial's.
-func failoverOptions(o redis.Options, m drivers.Member) *redis.FailoverOptions {
-	return &redis.FailoverOptions{
-		MasterName: m.MasterName, SentinelAddrs: m.Addrs,
-		Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
-		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: o.PoolSize, MaxActiveConns: o.MaxActiveConns, PipelinePoolSize: o.PipelinePoolSize,
-		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
-	}
-}
-
-// clusterOptions are a Cluster member's client options: Dial's, with a
-// pool of each node's client that its pipelines and WAITs share. The pool
-// outnumbers the dials a pipeline makes to a dead master (one per
-// redirection, MaxRedirects 3 and the first): go-redis starts a redial
-// goroutine, which outlives Close by up to a second, once a pool's failed
-// dials reach its size.
-func clusterOptions(o redis.Options, m drivers.Member) *redis.ClusterOptions {
-	return &redis.ClusterOptions{
-		Addrs:    m.Addrs,
-		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
-		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: 8, PipelinePoolSize: -1,
-		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
-	}
 }
 
 // clusterConn is a Cluster member's engine Conn: its ClusterClient, which
