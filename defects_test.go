@@ -15,11 +15,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
-	"github.com/redlock-go/redlock/drivers/goredis"
-	"github.com/redlock-go/redlock/drivers/radix"
-	"github.com/redlock-go/redlock/drivers/redigo"
-	"github.com/redlock-go/redlock/drivers/rueidis"
-	"github.com/redlock-go/redlock/drivers/valkeygo"
+	"github.com/redlock-go/redlock/drivers"
 )
 
 // TestWakeStaleMinority: five nodes; node 0 holds the key with the token of
@@ -155,11 +151,7 @@ func TestNewClientTypedNilDriver(t *testing.T) {
 	_, err := redlock.NewClient(nil, redlock.Options{})
 	require.ErrorIs(t, err, redlock.ErrInvalidConfig, "untyped nil")
 	for _, d := range []redlock.Driver{
-		(*redigo.Driver)(nil),
-		(*radix.Driver)(nil),
-		(*rueidis.Driver)(nil),
-		(*goredis.Driver)(nil),
-		(*valkeygo.Driver)(nil),
+		(*drivers.Driver)(nil), // what every client package's Dial and New return
 		(*memnode.Cluster)(nil),
 	} {
 		name := fmt.Sprintf("%T", d)

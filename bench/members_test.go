@@ -165,7 +165,7 @@ type membersEnv struct {
 	clusters   []*redistest.Cluster
 
 	cell  string
-	drv   *goredis.Driver
+	drv   *drivers.Driver
 	subj  *target.Redlock
 	waits func() (int64, error) // the WAIT count on the cell's masters
 }

@@ -1,11 +1,12 @@
 // Package drivers holds what the Redlock drivers for Redis clients share:
-// the Options that each driver's Dial takes, the Members it dials, and the
-// one Driver type every client package returns. The drivers are its
-// subpackages, one per client: redigo, radix, rueidis, goredis and
-// valkeygo. Each adapts its client to the engine (a dial, a pipelined
-// exchange and a subscription); the rest (deadlines, order, scripts,
-// replies, errors, Sentinel and Cluster members) is the one engine they
-// all share.
+// the Options that each driver's Dial takes, the Members it dials, the
+// one Driver type every client package returns, and the validation and
+// configuration every Dial, DialMembers and New go through (DialConfig,
+// MembersConfig, NewConfig, Start). The drivers are its subpackages, one
+// per client: redigo, radix, rueidis, goredis and valkeygo. Each adapts
+// its client to the engine (a dial, a pipelined exchange and a
+// subscription); the rest (deadlines, order, scripts, replies, errors,
+// WAIT, announcements) is the one engine they all share.
 package drivers
 
 import "github.com/redlock-go/redlock/drivers/internal/dialspec"

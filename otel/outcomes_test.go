@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	rlotel "github.com/redlock-go/redlock/otel"
 )
@@ -71,7 +72,7 @@ func closedAddrs(t *testing.T, n int) []string {
 }
 
 // dial returns a redigo driver on addrs, closed at the test's end.
-func dial(t *testing.T, addrs []string) *redigo.Driver {
+func dial(t *testing.T, addrs []string) *drivers.Driver {
 	t.Helper()
 	drv, err := redigo.Dial(addrs, redigo.Options{})
 	require.NoError(t, err)

@@ -63,7 +63,7 @@ func refusal(what string, err error, want string) error {
 // (goredis.DialMembers), the Client of bench's BenchmarkMembers.
 type redlockClusters struct {
 	c *redlock.Client
-	d *goredis.Driver
+	d *drivers.Driver
 }
 
 func newRedlockClusters(clusters [][]string) (*redlockClusters, error) {

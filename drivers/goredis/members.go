@@ -3,9 +3,9 @@ package goredis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -37,131 +37,77 @@ import (
 // acquisition or extension until they are back; its releases still go. A
 // WAIT still blocking at a command's deadline fails the connection, which
 // the driver redials.
-func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
-	cfg, err := membersConfig(members, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
+func DialMembers(members []drivers.Member, opts Options) (*drivers.Driver, error) {
+	return drivers.Start(drivers.MembersConfig("goredis", members, opts, adapter(opts), drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup))
 }
 
-// membersConfig is DialMembers's engine configuration.
-func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
-	ms, cfg, err := engine.MembersConfig("goredis", members, opts, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
-	if err != nil {
-		return engine.Config{}, err
-	}
-	timeout := cfg.DialTimeout
-	base := baseOptions(opts, timeout)
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		m := ms[i]
-		switch m.Topology {
-		case drivers.SentinelGroup:
-			c := redis.NewFailoverClient(failoverOptions(base, m))
-			return connOf(ctx, c, func(err error) error { return sentinelError(m, err) })
-		case drivers.ClusterGroup:
-			return dialCluster(ctx, clusterOptions(base, m), m)
+// adapter dials the members of Dial and DialMembers: a standalone
+// master's client, a Sentinel group's failover client, a Cluster's
+// ClusterClient.
+func adapter(opts Options) drivers.Adapter {
+	return func(ms []drivers.Member, timeout time.Duration) (engine.Dialer, engine.SubscribeDialer) {
+		base := baseOptions(opts, timeout)
+		client := func(m drivers.Member) *redis.Client {
+			u := base
+			u.Addrs, u.MasterName = m.Addrs, m.MasterName
+			if m.Topology == drivers.SentinelGroup {
+				return redis.NewFailoverClient(u.Failover())
+			}
+			return redis.NewClient(u.Simple())
 		}
-		o := base
-		o.Addr = m.Addrs[0]
-		return connOf(ctx, redis.NewClient(&o), nil)
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		m := ms[i]
-		switch m.Topology {
-		case drivers.SentinelGroup:
-			c := redis.NewFailoverClient(failoverOptions(base, m))
+		// A Cluster's clients of each node share a pool among its
+		// pipelines and WAITs. The pool outnumbers the dials a pipeline
+		// makes to a dead master (one per redirection, MaxRedirects 3 and
+		// the first): go-redis starts a redial goroutine, which outlives
+		// Close by up to a second, once a pool's failed dials reach its
+		// size.
+		cluster := func(m drivers.Member) *redis.ClusterClient {
+			u := base
+			u.Addrs, u.PoolSize, u.MaxActiveConns = m.Addrs, 8, 0
+			return redis.NewClusterClient(u.Cluster())
+		}
+		dial := func(ctx context.Context, i int) (engine.Conn, error) {
+			if ms[i].Topology == drivers.ClusterGroup {
+				return newClusterConn(cluster(ms[i]), ms[i]), nil
+			}
+			return connOf(ctx, client(ms[i]), ms[i])
+		}
+		sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+			if ms[i].Topology == drivers.ClusterGroup {
+				return subscribeCluster(ctx, cluster(ms[i]), ms[i])
+			}
+			c := client(ms[i])
 			return subscribe(ctx, c.Subscribe(ctx), c.Close)
-		case drivers.ClusterGroup:
-			return subscribeCluster(ctx, redis.NewClusterClient(clusterOptions(base, m)), m)
 		}
-		o := base
-		o.Addr = m.Addrs[0]
-		c := redis.NewClient(&o)
-		return subscribe(ctx, c.Subscribe(ctx), c.Close)
+		return dial, sub
 	}
-	cfg.Dial, cfg.Subscribe = dial, sub
-	return cfg, nil
 }
 
-// connOf takes one connection of c (Client.Conn) and pings it; wrap, if
-// not nil, rewrites the ping's error.
-func connOf(ctx context.Context, c *redis.Client, wrap func(error) error) (engine.Conn, error) {
+// connOf takes one connection of c, m's client (Client.Conn), and pings
+// it: a Sentinel group's failover client asks the Sentinels there.
+func connOf(ctx context.Context, c *redis.Client, m drivers.Member) (engine.Conn, error) {
 	rc := c.Conn()
 	if err := rc.Ping(ctx).Err(); err != nil {
 		_ = rc.Close() // the ping's error is the one to report
 		_ = c.Close()
-		if wrap != nil {
-			err = wrap(err)
-		}
-		return nil, err
+		return nil, wire.MemberError(m, err, errors.Is(err, redis.Nil))
 	}
 	return newConn(rc, func() error { return errors.Join(rc.Close(), c.Close()) }), nil
 }
 
-// failoverOptions are a Sentinel member's client options: Dial's.
-func failoverOptions(o redis.Options, m drivers.Member) *redis.FailoverOptions {
-	return &redis.FailoverOptions{
-		MasterName: m.MasterName, SentinelAddrs: m.Addrs,
-		Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
-		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: o.PoolSize, MaxActiveConns: o.MaxActiveConns, PipelinePoolSize: o.PipelinePoolSize,
-		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
-	}
-}
-
-// clusterOptions are a Cluster member's client options: Dial's, with a
-// pool of each node's client that its pipelines and WAITs share. The pool
-// outnumbers the dials a pipeline makes to a dead master (one per
-// redirection, MaxRedirects 3 and the first): go-redis starts a redial
-// goroutine, which outlives Close by up to a second, once a pool's failed
-// dials reach its size.
-func clusterOptions(o redis.Options, m drivers.Member) *redis.ClusterOptions {
-	return &redis.ClusterOptions{
-		Addrs:    m.Addrs,
-		Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, DialerRetries: o.DialerRetries, MaxRetries: o.MaxRetries,
-		ContextTimeoutEnabled: o.ContextTimeoutEnabled, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
-		PoolSize: 8, PipelinePoolSize: -1,
-		Protocol: o.Protocol, DisableIdentity: o.DisableIdentity,
-	}
-}
-
-// sentinelError makes err, a Sentinel member's failed dial, match
-// drivers.ErrMisconfigured when the Sentinels answered that they do not know
-// the master name (a nil reply to SENTINEL GET-MASTER-ADDR-BY-NAME).
-func sentinelError(m drivers.Member, err error) error {
-	if errors.Is(err, redis.Nil) {
-		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
-	}
-	return err
-}
-
-// clusterError makes err match drivers.ErrMisconfigured when a seed is a
-// server not in cluster mode.
-func clusterError(m drivers.Member, err error) error {
-	if err != nil && strings.Contains(err.Error(), "cluster support disabled") {
-		return fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
-	}
-	return err
-}
-
-// dialCluster makes a Cluster member's ClusterClient, which connects
-// lazily: the engine's Identify, right after, loads its slots.
-func dialCluster(_ context.Context, o *redis.ClusterOptions, m drivers.Member) (engine.Conn, error) {
-	return &clusterConn{c: redis.NewClusterClient(o), m: m}, nil
-}
-
-// clusterConn is a Cluster member's engine Conn: its ClusterClient. Runs
-// of commands go out as one ClusterClient pipeline, split by node and
-// routed by key; a write followed by WAIT goes with it, as one pipeline,
-// to the master of its key's slot (ClusterClient.MasterForKey), since WAIT
-// counts the replicas of its connection's writes.
+// clusterConn is a Cluster member's engine Conn: its ClusterClient, which
+// connects lazily (the engine's Identify, right after the dial, loads its
+// slots). Runs of commands go out as one ClusterClient pipeline, split by
+// node and routed by key; a write followed by WAIT goes with it, as one
+// pipeline, to the master of its key's slot (ClusterClient.MasterForKey),
+// since WAIT counts the replicas of its connection's writes.
 type clusterConn struct {
-	c       *redis.ClusterClient
-	m       drivers.Member
-	sharded bool // every master has sharded pub/sub, as Identify found
+	engine.ClusterID
+	c *redis.ClusterClient
+}
+
+func newClusterConn(c *redis.ClusterClient, m drivers.Member) *clusterConn {
+	return &clusterConn{engine.ClusterID{Masters: func(ctx context.Context) (wire.ClusterMasters, error) { return masters(ctx, c, m) }}, c}
 }
 
 // noRetryCmd is a command that go-redis never sends again after a
@@ -173,17 +119,6 @@ type noRetryCmd struct{ *redis.Cmd }
 func (noRetryCmd) NoRetry() bool { return true }
 
 func (c *clusterConn) Close() error { return c.c.Close() }
-
-// Identify returns the run_id of each master of the Cluster, and the
-// fewest connected replicas any has (engine.Identifier).
-func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
-	ms, err := masters(ctx, c.c, c.m)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
-}
 
 // masters asks every master of c for INFO server and INFO replication,
 // and folds their answers.
@@ -205,14 +140,10 @@ func masters(ctx context.Context, c *redis.ClusterClient, m drivers.Member) (wir
 		return nil
 	})
 	if err != nil {
-		return ms, clusterError(m, err)
+		return ms, wire.MemberError(m, err, false)
 	}
 	return ms, nil
 }
-
-// ShardedPubSub reports whether every master has sharded pub/sub
-// (engine.ShardedPublisher), as Identify found.
-func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 
 // subscribeCluster returns a Cluster member's subscription over c: sharded
 // (engine.NewShardedSubscription, over ClusterClient.SSubscribe) when
@@ -241,30 +172,11 @@ func shardRunner(c *redis.ClusterClient) engine.ShardRunner {
 		defer func() { _ = ps.Close() }()                         // this run's connection; its end is reported as it happened
 		stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // ends Receive
 		defer stop()
-		for {
-			v, err := ps.Receive(ctx)
-			var rerr redis.Error
-			switch {
-			case errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "NOPERM"):
-				push(engine.Event{Kind: engine.EventRefused, Err: err})
-				return err
-			case err != nil: // MOVED, CLUSTERDOWN, a dead master: the slots may have moved
-				c.ReloadState(context.WithoutCancel(ctx))
-				return err
-			}
-			switch v := v.(type) {
-			case *redis.Subscription:
-				if v.Kind == "sunsubscribe" { // the slot moved
-					c.ReloadState(context.WithoutCancel(ctx))
-					return nil
-				}
-				if v.Kind == "ssubscribe" {
-					push(engine.Event{Kind: engine.EventSubscribed})
-				}
-			case *redis.Message:
-				push(engine.Event{Kind: engine.EventMessage})
-			}
+		err := engine.RelayShard(func() (engine.Event, error) { return sub{ps, nil}.Receive(ctx) }, push)
+		if err == nil || !strings.HasPrefix(err.Error(), "NOPERM") { // the slots may have moved
+			c.ReloadState(context.WithoutCancel(ctx))
 		}
+		return err
 	}
 }
 
@@ -273,30 +185,14 @@ func shardRunner(c *redis.ClusterClient) engine.ShardRunner {
 // An error reply (MOVED after the redirections ran out, CLUSTERDOWN) is a
 // reply; any other failure is the connection's.
 func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	for i := 0; i < len(cmds); {
-		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
-			if err := c.waited(ctx, cmds[i:i+2], replies[i:i+2]); err != nil {
-				return err
-			}
-			i += 2
-			continue
-		}
-		j := i + 1
-		for j < len(cmds) && (j+1 >= len(cmds) || cmds[j+1][0] != "WAIT") {
-			j++
-		}
-		pipe := c.c.Pipeline()
-		if err := exec(ctx, pipe, cmds[i:j], replies[i:j]); err != nil {
-			return err
-		}
-		i = j
-	}
-	return nil
+	return engine.ExchangeRuns(cmds, replies,
+		func(cmds [][]string, replies []engine.Reply) error { return exec(ctx, c.c.Pipeline(), cmds, replies) },
+		func(cmds [][]string, replies []engine.Reply) error { return c.waited(ctx, cmds, replies) })
 }
 
 // waited sends a write and its WAIT to the master of the write's key.
 func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	m, err := c.c.MasterForKey(ctx, keyOf(cmds[0]))
+	m, err := c.c.MasterForKey(ctx, cmds[0][wire.KeyIndex(cmds[0])])
 	if err != nil {
 		return err
 	}
@@ -306,15 +202,6 @@ func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []eng
 		c.c.ReloadState(ctx)
 	}
 	return err
-}
-
-// keyOf returns the key of a command of the engine: SET's, or a script's
-// first.
-func keyOf(words []string) string {
-	if words[0] == "SET" || len(words) < 4 {
-		return words[1]
-	}
-	return words[3]
 }
 
 // exec sends cmds as one pipeline of p and reads their replies.
@@ -357,11 +244,5 @@ func replyOf(cmd *redis.Cmd) (engine.Reply, error) {
 	case err != nil:
 		return engine.Reply{}, err
 	}
-	switch v := v.(type) {
-	case string:
-		return engine.String(v), nil
-	case int64:
-		return engine.Reply{Kind: engine.KindInt, Int: v}, nil
-	}
-	return engine.Other(v), nil
+	return engine.Value(v), nil
 }

@@ -48,89 +48,81 @@ import (
 // it, each watched key has a connection of its own, with SSUBSCRIBE, to
 // the master the topology gives its slot, dialled again after the slot
 // moves.
-func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
-	cfg, err := membersConfig(members, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
+func DialMembers(members []drivers.Member, opts Options) (*drivers.Driver, error) {
+	return drivers.Start(drivers.MembersConfig("radix", members, opts, adapter(opts), drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup))
 }
 
-// membersConfig is DialMembers's engine configuration.
-func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
-	ms, cfg, err := engine.MembersConfig("radix", members, opts, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
-	if err != nil {
-		return engine.Config{}, err
-	}
-	timeout := cfg.DialTimeout
-	dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
-	sentinels := radixv4.Dialer{}
-	if opts.TLS != nil {
-		dialer.NetDialer = &tls.Dialer{Config: opts.TLS}
-		sentinels.NetDialer = &tls.Dialer{Config: opts.TLS}
-	}
-	clusterDialer := dialer
-	if opts.DB != 0 {
-		dialer.SelectDB = strconv.Itoa(opts.DB)
-	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		m := ms[i]
-		switch m.Topology {
-		case drivers.SentinelGroup:
-			return dialSentinel(ctx, m, dialer, sentinels)
-		case drivers.ClusterGroup:
-			return dialCluster(ctx, m, clusterDialer)
+// adapter dials the members of Dial and DialMembers.
+func adapter(opts Options) drivers.Adapter {
+	return func(ms []drivers.Member, timeout time.Duration) (engine.Dialer, engine.SubscribeDialer) {
+		dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
+		sentinels := radixv4.Dialer{}
+		if opts.TLS != nil {
+			dialer.NetDialer = &tls.Dialer{Config: opts.TLS}
+			sentinels.NetDialer = &tls.Dialer{Config: opts.TLS}
 		}
-		c, err := dialer.Dial(ctx, "tcp", m.Addrs[0])
-		if err != nil {
-			return nil, err
+		clusterDialer := dialer
+		if opts.DB != 0 {
+			dialer.SelectDB = strconv.Itoa(opts.DB)
 		}
-		return &duplex{conn: conn{c: c, own: true}, rc: c}, nil
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		m := ms[i]
-		addr := m.Addrs[0]
-		d := dialer
-		switch m.Topology {
-		case drivers.SentinelGroup:
-			sc, err := dialSentinel(ctx, m, dialer, sentinels)
+		dial := func(ctx context.Context, i int) (engine.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			m := ms[i]
+			switch m.Topology {
+			case drivers.SentinelGroup:
+				return dialSentinel(ctx, m, dialer, sentinels)
+			case drivers.ClusterGroup:
+				return dialCluster(ctx, m, clusterDialer)
+			}
+			c, err := dialer.Dial(ctx, "tcp", m.Addrs[0])
 			if err != nil {
 				return nil, err
 			}
-			addr = sc.primary
-			_ = sc.Close() // asked who the master is: the answer is what counts
-		case drivers.ClusterGroup:
-			cc, err := dialCluster(ctx, m, clusterDialer)
+			return &duplex{conn: conn{c: c, own: true}, rc: c}, nil
+		}
+		sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			m := ms[i]
+			addr := m.Addrs[0]
+			d := dialer
+			switch m.Topology {
+			case drivers.SentinelGroup:
+				sc, err := dialSentinel(ctx, m, dialer, sentinels)
+				if err != nil {
+					return nil, err
+				}
+				addr = sc.primary
+				_ = sc.Close() // asked who the master is: the answer is what counts
+			case drivers.ClusterGroup:
+				cc, err := dialCluster(ctx, m, clusterDialer)
+				if err != nil {
+					return nil, err
+				}
+				ms, err := cc.Masters(ctx)
+				if err != nil {
+					_ = cc.Close() // err is the failure to report
+					return nil, err
+				}
+				if ms.Sharded {
+					return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer, timeout), cc.Close), nil
+				}
+				primaries := cc.c.Topo().Primaries()
+				_ = cc.Close() // asked for the topology: the answer is what counts
+				if len(primaries) == 0 {
+					return nil, fmt.Errorf("%s: no master in the Cluster's topology", m)
+				}
+				addr, d = primaries[0].Addr, clusterDialer
+			}
+			c, err := d.Dial(ctx, "tcp", addr)
 			if err != nil {
 				return nil, err
 			}
-			ms, err := cc.masters(ctx)
-			if err != nil {
-				_ = cc.Close() // err is the failure to report
-				return nil, err
-			}
-			if ms.Sharded {
-				return engine.NewShardedSubscription(shardRunner(cc.c, clusterDialer, timeout), cc.Close), nil
-			}
-			primaries := cc.c.Topo().Primaries()
-			_ = cc.Close() // asked for the topology: the answer is what counts
-			if len(primaries) == 0 {
-				return nil, fmt.Errorf("%s: no master in the Cluster's topology", m)
-			}
-			addr, d = primaries[0].Addr, clusterDialer
+			return sub{c}, nil
 		}
-		c, err := d.Dial(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		return sub{c}, nil
+		return dial, sub
 	}
-	cfg.Dial, cfg.Subscribe = dial, sub
-	return cfg, nil
 }
 
 // sentinelConn is a Sentinel member's engine Conn: a radix Sentinel, and
@@ -148,10 +140,7 @@ func dialSentinel(ctx context.Context, m drivers.Member, dialer, sentinels radix
 	sc, err := cfg.New(ctx, m.MasterName, m.Addrs)
 	if err != nil {
 		pools.closeAll()
-		if strings.Contains(err.Error(), "No such master with that name") {
-			return nil, fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
-		}
-		return nil, err
+		return nil, wire.MemberError(m, err, false)
 	}
 	primary, err := sentinelPrimary(sc)
 	if err != nil {
@@ -373,14 +362,9 @@ func (c *sentinelConn) Exchange(ctx context.Context, cmds [][]string, replies []
 // clusterConn is a Cluster member's engine Conn: a radix Cluster, which
 // routes each command by its key.
 type clusterConn struct {
-	c       *radixv4.Cluster
-	m       drivers.Member
-	sharded bool // every master has sharded pub/sub, as Identify found
+	engine.ClusterID
+	c *radixv4.Cluster
 }
-
-// ShardedPubSub reports whether every master has sharded pub/sub
-// (engine.ShardedPublisher), as Identify found.
-func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
 
 // shardRunner subscribes to one channel with SSUBSCRIBE (engine.ShardRunner),
 // which radix does not offer: on a connection of its own to the master
@@ -413,23 +397,7 @@ func shardRunner(c *radixv4.Cluster, dialer radixv4.Dialer, timeout time.Duratio
 		if err := conn.EncodeDecode(ctx, radixv4.Cmd(nil, "SSUBSCRIBE", channel), nil); err != nil {
 			return err
 		}
-		for {
-			var ev event
-			if err := conn.EncodeDecode(ctx, nil, &ev); err != nil {
-				return err
-			}
-			switch e := engine.Event(ev); e.Kind {
-			case engine.EventUnsubscribed: // the slot moved
-				return nil
-			case engine.EventRefused:
-				if strings.HasPrefix(e.Err.Error(), "NOPERM") {
-					push(e)
-				}
-				return e.Err
-			default:
-				push(e)
-			}
-		}
+		return engine.RelayShard(func() (engine.Event, error) { return sub{conn}.Receive(ctx) }, push)
 	}
 }
 
@@ -453,32 +421,20 @@ func dialCluster(ctx context.Context, m drivers.Member, dialer radixv4.Dialer) (
 	c, err := cfg.New(ctx, m.Addrs)
 	if err != nil {
 		pools.closeAll()
-		if strings.Contains(err.Error(), "cluster support disabled") {
-			return nil, fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
-		}
-		return nil, err
+		return nil, wire.MemberError(m, err, false)
 	}
-	return &clusterConn{c: c, m: m}, nil
+	cc := &clusterConn{c: c}
+	cc.Masters = func(ctx context.Context) (wire.ClusterMasters, error) { return masters(ctx, c) }
+	return cc, nil
 }
 
 func (c *clusterConn) Close() error { return c.c.Close() }
 
-// Identify returns the run_id of each master of the Cluster, and the
-// fewest connected replicas any has (engine.Identifier).
-func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
-	ms, err := c.masters(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
-}
-
 // masters asks every master of the topology for INFO server and INFO
 // replication, and folds their answers.
-func (c *clusterConn) masters(ctx context.Context) (wire.ClusterMasters, error) {
+func masters(ctx context.Context, c *radixv4.Cluster) (wire.ClusterMasters, error) {
 	ms := wire.NewClusterMasters()
-	sets, err := c.c.Clients()
+	sets, err := c.Clients()
 	if err != nil {
 		return ms, err
 	}
@@ -501,79 +457,19 @@ func (c *clusterConn) masters(ctx context.Context) (wire.ClusterMasters, error) 
 // connection's, returned once every slot's commands are done, the other
 // slots' replies filled in (they ran: their rounds count them).
 func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	var units []unit
-	slots := map[uint16][]int{} // slot: indexes in units, in order
-	var order []uint16
-	for i := 0; i < len(cmds); {
-		n := 1
-		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
-			n = 2
+	slot := func(key string) uint16 { return radixv4.ClusterSlot([]byte(key)) }
+	return engine.ExchangeBySlot(cmds, slot, func(key string, i, n int) error {
+		a := &keyed{key: key, action: action{replies: make([]engine.Reply, n)}}
+		for _, cmd := range cmds[i : i+n] {
+			a.req = engine.AppendCommand(a.req, cmd)
 		}
-		key := keyOf(cmds[i])
-		slot := radixv4.ClusterSlot([]byte(key))
-		if _, ok := slots[slot]; !ok {
-			order = append(order, slot)
+		err := c.c.Do(ctx, a)
+		if err != nil && !errors.As(err, new(resp3.SimpleError)) {
+			return err // a may still be read into: radix's now
 		}
-		slots[slot] = append(slots[slot], len(units))
-		units = append(units, unit{key, i, n})
-		i += n
-	}
-	run := func(us []int) error {
-		for _, u := range us {
-			if err := c.do(ctx, units[u], cmds, replies); err != nil {
-				return err
-			}
-		}
+		copy(replies[i:i+n], a.replies)
 		return nil
-	}
-	if len(order) == 1 {
-		return run(slots[order[0]])
-	}
-	errs := make([]error, len(order))
-	var wg sync.WaitGroup
-	for k, slot := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[k] = run(slots[slot])
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// unit is a command, or a write and its WAIT, of an Exchange: cmds[i:i+n].
-type unit struct {
-	key  string
-	i, n int
-}
-
-// do sends one unit as one Action.
-func (c *clusterConn) do(ctx context.Context, u unit, cmds [][]string, replies []engine.Reply) error {
-	a := &keyed{key: u.key, action: action{replies: make([]engine.Reply, u.n)}}
-	for _, cmd := range cmds[u.i : u.i+u.n] {
-		a.req = engine.AppendCommand(a.req, cmd)
-	}
-	err := c.c.Do(ctx, a)
-	if err != nil && !errors.As(err, new(resp3.SimpleError)) {
-		return err // a may still be read into: radix's now
-	}
-	copy(replies[u.i:u.i+u.n], a.replies)
-	return nil
-}
-
-// keyOf returns the key of a command of the engine: SET's, or a script's
-// first.
-func keyOf(words []string) string {
-	if words[0] == "SET" || len(words) < 4 {
-		return words[1]
-	}
-	return words[3]
+	})
 }
 
 // keyed is one command, or a write and its WAIT, as a radix Action that

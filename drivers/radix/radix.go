@@ -1,29 +1,17 @@
-// Package radix is a Redlock driver (core.Driver) over
-// github.com/mediocregopher/radix/v4.
+// Package radix is a Redlock driver over
+// github.com/mediocregopher/radix/v4: the adapters that give the engine
+// radix's connections (see drivers.Driver for what the engine does with
+// them).
 //
-// Dial opens one radix connection (radix.Dialer) per Redis master; New
-// takes one radix Client per master instead, typically a pool. A node's
-// commands, from every round, go out as pipelines in the order their
-// rounds issued them. Dial's connections are written while the replies to
-// the pipelines before are still read (engine.Duplex): each pipeline is
-// one EncodeDecode that writes it, its replies another that reads them,
-// in order. New's clients carry one pipeline at a time, each one radix
-// Action whose single EncodeDecode writes every command and reads every
-// reply, so a pipeline costs one write and one round trip. The driver engine shared by
-// every driver of this module owns the rest: deadlines on the Client's
-// clock, scripts, replies, and the order rule that keeps a release behind
-// the SET it undoes (see core.Batch).
-//
-// Dial honours every field of Options: Username and Password (AUTH), DB
-// (SELECT), TLS, DialTimeout, which bounds the connect, the TLS handshake
-// and AUTH together, and Clock. A node that is down does not fail Dial: its
-// commands fail (core.StatusError, naming the node) until it answers.
-//
-// When a pipeline fails (the server restarted, a reply missed its
-// deadline) the driver closes the connection and dials again for the
-// node's next pipeline; until a script has run on the new connection its
-// commands carry the script's source (EVAL), since a restarted server has
-// lost its script cache. A closed connection takes with it any reply radix
+// Dial opens one radix connection (radix.Dialer) per Redis master,
+// honouring every Options field (DialTimeout bounds the connect, the TLS
+// handshake and AUTH together); New takes one radix Client per master
+// instead, typically a pool. Dial's connections are written while the
+// replies to the pipelines before are still read (engine.Duplex): each
+// pipeline is one EncodeDecode that writes it, its replies another that
+// reads them, in order. New's clients carry one pipeline at a time, each
+// one radix Action whose single EncodeDecode writes every command and
+// reads every reply. A closed connection takes with it any reply radix
 // would still have read or discarded, so a late reply never answers a
 // later command.
 //
@@ -31,137 +19,54 @@
 // groups (through radix's Sentinel) and Clusters (through radix's
 // Cluster), each one vote, with WAIT where asked (see DialMembers).
 //
-// New's clients remain the caller's: Close does not close them. Each
-// pipeline runs through Client.Do on a connection of its own (the Action
-// does not share connections), and after a failed pipeline radix's pool
-// closes that connection rather than reuse it. Give New pools: a bare
-// radix Conn is not replaced when it breaks.
+// New's clients remain the caller's. Each pipeline runs through
+// Client.Do on a connection of its own (the Action does not share
+// connections), and after a failed pipeline radix's pool closes that
+// connection rather than reuse it. Give New pools: a bare radix Conn is
+// not replaced when it breaks.
 //
-// Release notifications (Watch, core.Announcer) come over one more radix
-// connection per node, dialled as Dial's command connections are and kept
-// in subscribe mode. A driver made by New has none, and its waiters poll: a
-// radix Client lends a connection only for the length of an Action, from a
+// Release notifications (Watch) come over one more radix connection per
+// node, dialled as Dial's command connections are and kept in subscribe
+// mode. A driver made by New has none, and its waiters poll: a radix
+// Client lends a connection only for the length of an Action, from a
 // fixed-size pool that keeping one for good would shrink (a pool of one
 // would starve the commands), or it is a bare Conn, the commands' own.
 package radix
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
 	"slices"
-	"strconv"
 
 	radixv4 "github.com/mediocregopher/radix/v4"
 	"github.com/mediocregopher/radix/v4/resp"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/engine"
-	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // Options configure Dial; every field is honoured (see drivers.Options).
 type Options = drivers.Options
 
-// Driver is a core.Driver over radix connections. It is safe for
-// concurrent use.
-type Driver struct{ e *engine.Engine }
-
-var _ core.Announcer = (*Driver)(nil)
-
-// Dial validates addrs (host:port each, no server twice) and opts, then
-// starts connecting to every node in the background; it keeps its own copy
-// of addrs. It fails only for invalid configuration, with an error
-// matching core.ErrInvalidConfig.
-func Dial(addrs []string, opts Options) (*Driver, error) {
-	cfg, err := dialConfig(addrs, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
-}
-
-// dialConfig is Dial's engine configuration.
-func dialConfig(addrs []string, opts Options) (engine.Config, error) {
-	addrs, timeout, err := wire.CheckDial("radix", addrs, opts)
-	if err != nil {
-		return engine.Config{}, err
-	}
-	dialer := radixv4.Dialer{AuthUser: opts.Username, AuthPass: opts.Password}
-	if opts.DB != 0 {
-		dialer.SelectDB = strconv.Itoa(opts.DB)
-	}
-	if opts.TLS != nil {
-		dialer.NetDialer = &tls.Dialer{Config: opts.TLS}
-	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		c, err := dialer.Dial(ctx, "tcp", addrs[i])
-		if err != nil {
-			return nil, err
-		}
-		return &duplex{conn: conn{c: c, own: true}, rc: c}, nil
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		c, err := dialer.Dial(ctx, "tcp", addrs[i])
-		if err != nil {
-			return nil, err
-		}
-		return sub{c}, nil
-	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
+// Dial validates addrs and opts and starts connecting to every node in
+// the background, one radix connection each (see drivers.DialConfig).
+func Dial(addrs []string, opts Options) (*drivers.Driver, error) {
+	return drivers.Start(drivers.DialConfig("radix", addrs, opts, adapter(opts)))
 }
 
 // New returns a Driver over existing clients (pools, typically), one per
-// master in node order. names[i] names node i in errors; nil takes each
-// client's Addr. A nil client, the same client twice or the same name
-// twice (the same server would vote twice) is an error matching
-// core.ErrInvalidConfig. Close does not close the clients.
-// The driver reads its deadlines on the system clock: give a Client over
-// it no other (leave redlock.Options.Clock nil).
-func New(clients []radixv4.Client, names []string) (*Driver, error) {
-	cfg, err := newConfig(clients, names)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
+// master in node order (see drivers.NewConfig); nil names take each
+// client's Addr.
+func New(clients []radixv4.Client, names []string) (*drivers.Driver, error) {
+	return drivers.Start(newConfig(clients, names))
 }
 
 // newConfig is New's engine configuration.
 func newConfig(clients []radixv4.Client, names []string) (engine.Config, error) {
-	names, err := wire.CheckClients("radix", clients, names, func(_ int, c radixv4.Client) string { return c.Addr().String() })
-	if err != nil {
-		return engine.Config{}, err
-	}
-	dial := func(_ context.Context, i int) (engine.Conn, error) { return &conn{c: clients[i]}, nil }
-	return engine.Config{Names: names, Dial: dial}, nil
-}
-
-// Nodes returns N.
-func (d *Driver) Nodes() int { return d.e.Nodes() }
-
-// Clock returns the clock of the commands' deadlines (Options.Clock; New's: the system clock).
-func (d *Driver) Clock() core.Clock { return d.e.Clock() }
-
-// NodeName returns node i's address, or the name given to New.
-func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
-
-// Begin returns a batch for one round.
-func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
-
-// Watch relays the release announcements of key (core.Announcer).
-func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
-
-// Close sends the releases already issued, then closes the connections
-// Dial made. Commands issued after Close fail with core.ErrClosed. Close
-// is idempotent and returns nil.
-func (d *Driver) Close() error {
-	d.e.Close()
-	return nil
+	return drivers.NewConfig("radix", clients, names, func(_ int, c radixv4.Client) string { return c.Addr().String() },
+		func(clients []radixv4.Client) (engine.Dialer, engine.SubscribeDialer) {
+			return func(_ context.Context, i int) (engine.Conn, error) { return &conn{c: clients[i]}, nil }, nil
+		})
 }
 
 // sub is a radix connection in subscribe mode: the engine's Subscription.

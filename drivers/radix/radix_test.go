@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/radix"
 	"github.com/redlock-go/redlock/internal/dialtest"
@@ -33,7 +34,7 @@ func addrs(srvs []*redistest.Server) []string {
 	return out
 }
 
-func open(t *testing.T, a []string, opts radix.Options) *radix.Driver {
+func open(t *testing.T, a []string, opts radix.Options) *drivers.Driver {
 	t.Helper()
 	d, err := radix.Dial(a, opts)
 	require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/engine"
 )
 
@@ -20,6 +21,11 @@ func Subscriber(addrs []string, opts Options) engine.SubscribeDialer {
 // PoolSubscriber returns the one that New gives it.
 func PoolSubscriber(pools []*redis.Pool) engine.SubscribeDialer {
 	return subscriber(newConfig(pools, nil))
+}
+
+// dialConfig is Dial's engine configuration.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	return drivers.DialConfig("redigo", addrs, opts, adapter(opts))
 }
 
 func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {

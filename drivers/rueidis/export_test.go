@@ -19,6 +19,16 @@ func ClientSubscriber(clients []rd.Client) engine.SubscribeDialer {
 	return subscriber(newConfig(clients, nil))
 }
 
+// dialConfig and membersConfig are the engine configurations of Dial and
+// DialMembers.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	return drivers.DialConfig("rueidis", addrs, opts, adapter(opts))
+}
+
+func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
+	return drivers.MembersConfig("rueidis", members, opts, adapter(opts), drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
+}
+
 func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 	if err != nil {
 		panic(err)

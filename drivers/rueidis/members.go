@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -37,42 +36,35 @@ import (
 // sharded pub/sub, through its Receive of SSUBSCRIBE, over its connection
 // to each master, shared by every key. A WAIT still blocking at a
 // command's deadline fails the connection, which the driver redials.
-func DialMembers(members []drivers.Member, opts Options) (*Driver, error) {
-	cfg, err := membersConfig(members, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
+func DialMembers(members []drivers.Member, opts Options) (*drivers.Driver, error) {
+	return drivers.Start(drivers.MembersConfig("rueidis", members, opts, adapter(opts), drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup))
 }
 
-// membersConfig is DialMembers's engine configuration.
-func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
-	ms, cfg, err := engine.MembersConfig("rueidis", members, opts, drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
-	if err != nil {
-		return engine.Config{}, err
+// adapter dials the members of Dial and DialMembers.
+func adapter(opts Options) drivers.Adapter {
+	return func(ms []drivers.Member, timeout time.Duration) (engine.Dialer, engine.SubscribeDialer) {
+		dial := func(ctx context.Context, i int) (engine.Conn, error) {
+			c, err := memberClient(ctx, ms[i], opts)
+			if err != nil {
+				return nil, err
+			}
+			if ms[i].Topology == drivers.ClusterGroup {
+				return newClusterConn(c, ms[i]), nil
+			}
+			return &conn{c: c, owned: true}, nil
+		}
+		sub := func(ctx context.Context, i int) (engine.Subscription, error) {
+			c, err := memberClient(ctx, ms[i], opts)
+			if err != nil {
+				return nil, err
+			}
+			if ms[i].Topology == drivers.ClusterGroup {
+				return subscribeCluster(ctx, c, ms[i], timeout)
+			}
+			return subscribe(c, c.Close)
+		}
+		return dial, sub
 	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		c, err := memberClient(ctx, ms[i], opts)
-		if err != nil {
-			return nil, err
-		}
-		if ms[i].Topology == drivers.ClusterGroup {
-			return &clusterConn{c: c, m: ms[i]}, nil
-		}
-		return &conn{c: c, owned: true}, nil
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		c, err := memberClient(ctx, ms[i], opts)
-		if err != nil {
-			return nil, err
-		}
-		if ms[i].Topology == drivers.ClusterGroup {
-			return subscribeCluster(ctx, c, ms[i], cfg.DialTimeout)
-		}
-		return subscribe(c, c.Close)
-	}
-	cfg.Dial, cfg.Subscribe = dial, sub
-	return cfg, nil
 }
 
 // memberOption returns the rueidis options DialMembers uses for m: those
@@ -118,23 +110,14 @@ func memberClient(ctx context.Context, m drivers.Member, opts Options) (rd.Clien
 		// One seed not in cluster mode: rueidis falls back to a single
 		// client.
 		c.Close()
-		return nil, fmt.Errorf("%w: %s: not a Cluster: the seed has cluster support disabled", drivers.ErrMisconfigured, m)
+		return nil, wire.NotCluster(m, errors.New("the seed has cluster support disabled"))
 	}
 	return c, nil
 }
 
-// memberError makes err, m's failed dial, match drivers.ErrMisconfigured when
-// the Sentinels answered that they do not know the master name (SENTINEL
-// SENTINELS's error, or a nil reply to GET-MASTER-ADDR-BY-NAME) or a seed
-// is a server not in cluster mode.
+// memberError is err, m's failed dial, as wire.MemberError says.
 func memberError(m drivers.Member, err error) error {
-	switch {
-	case m.Topology == drivers.SentinelGroup && (rd.IsRedisNil(err) || strings.Contains(err.Error(), "No such master")):
-		return fmt.Errorf("%w: %s: the Sentinels know no master %q: %w", drivers.ErrMisconfigured, m, m.MasterName, err)
-	case m.Topology == drivers.ClusterGroup && strings.Contains(err.Error(), "cluster support disabled"):
-		return fmt.Errorf("%w: %s: not a Cluster: %w", drivers.ErrMisconfigured, m, err)
-	}
-	return err
+	return wire.MemberError(m, err, rd.IsRedisNil(err))
 }
 
 // clusterConn is a Cluster member's engine Conn: its cluster client. Runs
@@ -143,14 +126,13 @@ func memberError(m drivers.Member, err error) error {
 // master of its key's slot, since WAIT counts the replicas of its
 // connection's writes.
 type clusterConn struct {
-	c       rd.Client
-	m       drivers.Member
-	sharded bool // every master has sharded pub/sub, as Identify found
+	engine.ClusterID
+	c rd.Client
 }
 
-// ShardedPubSub reports whether every master has sharded pub/sub
-// (engine.ShardedPublisher), as Identify found.
-func (c *clusterConn) ShardedPubSub() bool { return c.sharded }
+func newClusterConn(c rd.Client, m drivers.Member) *clusterConn {
+	return &clusterConn{engine.ClusterID{Masters: func(ctx context.Context) (wire.ClusterMasters, error) { return masters(ctx, c, m) }}, c}
+}
 
 // subscribeCluster returns a Cluster member's subscription over c: sharded
 // (engine.NewShardedSubscription, over c's Receive of SSUBSCRIBE) when
@@ -200,17 +182,6 @@ func (c *clusterConn) Close() error {
 	return nil
 }
 
-// Identify returns the run_id of each master of the Cluster, and the
-// fewest connected replicas any has (engine.Identifier), from masters.
-func (c *clusterConn) Identify(ctx context.Context) ([]string, int, error) {
-	ms, err := masters(ctx, c.c, c.m)
-	if err != nil {
-		return nil, 0, err
-	}
-	c.sharded = ms.Sharded
-	return ms.IDs, ms.Fewest, nil
-}
-
 // masters asks every node c knows, at once, for INFO server and INFO
 // replication, and folds the masters' answers; a node that does not
 // answer is left out, unless no master does.
@@ -250,24 +221,9 @@ func masters(ctx context.Context, c rd.Client, m drivers.Member) (wire.ClusterMa
 // reply; any other failure is the connection's, and the replies of the
 // other masters of the run still count.
 func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	for i := 0; i < len(cmds); {
-		if i+1 < len(cmds) && cmds[i+1][0] == "WAIT" {
-			if err := c.waited(ctx, cmds[i:i+2], replies[i:i+2]); err != nil {
-				return err
-			}
-			i += 2
-			continue
-		}
-		j := i + 1
-		for j < len(cmds) && (j+1 >= len(cmds) || cmds[j+1][0] != "WAIT") {
-			j++
-		}
-		if err := c.run(ctx, cmds[i:j], replies[i:j]); err != nil {
-			return err
-		}
-		i = j
-	}
-	return nil
+	return engine.ExchangeRuns(cmds, replies,
+		func(cmds [][]string, replies []engine.Reply) error { return c.run(ctx, cmds, replies) },
+		func(cmds [][]string, replies []engine.Reply) error { return c.waited(ctx, cmds, replies) })
 }
 
 // run sends cmds, each with its key's slot, as one DoMulti. Commands
@@ -303,15 +259,11 @@ func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []eng
 	})
 }
 
-// keyed builds words as a command whose slot is its key's: SET's, or a
-// script's first (its other keys share that slot: wire.ClusterName). It
-// reports false for a command of no key.
+// keyed builds words as a command whose slot is its key's
+// (wire.KeyIndex). It reports false for a command of no key.
 func keyed(b rd.Builder, words []string) (rd.Completed, bool) {
-	switch {
-	case words[0] == "SET" && len(words) > 1:
-		return b.Arbitrary(words[0]).Keys(words[1]).Args(words[2:]...).Build(), true
-	case (words[0] == "EVAL" || words[0] == "EVALSHA") && len(words) > 3 && words[2] != "0":
-		return b.Arbitrary(words[:3]...).Keys(words[3]).Args(words[4:]...).Build(), true
+	if k := wire.KeyIndex(words); k > 0 {
+		return b.Arbitrary(words[:k]...).Keys(words[k]).Args(words[k+1:]...).Build(), true
 	}
 	return b.Arbitrary(words...).Build(), false
 }

@@ -1,58 +1,39 @@
-// Package rueidis is a Redlock driver (core.Driver) over
-// github.com/redis/rueidis.
+// Package rueidis is a Redlock driver over github.com/redis/rueidis: the
+// adapters that give the engine rueidis's clients (see drivers.Driver for
+// what the engine does with them).
 //
 // Dial creates one rueidis client per Redis master: a single-node client
 // (ForceSingleClient) on one connection, with client-side caching and
-// retries off (see ClientOption). New wraps clients the caller made
-// instead. A node's commands, from every round, go out on its client as
-// pipelines (DoMulti, or Do for a lone command), one pipeline at a time,
-// in the order their rounds issued them. The driver engine shared by every
-// driver of this module owns the rest: deadlines on the Client's clock,
-// scripts, replies, and the order rule that keeps a release behind the SET
-// it undoes (see core.Batch).
+// retries off (see ClientOption), honouring every Options field
+// (Username and Password by HELLO or AUTH; refused credentials fail the
+// node's commands, quoting the server's error). New wraps clients the
+// caller made instead, which reconnect by themselves; after a failure the
+// driver replaces a client Dial made. A node's pipelines go out on its
+// client with DoMulti, or Do for a lone command, one at a time.
 //
-// Dial honours Options: Username and Password (HELLO or AUTH), DB
-// (SELECT), TLS, DialTimeout and Clock. A node that is down does not fail Dial:
-// its commands fail (core.StatusError, naming the node) until it answers;
-// so do refused credentials, quoting the server's error. When a
-// connection fails (the server restarted, a reply missed its deadline) the
-// driver closes that node's client and creates another for the node's next
-// pipeline (a client given to New reconnects by itself); until a script
-// has run on the new connection its commands carry the script's source
-// (EVAL), since a restarted server has lost its script cache.
+// DialMembers takes standalone masters as Dial's, Sentinel groups through
+// rueidis's Sentinel client and Clusters through its cluster client, each
+// one vote, with WAIT after each write when a member asks for it (see
+// DialMembers).
 //
-// DialMembers takes quorum members instead of addresses (drivers.Member):
-// standalone masters as Dial's, Sentinel groups through rueidis's Sentinel
-// client and Clusters through its cluster client, each one vote, with
-// WAIT after each write when a member asks for it (see DialMembers).
-//
-// Release notifications (Watch, core.Announcer) come over a connection
-// per node dedicated to them (Client.Dedicate) in subscribe mode: Dial
-// makes one more client for it with the same options, which keeps its own
-// connection idle beside it; New dedicates one from each caller's client.
+// Release notifications (Watch) come over a connection per node dedicated
+// to them (Client.Dedicate) in subscribe mode: Dial makes one more client
+// for it with the same options, which keeps its own connection idle
+// beside it; New dedicates one from each caller's client.
 package rueidis
 
 import (
 	"cmp"
 	"context"
-	"time"
 
 	rd "github.com/redis/rueidis"
 
-	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/engine"
-	"github.com/redlock-go/redlock/drivers/wire"
 )
 
 // Options configure Dial; every field is honoured (see drivers.Options).
 type Options = drivers.Options
-
-// Driver is a core.Driver over rueidis clients. It is safe for concurrent
-// use.
-type Driver struct{ e *engine.Engine }
-
-var _ core.Announcer = (*Driver)(nil)
 
 // ClientOption returns the rueidis options Dial uses for addr: a
 // single-node client (ForceSingleClient) on one connection
@@ -80,118 +61,32 @@ func ClientOption(addr string, opts Options) rd.ClientOption {
 	return o
 }
 
-// Dial validates addrs (host:port each, no server twice) and opts, then
-// starts connecting to every node in the background; it keeps its own copy
-// of addrs. It fails only for invalid configuration, with an error
-// matching core.ErrInvalidConfig.
-func Dial(addrs []string, opts Options) (*Driver, error) {
-	cfg, err := dialConfig(addrs, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
-}
-
-// dialConfig is Dial's engine configuration.
-func dialConfig(addrs []string, opts Options) (engine.Config, error) {
-	addrs, timeout, err := wire.CheckDial("rueidis", addrs, opts)
-	if err != nil {
-		return engine.Config{}, err
-	}
-	// NewClient dials at once, bounded by Dialer.Timeout, HELLO/AUTH
-	// included. With ForceSingleClient it returns a client even when the
-	// dial fails, to dial again on use: the engine redials instead.
-	client := func(ctx context.Context, i int) (rd.Client, error) {
-		o := ClientOption(addrs[i], opts)
-		if dl, ok := ctx.Deadline(); ok {
-			if o.Dialer.Timeout = min(o.Dialer.Timeout, time.Until(dl)); o.Dialer.Timeout <= 0 {
-				return nil, context.DeadlineExceeded
-			}
-		}
-		c, err := rd.NewClient(o)
-		if err != nil {
-			if c != nil {
-				c.Close()
-			}
-			return nil, err
-		}
-		return c, nil
-	}
-	dial := func(ctx context.Context, i int) (engine.Conn, error) {
-		c, err := client(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		return &conn{c: c, owned: true}, nil
-	}
-	sub := func(ctx context.Context, i int) (engine.Subscription, error) {
-		c, err := client(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		return subscribe(c, c.Close)
-	}
-	return engine.Config{Names: addrs, Dial: dial, DialTimeout: timeout, Subscribe: sub, Clock: opts.Clock, Logger: opts.Logger}, nil
+// Dial validates addrs and opts and starts connecting to every node in
+// the background, one rueidis client each (see drivers.DialConfig).
+func Dial(addrs []string, opts Options) (*drivers.Driver, error) {
+	return drivers.Start(drivers.DialConfig("rueidis", addrs, opts, adapter(opts)))
 }
 
 // New returns a Driver over existing clients, one per master in node
-// order, each a single-node client without retries (see ClientOption),
-// which reconnects by itself. names[i] names node i in errors; nil takes
-// each client's address. A nil client, the same client twice or
-// the same name twice (the same server would vote twice) is an error
-// matching core.ErrInvalidConfig. Close does not close the clients.
+// order (see drivers.NewConfig), each a single-node client without
+// retries (see ClientOption); nil names take each client's address.
 // Release notifications take one dedicated connection of each client
 // (Dedicate), closed rather than given back when they end.
-// The driver reads its deadlines on the system clock: give a Client over
-// it no other (leave redlock.Options.Clock nil).
-func New(clients []rd.Client, names []string) (*Driver, error) {
-	cfg, err := newConfig(clients, names)
-	if err != nil {
-		return nil, err
-	}
-	return &Driver{engine.New(cfg)}, nil
+func New(clients []rd.Client, names []string) (*drivers.Driver, error) {
+	return drivers.Start(newConfig(clients, names))
 }
 
 // newConfig is New's engine configuration.
 func newConfig(clients []rd.Client, names []string) (engine.Config, error) {
-	names, err := wire.CheckClients("rueidis", clients, names, func(_ int, c rd.Client) (addr string) {
+	return drivers.NewConfig("rueidis", clients, names, func(_ int, c rd.Client) (addr string) {
 		for addr = range c.Nodes() { // one, for a single-node client
 		}
 		return addr
+	}, func(clients []rd.Client) (engine.Dialer, engine.SubscribeDialer) {
+		dial := func(_ context.Context, i int) (engine.Conn, error) { return &conn{c: clients[i]}, nil }
+		sub := func(_ context.Context, i int) (engine.Subscription, error) { return subscribe(clients[i], func() {}) }
+		return dial, sub
 	})
-	if err != nil {
-		return engine.Config{}, err
-	}
-	dial := func(_ context.Context, i int) (engine.Conn, error) {
-		return &conn{c: clients[i]}, nil
-	}
-	sub := func(_ context.Context, i int) (engine.Subscription, error) {
-		return subscribe(clients[i], func() {})
-	}
-	return engine.Config{Names: names, Dial: dial, Subscribe: sub}, nil
-}
-
-// Nodes returns N.
-func (d *Driver) Nodes() int { return d.e.Nodes() }
-
-// Clock returns the clock of the commands' deadlines (Options.Clock; New's: the system clock).
-func (d *Driver) Clock() core.Clock { return d.e.Clock() }
-
-// NodeName returns node i's address, or the name given to New.
-func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
-
-// Begin returns a batch for one round.
-func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
-
-// Watch relays the release announcements of key (core.Announcer).
-func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
-
-// Close sends the releases already issued, then closes the clients Dial
-// made. Commands issued after Close fail with core.ErrClosed. Close is
-// idempotent and returns nil.
-func (d *Driver) Close() error {
-	d.e.Close()
-	return nil
 }
 
 // sub is a dedicated connection of a client in subscribe mode: the
@@ -291,14 +186,7 @@ func (c *conn) Exchange(ctx context.Context, cmds [][]string, replies []engine.R
 	rs := c.c.DoMulti(ctx, c.cmds...)
 	clear(c.cmds) // rueidis recycles the commands it sent
 	c.cmds = c.cmds[:0]
-	for i, r := range rs {
-		rep, err := reply(r)
-		if err != nil {
-			return err
-		}
-		replies[i] = rep
-	}
-	return nil
+	return collect(rs, replies)
 }
 
 // reply decodes r, or returns the connection's failure.

@@ -21,6 +21,16 @@ func ClientSubscriber(clients []vk.Client) engine.SubscribeDialer {
 	return subscriber(newConfig(clients, nil))
 }
 
+// dialConfig and membersConfig are the engine configurations of Dial and
+// DialMembers.
+func dialConfig(addrs []string, opts Options) (engine.Config, error) {
+	return drivers.DialConfig("valkeygo", addrs, opts, adapter(opts))
+}
+
+func membersConfig(members []drivers.Member, opts Options) (engine.Config, error) {
+	return drivers.MembersConfig("valkeygo", members, opts, adapter(opts), drivers.Standalone, drivers.SentinelGroup, drivers.ClusterGroup)
+}
+
 func subscriber(cfg engine.Config, err error) engine.SubscribeDialer {
 	if err != nil {
 		panic(err)

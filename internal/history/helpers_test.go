@@ -18,6 +18,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/redigo"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -102,7 +103,7 @@ func dial(t *testing.T, s *redistest.Server) redis.Conn {
 
 // newDriver is one Redlock client's connections to servers, in that node
 // order, closed at the test's end.
-func newDriver(t *testing.T, servers ...*redistest.Server) *redigo.Driver {
+func newDriver(t *testing.T, servers ...*redistest.Server) *drivers.Driver {
 	t.Helper()
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
