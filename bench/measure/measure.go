@@ -174,11 +174,12 @@ var (
 
 // ReadCounters reads the allocation and goroutine-creation counters. It
 // stops the world briefly (runtime.ReadMemStats), so call it outside the
-// timed window. It allocates nothing.
+// timed window. The allocation count is read last, so that what the
+// reading allocates does not count: the process's first metrics.Read
+// sets up the runtime's metrics table (some fifty allocations); later
+// readings allocate nothing.
 func ReadCounters() Counters {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	c := Counters{Mallocs: ms.Mallocs, Bytes: ms.TotalAlloc}
+	var c Counters
 	samplesMu.Lock()
 	metrics.Read(samples[:])
 	if v := samples[0].Value; v.Kind() == metrics.KindUint64 {
@@ -186,6 +187,9 @@ func ReadCounters() Counters {
 	}
 	samplesMu.Unlock()
 	c.CPU, c.HasCPU = ProcessCPU()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	c.Mallocs, c.Bytes = ms.Mallocs, ms.TotalAlloc
 	return c
 }
 
