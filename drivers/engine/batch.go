@@ -60,6 +60,11 @@ type batch struct {
 
 const abandoned = 1 << 40
 
+// idleBatches is how many idle batches an engine keeps (Engine.batches):
+// a client's round takes one, and its batch before may still await the
+// nodes a quorum went without, so that this covers a few dozen clients.
+const idleBatches = 64
+
 func newBatch(e *Engine) *batch {
 	n := len(e.names)
 	b := &batch{
@@ -246,7 +251,10 @@ func (b *batch) recycle() {
 	b.ctx = nil
 	b.waiting = 0
 	b.inflight.Store(0)
-	b.e.batches.Put(b)
+	select {
+	case b.e.batches <- b:
+	default: // idleBatches idle already
+	}
 }
 
 func isClosed(c <-chan struct{}) bool {

@@ -224,7 +224,13 @@ type Engine struct {
 	dial  Dialer
 	nodes []*node
 
-	batches sync.Pool
+	// batches holds the idle batches, up to idleBatches (more, after a
+	// burst of rounds, are left to the collector). Not a sync.Pool: a
+	// pool drops its batches at every garbage collection, keeps one per P
+	// out of the other Ps' reach and allocates to take one after a
+	// collection, so that an uncontended round now and then made a new
+	// batch, ten allocations.
+	batches chan *batch
 	once    sync.Once
 	wg      sync.WaitGroup
 
@@ -262,7 +268,7 @@ func New(cfg Config) *Engine {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	e.watcher = watcher{e: e, dial: cfg.Subscribe, timeout: dt}
-	e.batches.New = func() any { return newBatch(e) }
+	e.batches = make(chan *batch, idleBatches)
 	e.wg.Add(len(e.nodes))
 	for i := range e.nodes {
 		n := &node{e: e, i: i, wake: make(chan struct{}, 1)}
@@ -293,7 +299,12 @@ func (e *Engine) NodeName(i int) string { return e.names[i] }
 // Begin returns a batch for one round. ctx's values reach the client for a
 // pipeline of one command; its cancellation does not (see core.Driver).
 func (e *Engine) Begin(ctx context.Context) core.Batch {
-	b := e.batches.Get().(*batch)
+	var b *batch
+	select {
+	case b = <-e.batches:
+	default:
+		b = newBatch(e)
+	}
 	b.ctx = ctx
 	return b
 }
