@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strconv"
 	"testing"
@@ -138,7 +139,7 @@ func goredisDo(p redis.Pipeliner) func(context.Context, []string, bool) error {
 				p.Del(ctx, k)
 			}
 		}
-		if _, err := p.Exec(ctx); err != nil && err != redis.Nil {
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 		return nil

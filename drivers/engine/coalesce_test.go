@@ -2,6 +2,7 @@ package engine
 
 import (
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ type coalesceHook struct {
 func (h *coalesceHook) yielded() {
 	h.yields++
 	if len(h.rounds) < h.adds {
-		key := "k" + string(rune('0'+len(h.rounds)))
+		key := "k" + strconv.Itoa(len(h.rounds))
 		b := send(h.e, h.clock, 0, acquire(key, uint64(len(h.rounds))), time.Second)
 		b.(core.Flusher).Flush() // queued now, on the node's goroutine
 		h.rounds = append(h.rounds, b)
