@@ -33,6 +33,7 @@ type node struct {
 	idle    bool // the goroutine waits for wake
 	closing bool
 	queued  func(n int) // a test's hook: called, under mu, with the queue's length
+	yielded func()      // a test's hook: called after each of coalesce's yields
 
 	// lane is the node's WAIT lane (see route), or nil; a lane's
 	// outstanding counts its jobs not yet answered, by key and token.
@@ -49,6 +50,7 @@ type node struct {
 	dctx    *dctx // a dial's context
 	dup     duplex
 	redial  bool // a command waits, after a failed dial, to go again (resend)
+	many    bool // the last pipeline carried several commands (coalesce)
 }
 
 // pipe is one pipeline: its jobs, their commands and replies.
@@ -206,6 +208,7 @@ func (n *node) loop(dialTimeout time.Duration) {
 			// larger pipelines cost the client and the servers fewer
 			// system calls per command; alone, the yield returns at once.
 			runtime.Gosched()
+			n.coalesce()
 			n.mu.Lock()
 		}
 		p.jobs = append(p.jobs[:0], n.again...)
@@ -220,6 +223,7 @@ func (n *node) loop(dialTimeout time.Duration) {
 		}
 		closing := n.closing
 		n.mu.Unlock()
+		n.many = len(p.jobs) > 1
 		n.pipeline(p, closing)
 		if n.dup.l == nil && !closing {
 			// The pipeline's replies made its rounds runnable: yield
@@ -238,6 +242,40 @@ func (n *node) loop(dialTimeout time.Duration) {
 			}
 			return
 		}
+	}
+}
+
+// coalesceYields bounds the yields of coalesce.
+const coalesceYields = 3
+
+// coalesce holds a woken Duplex node's next write while other rounds
+// send to it (its last pipeline carried several commands): it yields
+// again for as long as a yield brings more commands, up to
+// coalesceYields times, and they go out in one write. The one yield
+// before it lets the rounds runnable on this CPU queue first, but the
+// rounds that one pipeline's replies woke also queue theirs on another
+// CPU while the node runs, and without these yields each would go out
+// in a write of its own. A node whose pipelines carry one command, a
+// lone round's, writes at once: it waits for no more yields than before.
+func (n *node) coalesce() {
+	if n.dup.l == nil || !n.many {
+		return
+	}
+	n.mu.Lock()
+	had := len(n.queue)
+	n.mu.Unlock()
+	for range coalesceYields {
+		runtime.Gosched()
+		if n.yielded != nil {
+			n.yielded()
+		}
+		n.mu.Lock()
+		now := len(n.queue)
+		n.mu.Unlock()
+		if now == had {
+			return
+		}
+		had = now
 	}
 }
 
