@@ -113,8 +113,15 @@ func (r *Round) Done() bool {
 		return int(r.sent) == t.n && r.waiting == 0
 	case t.ok >= t.quorum: // won: a sequential round visits every node
 		return r.fanOut == Multiplexed
+	case t.ok+t.pending() >= t.quorum:
+		return false
 	}
-	return t.ok+t.pending() < t.quorum // lost
+	// Lost. A multiplexed Fair attempt that queues its waiter
+	// (Command.Ticket), held everywhere so far, awaits the other nodes:
+	// held there too, it queued the waiter on every node and needs no
+	// cleanup round (Acquisition.queuedEverywhere), which would cost more
+	// than the replies it waits for.
+	return !(r.fanOut == Multiplexed && r.cmd.Ticket > 0 && r.cmd.Op != OpRelease && t.held == int(r.received))
 }
 
 // Needed returns the fewest further replies that can change the round:
