@@ -136,8 +136,10 @@ func (a *Acquisition) startAttempt(now time.Time) {
 			// An attempt that will wait if it fails queues its waiter
 			// where it finds the key held, under its place, in its own
 			// round: a wait needs no cleanup round first to join the
-			// queue (queuedEverywhere). The ticket becomes the
-			// acquisition's once the attempt is sent (adoptTicket).
+			// queue (queuedEverywhere), whose ticket then becomes the
+			// acquisition's. A cleanup takes its own, as before: a
+			// Lock of the process may have taken the key since this
+			// one was taken, which made it stale.
 			cmd.Ticket, cmd.Handoff = a.ticket, a.spec.fairHandoff()
 			if cmd.Ticket == 0 {
 				cmd.Ticket = ticketAt(now)
@@ -147,14 +149,13 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	a.spec.initRound(&a.round, cmd, now)
 }
 
-// adoptTicket makes the ticket of the attempt round, sent, the
-// acquisition's: it may have queued the waiter on any node it reached.
-// An attempt never sent (WaitAgain before the first, a cancel before
-// the send) queued nothing, and leaves no ticket to leave with.
-func (a *Acquisition) adoptTicket() {
-	if r := &a.round; a.ticket == 0 && !a.cleaning && !a.raising && r.sent > 0 && r.cmd.Ticket > 0 {
-		a.ticket = r.cmd.Ticket
-	}
+// attemptQueued reports whether the round is an attempt, sent, that
+// queues its waiter (Command.Ticket): it may have queued it on any node
+// it reached. An attempt never sent (WaitAgain before the first, a
+// cancel before the send) queued nothing.
+func (a *Acquisition) attemptQueued() bool {
+	r := &a.round
+	return !a.cleaning && !a.raising && r.sent > 0 && r.cmd.Ticket > 0
 }
 
 // queuedEverywhere reports whether the failed attempt's round, which
@@ -265,9 +266,9 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	a.err.Attempts = a.retry.attempts
 	a.learn(now)
-	a.adoptTicket()
 	if a.queuedEverywhere() {
-		a.waitNext(now) // the attempt queued the waiter: one round, not two
+		a.ticket = r.cmd.Ticket // its place: the attempt's, or the one it had
+		a.waitNext(now)         // the attempt queued the waiter: one round, not two
 		return
 	}
 	a.startCleanup(now)
@@ -428,7 +429,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			noWait |= 1 << i
 		}
 	}
-	a.adoptTicket() // a cancelled attempt may have queued the waiter: it leaves
+	queued := a.attemptQueued() // a cancelled one leaves the queue
 	a.cleaning, a.raising = true, false
 	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
@@ -445,9 +446,11 @@ func (a *Acquisition) startCleanup(now time.Time) {
 				a.ticket = ticketAt(now)
 			}
 			cmd.Ticket = a.ticket
-		case a.ticket != 0 && a.followed:
+		case a.followed:
+			// The process's entry, which its attempt may have made, is
+			// its followers' too: it keeps it (Ticket 0) or renews it.
 			cmd.Ticket = a.ticket
-		case a.ticket != 0:
+		case a.ticket != 0 || queued:
 			cmd.Ticket = leaveTicket
 		}
 	}
@@ -475,6 +478,12 @@ func (a *Acquisition) freedKey() bool {
 	}
 	t := &a.round.tally
 	return a.ours != 0 || t.ok > 0 || t.ok+t.held+t.missing < t.n
+}
+
+// leftQueue reports whether a ended without the lock after a round that
+// took its waiter out of the queue (leaveTicket).
+func (a *Acquisition) leftQueue() bool {
+	return a.phase == PhaseDone && a.grant.key == "" && a.cleaning && a.round.cmd.Ticket < 0
 }
 
 // leaveTicket is the Ticket of a Fair release that takes its waiter out

@@ -579,3 +579,77 @@ func TestHeadWithAStaleTicketStillLeaves(t *testing.T) {
 	a.Cancel(t1, errors.New("gone"))
 	wantLeaveThenCancelled(t, &a, t1)
 }
+
+// TestFairAttemptQueuesInItsOwnRound: a Fair waiter's section is one
+// round fewer than an attempt, a queueing cleanup and the winning
+// attempt. Its first attempt, finding the key held on every node, queues
+// it there itself (its Ticket), takes nothing, and needs no cleanup: the
+// acquisition waits at once, and its next attempt, on its turn, wins.
+// Two rounds in all. An attempt that took the key on some node, or whose
+// node did not answer, still has its cleanup, which keeps the place.
+func TestFairAttemptQueuesInItsOwnRound(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec := fairSpec(t, core.RandomDelay(3, 20*time.Millisecond, 20*time.Millisecond))
+	a, err := spec.Acquire("k", core.Token{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	att := drive(a.Round(), t0, core.StatusHeld)
+	rounds++
+	if len(att) != 3 || att[0].Ticket != t0.UnixMilli() || att[0].Handoff <= 0 {
+		t.Fatalf("the attempt: %d commands, %+v; want one per node, queueing under ticket %d", len(att), att[0], t0.UnixMilli())
+	}
+	a.RoundDone(t0)
+	if a.Phase() != core.PhaseWait {
+		t.Fatalf("after an attempt held everywhere, which queued the waiter: phase %v (%+v), want the wait", a.Phase(), a.Round().Command())
+	}
+	t1 := t0.Add(5 * time.Millisecond) // its turn: the key handed to its waiter
+	a.Wake(t1)
+	if c := a.Round().Command(); c.Ticket != t0.UnixMilli() {
+		t.Errorf("the next attempt queues under %d, want its place %d", c.Ticket, t0.UnixMilli())
+	}
+	drive(a.Round(), t1, core.StatusOK)
+	rounds++
+	a.RoundDone(t1)
+	if _, err := a.Result(); err != nil {
+		t.Fatalf("the attempt on its turn: %v", err)
+	}
+	if rounds != 2 {
+		t.Errorf("a Fair section took %d rounds, want 2", rounds)
+	}
+
+	// A multiplexed attempt lost on held keys awaits its last node: held
+	// there too, it needs no cleanup; taken there, the cleanup frees it.
+	for _, last := range []core.Status{core.StatusHeld, core.StatusOK} {
+		b, _ := spec.Acquire("k", core.Token{}, t0)
+		r := b.Round()
+		for {
+			if _, _, _, ok := r.Next(t0); !ok {
+				break
+			}
+		}
+		r.Receive(core.Reply{Node: 0, Status: core.StatusHeld, TTL: time.Second})
+		r.Receive(core.Reply{Node: 1, Status: core.StatusHeld, TTL: time.Second})
+		if r.Done() {
+			t.Fatal("a queueing attempt held on a quorum so far is done before its last node answers")
+		}
+		r.Receive(core.Reply{Node: 2, Status: last, TTL: time.Second})
+		b.RoundDone(t0)
+		if cleanup := b.Phase() == core.PhaseRound && b.Round().Command().Op == core.OpRelease; cleanup != (last == core.StatusOK) {
+			t.Errorf("last node %v: a cleanup %v", last, cleanup)
+		}
+	}
+
+	// Without a try left, the attempt does not queue, and its cleanup
+	// (queueing nobody) follows as before.
+	once := fairSpec(t, core.RandomDelay(1, 0, 0))
+	c, _ := once.Acquire("k", core.Token{}, t0)
+	if att := drive(c.Round(), t0, core.StatusHeld); att[0].Ticket != 0 {
+		t.Errorf("the only try queues under %d", att[0].Ticket)
+	}
+	c.RoundDone(t0)
+	if c.Phase() != core.PhaseRound || c.Round().Command().Op != core.OpRelease || c.Round().Command().Ticket != 0 {
+		t.Errorf("the only try's cleanup: phase %v, %+v", c.Phase(), c.Round().Command())
+	}
+}

@@ -254,3 +254,13 @@ func TestSimulationSeesAFreedKeyLeftToTheTimer(t *testing.T) {
 	}
 	t.Logf("with the defect: %s", broken.First)
 }
+
+// TestSimulationSeesALastAttemptThatQueues: a Fair attempt with no try
+// left that queues its waiter all the same, held on every node, ends
+// the acquisition with no cleanup, queued on every node (the new
+// one-round path's defect): the stayed-waiter checker reports it, and
+// nothing with the fix.
+func TestSimulationSeesALastAttemptThatQueues(t *testing.T) {
+	seesDefect(t, []sim.Config{sim.QueueFewTries(3), sim.QueueFewTries(5)},
+		core.LastAttemptQueues, "last attempt that queues", func(v sim.Violations) int { return v.Stayed })
+}

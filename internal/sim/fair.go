@@ -188,7 +188,12 @@ func (c *client) noteTicket(cmd core.Command) {
 		}
 	case cmd.Ticket < 0:
 		*t = 0 // it leaves the queue: nobody waits in that place
-		if c.p != nil {
+		if c.p != nil && c.queued {
+			// A Lock that attempted at once, outside the room, and was
+			// cancelled leaves too (its attempt may have queued the
+			// process), which the room hears of only once it ends
+			// (core.Room.Ended), as it does of such a Lock's win
+			// (checkProcOvertakes: not an out either).
 			c.p.out = c.w.now
 		}
 	}
