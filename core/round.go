@@ -123,7 +123,7 @@ func (r *Round) Done() bool {
 	// queued the waiter on every node and needs no cleanup round
 	// (Acquisition.queuedEverywhere), which would cost more than the
 	// replies it waits for (a sequential cleanup visits every node too).
-	return !(r.cmd.Ticket > 0 && r.cmd.Op != OpRelease && t.held == int(r.received))
+	return r.cmd.Ticket <= 0 || r.cmd.Op == OpRelease || t.held != int(r.received)
 }
 
 // Needed returns the fewest further replies that can change the round:
