@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/core/memnode"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/goredis"
@@ -203,4 +205,98 @@ func TestFairWaiterThatGivesUpLeaves(t *testing.T) {
 			requireFree(t, srvs, "k", "handed to a waiter that gave up")
 		})
 	}
+}
+
+// opCountingDriver counts the commands its Client sends, by op and node.
+type opCountingDriver struct {
+	closer
+	mu   sync.Mutex
+	sent map[core.Op][]int
+}
+
+func (d *opCountingDriver) Watch(key string, notify func(node int)) core.Watch {
+	return d.closer.(core.Announcer).Watch(key, notify)
+}
+
+func (d *opCountingDriver) Begin(ctx context.Context) core.Batch {
+	return opCountingBatch{d.closer.Begin(ctx), d}
+}
+
+// count returns the commands of op sent so far, per node.
+func (d *opCountingDriver) count(op core.Op) []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]int, d.Nodes())
+	copy(out, d.sent[op])
+	return out
+}
+
+type opCountingBatch struct {
+	core.Batch
+	d *opCountingDriver
+}
+
+func (b opCountingBatch) Send(node int, cmd core.Command, deadline time.Time) {
+	b.d.mu.Lock()
+	if b.d.sent[cmd.Op] == nil {
+		b.d.sent[cmd.Op] = make([]int, b.d.Nodes())
+	}
+	b.d.sent[cmd.Op][node]++
+	b.d.mu.Unlock()
+	b.Batch.Send(node, cmd, deadline)
+}
+
+// TestFairWaiterQueuesInOneRound: on redis-server, a Fair waiter that
+// finds the key held on every node queues its process there in its
+// attempt's own round, with no cleanup round to join the queue. The
+// waiter's first wait starts its watch of the key, and its subscriptions'
+// start makes it attempt once more (a turn handed before them would have
+// gone unheard), held again, which queues it again in the same round;
+// then the holder's release hands it its turn. From Lock to the lock it
+// sends each node three attempts and no cleanup: before, each failed
+// attempt had its cleanup, five rounds in all. Its retry delay and the
+// holder's TTL are long, so that no timed attempt comes in between.
+func TestFairWaiterQueuesInOneRound(t *testing.T) {
+	srvs, addrs, ctx := fairServers(t)
+	opts := redlock.Options{Fair: true, NodeTimeout: time.Second, TTL: time.Minute,
+		Backoff: redlock.RandomDelay(time.Minute, time.Minute)}
+	hd, err := redigo.Dial(addrs, drivers.Options{})
+	require.NoError(t, err)
+	wd, err := redigo.Dial(addrs, drivers.Options{})
+	require.NoError(t, err)
+	count := &opCountingDriver{closer: wd, sent: map[core.Op][]int{}}
+	t.Cleanup(func() { assert.NoError(t, hd.Close()); assert.NoError(t, wd.Close()) })
+	holder, err := redlock.NewClient(hd, opts)
+	require.NoError(t, err)
+	waiter, err := redlock.NewClient(count, opts)
+	require.NoError(t, err)
+
+	l, err := holder.TryLock(ctx, "k")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // TryLock returns once a quorum has it
+		for _, s := range srvs {
+			if v, err := s.Do("GET", "k"); err != nil || v == nil {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "the holder's key on every server")
+	got := make(chan error, 1)
+	var m *redlock.Lock
+	go func() {
+		var err error
+		m, err = waiter.Lock(ctx, "k")
+		got <- err
+	}()
+	require.Eventually(t, func() bool {
+		q := queued(t, srvs, "k")
+		return q[0] == 1 && q[1] == 1 && q[2] == 1 && slices.Equal(count.count(core.OpAcquire), []int{2, 2, 2})
+	}, 10*time.Second, time.Millisecond, "the waiter queues on every server, and attempts again once its watch listens")
+	assert.Equal(t, []int{0, 0, 0}, count.count(core.OpRelease), "cleanups per node while it waits")
+	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, <-got)
+	assert.Equal(t, []int{3, 3, 3}, count.count(core.OpAcquire), "attempts per node: two that queued, the one on its turn")
+	assert.Equal(t, []int{0, 0, 0}, count.count(core.OpRelease), "cleanups per node")
+	require.NoError(t, m.Unlock(ctx))
+	assert.Equal(t, []int{1, 1, 1}, count.count(core.OpRelease), "releases per node: the Unlock's")
 }

@@ -672,7 +672,7 @@ func (b *gatedBatch) Send(n int, cmd core.Command, deadline time.Time) {
 	// once more, after the "maybe missed" of its watch's subscription.
 	b.release = b.release || cmd.Op == core.OpRelease && cmd.Quiet
 	b.acquire = b.acquire || cmd.Op == core.OpAcquire
-	b.queueing = b.queueing || cmd.Op == core.OpRelease && cmd.Ticket > 0
+	b.queueing = b.queueing || cmd.Ticket > 0 // a cleanup, or an attempt, that queues its waiter
 	b.b.Send(n, cmd, deadline)
 }
 
@@ -790,9 +790,9 @@ func TestWaiterLeavingAfterAQuietReleaseMakesItHeard(t *testing.T) {
 
 // TestFairCancelledAttemptWakesItsClientsHead: with Options.Fair, a Lock
 // finds its Client's wait room empty and attempts at once while another
-// Lock of the Client is in the cleanup that queues the Client on every
+// Lock of the Client is in the round that queues the Client on every
 // node (the race seed 16809 of the simulation's Fair processes of two
-// found). Where the key is free the attempt takes it, which takes the
+// found, then in a cleanup; now the attempt, held everywhere, queues). Where the key is free the attempt takes it, which takes the
 // Client out of that node's queue; its caller gives up, and its cleanup
 // frees the key there, queueing nobody and announcing nothing. The other
 // Lock, the head by then, whose retry delay is an hour and whose turn no
@@ -828,7 +828,7 @@ func TestFairCancelledAttemptWakesItsClientsHead(t *testing.T) {
 
 	d.cleanup.Store(true)
 	head := lockThenUnlock(ctx, a, "k")
-	<-d.cleaned // its attempt failed; its cleanup queued the Client
+	<-d.cleaned // its attempt, held everywhere, queued the Client (Fair, in its own round)
 	// The holder's key leaves nodes 0 and 1 unheard, as by expiry: the
 	// Client, queued there, takes it at its next attempt.
 	for n := range 2 {

@@ -132,8 +132,41 @@ func (a *Acquisition) startAttempt(now time.Time) {
 		// Every attempt may find the key handed to it, which a plain SET
 		// NX cannot take; the one that takes it leaves the queue.
 		cmd.Probe, cmd.Fair = true, true
+		if a.cause == nil && a.retry.attempts < a.retry.policy.tries || mutLastAttemptQueues {
+			// An attempt that will wait if it fails queues its waiter
+			// where it finds the key held, under its place, in its own
+			// round: a wait needs no cleanup round first to join the
+			// queue (queuedEverywhere), whose ticket then becomes the
+			// acquisition's. A cleanup takes its own, as before: a
+			// Lock of the process may have taken the key since this
+			// one was taken, which made it stale.
+			cmd.Ticket, cmd.Handoff = a.ticket, a.spec.fairHandoff()
+			if cmd.Ticket == 0 {
+				cmd.Ticket = ticketAt(now)
+			}
+		}
 	}
 	a.spec.initRound(&a.round, cmd, now)
+}
+
+// attemptQueued reports whether the round is an attempt, sent, that
+// queues its waiter (Command.Ticket): it may have queued it on any node
+// it reached. An attempt never sent (WaitAgain before the first, a
+// cancel before the send) queued nothing.
+func (a *Acquisition) attemptQueued() bool {
+	r := &a.round
+	return !a.cleaning && !a.raising && r.sent > 0 && r.cmd.Ticket > 0
+}
+
+// queuedEverywhere reports whether the failed attempt's round, which
+// queued its waiter (Command.Ticket), found the key held on every node:
+// it took nothing, so there is nothing to clean up, and it queued the
+// waiter on every node, so it needs no cleanup round to join the queue.
+// A node that took the key, found it gone, failed or did not answer
+// still needs the cleanup (which frees it, queues, and hands on).
+func (a *Acquisition) queuedEverywhere() bool {
+	r := &a.round
+	return !a.cleaning && !a.raising && r.cmd.Ticket > 0 && r.tally.held == r.tally.n
 }
 
 // ticketAt is a Fair queue's ticket taken at now: its Unix time in ms, at
@@ -154,6 +187,9 @@ func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
 func (a *Acquisition) queued(ticket int64) {
 	if ticket > 0 && (a.ticket == 0 || ticket < a.ticket) && !mutPlaceIgnored {
 		a.ticket = ticket
+		if r := &a.round; a.phase == PhaseRound && !a.cleaning && !a.raising && r.sent == 0 && r.cmd.Ticket > 0 {
+			r.cmd.Ticket = ticket // an attempt not yet sent queues under the place
+		}
 	}
 }
 
@@ -192,13 +228,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 			a.finish(a.err)
 			return
 		}
-		delay, ok := a.retry.next(s.cfg.Jitter.Uint64())
-		if !ok {
-			a.finish(a.err)
-			return
-		}
-		a.phase, a.wake = PhaseWait, now.Add(delay)
-		a.maybeWake(now) // announcements heard during the attempt count
+		a.waitNext(now)
 		return
 	}
 	elapsed := now.Sub(a.start)
@@ -236,7 +266,25 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	}
 	a.err.Attempts = a.retry.attempts
 	a.learn(now)
+	if a.queuedEverywhere() {
+		a.ticket = r.cmd.Ticket // its place: the attempt's, or the one it had
+		a.waitNext(now)         // the attempt queued the waiter: one round, not two
+		return
+	}
 	a.startCleanup(now)
+}
+
+// waitNext waits for the retry delay after a failed attempt, its cleanup
+// done or needless (queuedEverywhere), at now; or ends the acquisition
+// when no try is left.
+func (a *Acquisition) waitNext(now time.Time) {
+	delay, ok := a.retry.next(a.spec.cfg.Jitter.Uint64())
+	if !ok {
+		a.finish(a.err)
+		return
+	}
+	a.phase, a.wake = PhaseWait, now.Add(delay)
+	a.maybeWake(now) // announcements heard during the attempt count
 }
 
 // learn records, from the failed attempt's round ending at now, what the
@@ -381,6 +429,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			noWait |= 1 << i
 		}
 	}
+	queued := a.attemptQueued() // a cancelled one leaves the queue
 	a.cleaning, a.raising = true, false
 	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
@@ -397,9 +446,11 @@ func (a *Acquisition) startCleanup(now time.Time) {
 				a.ticket = ticketAt(now)
 			}
 			cmd.Ticket = a.ticket
-		case a.ticket != 0 && a.followed:
+		case a.followed:
+			// The process's entry, which its attempt may have made, is
+			// its followers' too: it keeps it (Ticket 0) or renews it.
 			cmd.Ticket = a.ticket
-		case a.ticket != 0:
+		case a.ticket != 0 || queued:
 			cmd.Ticket = leaveTicket
 		}
 	}
@@ -412,13 +463,27 @@ func (a *Acquisition) startCleanup(now time.Time) {
 // (a Fair acquire there takes the process out of the node's queue), or
 // its cleanup having freed it on some node or maybe so (a node that did
 // not answer it): a key the node had handed to the process, say
-// (Room.Ended).
+// (Room.Ended); or after a cleanup that took the process out of the
+// queue (a cancelled attempt that had queued it, Command.Ticket): the
+// entry was the process's, which its head may have made.
 func (a *Acquisition) freedKey() bool {
-	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.round.cmd.Ticket != 0 {
+	if a.phase != PhaseDone || a.grant.key != "" || !a.cleaning || a.round.cmd.Ticket > 0 {
+		return false
+	}
+	if a.round.cmd.Ticket < 0 && !a.leaving {
+		return true
+	}
+	if a.round.cmd.Ticket < 0 {
 		return false
 	}
 	t := &a.round.tally
 	return a.ours != 0 || t.ok > 0 || t.ok+t.held+t.missing < t.n
+}
+
+// leftQueue reports whether a ended without the lock after a round that
+// took its waiter out of the queue (leaveTicket).
+func (a *Acquisition) leftQueue() bool {
+	return a.phase == PhaseDone && a.grant.key == "" && a.cleaning && a.round.cmd.Ticket < 0
 }
 
 // leaveTicket is the Ticket of a Fair release that takes its waiter out

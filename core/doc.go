@@ -158,12 +158,16 @@
 // the key. With Config.Fair the nodes queue the waiting processes
 // instead, and each release hands the key to one of them:
 //
-//   - A failed attempt's cleanup queues the driver's waiter on each node
-//     under a ticket, its acquisition's first cleanup time in ms
-//     (Command.Ticket); a waiter keeps its place across attempts, leaves
-//     the queue when it gives up or is cancelled (Ticket -1), and an
-//     entry not renewed within its life (the release's Command.TTL)
-//     leaves the queue.
+//   - An attempt that will wait if it fails (a try left) queues the
+//     driver's waiter on each node where it finds the key held, under a
+//     ticket, its acquisition's first attempt time in ms
+//     (Command.Ticket); an attempt held on every node took nothing and
+//     needs no cleanup, so a Fair section on a held key costs two rounds,
+//     the attempt that queues and the attempt on the waiter's turn. The
+//     cleanup of an attempt that took the key on some node queues the
+//     waiter too. A waiter keeps its place across attempts, leaves the
+//     queue when it gives up or is cancelled (Ticket -1), and an entry
+//     not renewed within its life (Command.EntryLife) leaves the queue.
 //   - A release, or a cleanup, that leaves the key free on a node hands
 //     it to the first waiter there (lowest ticket, then id): the key holds
 //     no token for Command.Handoff, only that waiter's acquire takes it,

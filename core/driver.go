@@ -79,15 +79,31 @@ type Command struct {
 	// Fence is the value OpRaiseFence raises the counter to. Zero otherwise.
 	Fence uint64
 	// Ticket places the driver's waiter in the Fair queue, the lowest
-	// first, for an OpRelease: the ticket it joins under, keeping its place
-	// if it has one; a failed attempt's cleanup joins so, and so does the
-	// release of a grant that others of the process follow
-	// (Grant.WithFollowers). Zero: it does not join; -1: it leaves (a
-	// waiter that gives up).
+	// first: the ticket it joins under, keeping its place if it has one,
+	// its entry lasting EntryLife. An OpRelease joins so: a failed
+	// attempt's cleanup, and the release of a grant that others of the
+	// process follow (Grant.WithFollowers). So does a Fair OpAcquire or
+	// OpAcquireFenced that finds the key held (and not handed to the
+	// waiter): an attempt that will wait if it fails queues its waiter in
+	// its own round, rather than in its cleanup's. Zero: it does not
+	// join; -1, for an OpRelease: it leaves (a waiter that gives up).
 	Ticket int64
 	// Handoff is how long a Fair OpRelease keeps a key it hands to the
-	// first waiter for that waiter.
+	// first waiter for that waiter. A Fair acquire that joins the queue
+	// (Ticket) carries the same value, for its entry's life (EntryLife).
 	Handoff time.Duration
+}
+
+// EntryLife is how long a queue entry that a Fair command with a
+// positive Ticket makes or renews lasts: an OpRelease's TTL; an
+// acquire's two TTLs and its Handoff, as long as its cleanup's would
+// (Spec.fairRelease), so that a waiter queued by its attempt keeps its
+// place until its next attempt renews it.
+func (c *Command) EntryLife() time.Duration {
+	if c.Op == OpRelease {
+		return c.TTL
+	}
+	return 2*c.TTL + c.Handoff
 }
 
 // Status is a node's answer to one Command.

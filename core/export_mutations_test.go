@@ -114,3 +114,10 @@ func FreedUnheard() (restore func()) {
 	mutFreedUnheard = true
 	return func() { mutFreedUnheard = false }
 }
+
+// LastAttemptQueues makes a Fair attempt with no try left queue its
+// waiter, and returns the function that fixes it.
+func LastAttemptQueues() (restore func()) {
+	mutLastAttemptQueues = true
+	return func() { mutLastAttemptQueues = false }
+}

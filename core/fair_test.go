@@ -27,14 +27,34 @@ func drive(r *core.Round, now time.Time, st core.Status) []core.Command {
 	}
 }
 
-// failAttempt drives a's attempt to a loss on held keys and its cleanup,
-// and returns the attempt's and the cleanup's first commands.
+// driveLastTimesOut is drive with the last node timing out: a node the
+// attempt may have reached, which its cleanup must then reach too.
+func driveLastTimesOut(r *core.Round, now time.Time, n int) []core.Command {
+	var cmds []core.Command
+	for {
+		node, cmd, _, ok := r.Next(now)
+		if !ok {
+			return cmds
+		}
+		cmds = append(cmds, cmd)
+		rep := core.Reply{Node: node, Status: core.StatusHeld, TTL: 5 * time.Second}
+		if node == n-1 {
+			rep = core.Reply{Node: node, Status: core.StatusTimeout}
+		}
+		r.Receive(rep)
+	}
+}
+
+// failAttempt drives a's attempt to a loss on held keys, the last of its
+// three nodes timing out, and its cleanup, and returns the attempt's and
+// the cleanup's first commands. An attempt held on every node needs no
+// cleanup (TestFairAttemptQueuesInItsOwnRound): the timeout keeps one.
 func failAttempt(t *testing.T, a *core.Acquisition, now time.Time) (attempt, cleanup core.Command) {
 	t.Helper()
 	if a.Phase() != core.PhaseRound {
 		t.Fatalf("phase %v, want a round", a.Phase())
 	}
-	attempt = drive(a.Round(), now, core.StatusHeld)[0]
+	attempt = driveLastTimesOut(a.Round(), now, 3)[0]
 	a.RoundDone(now)
 	if a.Round().Command().Op != core.OpRelease {
 		t.Fatalf("no cleanup after a failed attempt: %+v", a.Round().Command())
@@ -108,22 +128,22 @@ func TestFairCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	att, clean := failAttempt(t, &a, t0)
-	wantCommand(t, "the first attempt probes, and does not queue", att, core.Command{Op: core.OpAcquire, Key: "k",
-		Token: att.Token, TTL: 10 * time.Second, Probe: true, Fair: true})
+	wantCommand(t, "the first attempt probes, and queues where it finds the key held", att, core.Command{Op: core.OpAcquire, Key: "k",
+		Token: att.Token, TTL: 10 * time.Second, Probe: true, Fair: true, Ticket: t0.UnixMilli(), Handoff: handoff})
 	wantCommand(t, "its cleanup queues the waiter", clean, core.Command{Op: core.OpRelease, Key: "k", Token: att.Token,
 		Fair: true, Ticket: t0.UnixMilli(), Handoff: handoff, TTL: life})
 
 	t1 := t0.Add(3 * time.Second)
 	a.Wake(t1)
 	att, clean = failAttempt(t, &a, t1)
-	if att.Ticket != 0 || clean.Ticket != t0.UnixMilli() {
+	if att.Ticket != t0.UnixMilli() || clean.Ticket != t0.UnixMilli() {
 		t.Errorf("attempt ticket %d, cleanup ticket %d: a waiter keeps its first ticket %d", att.Ticket, clean.Ticket, t0.UnixMilli())
 	}
 
 	t2 := t1.Add(time.Second)
 	a.Wake(t2)
 	if att = drive(a.Round(), t2, core.StatusOK)[0]; att.Ticket != 0 {
-		t.Errorf("the attempt that takes the key leaves the queue, ticket %d", att.Ticket)
+		t.Errorf("the last try, which would not wait, queues with ticket %d", att.Ticket)
 	}
 	a.RoundDone(t2)
 	g, err := a.Result()
@@ -147,7 +167,7 @@ func TestFairCommands(t *testing.T) {
 	}
 	drive(b.Round(), t0, 0) // sent, unanswered
 	b.Cancel(t0, errors.New("gone"))
-	if c := b.Round().Command(); b.Phase() != core.PhaseRound || c.Ticket != 0 || !c.Fair {
+	if c := b.Round().Command(); b.Phase() != core.PhaseRound || c.Ticket != -1 || !c.Fair { // its attempt may have queued it
 		t.Errorf("a cancelled waiter's cleanup leaves the queue: phase %v, %+v", b.Phase(), c)
 	}
 }
@@ -367,7 +387,7 @@ func TestFairCancelDuringTheQueueingCleanupLeaves(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	spec := fairSpec(t, core.RetryPolicy{})
 	a, _ := spec.Acquire("k", core.Token{}, t0)
-	drive(a.Round(), t0, core.StatusHeld)
+	driveLastTimesOut(a.Round(), t0, 3)
 	a.RoundDone(t0)
 	if c := a.Round().Command(); c.Op != core.OpRelease || c.Ticket <= 0 {
 		t.Fatalf("no queueing cleanup: %+v", c)
@@ -396,7 +416,7 @@ func TestFollowedWaiterKeepsItsProcessQueued(t *testing.T) {
 		// Gives up in its wait, after a failed attempt queued it.
 		a, _ := spec.Acquire("k", core.Token{}, t0)
 		look(&a, followed)
-		drive(a.Round(), t0, core.StatusHeld)
+		driveLastTimesOut(a.Round(), t0, 3)
 		a.RoundDone(t0)
 		if c := a.Round().Command(); c.Ticket != 5 {
 			t.Fatalf("followed %v: the cleanup queued it under %d, want its process's place 5", followed, c.Ticket)
@@ -558,4 +578,78 @@ func TestHeadWithAStaleTicketStillLeaves(t *testing.T) {
 	q.Look(&a, t1, 0, false)
 	a.Cancel(t1, errors.New("gone"))
 	wantLeaveThenCancelled(t, &a, t1)
+}
+
+// TestFairAttemptQueuesInItsOwnRound: a Fair waiter's section is one
+// round fewer than an attempt, a queueing cleanup and the winning
+// attempt. Its first attempt, finding the key held on every node, queues
+// it there itself (its Ticket), takes nothing, and needs no cleanup: the
+// acquisition waits at once, and its next attempt, on its turn, wins.
+// Two rounds in all. An attempt that took the key on some node, or whose
+// node did not answer, still has its cleanup, which keeps the place.
+func TestFairAttemptQueuesInItsOwnRound(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	spec := fairSpec(t, core.RandomDelay(3, 20*time.Millisecond, 20*time.Millisecond))
+	a, err := spec.Acquire("k", core.Token{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	att := drive(a.Round(), t0, core.StatusHeld)
+	rounds++
+	if len(att) != 3 || att[0].Ticket != t0.UnixMilli() || att[0].Handoff <= 0 {
+		t.Fatalf("the attempt: %d commands, %+v; want one per node, queueing under ticket %d", len(att), att[0], t0.UnixMilli())
+	}
+	a.RoundDone(t0)
+	if a.Phase() != core.PhaseWait {
+		t.Fatalf("after an attempt held everywhere, which queued the waiter: phase %v (%+v), want the wait", a.Phase(), a.Round().Command())
+	}
+	t1 := t0.Add(5 * time.Millisecond) // its turn: the key handed to its waiter
+	a.Wake(t1)
+	if c := a.Round().Command(); c.Ticket != t0.UnixMilli() {
+		t.Errorf("the next attempt queues under %d, want its place %d", c.Ticket, t0.UnixMilli())
+	}
+	drive(a.Round(), t1, core.StatusOK)
+	rounds++
+	a.RoundDone(t1)
+	if _, err := a.Result(); err != nil {
+		t.Fatalf("the attempt on its turn: %v", err)
+	}
+	if rounds != 2 {
+		t.Errorf("a Fair section took %d rounds, want 2", rounds)
+	}
+
+	// A multiplexed attempt lost on held keys awaits its last node: held
+	// there too, it needs no cleanup; taken there, the cleanup frees it.
+	for _, last := range []core.Status{core.StatusHeld, core.StatusOK} {
+		b, _ := spec.Acquire("k", core.Token{}, t0)
+		r := b.Round()
+		for {
+			if _, _, _, ok := r.Next(t0); !ok {
+				break
+			}
+		}
+		r.Receive(core.Reply{Node: 0, Status: core.StatusHeld, TTL: time.Second})
+		r.Receive(core.Reply{Node: 1, Status: core.StatusHeld, TTL: time.Second})
+		if r.Done() {
+			t.Fatal("a queueing attempt held on a quorum so far is done before its last node answers")
+		}
+		r.Receive(core.Reply{Node: 2, Status: last, TTL: time.Second})
+		b.RoundDone(t0)
+		if cleanup := b.Phase() == core.PhaseRound && b.Round().Command().Op == core.OpRelease; cleanup != (last == core.StatusOK) {
+			t.Errorf("last node %v: a cleanup %v", last, cleanup)
+		}
+	}
+
+	// Without a try left, the attempt does not queue, and its cleanup
+	// (queueing nobody) follows as before.
+	once := fairSpec(t, core.RandomDelay(1, 0, 0))
+	c, _ := once.Acquire("k", core.Token{}, t0)
+	if att := drive(c.Round(), t0, core.StatusHeld); att[0].Ticket != 0 {
+		t.Errorf("the only try queues under %d", att[0].Ticket)
+	}
+	c.RoundDone(t0)
+	if c.Phase() != core.PhaseRound || c.Round().Command().Op != core.OpRelease || c.Round().Command().Ticket != 0 {
+		t.Errorf("the only try's cleanup: phase %v, %+v", c.Phase(), c.Round().Command())
+	}
 }

@@ -61,4 +61,8 @@ var (
 	// process freed with the cleanup of an attempt it made at once is left
 	// to the head's timed retry (seed 16809 of the Fair processes of two).
 	mutFreedUnheard bool
+	// mutLastAttemptQueues makes a Fair attempt with no try left queue its
+	// waiter too, and, finding the key held on every node, end without a
+	// cleanup: the acquisition ends still queued.
+	mutLastAttemptQueues bool
 )

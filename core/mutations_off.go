@@ -22,4 +22,5 @@ const (
 	mutNeverReannounce        = false
 	mutNeverReannounceAtLeave = false
 	mutFreedUnheard           = false
+	mutLastAttemptQueues      = false
 )

@@ -289,7 +289,16 @@ func (q *queue) left(waiting bool) (handOn, try bool) {
 // Without Fair, in the queue or in a (a TryLock's), a's attempt took
 // nobody out of a queue and its cleanup's release is announced: nothing
 // to do.
+//
+// A cleanup or leave round of a's that took the process out of the
+// queue (a cancelled attempt that had queued it, Command.Ticket) took
+// every waiter of the process out with it: the process's place is gone,
+// and a ticket taken before now would queue it again ahead of the
+// waiters that queued since (look replaces such a ticket).
 func (q *queue) freed(a *Acquisition, now time.Time) bool {
+	if q.fair && a.leftQueue() {
+		q.place, q.took = 0, max(q.took, ticketAt(now))
+	}
 	if !q.fair || !a.spec.cfg.Fair || mutFreedUnheard || !a.freedKey() || q.holding(now) {
 		return false
 	}

@@ -294,6 +294,23 @@ func TestQueuePlace(t *testing.T) {
 		r.Receive(core.Reply{Node: n, Status: core.StatusHeld})
 	}
 	a.RoundDone(e.clock.Now())
+	if cmd := r.Command(); cmd.Op != core.OpAcquire || cmd.Ticket != 42 {
+		t.Fatalf("the attempt: %v with ticket %d, want an acquire that queues under 42", cmd.Op, cmd.Ticket)
+	}
+	if a.Phase() != core.PhaseWait {
+		t.Fatalf("phase %v after an attempt held on every node, which queued the waiter: want the wait", a.Phase())
+	}
+	a.Wake(e.clock.Now())
+	for {
+		if _, _, _, ok := r.Next(e.clock.Now()); !ok {
+			break
+		}
+	}
+	r.Receive(core.Reply{Node: 0, Status: core.StatusOK})
+	for n := 1; n < 3; n++ {
+		r.Receive(core.Reply{Node: n, Status: core.StatusHeld})
+	}
+	a.RoundDone(e.clock.Now())
 	if cmd := a.Round().Command(); cmd.Op != core.OpRelease || cmd.Ticket != 42 {
 		t.Fatalf("the failed attempt's cleanup: %v with ticket %d, want a release with ticket 42", cmd.Op, cmd.Ticket)
 	}

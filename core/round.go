@@ -17,7 +17,9 @@ import "time"
 // Acquire and extend rounds are done once the quorum is lost, or, when
 // multiplexed, once it is won; sequential ones visit every node even after
 // winning, so that one later restart cannot hand a majority to another
-// client (redsync #186). Release rounds are done only once every node has
+// client (redsync #186). A Fair attempt that queues its waiter
+// (Command.Ticket) and is lost on held keys alone goes on to every node,
+// so that it needs no cleanup round. Release rounds are done only once every node has
 // answered, so that no delete is in flight when a release returns; the
 // cleanup after a failed attempt does not wait again for the nodes that
 // timed out on that attempt (Batch's rules put its delete on the wire
@@ -113,8 +115,15 @@ func (r *Round) Done() bool {
 		return int(r.sent) == t.n && r.waiting == 0
 	case t.ok >= t.quorum: // won: a sequential round visits every node
 		return r.fanOut == Multiplexed
+	case t.ok+t.pending() >= t.quorum:
+		return false
 	}
-	return t.ok+t.pending() < t.quorum // lost
+	// Lost. A Fair attempt that queues its waiter (Command.Ticket), held
+	// everywhere so far, goes on to the other nodes: held there too, it
+	// queued the waiter on every node and needs no cleanup round
+	// (Acquisition.queuedEverywhere), which would cost more than the
+	// replies it waits for (a sequential cleanup visits every node too).
+	return r.cmd.Ticket <= 0 || r.cmd.Op == OpRelease || t.held != int(r.received)
 }
 
 // Needed returns the fewest further replies that can change the round:

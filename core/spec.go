@@ -103,10 +103,14 @@ func (s Spec) Try(key string, tok Token, now time.Time) (Acquisition, error) {
 // the holder's key has expired, a TTL after the last attempt learnt it, so
 // that a live waiter never loses its place.
 func (s *Spec) fairRelease(cmd Command) Command {
-	handoff := max(2*s.roundBound(), 10*time.Millisecond)
+	handoff := s.fairHandoff()
 	cmd.Fair, cmd.Handoff, cmd.TTL = true, handoff, 2*s.cfg.TTL+handoff
 	return cmd
 }
+
+// fairHandoff is how long a Fair release keeps a key it hands to the
+// first waiter (fairRelease).
+func (s *Spec) fairHandoff() time.Duration { return max(2*s.roundBound(), 10*time.Millisecond) }
 
 // checkNodeNames rejects a nil node (an empty name) and the same node given
 // twice: either would let fewer real masters than N make a "quorum".

@@ -180,11 +180,11 @@ func leaseConfigs() []sim.Config {
 // queueConfigs returns the configurations of the Fair waiter queue
 // within the assumptions: fault-free, with every fault and the queue's
 // own (entries lost, nodes ordering differently), and with persistent
-// nodes and stale keys.
+// nodes and stale keys; and with few tries, where last attempts abound.
 func queueConfigs() []sim.Config {
 	var out []sim.Config
 	for _, n := range []int{3, 5} {
-		out = append(out, sim.Queue(n), sim.QueueFaulty(n, core.Multiplexed))
+		out = append(out, sim.Queue(n), sim.QueueFaulty(n, core.Multiplexed), sim.QueueFewTries(n))
 	}
 	return append(out, sim.QueueFaulty(5, core.Sequential), sim.QueuePersistent(5))
 }
@@ -399,19 +399,20 @@ duplicated, forged; subscriptions dropped; held replies without a TTL).`)
 
 // queues prints what the Fair queues did in the queue configurations.
 func queues(out *printer, rs []result) {
-	out.printf("\nFair queues:\n%-58s %8s %9s %8s %8s %8s %8s\n",
-		"configuration", "acquired", "handoffs", "lost", "skewed", "overtake", "max")
+	out.printf("\nFair queues:\n%-58s %8s %9s %8s %8s %8s %8s %8s\n",
+		"configuration", "acquired", "handoffs", "lost", "skewed", "overtake", "max", "byattmpt")
 	for _, x := range rs {
 		if !x.cfg.Fair {
 			continue
 		}
 		q := x.r.Queue
-		out.printf("%-58s %8d %9d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Handoffs, q.Lost, q.Skewed, q.Overtakes, q.MaxOvertaken)
+		out.printf("%-58s %8d %9d %8d %8d %8d %8d %8d\n", x.cfg.Name, x.r.Acquisitions, q.Handoffs, q.Lost, q.Skewed, q.Overtakes, q.MaxOvertaken, q.QueuedByAttempt)
 	}
 	out.println(`Columns: acquisitions; keys handed to a waiter; queue entries lost and
 tickets moved (QueueLoss, QueueSkew); acquisitions won while a waiter with
 an earlier ticket waited (once per such waiter), and the most times one
-waiter was overtaken in one wait.`)
+waiter was overtaken in one wait; failed attempts that queued their
+waiter on every node in their own round, with no cleanup round.`)
 	out.printf("\nProcesses of several waiters:\n%-58s %8s %8s %8s %8s %8s\n",
 		"configuration", "acquired", "chained", "opened", "retold", "max")
 	for _, x := range rs {

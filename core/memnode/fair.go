@@ -4,7 +4,8 @@ import "github.com/redlock-go/redlock/core"
 
 // Fair commands (core.Config.Fair) run as the drivers' scripts do, with
 // the cluster as one waiter, the one driver of one process: a failed
-// attempt's cleanup queues it on a node, until the release's Command.TTL; a release or
+// attempt that will wait, or its cleanup, queues it on a node, until the
+// command's Command.EntryLife; a release or
 // cleanup that leaves the key free there hands it to the waiter, if
 // queued, for Command.Handoff, and announces that (its turn) to the
 // key's watches; an acquire takes a key free or handed to the waiter,
@@ -18,6 +19,9 @@ func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if live && !e.handed {
+			if cmd.Ticket > 0 { // an attempt that will wait queues its waiter
+				n.queue(cmd.Key, now.add(cmd.EntryLife()))
+			}
 			return core.StatusHeld, false
 		}
 		n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL)) // handed no more
@@ -37,10 +41,7 @@ func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed
 			delete(n.queued, cmd.Key)
 		}
 		if cmd.Ticket > 0 {
-			if n.queued == nil {
-				n.queued = make(map[string]instant)
-			}
-			n.queued[cmd.Key] = now.add(cmd.TTL)
+			n.queue(cmd.Key, now.add(cmd.EntryLife()))
 		}
 		if until, ok := n.queued[cmd.Key]; ok && !live {
 			delete(n.queued, cmd.Key)
@@ -53,4 +54,13 @@ func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed
 		return st, false
 	}
 	return 0, false
+}
+
+// queue queues the waiter for key, or renews its entry, until until; n.mu
+// is held.
+func (n *node) queue(key string, until instant) {
+	if n.queued == nil {
+		n.queued = make(map[string]instant)
+	}
+	n.queued[key] = until
 }

@@ -22,11 +22,16 @@ func newWaiterID() string {
 
 // appendFairArgs appends a Fair acquire's or release's arguments after
 // its others: the waiter id, and a release's ticket, entry life and
-// handoff, in ms.
+// handoff, in ms; an acquire's ticket and entry life, if it queues its
+// waiter (core.Command.Ticket).
 func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) ([]byte, []string) {
 	args = append(args, e.waiter)
 	if cmd.Op != core.OpRelease {
-		return text, args
+		if cmd.Ticket <= 0 {
+			return text, args
+		}
+		text, args = appendInt(text, args, cmd.Ticket)
+		return appendInt(text, args, wire.Millis(cmd.EntryLife()))
 	}
 	text, args = appendInt(text, args, cmd.Ticket)
 	text, args = appendInt(text, args, wire.Millis(cmd.TTL))

@@ -290,10 +290,13 @@ func (g *gen) command() (waiter int, cmd core.Command, step time.Duration) {
 		cmd.Op, cmd.TTL, cmd.Probe = core.OpAcquire, g.span(), g.rng.IntN(2) == 0
 	case k < 5:
 		cmd.Op, cmd.TTL, cmd.Probe = core.OpAcquireFenced, g.span(), g.rng.IntN(2) == 0
-	case k < 8: // Fair attempts probe
+	case k < 8: // Fair attempts probe; one that will wait queues its waiter
 		cmd.Op, cmd.TTL, cmd.Probe, cmd.Fair = core.OpAcquire, g.span(), true, true
 		if g.rng.IntN(3) == 0 {
 			cmd.Op = core.OpAcquireFenced
+		}
+		if g.rng.IntN(2) == 0 {
+			cmd.Ticket, cmd.Handoff = 1+g.rng.Int64N(5), g.span()
 		}
 	case k < 10:
 		cmd.Op, cmd.Quiet = core.OpRelease, g.rng.IntN(3) == 0
@@ -461,6 +464,8 @@ func TestScriptDiffSeesPlantedScriptDefects(t *testing.T) {
 		{"release hands the key to the last waiter", &wire.Release, `redis.call("ZRANGE", KEYS[2], 0, 0)[1]`, `redis.call("ZRANGE", KEYS[2], -1, -1)[1]`, false},
 		{"release keeps stale waiters", &wire.Release, `"-inf", now,`, `"-inf", now - 600000,`, false},
 		{"fenced acquire ignores a handed key", &wire.AcquireFenced, `if t ~= -2 and fair and`, `if false and`, true},
+		{"a held attempt does not queue", &wire.AcquireProbe, `if fair and ARGV[4] and`, `if false and`, true},
+		{"a held fenced attempt queues at the back", &wire.AcquireFenced, `"ZADD", KEYS[3], "NX", ARGV[4]`, `"ZADD", KEYS[3], "NX", ARGV[4] + 3`, false},
 		{"probe reports the TTL a ms short", &wire.AcquireProbe, `return -math.max(t, 1)`, `return -math.max(t - 1, 1)`, false},
 		{"extend re-sets a foreign key", &wire.Extend, `if v == ARGV[1] then`, `if v then`, true},
 		{"raise lowers the counter", &wire.RaiseFence, `(#c == #f and c < f)`, `(#c == #f and c ~= f)`, true},

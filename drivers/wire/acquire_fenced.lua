@@ -12,13 +12,24 @@
 -- With a waiter queue (core.Config.Fair; KEYS[3], KEYS[4], the queue and
 -- its deadlines, as in the release script; ARGV[3] the caller's waiter
 -- id): a key handed to the caller ("~" .. id) is taken as a free one, and
--- the caller that takes the key leaves the queue.
+-- the caller that takes the key leaves the queue. With ARGV[4], a ticket,
+-- and ARGV[5], an entry's life in ms (core.Command.Ticket): a caller that
+-- finds the key held joins the queue as the release script's step 1
+-- does, so that it waits without a cleanup round to join.
 local fair = #KEYS > 2
 local t = redis.call("PTTL", KEYS[1])
 if t ~= -2 and fair and redis.call("GET", KEYS[1]) == "~" .. ARGV[3] then
   t = -2
 end
 if t ~= -2 then
+  if fair and ARGV[4] and (redis.call("ZSCORE", KEYS[3], ARGV[3]) or redis.call("ZCARD", KEYS[3]) < 4096) then
+    local c = redis.call("TIME")
+    local now = tonumber(c[1]) * 1000 + math.floor(tonumber(c[2]) / 1000)
+    redis.call("ZADD", KEYS[3], "NX", ARGV[4], ARGV[3])
+    redis.call("ZADD", KEYS[4], now + tonumber(ARGV[5]), ARGV[3])
+    redis.call("PEXPIRE", KEYS[3], ARGV[5])
+    redis.call("PEXPIRE", KEYS[4], ARGV[5])
+  end
   if t < 0 then
     return 0
   end

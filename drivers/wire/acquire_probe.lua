@@ -7,7 +7,10 @@
 -- With a waiter queue (core.Config.Fair; KEYS[2], KEYS[3], the queue and
 -- its deadlines, as in the release script): ARGV[3] = the caller's waiter
 -- id. A key handed to the caller ("~" .. id) is taken as a free one, and
--- the caller that takes the key leaves the queue.
+-- the caller that takes the key leaves the queue. With ARGV[4], a
+-- ticket, and ARGV[5], an entry's life in ms (core.Command.Ticket): a
+-- caller that finds the key held joins the queue as the release script's
+-- step 1 does, so that it waits without a cleanup round to join.
 local fair = #KEYS > 1
 local took = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 if not took and fair and redis.call("GET", KEYS[1]) == "~" .. ARGV[3] then
@@ -19,6 +22,14 @@ if took then
     redis.call("ZREM", KEYS[3], ARGV[3])
   end
   return redis.status_reply("OK")
+end
+if fair and ARGV[4] and (redis.call("ZSCORE", KEYS[2], ARGV[3]) or redis.call("ZCARD", KEYS[2]) < 4096) then
+  local c = redis.call("TIME")
+  local now = tonumber(c[1]) * 1000 + math.floor(tonumber(c[2]) / 1000)
+  redis.call("ZADD", KEYS[2], "NX", ARGV[4], ARGV[3])
+  redis.call("ZADD", KEYS[3], now + tonumber(ARGV[5]), ARGV[3])
+  redis.call("PEXPIRE", KEYS[2], ARGV[5])
+  redis.call("PEXPIRE", KEYS[3], ARGV[5])
 end
 local t = redis.call("PTTL", KEYS[1])
 if t < 0 then

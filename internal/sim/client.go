@@ -412,6 +412,9 @@ func (c *client) roundDone() {
 			}
 			c.drive(c.acq.Round())
 		case core.PhaseWait:
+			if op := r.Command().Op; op == core.OpAcquire || op == core.OpAcquireFenced {
+				w.res.Queue.QueuedByAttempt++ // it queued the client everywhere: no cleanup round
+			}
 			c.startWait()
 		case core.PhaseDone:
 			c.finished()

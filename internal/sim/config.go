@@ -356,6 +356,10 @@ type QueueCounts struct {
 	// freed it on some node; the head is woken to attempt at once, or,
 	// none waiting, the next to come told.
 	Freed int
+	// QueuedByAttempt counts failed Fair attempts that went straight to
+	// their wait: held on every node, they queued their waiter there in
+	// their own round, and needed no cleanup round to join the queue.
+	QueuedByAttempt int
 }
 
 // AnnounceCounts counts release announcements.
@@ -519,6 +523,7 @@ func (r *Result) add(o Result) {
 	q.Retold += p.Retold
 	q.Reannounced += p.Reannounced
 	q.Freed += p.Freed
+	q.QueuedByAttempt += p.QueuedByAttempt
 	if r.First == "" {
 		r.First = o.First
 	}

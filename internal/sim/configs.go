@@ -472,6 +472,18 @@ func queueFaults(c Config) Config {
 	return c
 }
 
+// QueueFewTries is Queue with acquisitions of three tries, the first
+// attempt's and two retries, as Assumed's: many run out of tries while
+// others hold the key, so that a last attempt, which will not wait,
+// must neither queue its waiter nor end without its cleanup
+// (Violations.Stayed).
+func QueueFewTries(n int) Config {
+	c := Queue(n)
+	c.Name = "queue, fair, few tries N=" + strconv.Itoa(n)
+	c.Retry = core.RandomDelay(assumedTries, 2*ms, 20*ms)
+	return c
+}
+
 // QueuePersistent is QueueFaulty with nodes that keep their data, queues
 // included, across crashes and stale keys on a minority.
 func QueuePersistent(n int) Config {

@@ -8,8 +8,8 @@ import (
 )
 
 // The waiter queue of core.Config.Fair, as the drivers' scripts keep it
-// on each node (drivers/wire): a failed attempt's cleanup
-// queues its client under the Ticket of its first cleanup, keeping its
+// on each node (drivers/wire): a failed attempt that will wait, or its
+// cleanup, queues its client under the Ticket of its first, keeping its
 // place; entries past their deadline (the node's clock) leave; a release
 // or cleanup that leaves the key free hands it to the first waiter
 // (lowest ticket, then client), which leaves the queue, and announces it
@@ -72,6 +72,9 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 	case core.OpAcquire, core.OpAcquireFenced:
 		if n.has && n.handed != c+1 {
 			m.ttl = time.Duration(n.exp-now) / time.Millisecond * time.Millisecond
+			if cmd.Ticket > 0 { // an attempt that will wait queues its client
+				n.join(c, m, now+int64(cmd.EntryLife()), w)
+			}
 			return core.StatusHeld
 		}
 		n.has, n.handed, n.tok, n.exp, n.setAt, n.setLate, n.restored = true, 0, cmd.Token, now+int64(cmd.TTL), t, m.late, false
@@ -92,7 +95,7 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 		}
 		switch {
 		case cmd.Ticket > 0:
-			n.join(c, m, now+int64(cmd.TTL), w)
+			n.join(c, m, now+int64(cmd.EntryLife()), w)
 		case cmd.Ticket < 0: // a waiter that gives up
 			n.leave(c)
 		}
@@ -159,8 +162,8 @@ func (n *node) handOn(t int64, handoff time.Duration, w *world) {
 	}
 }
 
-// noteTicket records the ticket of client c's cleanup: its place in the
-// queues while it waits.
+// noteTicket records the ticket of client c's attempt or cleanup: its
+// place in the queues while it waits.
 //
 // With Config.Waiters the place is the process's: the nodes keep one
 // entry per process, under the ticket that queued it first (a failed
@@ -172,8 +175,8 @@ func (c *client) noteTicket(cmd core.Command) {
 		t = &c.p.ticket
 	}
 	switch {
-	case !cmd.Fair || cmd.Op != core.OpRelease:
-	case cmd.Ticket > 0:
+	case !cmd.Fair || cmd.Op == core.OpExtend || cmd.Op == core.OpRaiseFence:
+	case cmd.Ticket > 0: // a cleanup, a followed release, or an attempt that will wait
 		if *t == 0 {
 			*t = cmd.Ticket
 		}
@@ -185,7 +188,12 @@ func (c *client) noteTicket(cmd core.Command) {
 		}
 	case cmd.Ticket < 0:
 		*t = 0 // it leaves the queue: nobody waits in that place
-		if c.p != nil {
+		if c.p != nil && c.queued {
+			// A Lock that attempted at once, outside the room, and was
+			// cancelled leaves too (its attempt may have queued the
+			// process), which the room hears of only once it ends
+			// (core.Room.Ended), as it does of such a Lock's win
+			// (checkProcOvertakes: not an out either).
 			c.p.out = c.w.now
 		}
 	}

@@ -115,17 +115,19 @@ func TestAnnouncementsWithinAssumptions(t *testing.T) {
 // every fault and its own (entries lost, tickets moved so that nodes
 // order the waiters differently), persistent nodes and stale keys: no
 // checker finds anything, waiters are overtaken at most MaxOvertaken
-// times, and keys were handed over.
+// times, and keys were handed over; failed attempts queued their
+// waiters in their own round, with no cleanup round, and with few tries
+// last attempts left no waiter queued.
 func TestQueueWithinAssumptions(t *testing.T) {
 	for _, cfg := range []Config{Queue(3), Queue(5), QueueFaulty(3, core.Multiplexed), QueueFaulty(5, core.Multiplexed),
-		QueueFaulty(5, core.Sequential), QueuePersistent(5)} {
+		QueueFaulty(5, core.Sequential), QueuePersistent(5), QueueFewTries(3), QueueFewTries(5)} {
 		t.Run(cfg.Name, func(t *testing.T) {
 			r := Campaign(cfg, 1, schedulesPerConfig)
 			if r.Violations.Total() != 0 {
 				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
 			}
 			q, f := r.Queue, cfg.Faults
-			if r.Acquisitions < schedulesPerConfig || q.Handoffs == 0 || r.Announce.Published == 0 {
+			if r.Acquisitions < schedulesPerConfig || q.Handoffs == 0 || r.Announce.Published == 0 || q.QueuedByAttempt == 0 {
 				t.Fatalf("%d acquisitions, %+v, %d announcements", r.Acquisitions, q, r.Announce.Published)
 			}
 			if (f.QueueLoss > 0) != (q.Lost > 0) || (f.QueueSkew > 0) != (q.Skewed > 0) {
@@ -139,7 +141,9 @@ func TestQueueWithinAssumptions(t *testing.T) {
 // acquisitions up, plain, announced, Fair (fault-free and with every
 // fault) and in processes: no checker finds anything, and acquisitions
 // were given up at every point where the Client can give one up, queued
-// ones among them where the nodes queue.
+// ones among them where the nodes queue. Fault-free and Fair, a failed
+// attempt is held on every node, queues its waiter itself and has no
+// cleanup to give up in: the Fair configurations with faults have.
 func TestCancelsWithinAssumptions(t *testing.T) {
 	for _, cfg := range []Config{WithCancels(Assumed(3, core.Multiplexed), 100*ms), WithCancels(Assumed(5, core.Sequential), 250*ms),
 		WithCancels(WaitersFaulty(3, core.Multiplexed), 100*ms), WithCancels(Queue(5), 100*ms),
@@ -150,7 +154,11 @@ func TestCancelsWithinAssumptions(t *testing.T) {
 				t.Fatalf("%+v in %d schedules; first: %s", r.Violations, r.Schedules, r.First)
 			}
 			c := r.Faults.Cancelled
-			if r.Acquisitions < schedulesPerConfig || c.Wait == 0 || c.GiveUp == 0 || c.Unsent == 0 || c.Attempt == 0 || c.Cleanup == 0 ||
+			faultFreeFair := cfg.Fair && cfg.Faults.QueueLoss == 0
+			if faultFreeFair && r.Queue.QueuedByAttempt == 0 {
+				t.Fatalf("no attempt queued its waiter everywhere in %d schedules", r.Schedules)
+			}
+			if r.Acquisitions < schedulesPerConfig || c.Wait == 0 || c.GiveUp == 0 || c.Unsent == 0 || c.Attempt == 0 || c.Cleanup == 0 && !faultFreeFair ||
 				(c.Queued > 0) != cfg.Fair || c.Wait+c.GiveUp+c.Unsent+c.Attempt+c.Cleanup != r.Faults.Cancels {
 				t.Fatalf("%d acquisitions, %d given up: %+v", r.Acquisitions, r.Faults.Cancels, c)
 			}
