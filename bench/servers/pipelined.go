@@ -3,7 +3,6 @@ package servers
 import (
 	"context"
 	"crypto/sha1" //nolint:gosec // G505: Redis names scripts by their SHA-1; no security rests on it
-	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,14 +12,13 @@ import (
 
 	"github.com/redlock-go/redlock/bench/measure"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/wire"
 )
 
-// ReleaseScript is the library's release script, a copy of
-// drivers/wire/release.lua (which bench/ cannot import: it is
-// internal to drivers/); a test keeps the two the same.
-//
-//go:embed release.lua
-var ReleaseScript string
+// ReleaseScript is the library's release script, the one every driver
+// sends (wire.Release), so that the pipelined limit costs the servers
+// what a pair's release costs them.
+var ReleaseScript = wire.Release.Src
 
 // PipelineSpec is the servers' pipelined limit for the work of one
 // acquire+release pair: on each server, SET key token NX PX ttl then the

@@ -3,8 +3,6 @@ package servers
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -19,12 +17,6 @@ import (
 
 // The embedded copy of the release script is the drivers' script, byte
 // for byte: the pipelined limit measures the library's own work.
-func TestReleaseScriptIsTheDriversOne(t *testing.T) {
-	src, err := os.ReadFile(filepath.Join("..", "..", "drivers", "internal", "wire", "release.lua"))
-	require.NoError(t, err)
-	assert.Equal(t, string(src), ReleaseScript)
-}
-
 func TestPipelinedLimitMeasuresServersCPU(t *testing.T) {
 	r, err := StartRedis(redistest.RedisServerPath(t), 2)
 	require.NoError(t, err)
