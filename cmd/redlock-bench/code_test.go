@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redlock-go/redlock/bench/matrix"
+	"github.com/redlock-go/redlock/bench/measure"
+	"github.com/redlock-go/redlock/bench/report"
 )
 
 // TestCodeTargets: the two code rows are measured on a planted tree from
@@ -80,4 +86,43 @@ func TestModuleRoot(t *testing.T) {
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Dir(filepath.Dir(wd)), moduleRoot(), "go test runs in cmd/redlock-bench")
+}
+
+// TestReplotKeepsRunsCodeRows: --replot redraws the code rows a run
+// stored in its run.json, not figures from today's source; a run.json
+// without them says they were not measured in that run.
+func TestReplotKeepsRunsCodeRows(t *testing.T) {
+	stored := []report.Target{
+		{Name: "some measured row", Goal: "fast", Figures: "1 ops/s", Measured: true},
+		{Name: driverLinesName, Goal: driverLinesGoal, Figures: "redigo 999", Ratio: 999.0 / 300, Measured: true},
+		{Name: sharedBlocksName, Goal: sharedBlocksGoal, Figures: "7 blocks", Ratio: 7, Measured: true},
+	}
+	recs := []matrix.Record{{Cell: matrix.Cell{Library: matrix.Redlock, Driver: "redigo", Scenario: matrix.Loopback, Nodes: 5, FanOut: "multiplexed", Clients: 32}, Result: measure.Result{Ops: 100, Throughput: 1000}}}
+	for _, tc := range []struct {
+		name string
+		run  report.Run
+		want []report.Target
+	}{
+		{"stored", report.Run{Records: recs, Targets: stored}, stored[1:]},
+		{"older run", report.Run{Records: recs, Targets: stored[:1]}, []report.Target{
+			{Name: driverLinesName, Goal: driverLinesGoal, Figures: "not measured in this run"},
+			{Name: sharedBlocksName, Goal: sharedBlocksGoal, Figures: "not measured in this run"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := json.Marshal(tc.run)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), b, 0o600)) //nolint:gosec // G703: the test's temporary run
+			out := t.TempDir()
+			cfg := &config{replot: dir, out: out}
+			require.NoError(t, replot(cfg, io.Discard))
+			b, err = os.ReadFile(filepath.Join(out, "run.json")) //nolint:gosec // G304: the test's output
+			require.NoError(t, err)
+			var got report.Run
+			require.NoError(t, json.Unmarshal(b, &got))
+			require.GreaterOrEqual(t, len(got.Targets), 2)
+			assert.Equal(t, tc.want, got.Targets[:2], "the code rows lead the targets")
+		})
+	}
 }
