@@ -114,7 +114,11 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 
 // Hot-key target bounds.
 const (
-	handoffOverPingUs = 100 // handoff p50 from the release call over one all-server PING round, µs
+	// The bound on the handoff p50 from the release call: a goal,
+	// not a floor. A waiter woken by the servers' announcement needs four
+	// one-way legs (release, publish, acquire, reply), about two rounds;
+	// a same-Client hand-on, where the attempt follows the release, one.
+	handoffOverPingUs = 100 // over one all-server PING round, µs
 	csOverRedsync     = 10  // CS/s with wake over each redsync's
 	csOverRueidislock = 1   // and at least rueidislock's
 )
