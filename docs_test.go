@@ -128,3 +128,29 @@ func TestDocFiguresLinkResults(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffBoundIsNoFloor: docs/benchmarks.md gives the handoff target
+// from the release call as the bound, not as the floor, and says
+// what the floor is: four one-way legs for a waiter the servers wake,
+// one round only for a same-Client hand-on. It once called one round the
+// floor for every waiter.
+func TestHandoffBoundIsNoFloor(t *testing.T) {
+	b, err := os.ReadFile("docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	_, item, ok := strings.Cut(doc, "**Handoff from the release call.**")
+	if !ok {
+		t.Fatal("docs/benchmarks.md: no item on the handoff from the release call")
+	}
+	item, _, _ = strings.Cut(item, "- **")
+	if strings.Contains(item, "the floor is one round") {
+		t.Errorf("the handoff item calls one round the floor: %s", item)
+	}
+	for _, want := range []string{"the issue's", "one direct PING round to all the servers plus 100 µs", "four one-way legs", "about two rounds"} {
+		if !strings.Contains(item, want) {
+			t.Errorf("the handoff item lacks %q: %s", want, item)
+		}
+	}
+}

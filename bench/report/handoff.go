@@ -114,7 +114,11 @@ func handoffMarkdown(b *strings.Builder, recs []matrix.Record, e Env) {
 
 // Hot-key target bounds.
 const (
-	handoffOverPingUs = 100 // handoff p50 from the release call over one all-server PING round, µs
+	// The bound on the handoff p50 from the release call: a goal,
+	// not a floor. A waiter woken by the servers' announcement needs four
+	// one-way legs (release, publish, acquire, reply), about two rounds;
+	// a same-Client hand-on, where the attempt follows the release, one.
+	handoffOverPingUs = 100 // over one all-server PING round, µs
 	csOverRedsync     = 10  // CS/s with wake over each redsync's
 	csOverRueidislock = 1   // and at least rueidislock's
 )
@@ -285,8 +289,11 @@ func handoffTargets(recs []matrix.Record, env Env, latNote string) []Target {
 // sectionsLimit names what bounds a hot key's critical sections per
 // second, from the CPU its cells measured: the client's and the servers'
 // CPU per section and the ceiling they make on the run's CPUs (one,
-// pinned), and the share of it each contender count reached. "" when
-// the cells have no servers' CPU.
+// pinned), and the share of it each contender count reached. CPU is
+// called the limit only where a cell reached cpuBound of its ceiling;
+// below, the cell was not CPU-bound, and what it waited on, the
+// handoff, is named with its share of each section's time. "" when the
+// cells have no servers' CPU.
 func sectionsLimit(cells []matrix.Record, env Env) string {
 	cpus := env.NumCPU
 	if env.Pinned {
@@ -304,13 +311,41 @@ func sectionsLimit(cells []matrix.Record, env Env) string {
 		}
 		if cpus > 0 && env.ServerAddrs == nil {
 			ceiling := float64(cpus) * 1e6 / per
-			p += fmt.Sprintf(", ceiling %.0f/s, %.0f%% reached", ceiling, 100*r.Throughput/ceiling)
+			share := r.Throughput / ceiling
+			p += fmt.Sprintf(", ceiling %.0f/s", ceiling)
+			if share >= cpuBound {
+				p += fmt.Sprintf(", %.0f%% reached: the limit", 100*share)
+			} else {
+				p += fmt.Sprintf(", not CPU-bound: %.0f%% of the ceiling", 100*share)
+				if w := handoffWait(r); w != "" {
+					p += "; " + w
+				}
+			}
 		}
 		parts = append(parts, p)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("the limit, CPU per section on %d %s (the %d servers' scripts, INFO cpu): %s",
+	return fmt.Sprintf("CPU per section on %d %s (the %d servers' scripts, INFO cpu): %s",
 		cpus, plural(cpus, "CPU", "CPUs"), cells[0].Servers(), strings.Join(parts, "; "))
+}
+
+// cpuBound is the share of its CPU ceiling at which a hot-key cell is
+// called CPU-bound: below it, the CPU was idle a fifth of the time or
+// more, waiting on something else.
+const cpuBound = 0.8
+
+// handoffWait says what a cell that was not CPU-bound waited on: the
+// handoff, from a release's call to the next holder's acquire, as a
+// share of each section's time (one over the sections per second, the
+// key being held by one at a time). "" when the cell has no handoff
+// figures.
+func handoffWait(r matrix.Record) string {
+	if r.Handoff == nil || r.Handoff.FromCallP50Us <= 0 || r.Throughput <= 0 {
+		return ""
+	}
+	period := 1e6 / r.Throughput
+	return fmt.Sprintf("waited on the handoff: p50 %.0f µs from a release's call to the next acquire, %.0f%% of each section's %.0f µs",
+		r.Handoff.FromCallP50Us, 100*r.Handoff.FromCallP50Us/period, period)
 }

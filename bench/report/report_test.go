@@ -778,3 +778,40 @@ func TestUncontendedAllocations(t *testing.T) {
 		t.Errorf("a run without any of the three: %+v", tg)
 	}
 }
+
+// TestP50GoalSaysWhatWasDone: the p50-vs-redsync goal says whether the
+// run was pinned and how its ratio was taken: the median of the
+// interleaved rounds' ratios only when the rounds paired, else the
+// ratio of the repeats' medians, or of one p50 each.
+func TestP50GoalSaysWhatWasDone(t *testing.T) {
+	const name = "redlock+redigo N=5 multiplexed vs redsync+redigo: p50"
+	ours := measure.Result{P50Us: 300, RepeatP50Us: []float64{300, 310, 290}, RoundP50Us: []float64{300, 400, 200}}
+	peer := measure.Result{P50Us: 600, RepeatP50Us: []float64{600, 610, 590}, RoundP50Us: []float64{500, 800, 250}}
+	goal := func(ours, peer measure.Result, env Env) string {
+		t.Helper()
+		tg := find(Evaluate([]matrix.Record{
+			rec("redlock", "redigo", matrix.Loopback, 5, "multiplexed", 1, ours),
+			rec("redsync", "redigo", matrix.Loopback, 5, matrix.FanConcurrent, 1, peer),
+		}, env, 5, 32), name)
+		if tg == nil {
+			t.Fatal("no p50 target")
+		}
+		return tg.Goal
+	}
+	for _, tc := range []struct {
+		what       string
+		ours, peer measure.Result
+		env        Env
+		want       string
+	}{
+		{"pinned rounds", ours, peer, Env{Pinned: true}, "p50 ≤ 0.9× redsync+redigo, pinned; the median of the interleaved rounds' ratios"},
+		{"unpinned rounds", ours, peer, Env{}, "p50 ≤ 0.9× redsync+redigo, unpinned; the median of the interleaved rounds' ratios"},
+		{"repeats only", measure.Result{P50Us: 300, RepeatP50Us: ours.RepeatP50Us}, measure.Result{P50Us: 600, RepeatP50Us: peer.RepeatP50Us}, Env{Pinned: true},
+			"p50 ≤ 0.9× redsync+redigo, pinned; the ratio of the repeats' medians (no interleaved rounds to pair)"},
+		{"one each", measure.Result{P50Us: 300}, measure.Result{P50Us: 600}, Env{}, "p50 ≤ 0.9× redsync+redigo, unpinned; the ratio of one p50 each"},
+	} {
+		if got := goal(tc.ours, tc.peer, tc.env); got != tc.want {
+			t.Errorf("%s: goal %q, want %q", tc.what, got, tc.want)
+		}
+	}
+}

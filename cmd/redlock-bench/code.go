@@ -49,6 +49,30 @@ func codeTargets(root string) []report.Target {
 	return []report.Target{driverLinesTarget(root), sharedBlocksTarget(root)}
 }
 
+// storedCodeTargets returns the code rows of a run's stored targets, as
+// the run measured them: --replot redraws a run, and the source it was
+// measured on is not today's. A row the run did not store (a run.json
+// from before the code rows) says so instead.
+func storedCodeTargets(stored []report.Target) []report.Target {
+	out := []report.Target{
+		{Name: driverLinesName, Goal: driverLinesGoal, Figures: notInRun},
+		{Name: sharedBlocksName, Goal: sharedBlocksGoal, Figures: notInRun},
+	}
+	for i := range out {
+		for _, t := range stored {
+			if t.Name == out[i].Name {
+				out[i] = t
+				break
+			}
+		}
+	}
+	return out
+}
+
+// notInRun is the figures of a code row that a replotted run.json does
+// not hold.
+const notInRun = "not measured in this run"
+
 // The bounds of the code rows' goals.
 const (
 	driverLinesMax  = 300

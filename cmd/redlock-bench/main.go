@@ -568,9 +568,10 @@ func replot(cfg *config, stdout io.Writer) error {
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	if len(r.Records) > 0 && len(r.Targets) > 0 {
-		// The targets again, by today's rules, from the run's own figures.
+		// The targets again, by today's rules, from the run's own figures;
+		// the code rows as the run measured them, not today's source.
 		tn, tc := targetShape(r.Records)
-		ts := append(codeTargets(moduleRoot()), report.Evaluate(r.Records, r.Env, tn, tc)...)
+		ts := append(storedCodeTargets(r.Targets), report.Evaluate(r.Records, r.Env, tn, tc)...)
 		if t, ok := report.MultiProcTarget(r.MultiProc); ok {
 			ts = append(ts, t)
 		}

@@ -19,7 +19,7 @@ func TestRunCountsPlantedBlocks(t *testing.T) {
 	n, err := run(&out, root, codesize.Options{MinLines: 15})
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	assert.Contains(t, out.String(), "gen (generated)")
+	assert.Contains(t, out.String(), "valkeygo (generated)")
 	assert.Contains(t, out.String(), "21 lines: drivers/alpha/alpha.go:")
 
 	out.Reset()
