@@ -31,19 +31,22 @@ func (n *node) applyFair(cmd *core.Command, now instant) (st core.Status, handed
 		switch {
 		case !live:
 			st = core.StatusMissing
-		case e.handed || e.token == cmd.Token:
+		case e.handed && !n.resending || !e.handed && e.token == cmd.Token:
 			n.kill(e)
 			st, live = core.StatusOK, false
 		default:
 			st = core.StatusHeld
 		}
+		// A resend (Cluster.Resend) has the effects of a first run only
+		// if it deleted the token: its first run never ran.
+		first := !n.resending || st == core.StatusOK
 		if cmd.Ticket < 0 { // a waiter that gives up
 			delete(n.queued, cmd.Key)
 		}
-		if cmd.Ticket > 0 {
+		if until, ok := n.queued[cmd.Key]; cmd.Ticket > 0 && (first || ok && now < until) {
 			n.queue(cmd.Key, now.add(cmd.EntryLife()))
 		}
-		if until, ok := n.queued[cmd.Key]; ok && !live {
+		if until, ok := n.queued[cmd.Key]; ok && !live && first {
 			delete(n.queued, cmd.Key)
 			if now < until {
 				// n.data again: the kill above may have swept e out.

@@ -77,6 +77,8 @@ type node struct {
 	muted   bool // releases are not announced (lost announcements)
 	calls   int
 	queued  map[string]instant // Fair: keys the cluster's waiter is queued for, until then
+	// resending: the command runs as a resend (Cluster.Resend).
+	resending bool
 	// lastKey's entry is last: the entry the last command found or
 	// made, so that the next command on the key (a release after an
 	// acquire) finds it without a map lookup. last is nil when unknown;
@@ -577,6 +579,30 @@ func (b *batch) run() {
 // Flush runs the commands sent so far (core.Flusher): a later batch's
 // commands run after them.
 func (b *batch) Flush() { b.run() }
+
+// Resend runs cmd on node i at once and returns its reply, as a driver
+// sends a release again on a new connection after its first send's broke
+// (drivers/engine), whether or not that first send ran. A Fair release
+// then deletes only the waiter's token, not a key handed to the waiter,
+// and hands the key on or queues the waiter only if it did (renewing an
+// entry the waiter still has): a second run changes nothing a first run
+// did not. Any other command runs as Send runs it.
+func (c *Cluster) Resend(i int, cmd core.Command) core.Reply {
+	var r core.Reply
+	c.nmu.Lock()
+	n := c.nodes[i]
+	n.resending = true
+	_, hung, ann := n.exec(i, &cmd, c.now(), &r)
+	n.resending = false
+	c.nmu.Unlock()
+	if ann {
+		c.announce(i, cmd.Key)
+	}
+	if hung {
+		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: n.name, Err: ErrTimeout}
+	}
+	return r
+}
 
 // overflow runs a send past MaxNodes, which the core never makes: it
 // takes effect at once, and is never answered.

@@ -39,10 +39,10 @@
 //     between the round's start and its deadline, as a first send's
 //     would have. Until then a failed dial is tried again every
 //     redialPause.
-//     A Fair release goes again as a quiet compare-and-delete without
-//     the waiter queue, which frees the token if it is still there and
-//     nothing else: the Fair script run twice could hand the key on
-//     twice. An extension on a node with WAIT goes again with a WAIT
+//     A Fair release goes again as itself, flagged (wire.Resent), so
+//     that the script hands the key on, announces and queues only if it
+//     deletes the caller's own token: run twice, it never hands the key
+//     on twice. An extension on a node with WAIT goes again with a WAIT
 //     behind it, and counts only once that WAIT is met: after a
 //     failover, on the new master's replicas.
 //   - Deadlines, on the Config's Clock: a round hears core.StatusTimeout

@@ -22,9 +22,10 @@ func newWaiterID() string {
 
 // appendFairArgs appends a Fair acquire's or release's arguments after
 // its others: the waiter id, and a release's ticket, entry life and
-// handoff, in ms; an acquire's ticket and entry life, if it queues its
-// waiter (core.Command.Ticket).
-func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) ([]byte, []string) {
+// handoff, in ms, and "r" for a release sent again (again: see
+// node.resend and release.lua); an acquire's ticket and entry life, if it
+// queues its waiter (core.Command.Ticket).
+func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command, again bool) ([]byte, []string) {
 	args = append(args, e.waiter)
 	if cmd.Op != core.OpRelease {
 		if cmd.Ticket <= 0 {
@@ -35,7 +36,11 @@ func (e *Engine) appendFairArgs(text []byte, args []string, cmd *core.Command) (
 	}
 	text, args = appendInt(text, args, cmd.Ticket)
 	text, args = appendInt(text, args, wire.Millis(cmd.TTL))
-	return appendInt(text, args, max(wire.Millis(cmd.Handoff), 1))
+	text, args = appendInt(text, args, max(wire.Millis(cmd.Handoff), 1))
+	if again {
+		args = append(args, wire.Resent)
+	}
+	return text, args
 }
 
 // appendName appends prefix+key to args, written into text (see view).

@@ -586,11 +586,11 @@ func (n *node) answer(p *pipe, err error) {
 // (pipeline). A send that never left (a failed dial) does not count: the
 // command goes again, a redialPause later, until its time ends.
 //
-// A Fair release goes again as a quiet compare-and-delete without the
-// waiter queue: if its first run freed the key, handed it on and
-// announced the turn, a second run of the Fair script would find the key
-// free, or handed to the caller's process, and hand it on again; the
-// plain one deletes the token if it is still there, and nothing else.
+// A Fair release goes again as itself, flagged as a resend (fairAgain):
+// release.lua then deletes only the caller's token, and hands the key on,
+// announces the turn or queues the caller only if it did, so that a
+// second run changes nothing a first run did not, and a first run that
+// never happened has all its effects now.
 func (n *node) resend(j *job, p *pipe, now time.Time) bool {
 	op := j.cmd.Op
 	if op != core.OpRelease && op != core.OpExtend {
@@ -607,9 +607,7 @@ func (n *node) resend(j *job, p *pipe, now time.Time) bool {
 		if op == core.OpRelease {
 			j.until = later(j.deadline, p.sent.Add(j.budget))
 		}
-		if j.cmd.Fair {
-			j.cmd.Fair, j.cmd.Quiet = false, true
-		}
+		j.fairAgain = j.cmd.Fair && op == core.OpRelease
 	}
 	if !now.Before(j.until) {
 		return false
@@ -769,7 +767,7 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 			args = append(args, view(text[start:]))
 		}
 		if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
-			text, args = n.e.appendFairArgs(text, args, cmd)
+			text, args = n.e.appendFairArgs(text, args, cmd, p.jobs[i].fairAgain)
 		}
 		p.at = append(p.at, len(cmds))
 		cmds = append(cmds, args[first:len(args):len(args)])

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -149,25 +150,34 @@ func TestResendRedialsUntilTheServerIsBack(t *testing.T) {
 	assert.Equal(t, core.StatusOK, wait(t, c).Status, "the release reached the server once it was back")
 }
 
-// TestFairReleaseGoesAgainPlain: a Fair release goes again as a quiet
-// compare-and-delete without the waiter queue's keys, which can free
-// nothing but its own token: a second run of the Fair script could hand
-// on a key its first run had handed on already.
-func TestFairReleaseGoesAgainPlain(t *testing.T) {
+// TestFairReleaseGoesAgainFlagged: a Fair release goes again as the
+// same Fair release, its waiter queue's keys and arguments included, with
+// wire.Resent last, under which release.lua has the effects of a first
+// run (the hand-on, the announcement, the caller queued) only if it
+// deletes the caller's token: a second run changes nothing a first run
+// did not, and a first run that never ran has them all.
+func TestFairReleaseGoesAgainFlagged(t *testing.T) {
 	e, f, clock := start(t, 1)
-	cmd := release("k", 1)
-	cmd.Fair, cmd.Ticket, cmd.TTL, cmd.Handoff = true, 7, time.Minute, 10*time.Millisecond
-	b := send(e, clock, 0, cmd, time.Second)
-	defer b.Close()
-	c := receive(b, nil)
-	x := f.next()
-	require.Equal(t, "3", x.cmds[0][2], "the Fair release names three keys")
-	x.reply(errors.New("EOF"))
-	f.dialed(0)
-	x2 := f.next()
-	assert.Equal(t, [][]string{{"EVAL", wire.Release.Src, "1", "k", tok(1).String(), "q"}}, x2.cmds)
-	x2.reply(nil, Reply{Kind: KindInt, Int: 0})
-	assert.Equal(t, core.StatusMissing, wait(t, c).Status)
+	for _, ticket := range []int64{7, -1, 0} {
+		cmd := release("k", 1)
+		cmd.Fair, cmd.Ticket, cmd.TTL, cmd.Handoff = true, ticket, time.Minute, 10*time.Millisecond
+		b := send(e, clock, 0, cmd, time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		require.Len(t, x.cmds, 1, "ticket %d", ticket)
+		first := slices.Clone(x.cmds[0])
+		require.Equal(t, "3", first[2], "the Fair release names three keys")
+		assert.NotContains(t, first[8:], wire.Resent, "ticket %d: a first send is not flagged", ticket)
+		x.reply(errors.New("EOF"))
+		f.dialed(0)
+		x2 := f.next()
+		require.Len(t, x2.cmds, 1, "ticket %d", ticket)
+		assert.Equal(t, []string{"EVAL", wire.Release.Src}, x2.cmds[0][:2], "ticket %d: on a new connection", ticket)
+		assert.Equal(t, append(first[2:], wire.Resent), x2.cmds[0][2:], "ticket %d: the same Fair release, flagged", ticket)
+		x2.reply(nil, Reply{Kind: KindInt, Int: 0})
+		assert.Equal(t, core.StatusMissing, wait(t, c).Status, "ticket %d", ticket)
+		b.Close()
+	}
 }
 
 // TestResentExtensionCountsOnceItsWaitIsMet: on a node with WAIT, an

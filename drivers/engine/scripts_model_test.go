@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ import (
 // keys expire. Entries past their deadline are left out of the
 // comparison: both keep them until a Fair release sweeps them, but the
 // server also drops them with the queue's keys, and nothing reads them.
+// A Fair release is also sent again, as the engine resends one whose
+// connection broke under it (node.resend; sim.ScriptModel.ApplyResent),
+// its first send run on the server or not (breakConn).
 // One key, as a simulated node holds one; three waiters, four tokens.
 // Not covered: the script's bounds (4096 entries, 64 swept a release),
 // ReleaseSharded's channels, and a Cluster's names.
@@ -56,9 +60,37 @@ var waiterIDs = []string{"a000000000000001", "b000000000000002", "c0000000000000
 const diffKey = "diff:k"
 
 // redigoConn is the engine's Conn over a redigo connection.
-type redigoConn struct{ c redis.Conn }
+type redigoConn struct {
+	c   redis.Conn
+	brk *atomic.Int32 // the engine's breakConn, if any
+}
+
+// breakConn is what a redigoConn does to its next pipeline of scripts:
+// sends it and breaks before the replies (breakRan), breaks before
+// sending it (breakUnsent), or nothing (0).
+const (
+	breakRan = 1 + iota
+	breakUnsent
+)
+
+// errBroken is the failure of a connection that breakConn breaks.
+var errBroken = errors.New("test: connection reset under the pipeline")
 
 func (r redigoConn) Exchange(_ context.Context, cmds [][]string, replies []Reply) error {
+	if r.brk != nil && len(cmds[0]) > 1 && strings.HasPrefix(cmds[0][0], "EVAL") {
+		switch r.brk.Swap(0) {
+		case breakRan:
+			_ = r.exchange(cmds, replies)
+			clear(replies)
+			return errBroken
+		case breakUnsent:
+			return errBroken
+		}
+	}
+	return r.exchange(cmds, replies)
+}
+
+func (r redigoConn) exchange(cmds [][]string, replies []Reply) error {
 	for _, cmd := range cmds {
 		args := make([]any, len(cmd)-1)
 		for i, a := range cmd[1:] {
@@ -104,6 +136,7 @@ func (r redigoConn) Close() error { return r.c.Close() }
 type diffEnv struct {
 	t       *testing.T
 	engines []*Engine
+	brk     []atomic.Int32 // each engine's connections' breakConn
 	c       redis.Conn
 	// window is the widest window a command of the sequence ran in, so
 	// far: the server's TIME read before and after it.
@@ -112,11 +145,11 @@ type diffEnv struct {
 
 func newDiffEnv(t *testing.T, addr string) *diffEnv {
 	t.Helper()
-	env := &diffEnv{t: t}
-	for _, id := range waiterIDs {
+	env := &diffEnv{t: t, brk: make([]atomic.Int32, len(waiterIDs))}
+	for w, id := range waiterIDs {
 		e := New(Config{Names: []string{addr}, Dial: func(ctx context.Context, _ int) (Conn, error) {
 			c, err := redis.DialContext(ctx, "tcp", addr)
-			return redigoConn{c}, err
+			return redigoConn{c, &env.brk[w]}, err
 		}})
 		e.waiter = id // before any command: the test names the waiters
 		t.Cleanup(e.Close)
@@ -139,8 +172,11 @@ func (env *diffEnv) now() (time.Duration, error) {
 	return time.Duration(v[0]*1000+v[1]/1000) * time.Millisecond, nil
 }
 
-// run sends cmd through waiter's engine.
-func (env *diffEnv) run(waiter int, cmd core.Command) core.Reply {
+// run sends cmd through waiter's engine, its connection broken under it
+// as brk says (breakConn).
+func (env *diffEnv) run(waiter int, cmd core.Command, brk int32) core.Reply {
+	env.brk[waiter].Store(brk)
+	defer env.brk[waiter].Store(0)
 	b := env.engines[waiter].Begin(context.Background())
 	defer b.Close()
 	b.Send(0, cmd, time.Now().Add(10*time.Second))
@@ -265,6 +301,9 @@ func (env *diffEnv) shift(d time.Duration) error {
 type gen struct {
 	rng    *rand.Rand
 	tokens []core.Token
+	// brk: the last command drawn goes on a connection that breaks under
+	// it (breakConn), and so is sent again: a Fair release.
+	brk int32
 }
 
 func newGen(seed uint64) *gen {
@@ -281,6 +320,7 @@ func (g *gen) span() time.Duration { return time.Duration(g.rng.IntN(4))*grid + 
 // command draws one command, or a time step (ok == false, by step).
 func (g *gen) command() (waiter int, cmd core.Command, step time.Duration) {
 	waiter = g.rng.IntN(len(waiterIDs))
+	g.brk = 0
 	tok := g.tokens[g.rng.IntN(len(g.tokens))]
 	cmd = core.Command{Key: diffKey, Token: tok}
 	switch k := g.rng.IntN(16); {
@@ -309,6 +349,9 @@ func (g *gen) command() (waiter int, cmd core.Command, step time.Duration) {
 			cmd.Ticket = -1
 		case 2:
 			cmd.Token = core.Token{} // Spec.HandOn
+		}
+		if g.rng.IntN(2) == 0 { // sent again, its first send run or not
+			g.brk = breakRan + g.rng.Int32N(2)
 		}
 	case k < 15:
 		cmd.Op, cmd.TTL = core.OpExtend, g.span()
@@ -352,15 +395,24 @@ func (env *diffEnv) diffSequence(seed uint64, model *sim.ScriptModel) error {
 		if t1-start > grid/4 {
 			return fail(i, "the sequence has run %v on the server, too long for grid %v: its outcomes are no longer exact", t1-start, grid)
 		}
-		got := env.run(waiter, cmd)
+		got := env.run(waiter, cmd, g.brk)
 		t2, err := env.now()
 		if err != nil {
 			return err
 		}
 		window := t2 - t1
 		env.window = max(env.window, window)
-		want := model.Apply(waiter, cmd, t1)
-		desc := fmt.Sprintf("waiter %d: %s %+v", waiter, cmd.Op, cmd)
+		var want core.Reply
+		switch g.brk {
+		case 0:
+			want = model.Apply(waiter, cmd, t1)
+		case breakRan:
+			model.Apply(waiter, cmd, t1)
+			fallthrough
+		default:
+			want = model.ApplyResent(waiter, cmd, t1)
+		}
+		desc := fmt.Sprintf("waiter %d: %s %+v%s", waiter, cmd.Op, cmd, resentNames[g.brk])
 		if got.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
 			got.TTL > want.TTL || got.TTL < want.TTL-window {
 			return fail(i, "%s: the scripts reply %v fence %d TTL %v (err %v), the model %v fence %d TTL %v",
@@ -392,6 +444,9 @@ func (env *diffEnv) diffSequence(seed uint64, model *sim.ScriptModel) error {
 	}
 	return nil
 }
+
+// resentNames say how a command drawn went (gen.brk).
+var resentNames = [...]string{"", " (sent again after its first run)", " (sent again, its first send lost)"}
 
 // live returns s without the queue's entries past their deadline at
 // now: the model keeps them until a Fair release sweeps them, as the
@@ -462,6 +517,9 @@ func TestScriptDiffSeesPlantedScriptDefects(t *testing.T) {
 		memnode  bool // memnode, with its one waiter, sees it too
 	}{
 		{"release hands the key to the last waiter", &wire.Release, `redis.call("ZRANGE", KEYS[2], 0, 0)[1]`, `redis.call("ZRANGE", KEYS[2], -1, -1)[1]`, false},
+		{"a resend hands on although its token was gone", &wire.Release, `if st == 1 or (st == 0 and not resent) then`, `if st ~= -1 then`, true},
+		{"a resend frees a key handed to the caller", &wire.Release, `not resent and v == "~"`, `v == "~"`, false},
+		{"a resend queues the caller again", &wire.Release, `((st == 1 or not resent) and`, `((true) and`, false},
 		{"release keeps stale waiters", &wire.Release, `"-inf", now,`, `"-inf", now - 600000,`, false},
 		{"fenced acquire ignores a handed key", &wire.AcquireFenced, `if t ~= -2 and fair and`, `if false and`, true},
 		{"a held attempt does not queue", &wire.AcquireProbe, `if fair and ARGV[4] and`, `if false and`, true},
@@ -529,11 +587,17 @@ func (env *diffEnv) diffMemnode(seed uint64) error {
 			start = t1
 		}
 		at(t1)
-		got := env.run(0, cmd)
-		b := model.Begin(context.Background())
-		b.Send(0, cmd, clock.Now().Add(10*time.Second))
-		want, _ := b.Receive(nil)
-		b.Close()
+		got := env.run(0, cmd, g.brk)
+		var want core.Reply
+		if g.brk != breakUnsent {
+			b := model.Begin(context.Background())
+			b.Send(0, cmd, clock.Now().Add(10*time.Second))
+			want, _ = b.Receive(nil)
+			b.Close()
+		}
+		if g.brk != 0 {
+			want = model.Resend(0, cmd)
+		}
 		t2, err := env.now()
 		if err != nil {
 			return err
@@ -542,7 +606,7 @@ func (env *diffEnv) diffMemnode(seed uint64) error {
 		if t2-start > grid/4 {
 			return fail(i, "the sequence has run %v on the server, too long for grid %v", t2-start, grid)
 		}
-		desc := fmt.Sprintf("%s %+v", cmd.Op, cmd)
+		desc := fmt.Sprintf("%s %+v%s", cmd.Op, cmd, resentNames[g.brk])
 		if got.Err != nil || want.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
 			got.TTL > want.TTL+env.window || got.TTL < want.TTL-env.window {
 			return fail(i, "%s: the scripts reply %v fence %d TTL %v (err %v), memnode %v fence %d TTL %v (err %v)",

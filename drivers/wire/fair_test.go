@@ -171,3 +171,65 @@ func (oneToken) NewToken() core.Token { return core.TokenFromUint64s(1, 1) }
 type zeroRand struct{}
 
 func (zeroRand) Uint64() uint64 { return 0 }
+
+// TestFairReleaseResentOnRedis: a Fair release sent again (Resent) has
+// the effects of a first run only if it deletes the caller's token, so
+// that run after a first run it changes nothing, and in its place it
+// does all a first run would.
+func TestFairReleaseResentOnRedis(t *testing.T) {
+	srv := redistest.Start(t, redistest.Options{})
+	do := func(args ...any) any {
+		t.Helper()
+		r, err := srv.Do(args...)
+		require.NoError(t, err, "%v", args)
+		return r
+	}
+	q, due := QueueKeys("k")
+	queue := func() []any {
+		t.Helper()
+		return do("ZRANGE", q, 0, -1).([]any)
+	}
+	release := func(tok, id string, ticket int, resent bool) any {
+		args := []any{"EVAL", Release.Src, 3, "k", q, due, tok, id, ticket, 60000, 500}
+		if resent {
+			args = append(args, Resent)
+		}
+		return do(args...)
+	}
+
+	// Run twice: a release that others of w1's process follow hands the
+	// key to w1 itself; the second run neither frees that key nor puts
+	// w1 back in the queue.
+	do("SET", "k", "a", "PX", 60000)
+	assert.Equal(t, int64(1), release("a", "w1", 7, false))
+	assert.Equal(t, "~w1", do("GET", "k"), "handed to the caller's process")
+	assert.Empty(t, queue())
+	assert.Equal(t, int64(-1), release("a", "w1", 7, true), "the resend")
+	assert.Equal(t, "~w1", do("GET", "k"), "still the process's")
+	assert.Empty(t, queue(), "w1 not queued again")
+
+	// The first run lost: the resend has all its effects.
+	do("SET", "k", "b", "PX", 60000)
+	do("ZADD", q, 5, "w2")
+	do("ZADD", due, 1<<50, "w2")
+	turns := srv.Subscribe(t, TurnChannel("w2", "k"))
+	assert.Equal(t, int64(1), release("b", "w1", 0, true))
+	assert.Equal(t, "~w2", do("GET", "k"), "handed on")
+	assert.Equal(t, []string{TurnChannel("w2", "k"), ""}, turns.Next(t), "and announced")
+	assert.Empty(t, queue())
+
+	// The key gone, a waiter queued: the resend cannot tell whether its
+	// first run freed the key, and hands nothing on; a leave still leaves.
+	do("DEL", "k")
+	do("ZADD", q, 5, "w2", 6, "w1")
+	do("ZADD", due, 1<<50, "w2", 1<<50, "w1")
+	assert.Equal(t, int64(0), release("c", "w1", -1, true))
+	assert.Equal(t, int64(0), do("EXISTS", "k"), "not handed on")
+	assert.Equal(t, []any{"w2"}, queue(), "w1 left")
+	assert.Equal(t, int64(0), release("c", "w3", 9, true))
+	assert.Equal(t, []any{"w2"}, queue(), "w3 not queued: its first run may have been handed the key")
+	assert.Equal(t, int64(0), release("c", "w2", 9, true))
+	assert.Equal(t, []any{"w2"}, queue(), "w2 keeps its place")
+	assert.Equal(t, int64(0), release("c", "w2", 0, false), "a first run")
+	assert.Equal(t, "~w2", do("GET", "k"), "hands the free key on")
+}

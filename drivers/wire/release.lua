@@ -11,7 +11,9 @@
 -- server's ms. ARGV[2] = the caller's waiter id, ARGV[3] = its ticket, 0
 -- not to queue it, or -1 to take it out of the queue (a waiter that gives
 -- up), ARGV[4] = an entry's life in ms, ARGV[5] = how long a handed-over
--- key waits for its waiter, in ms.
+-- key waits for its waiter, in ms; ARGV[6] = "r" for a release sent
+-- again on a new connection after its first send's broke, which may or
+-- may not have run (a resend: see below).
 --   0. A key handed to the caller ("~" .. ARGV[2]) is the caller's to
 --      release too: it won its quorum without this node.
 --   1. A caller with a ticket (a failed attempt's cleanup, or a release
@@ -23,15 +25,29 @@
 --      which only that waiter's acquire takes, announced on the waiter's
 --      turn channel (TurnChannel) alone. Nobody waiting, nothing is
 --      announced.
+-- A resend runs so that a second run changes nothing a first run did
+-- not, and a first run that never happened has all its effects now:
+--   - It deletes the key only if it holds the caller's token (st == 1),
+--     not "~" .. ARGV[2]: the first run may have handed the key to the
+--     caller's own process (step 3), for another of its waiters.
+--   - The hand-on and its announcement (step 3) run only if it deleted
+--     the token: then the first run never ran. Otherwise the first run
+--     freed the key and handed it on, or found it gone, or never ran on
+--     a key gone or taken since; none hands it on again.
+--   - A ticket (step 1) joins only if it deleted the token, or renews an
+--     entry the caller still has: the first run's hand-on may have taken
+--     it out of the queue. Leaving (-1) and the sweep (step 2) run as
+--     they would: once gone, gone.
 -- Announcements are hints: pcall, so that a server or an ACL that
 -- refuses PUBLISH still releases. The next two lines are the classic
 -- pub/sub's; ReleaseSharded replaces them to announce with SPUBLISH on
 -- channels in the key's hash slot (ShardChannel).
 local publish = "PUBLISH"
 local function channel(prefix, key) return prefix .. key end
+local resent = #KEYS > 1 and ARGV[6] == "r"
 local v = redis.call("GET", KEYS[1])
 local st = -1
-if v == ARGV[1] or (#KEYS > 1 and v == "~" .. ARGV[2]) then
+if v == ARGV[1] or (#KEYS > 1 and not resent and v == "~" .. ARGV[2]) then
   redis.call("DEL", KEYS[1])
   st = 1
 elseif v == false then
@@ -48,7 +64,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[3] == "-1" then
   redis.call("ZREM", KEYS[2], ARGV[2])
   redis.call("ZREM", KEYS[3], ARGV[2])
-elseif ARGV[3] ~= "0" and (redis.call("ZSCORE", KEYS[2], ARGV[2]) or redis.call("ZCARD", KEYS[2]) < 4096) then
+elseif ARGV[3] ~= "0" and (redis.call("ZSCORE", KEYS[2], ARGV[2]) or ((st == 1 or not resent) and redis.call("ZCARD", KEYS[2]) < 4096)) then
   redis.call("ZADD", KEYS[2], "NX", ARGV[3], ARGV[2])
   redis.call("ZADD", KEYS[3], now + tonumber(ARGV[4]), ARGV[2])
   redis.call("PEXPIRE", KEYS[2], ARGV[4])
@@ -59,7 +75,7 @@ for _, id in ipairs(stale) do
   redis.call("ZREM", KEYS[2], id)
   redis.call("ZREM", KEYS[3], id)
 end
-if st ~= -1 then
+if st == 1 or (st == 0 and not resent) then
   local head = redis.call("ZRANGE", KEYS[2], 0, 0)[1]
   if head then
     redis.call("ZREM", KEYS[2], head)

@@ -137,6 +137,11 @@ const (
 	QueueDuePrefix = "redlock:queue-due:"
 )
 
+// Resent is the last argument of a Fair release sent again on a new
+// connection after its first send's broke, which may or may not have run:
+// release.lua then changes nothing a first run did not (see there).
+const Resent = "r"
+
 // QueueKeys returns the names of key's waiter queue and its deadlines.
 func QueueKeys(key string) (queue, due string) { return QueuePrefix + key, QueueDuePrefix + key }
 

@@ -89,18 +89,21 @@ func (n *node) applyFair(m *message, c int, t int64, w *world) core.Status {
 		switch {
 		case !n.has:
 			st = core.StatusMissing
-		case n.handed == c+1 || n.handed == 0 && n.tok == cmd.Token:
+		case n.handed == c+1 && !m.resent || n.handed == 0 && n.tok == cmd.Token:
 			n.has, n.handed = false, 0
 			st = core.StatusOK
 		}
+		// A resend (message.resent) has the effects of a first run only
+		// if it deleted the token: its first run never ran.
+		first := !m.resent || st == core.StatusOK
 		switch {
-		case cmd.Ticket > 0:
+		case cmd.Ticket > 0 && (first || n.queued(c)):
 			n.join(c, m, now+int64(cmd.EntryLife()), w)
 		case cmd.Ticket < 0: // a waiter that gives up
 			n.leave(c)
 		}
 		n.queue = slices.DeleteFunc(n.queue, func(e entry) bool { return e.due <= now })
-		if !n.has {
+		if !n.has && first {
 			n.handOn(t, cmd.Handoff, w)
 		}
 		return st
@@ -130,6 +133,12 @@ func (n *node) join(c int, m *message, due int64, w *world) {
 		}
 	}
 	n.queue = append(n.queue, entry{c: c, ticket: ticket, due: due, acq: m.acq, late: late})
+}
+
+// queued reports whether client c has an entry in the queue, stale or
+// not (the script's ZSCORE).
+func (n *node) queued(c int) bool {
+	return slices.ContainsFunc(n.queue, func(e entry) bool { return e.c == c })
 }
 
 // leave takes client c out of the queue.

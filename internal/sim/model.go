@@ -40,6 +40,19 @@ func (m *ScriptModel) Apply(waiter int, cmd core.Command, now time.Duration) cor
 	return core.Reply{Status: st, Fence: msg.fence, TTL: msg.ttl}
 }
 
+// ApplyResent is Apply for a Fair release that a driver sends again on a
+// new connection after its first send's broke (drivers/engine's resend,
+// wire.Resent), whether or not that first send ran: it deletes only the
+// caller's token, not a key handed to the caller, and hands the key on or
+// queues the caller only if it did (renewing an entry the caller still
+// has). The simulation's schedules do not break connections under a
+// command, so only the differential test sends it.
+func (m *ScriptModel) ApplyResent(waiter int, cmd core.Command, now time.Duration) core.Reply {
+	msg := message{cmd: cmd, appliedAt: -1, resent: cmd.Fair && cmd.Op == core.OpRelease}
+	st := m.n.apply(&msg, waiter, int64(now), m.w)
+	return core.Reply{Status: st, Fence: msg.fence, TTL: msg.ttl}
+}
+
 // ScriptState is what a ScriptModel holds.
 type ScriptState struct {
 	// Held: the key exists at the time State was asked for, with Token,

@@ -184,6 +184,7 @@ type message struct {
 	ttl       time.Duration // the reply's TTL: the holder's PTTL after a held acquire
 	late      bool          // delivered after its deadline, out of order
 	reordered bool          // delivered ahead of the client's earlier requests (Faults.Reorder)
+	resent    bool          // a Fair release sent again after a broken connection (ScriptModel.ApplyResent)
 	acq       int           // the id of the acquisition that sent it; 0: none
 	deadline  int64         // real time
 }
