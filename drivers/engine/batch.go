@@ -24,6 +24,9 @@ type job struct {
 	// until, once a broken connection sends it again (node.resend): when
 	// its time on the wire ends, as its first send's did.
 	until time.Time
+	// spent: the command went out on a connection that broke before its
+	// reply, so it may have run; it goes again only once after that.
+	spent bool
 	// lane: the WAIT lane that counts the job outstanding (node.route).
 	lane *node
 }

@@ -43,13 +43,15 @@ type node struct {
 	// scripts: bit op-OpRelease: the script ran on the connection, EVALSHA
 	// works. Set by whoever decodes a reply, read by the writer.
 	scripts atomic.Uint32
+	// held: a command that did not run goes again, a redialPause later
+	// (resend). Set by whoever decodes a reply, read by the writer.
+	held atomic.Bool
 
 	// The goroutine's own.
 	conn    Conn
 	sharded bool  // conn announces releases with SPUBLISH (ShardedPublisher)
 	dctx    *dctx // a dial's context
 	dup     duplex
-	redial  bool // a command waits, after a failed dial, to go again (resend)
 	many    bool // the last pipeline carried several commands (coalesce)
 }
 
@@ -159,7 +161,8 @@ func (j *job) deliver(r core.Reply) {
 
 // requeue puts j back for the node's next pipeline, ahead of the queue:
 // a command of a Duplex connection that met NOSCRIPT, or a release whose
-// connection failed before its turn (see abandon). It runs on the reader.
+// connection failed before its turn (see abandon), or one that did not run
+// (resend). It runs on the reader, or on the node's goroutine.
 func (n *node) requeue(j job) {
 	j.resent = true
 	n.mu.Lock()
@@ -388,6 +391,9 @@ func finishCtx(slot **dctx, c *dctx, err error) {
 // Over a Duplex connection the pipeline is written and handed to the
 // connection's reader, which answers it (write).
 func (n *node) pipeline(p *pipe, closing bool) {
+	if n.held.Swap(false) {
+		n.pause(redialPause) // a command goes again that did not run (resend)
+	}
 	now := n.e.clock.Now()
 	var dl time.Time
 	p.live = p.live[:0]
@@ -442,10 +448,6 @@ func (n *node) pipeline(p *pipe, closing bool) {
 	}
 	n.answer(p, err)
 	n.done(p)
-	if n.redial {
-		n.redial = false
-		n.pause(redialPause)
-	}
 }
 
 // done clears p and puts it back among the spare pipes.
@@ -550,9 +552,12 @@ func (n *node) answer(p *pipe, err error) {
 					continue
 				}
 			}
+			if rep.Kind == KindError && wire.IsLoading(rep.Err) && n.resend(j, p, now, false) {
+				continue // it did not run: it goes again once the data is loaded
+			}
 			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
 			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
-				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now) {
+				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now, true) {
 					continue // its WAIT is unanswered: it counts once a WAIT behind it again is met
 				}
 				rerr = n.replicated(p.replies[p.wat[k]])
@@ -564,7 +569,7 @@ func (n *node) answer(p *pipe, err error) {
 			}
 		case err == nil:
 			r = n.e.fail(n.i, j.cmd.Op, errors.New("no reply"), late)
-		case n.resend(j, p, now):
+		case n.resend(j, p, now, !p.unsent):
 			continue
 		default:
 			r = n.e.fail(n.i, j.cmd.Op, err, late)
@@ -583,30 +588,35 @@ func (n *node) answer(p *pipe, err error) {
 // the key the first time and would be refused, or take a key freed
 // since, the second. It goes once, with the time on the wire its first
 // send had: an extension's deadline, the round's, and a release's
-// (pipeline). A send that never left (a failed dial) does not count: the
-// command goes again, a redialPause later, until its time ends.
+// (pipeline). A send that surely did not run does not count (ran is
+// false): one that never left (a failed dial, its first included), or
+// one the server answered LOADING. The command goes again, a redialPause
+// later, until its time ends.
 //
 // A Fair release goes again as a quiet compare-and-delete without the
 // waiter queue: if its first run freed the key, handed it on and
 // announced the turn, a second run of the Fair script would find the key
 // free, or handed to the caller's process, and hand it on again; the
 // plain one deletes the token if it is still there, and nothing else.
-func (n *node) resend(j *job, p *pipe, now time.Time) bool {
+func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 	op := j.cmd.Op
 	if op != core.OpRelease && op != core.OpExtend {
 		return false
 	}
-	if j.resent && (!p.unsent || j.until.IsZero()) {
-		return false // it went out twice, or again for NOSCRIPT
+	if j.resent && j.until.IsZero() {
+		return false // it went again for NOSCRIPT
 	}
 	if !j.resent {
-		if p.unsent {
-			return false // not sent on a connection that broke: it fails as before
-		}
 		j.until = j.deadline
 		if op == core.OpRelease {
 			j.until = later(j.deadline, p.sent.Add(j.budget))
 		}
+	}
+	if ran {
+		if j.spent {
+			return false // it went out twice
+		}
+		j.spent = true
 		if j.cmd.Fair {
 			j.cmd.Fair, j.cmd.Quiet = false, true
 		}
@@ -614,17 +624,18 @@ func (n *node) resend(j *job, p *pipe, now time.Time) bool {
 	if !now.Before(j.until) {
 		return false
 	}
-	if p.unsent {
-		n.redial = true
+	if !ran {
+		n.held.Store(true)
 	}
 	n.requeue(*j)
 	return true
 }
 
-// redialPause is how long a node waits, after a failed dial, before it
-// dials again for a command that a broken connection sends again
-// (resend): a restarting server refuses connections until it has loaded
-// its data.
+// redialPause is how long a node waits before it sends again a command
+// that did not run (resend): after a failed dial, or a LOADING reply. A
+// restarting server may refuse connections for a while, and one restarted
+// over a large dataset takes them at once but answers LOADING until its
+// data is loaded.
 const redialPause = 20 * time.Millisecond
 
 // pause waits d on the engine's clock, or until Close.
@@ -633,7 +644,7 @@ func (n *node) pause(d time.Duration) {
 	t := n.e.clock.AfterFunc(d, func() { ch <- struct{}{} })
 	select {
 	case <-ch:
-	case <-n.wake: // Close; or new commands, which the loop takes at once
+	case <-n.wake: // Close (offer and requeue signal only an idle node, which a pausing one is not)
 	}
 	t.Stop()
 }

@@ -220,3 +220,131 @@ func TestDuplexReadFailureSendsAReleaseAgain(t *testing.T) {
 	x2.ok()
 	assert.Equal(t, core.StatusOK, wait(t, c).Status)
 }
+
+// errLoading is the reply of a server that has restarted over a large
+// dataset: it takes connections at once, and answers LOADING until its
+// data is loaded.
+var errLoading = errors.New("LOADING Redis is loading the dataset in memory")
+
+// startArmed is start with an armedClock, whose timers the test sees.
+func startArmed(t *testing.T) (*Engine, *fakeNet, armedClock) {
+	t.Helper()
+	f := newFakeNet(t, 1)
+	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
+	e := New(Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	f.dialed(0)
+	t.Cleanup(func() {
+		go func() {
+			for x := range f.exchanges {
+				x.ok()
+			}
+		}()
+		e.Close()
+		close(f.exchanges)
+	})
+	return e, f, clock
+}
+
+// advancePause moves clock past the node's redialPause once it is armed.
+func advancePause(t *testing.T, clock armedClock) {
+	t.Helper()
+	for clock.nextArmed(t) != redialPause { // the batch's own timers aside
+	}
+	clock.Advance(redialPause)
+}
+
+// TestLoadingSendsAReleaseAndAnExtensionAgain: a release or an extension
+// answered LOADING did not run: it goes again, a redialPause later each
+// time, on the same connection, until the server has loaded its data,
+// and as many times as it meets LOADING; an acquisition answered LOADING
+// fails, a failed vote.
+func TestLoadingSendsAReleaseAndAnExtensionAgain(t *testing.T) {
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
+		e, f, clock := startArmed(t)
+		b := e.Begin(t.Context())
+		b.Send(0, cmd, clock.Now().Add(time.Second))
+		c := receive(b, nil)
+		x := f.next()
+		for range 2 {
+			x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+			advancePause(t, clock)
+			x2 := f.next()
+			assert.Same(t, x.conn, x2.conn, "%v: the connection is fine", cmd.Op)
+			x = x2
+		}
+		assert.Equal(t, []string{"EVAL k"}, x.names(), cmd.Op)
+		x.ok()
+		assert.Equal(t, core.StatusOK, wait(t, c).Status, "%v: it ran once the data was loaded", cmd.Op)
+		b.Close()
+	}
+
+	e, f, clock := startArmed(t)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, acquire("a", 2), clock.Now().Add(time.Second))
+	c := receive(b, nil)
+	f.next().reply(nil, Reply{Kind: KindError, Err: errLoading})
+	r := wait(t, c)
+	assert.Equal(t, core.StatusError, r.Status, "an acquisition answered LOADING is a failed vote")
+	assert.ErrorContains(t, r.Err, "LOADING")
+}
+
+// TestLoadingResendEndsAtTheDeadline: a release that meets LOADING goes
+// again until its time on the wire ends, and no longer.
+func TestLoadingResendEndsAtTheDeadline(t *testing.T) {
+	e, f, clock := startArmed(t)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, extend("k", 1), clock.Now().Add(50*time.Millisecond))
+	c := receive(b, nil)
+	sends := 0
+	for {
+		x := f.next()
+		sends++
+		x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+		if sends == 3 { // 0, 20, 40 ms: the next would go at 60
+			break
+		}
+		advancePause(t, clock)
+	}
+	advancePause(t, clock)
+	r := wait(t, c)
+	assert.NotEqual(t, core.StatusOK, r.Status, "past its deadline, it is not sent again")
+}
+
+// TestUnsentFirstSendRedials: a release or an extension whose first dial
+// is refused never went out: it dials again every redialPause until the
+// server takes it, as one whose connection broke under it does.
+func TestUnsentFirstSendRedials(t *testing.T) {
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
+		e, f, clock := startArmed(t)
+		// Break the node's connection, with nothing on it, so that the
+		// next command dials.
+		b0 := e.Begin(t.Context())
+		b0.Send(0, acquire("a", 9), clock.Now().Add(time.Second))
+		c0 := receive(b0, nil)
+		f.next().reply(errors.New("EOF"))
+		wait(t, c0)
+		b0.Close()
+		f.mu.Lock()
+		f.dialErr[0] = errRefused
+		f.mu.Unlock()
+
+		b := e.Begin(t.Context())
+		b.Send(0, cmd, clock.Now().Add(time.Second))
+		c := receive(b, nil)
+		for range 2 {
+			f.dialed(0)
+			advancePause(t, clock)
+		}
+		f.mu.Lock()
+		f.dialErr[0] = nil
+		f.mu.Unlock()
+		f.dialed(0)
+		x := f.next()
+		assert.Equal(t, []string{"EVAL k"}, x.names(), cmd.Op)
+		x.ok()
+		assert.Equal(t, core.StatusOK, wait(t, c).Status, "%v: sent once the server took the dial", cmd.Op)
+		b.Close()
+	}
+}
