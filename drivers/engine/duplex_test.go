@@ -248,7 +248,7 @@ func TestDuplexCloseWithReleasesInFlight(t *testing.T) {
 	f := newFakeNet(t, 1)
 	f.duplex = true
 	clock := newManualClock()
-	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	b := send(e, clock, 0, release("k", 1), time.Second)
 	c := receive(b, nil)
@@ -310,7 +310,7 @@ func TestDuplexZeroAllocs(t *testing.T) {
 		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
 	}
 	dial := func(context.Context, int) (Conn, error) { return &okDuplex{}, nil }
-	e := New(Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
 	defer e.Close()
 	round := func(cmd core.Command) {
 		b := e.Begin(context.Background())
@@ -336,7 +336,7 @@ func TestDuplexCloseSendsAReleaseAgain(t *testing.T) {
 	f := newFakeNet(t, 1)
 	f.duplex = true
 	clock := newManualClock()
-	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	b := send(e, clock, 0, acquire("k", 1), time.Second)
 	c := receive(b, nil)

@@ -246,8 +246,13 @@ type Engine struct {
 var _ core.Driver = (*Engine)(nil)
 
 // New starts one goroutine per node, each dialling its node at once. Close
-// stops them.
-func New(cfg Config) *Engine {
+// stops them. A Config that cannot work is refused, before anything is
+// dialled, with an error that wraps core.ErrInvalidConfig and says what
+// is wrong (Config.Validate).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		names:  append([]string(nil), cfg.Names...),
 		clock:  cfg.Clock,
@@ -283,7 +288,47 @@ func New(cfg Config) *Engine {
 		e.nodes[i] = n
 		go n.loop(dt)
 	}
-	return e
+	return e, nil
+}
+
+// Validate returns nil if cfg can run, or an error that wraps
+// core.ErrInvalidConfig: from 1 to core.MaxNodes names, each non-empty
+// and given once (a node's name is how errors and the run_id check tell
+// it apart, and a round counts its nodes in a word), a Dial, and either
+// no Nodes or one NodeConfig per name, none with a negative Replicas, nor
+// without a positive WaitTimeout when Replicas is positive (WAIT 0 blocks
+// for good).
+func (cfg Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: engine: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch n := len(cfg.Names); {
+	case n == 0:
+		return bad("no nodes")
+	case n > core.MaxNodes:
+		return bad("%d nodes, more than %d", n, core.MaxNodes)
+	case cfg.Dial == nil:
+		return bad("no Dial")
+	case cfg.Nodes != nil && len(cfg.Nodes) != n:
+		return bad("%d NodeConfigs for %d nodes", len(cfg.Nodes), n)
+	}
+	for i, name := range cfg.Names {
+		if name == "" {
+			return bad("node %d has no name", i)
+		}
+		if j := slices.Index(cfg.Names[:i], name); j >= 0 {
+			return bad("node %d (%s) is node %d again", i, name, j)
+		}
+	}
+	for i, nc := range cfg.Nodes {
+		if nc.Replicas < 0 {
+			return bad("node %d (%s): Replicas %d is negative", i, cfg.Names[i], nc.Replicas)
+		}
+		if nc.Replicas > 0 && nc.WaitTimeout <= 0 {
+			return bad("node %d (%s): WAIT for %d replicas needs a positive WaitTimeout, not %v", i, cfg.Names[i], nc.Replicas, nc.WaitTimeout)
+		}
+	}
+	return nil
 }
 
 // Nodes returns N.

@@ -113,7 +113,7 @@ func TestResendKeepsTheRoundsDeadline(t *testing.T) {
 func TestResendRedialsUntilTheServerIsBack(t *testing.T) {
 	f := newFakeNet(t, 1)
 	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
-	e := New(Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	t.Cleanup(func() {
 		go func() {
@@ -231,7 +231,7 @@ func startArmed(t *testing.T) (*Engine, *fakeNet, armedClock) {
 	t.Helper()
 	f := newFakeNet(t, 1)
 	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
-	e := New(Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	t.Cleanup(func() {
 		go func() {

@@ -114,7 +114,7 @@ func newDiffEnv(t *testing.T, addr string) *diffEnv {
 	t.Helper()
 	env := &diffEnv{t: t}
 	for _, id := range waiterIDs {
-		e := New(Config{Names: []string{addr}, Dial: func(ctx context.Context, _ int) (Conn, error) {
+		e := mustNew(t, Config{Names: []string{addr}, Dial: func(ctx context.Context, _ int) (Conn, error) {
 			c, err := redis.DialContext(ctx, "tcp", addr)
 			return redigoConn{c}, err
 		}})
