@@ -9,7 +9,7 @@
 //     after any failure (a broken connection, a missed deadline, a
 //     restart), and closed by Close. Each new connection's server is asked
 //     its run_id (INFO server): a connection to a server another node
-//     already reaches is refused with dialspec.ErrMisconfigured, since one
+//     already reaches is refused with drivers.ErrMisconfigured, since one
 //     server listed under two addresses would vote twice.
 //   - Pipelines: each node has one goroutine that takes every command
 //     queued for the node, from any number of rounds, and exchanges them
@@ -176,7 +176,7 @@ type Config struct {
 	// plain master: WAIT after its writes, the Cluster's names.
 	Nodes []NodeConfig
 	// Logger gets the one warning that release notifications are
-	// unavailable (dialspec.Options.Logger); nil logs nothing.
+	// unavailable (drivers.Options.Logger); nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -189,12 +189,12 @@ type NodeConfig struct {
 	// pipeline's last write answers for all its writes (on a Cluster,
 	// whose writes go to several masters, each write has its own). A WAIT
 	// that replies fewer replicas (it timed out) fails the vote with
-	// dialspec.ErrNotReplicated. These writes
+	// drivers.ErrNotReplicated. These writes
 	// go on a second connection of the node, its WAIT lane, so that a
 	// WAIT that blocks does not hold up the node's other commands; a
 	// release follows its write there while that is unanswered (see
 	// node.route). A connection whose master has fewer connected
-	// replicas is refused, with dialspec.ErrNotReplicated (a failed vote),
+	// replicas is refused, with drivers.ErrNotReplicated (a failed vote),
 	// before any command goes on it.
 	Replicas int
 	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
@@ -387,7 +387,7 @@ func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
 var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
 
 // claim records that node i's connection reaches the servers whose run_ids
-// are ids, and refuses it, with dialspec.ErrMisconfigured, if another node's
+// are ids, and refuses it, with drivers.ErrMisconfigured, if another node's
 // connection reaches one of them: one server under two addresses that no
 // name lookup relates (a proxy, NAT, a second interface), or one Sentinel
 // group or Cluster given as two members, would vote twice.

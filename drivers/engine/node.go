@@ -657,7 +657,7 @@ func (n *node) waits(op core.Op) bool {
 
 // replicated returns nil if the reply to WAIT counts at least
 // NodeConfig.Replicas replicas, or an error that wraps
-// dialspec.ErrNotReplicated (or the WAIT's error reply).
+// drivers.ErrNotReplicated (or the WAIT's error reply).
 func (n *node) replicated(r Reply) error {
 	switch {
 	case r.Kind == KindInt && core.Replicated(r.Int, n.cfg.Replicas):
