@@ -117,13 +117,14 @@ func TestDuplexTimeoutInFlight(t *testing.T) {
 	assert.Equal(t, core.StatusTimeout, r2.Status)
 	assert.ErrorIs(t, r2.Err, context.DeadlineExceeded)
 	assert.ErrorContains(t, r2.Err, "node 0 (nodeA:6379): acquire: ")
-	// The release goes again on a new connection, within the time it had
-	// on the wire from its first send: 200 ms, 50 of them gone (resend).
+	// The release goes again on a new connection, with the time it had
+	// on the wire again, 200 ms (pipeline): it may have to follow a
+	// straggling SET, and does not bound a lease.
 	f.dialed(0)
 	x := f.next()
 	assert.NotSame(t, hung.conn, x.conn)
 	assert.Equal(t, []string{"EVAL a"}, x.names())
-	assertBudget(t, 150*time.Millisecond, x.budget, "the release keeps its first send's end")
+	assertBudget(t, 200*time.Millisecond, x.budget, "the resent release has its budget again")
 	assert.Equal(t, 1, f.closedConns())
 	x.ok()
 }

@@ -402,10 +402,19 @@ func (n *node) pipeline(p *pipe, closing bool) {
 		d := j.deadline
 		switch {
 		case j.resent && !j.until.IsZero() && (j.cmd.Op == core.OpRelease || !closing):
-			d = j.until // a resend keeps its first send's time (resend)
+			d = j.until // a resend goes only within its first send's time (resend)
 			if !now.Before(d) {
 				j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
 				continue
+			}
+			if j.cmd.Op == core.OpRelease {
+				// On the wire, a resent release has its budget again, as
+				// a queued one: it may follow a straggling SET (a Duplex
+				// pipe that hung ate its first send's time), and bounds
+				// no lease, so the loss margin does not count its round.
+				// An extension keeps its first send's end: a resend that
+				// counts must have run within its round's bound.
+				d = later(d, now.Add(j.budget))
 			}
 		case j.cmd.Op == core.OpRelease:
 			d = later(d, now.Add(j.budget))
@@ -586,9 +595,9 @@ func (n *node) answer(p *pipe, err error) {
 // again: a release (a cleanup's included) or an extension, each a
 // compare-and-do on its token, never an acquisition, which may have set
 // the key the first time and would be refused, or take a key freed
-// since, the second. It goes once, with the time on the wire its first
+// since, the second. It goes once, within the time on the wire its first
 // send had: an extension's deadline, the round's, and a release's
-// (pipeline). A send that surely did not run does not count (ran is
+// (pipeline), which then has its budget on the wire again. A send that surely did not run does not count (ran is
 // false): one that never left (a failed dial, its first included), or
 // one the server answered LOADING. The command goes again, a redialPause
 // later, until its time ends.
