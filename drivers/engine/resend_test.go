@@ -348,3 +348,40 @@ func TestUnsentFirstSendRedials(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestDuplexAbandonSendsAnExtensionAgainOnce: over a Duplex, an extension
+// written behind a pipeline whose read fails goes again on the next
+// connection; when that one breaks too, it is not sent a third time.
+func TestDuplexAbandonSendsAnExtensionAgainOnce(t *testing.T) {
+	e, f, clock := startDuplex(t, 1)
+	b1 := send(e, clock, 0, acquire("a", 1), time.Second)
+	defer b1.Close()
+	c1 := receive(b1, nil)
+	x1 := f.next()
+	b2 := send(e, clock, 0, extend("b", 2), time.Second)
+	defer b2.Close()
+	c2 := receive(b2, nil)
+	x2 := f.next()
+	assert.Equal(t, []string{"EVAL b"}, x2.names(), "written behind the acquisition")
+	x1.reply(errors.New("ECONNRESET"))
+	assert.Equal(t, core.StatusError, wait(t, c1).Status, "the acquisition is not sent again")
+
+	f.dialed(0)
+	x3 := f.next()
+	assert.NotSame(t, x1.conn, x3.conn)
+	assert.Equal(t, []string{"EVAL b"}, x3.names(), "the abandoned extension goes again")
+	x3.reply(errors.New("EOF again"))
+	r := wait(t, c2)
+	assert.Equal(t, core.StatusError, r.Status, "broken twice, it fails")
+	assert.ErrorContains(t, r.Err, "EOF again")
+
+	// The next command is the node's next, not the extension a third time.
+	b3 := send(e, clock, 0, release("c", 3), time.Second)
+	defer b3.Close()
+	c3 := receive(b3, nil)
+	f.dialed(0)
+	x4 := f.next()
+	assert.Equal(t, []string{"EVAL c"}, x4.names())
+	x4.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c3).Status)
+}
