@@ -616,6 +616,12 @@ func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 		return false // it went again for NOSCRIPT
 	}
 	if !j.resent {
+		if p.unsent {
+			// Its first dial failed: it fails at once, as any command
+			// whose dial is refused does. A node that refuses
+			// connections, dead or restarting, costs no node timeout.
+			return false
+		}
 		j.until = j.deadline
 		if op == core.OpRelease {
 			j.until = later(j.deadline, p.sent.Add(j.budget))
