@@ -38,7 +38,17 @@
 //     the loss margin counts on: an extension that a resend counts ran
 //     between the round's start and its deadline, as a first send's
 //     would have. Until then a failed dial is tried again every
-//     redialPause.
+//     redialPause, and a LOADING reply (a server restarted over a large
+//     dataset, which ran nothing) sends the command again a redialPause
+//     later, as often as it comes; an acquisition answered LOADING fails.
+//     The price: a restarting server cannot be told from a dead one, so
+//     the first release or extension whose connection to a dead node
+//     broke under it redials until its deadline, a node timeout, where
+//     it would fail at once; with Sequential fan-out each such node adds
+//     it to Extend and Unlock in turn, and Close may wait up to a
+//     release's budget. A command whose first dial is refused fails at
+//     once, as any does: a node that keeps refusing connections costs
+//     no node timeout.
 //     A Fair release goes again as a quiet compare-and-delete without
 //     the waiter queue, which frees the token if it is still there and
 //     nothing else: the Fair script run twice could hand the key on
