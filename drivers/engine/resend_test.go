@@ -231,7 +231,12 @@ var errLoading = errors.New("LOADING Redis is loading the dataset in memory")
 // startArmed is start with an armedClock, whose timers the test sees.
 func startArmed(t *testing.T) (*Engine, *fakeNet, armedClock) {
 	t.Helper()
-	f := newFakeNet(t, 1)
+	return startArmedOn(t, newFakeNet(t, 1))
+}
+
+// startArmedOn is startArmed over f.
+func startArmedOn(t *testing.T, f *fakeNet) (*Engine, *fakeNet, armedClock) {
+	t.Helper()
 	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
 	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
@@ -291,7 +296,28 @@ func TestLoadingSendsAReleaseAndAnExtensionAgain(t *testing.T) {
 	assert.ErrorContains(t, r.Err, "LOADING")
 }
 
-// TestLoadingResendEndsAtTheDeadline: a release that meets LOADING goes
+// TestDuplexLoadingSendsAReleaseAgain: over a Duplex, where the reader
+// decodes the LOADING reply, the release goes again a redialPause later
+// too, on the same connection.
+func TestDuplexLoadingSendsAReleaseAgain(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.duplex = true
+	e, f, clock := startArmedOn(t, f)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, release("k", 1), clock.Now().Add(time.Second))
+	c := receive(b, nil)
+	x := f.next()
+	x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+	advancePause(t, clock)
+	x2 := f.next()
+	assert.Same(t, x.conn, x2.conn)
+	assert.Equal(t, []string{"EVAL k"}, x2.names())
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+}
+
+// TestLoadingResendEndsAtTheDeadline: an extension that meets LOADING goes
 // again until its time on the wire ends, and no longer.
 func TestLoadingResendEndsAtTheDeadline(t *testing.T) {
 	e, f, clock := startArmed(t)
