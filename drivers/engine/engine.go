@@ -33,7 +33,8 @@
 //     run did not: a release (an attempt's cleanup included) or an
 //     extension, each a compare-and-do on its token; an acquisition,
 //     which may have set the key, fails. The resend keeps its round's
-//     deadline (a release, the time on the wire its first send had), so
+//     deadline (a release, the time on the wire its first send had,
+//     and then its whole budget on the wire again: it bounds no lease), so
 //     that the round still ends within its bound, the node timeout, which
 //     the loss margin counts on: an extension that a resend counts ran
 //     between the round's start and its deadline, as a first send's
