@@ -33,7 +33,11 @@ func Start(cfg engine.Config, err error) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{engine.New(cfg)}, nil
+	e, err := engine.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{e}, nil
 }
 
 // Nodes returns N.

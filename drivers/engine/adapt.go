@@ -35,16 +35,21 @@ func Value(v any) Reply {
 // []byte, for its position and length (keys, tokens, TTLs and scripts
 // take a few lengths each). It suits a client that copies its arguments
 // before the call returns (redigo's Send): the buffers are reused by the
-// next call. Twelve positions: the most any command has after its name is
-// the Fair fenced acquire's eleven (script, 4, key, fence counter, queue,
-// deadlines, token, TTL, waiter, ticket, life). The zero value is ready.
+// next call. It keeps at least twelve positions, the most any command of
+// the engine has after its name (the Fair fenced acquire's eleven:
+// script, 4, key, fence counter, queue, deadlines, token, TTL, waiter,
+// ticket, life), and grows for a longer one. The zero value is ready.
 type Boxes struct {
-	byLen [12]map[int]any
-	args  [12]any
+	byLen []map[int]any
+	args  []any
 }
 
 // Of returns words as arguments, valid until the next call.
 func (b *Boxes) Of(words []string) []any {
+	if len(words) > len(b.args) {
+		b.args = make([]any, max(len(words), 12))
+		b.byLen = append(b.byLen, make([]map[int]any, len(b.args)-len(b.byLen))...)
+	}
 	for i, w := range words {
 		if b.byLen[i] == nil {
 			b.byLen[i] = make(map[int]any)

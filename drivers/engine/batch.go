@@ -27,6 +27,9 @@ type job struct {
 	// fairAgain: a Fair release that a broken connection sends again
 	// (node.resend), with release.lua's resend flag (appendFairArgs).
 	fairAgain bool
+	// spent: the command went out on a connection that broke before its
+	// reply, so it may have run; it goes again only once after that.
+	spent bool
 	// lane: the WAIT lane that counts the job outstanding (node.route).
 	lane *node
 }

@@ -83,7 +83,7 @@ func BenchmarkCoalesce(b *testing.B) {
 	for i := range names {
 		names[i] = "node" + strconv.Itoa(i) + ":6379"
 	}
-	e := New(Config{Names: names, Dial: dial})
+	e := mustNew(b, Config{Names: names, Dial: dial})
 	defer e.Close()
 	round := func(cmd core.Command, need int) {
 		bt := e.Begin(context.Background())

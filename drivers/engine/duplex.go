@@ -194,7 +194,7 @@ func (n *node) abandon(p *pipe, err error) {
 	now := n.e.clock.Now()
 	for _, i := range p.live {
 		j := &p.jobs[i]
-		if n.resend(j, p, now) {
+		if n.resend(j, p, now, true) {
 			continue
 		}
 		j.deliver(n.e.fail(n.i, j.cmd.Op, err, !now.Before(j.deadline)))

@@ -117,13 +117,14 @@ func TestDuplexTimeoutInFlight(t *testing.T) {
 	assert.Equal(t, core.StatusTimeout, r2.Status)
 	assert.ErrorIs(t, r2.Err, context.DeadlineExceeded)
 	assert.ErrorContains(t, r2.Err, "node 0 (nodeA:6379): acquire: ")
-	// The release goes again on a new connection, within the time it had
-	// on the wire from its first send: 200 ms, 50 of them gone (resend).
+	// The release goes again on a new connection, with the time it had
+	// on the wire again, 200 ms (pipeline): it may have to follow a
+	// straggling SET, and does not bound a lease.
 	f.dialed(0)
 	x := f.next()
 	assert.NotSame(t, hung.conn, x.conn)
 	assert.Equal(t, []string{"EVAL a"}, x.names())
-	assertBudget(t, 150*time.Millisecond, x.budget, "the release keeps its first send's end")
+	assertBudget(t, 200*time.Millisecond, x.budget, "the resent release has its budget again")
 	assert.Equal(t, 1, f.closedConns())
 	x.ok()
 }
@@ -248,7 +249,7 @@ func TestDuplexCloseWithReleasesInFlight(t *testing.T) {
 	f := newFakeNet(t, 1)
 	f.duplex = true
 	clock := newManualClock()
-	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	b := send(e, clock, 0, release("k", 1), time.Second)
 	c := receive(b, nil)
@@ -310,7 +311,7 @@ func TestDuplexZeroAllocs(t *testing.T) {
 		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
 	}
 	dial := func(context.Context, int) (Conn, error) { return &okDuplex{}, nil }
-	e := New(Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
 	defer e.Close()
 	round := func(cmd core.Command) {
 		b := e.Begin(context.Background())
@@ -336,7 +337,7 @@ func TestDuplexCloseSendsAReleaseAgain(t *testing.T) {
 	f := newFakeNet(t, 1)
 	f.duplex = true
 	clock := newManualClock()
-	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	b := send(e, clock, 0, acquire("k", 1), time.Second)
 	c := receive(b, nil)

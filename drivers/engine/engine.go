@@ -9,7 +9,7 @@
 //     after any failure (a broken connection, a missed deadline, a
 //     restart), and closed by Close. Each new connection's server is asked
 //     its run_id (INFO server): a connection to a server another node
-//     already reaches is refused with dialspec.ErrMisconfigured, since one
+//     already reaches is refused with drivers.ErrMisconfigured, since one
 //     server listed under two addresses would vote twice.
 //   - Pipelines: each node has one goroutine that takes every command
 //     queued for the node, from any number of rounds, and exchanges them
@@ -33,12 +33,23 @@
 //     run did not: a release (an attempt's cleanup included) or an
 //     extension, each a compare-and-do on its token; an acquisition,
 //     which may have set the key, fails. The resend keeps its round's
-//     deadline (a release, the time on the wire its first send had), so
+//     deadline (a release, the time on the wire its first send had,
+//     and then its whole budget on the wire again: it bounds no lease), so
 //     that the round still ends within its bound, the node timeout, which
 //     the loss margin counts on: an extension that a resend counts ran
 //     between the round's start and its deadline, as a first send's
 //     would have. Until then a failed dial is tried again every
-//     redialPause.
+//     redialPause, and a LOADING reply (a server restarted over a large
+//     dataset, which ran nothing) sends the command again a redialPause
+//     later, as often as it comes; an acquisition answered LOADING fails.
+//     The price: a restarting server cannot be told from a dead one, so
+//     the first release or extension whose connection to a dead node
+//     broke under it redials until its deadline, a node timeout, where
+//     it would fail at once; with Sequential fan-out each such node adds
+//     it to Extend and Unlock in turn, and Close may wait up to a
+//     release's budget. A command whose first dial is refused fails at
+//     once, as any does: a node that keeps refusing connections costs
+//     no node timeout.
 //     A Fair release goes again as itself, flagged (wire.Resent), so
 //     that the script hands the key on, announces and queues only if it
 //     deletes the caller's own token: run twice, it never hands the key
@@ -176,7 +187,7 @@ type Config struct {
 	// plain master: WAIT after its writes, the Cluster's names.
 	Nodes []NodeConfig
 	// Logger gets the one warning that release notifications are
-	// unavailable (dialspec.Options.Logger); nil logs nothing.
+	// unavailable (drivers.Options.Logger); nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -189,12 +200,12 @@ type NodeConfig struct {
 	// pipeline's last write answers for all its writes (on a Cluster,
 	// whose writes go to several masters, each write has its own). A WAIT
 	// that replies fewer replicas (it timed out) fails the vote with
-	// dialspec.ErrNotReplicated. These writes
+	// drivers.ErrNotReplicated. These writes
 	// go on a second connection of the node, its WAIT lane, so that a
 	// WAIT that blocks does not hold up the node's other commands; a
 	// release follows its write there while that is unanswered (see
 	// node.route). A connection whose master has fewer connected
-	// replicas is refused, with dialspec.ErrNotReplicated (a failed vote),
+	// replicas is refused, with drivers.ErrNotReplicated (a failed vote),
 	// before any command goes on it.
 	Replicas int
 	// WaitTimeout is WAIT's timeout, sent in whole milliseconds (at least
@@ -246,8 +257,13 @@ type Engine struct {
 var _ core.Driver = (*Engine)(nil)
 
 // New starts one goroutine per node, each dialling its node at once. Close
-// stops them.
-func New(cfg Config) *Engine {
+// stops them. A Config that cannot work is refused, before anything is
+// dialled, with an error that wraps core.ErrInvalidConfig and says what
+// is wrong (Config.Validate).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	e := &Engine{
 		names:  append([]string(nil), cfg.Names...),
 		clock:  cfg.Clock,
@@ -283,7 +299,47 @@ func New(cfg Config) *Engine {
 		e.nodes[i] = n
 		go n.loop(dt)
 	}
-	return e
+	return e, nil
+}
+
+// Validate returns nil if cfg can run, or an error that wraps
+// core.ErrInvalidConfig: from 1 to core.MaxNodes names, each non-empty
+// and given once (a node's name is how errors and the run_id check tell
+// it apart, and a round counts its nodes in a word), a Dial, and either
+// no Nodes or one NodeConfig per name, none with a negative Replicas, nor
+// without a positive WaitTimeout when Replicas is positive (WAIT 0 blocks
+// for good).
+func (cfg Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: engine: %s", core.ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch n := len(cfg.Names); {
+	case n == 0:
+		return bad("no nodes")
+	case n > core.MaxNodes:
+		return bad("%d nodes, more than %d", n, core.MaxNodes)
+	case cfg.Dial == nil:
+		return bad("no Dial")
+	case cfg.Nodes != nil && len(cfg.Nodes) != n:
+		return bad("%d NodeConfigs for %d nodes", len(cfg.Nodes), n)
+	}
+	for i, name := range cfg.Names {
+		if name == "" {
+			return bad("node %d has no name", i)
+		}
+		if j := slices.Index(cfg.Names[:i], name); j >= 0 {
+			return bad("node %d (%s) is node %d again", i, name, j)
+		}
+	}
+	for i, nc := range cfg.Nodes {
+		if nc.Replicas < 0 {
+			return bad("node %d (%s): Replicas %d is negative", i, cfg.Names[i], nc.Replicas)
+		}
+		if nc.Replicas > 0 && nc.WaitTimeout <= 0 {
+			return bad("node %d (%s): WAIT for %d replicas needs a positive WaitTimeout, not %v", i, cfg.Names[i], nc.Replicas, nc.WaitTimeout)
+		}
+	}
+	return nil
 }
 
 // Nodes returns N.
@@ -342,7 +398,7 @@ func (e *Engine) fail(i int, op core.Op, err error, late bool) core.Reply {
 var errNoReply = fmt.Errorf("no reply by the deadline: %w", context.DeadlineExceeded)
 
 // claim records that node i's connection reaches the servers whose run_ids
-// are ids, and refuses it, with dialspec.ErrMisconfigured, if another node's
+// are ids, and refuses it, with drivers.ErrMisconfigured, if another node's
 // connection reaches one of them: one server under two addresses that no
 // name lookup relates (a proxy, NAT, a second interface), or one Sentinel
 // group or Cluster given as two members, would vote twice.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func startWith(t *testing.T, f *fakeNet) (*Engine, *fakeNet, *manualClock) {
 	for i := range names {
 		names[i] = "node" + string(rune('A'+i)) + ":6379"
 	}
-	e := New(Config{Names: names, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: names, Dial: f.dial, Clock: clock})
 	for range n {
 		<-f.dials
 	}
@@ -582,7 +583,7 @@ func TestContextValuesReachALoneCommand(t *testing.T) {
 func TestCloseSendsQueuedReleases(t *testing.T) {
 	f := newFakeNet(t, 1)
 	clock := newManualClock()
-	e := New(Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"n:1"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	b := send(e, clock, 0, acquire("k", 1), time.Second)
 	c := receive(b, nil)
@@ -634,7 +635,7 @@ func TestZeroAllocs(t *testing.T) {
 		t.Skip("allocation counts: the race detector makes sync.Pool drop objects at random")
 	}
 	dial := func(context.Context, int) (Conn, error) { return okConn{}, nil }
-	e := New(Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
 	defer e.Close()
 	for _, seq := range []bool{false, true} {
 		round := func(cmd core.Command) {
@@ -676,7 +677,7 @@ func TestSameServerTwiceIsRefused(t *testing.T) {
 	f := newFakeNet(t, 3)
 	f.runID[2] = f.runID[0] // node 2 reaches node 0's server under another address
 	clock := newManualClock()
-	e := New(Config{Names: []string{"a:1", "b:1", "proxy:1"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1", "proxy:1"}, Dial: f.dial, Clock: clock})
 	defer e.Close()
 	for range 3 {
 		<-f.dials
@@ -742,4 +743,51 @@ func TestRESP(t *testing.T) {
 		}
 		assert.Equal(t, tc.want, r, "%q", tc.in)
 	}
+}
+
+// mustNew is New, for a Config the test knows valid.
+func mustNew(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	e, err := New(cfg)
+	require.NoError(t, err)
+	return e
+}
+
+// TestNewRefusesAnInvalidConfig: a Config that cannot work is refused
+// with an error matching core.ErrInvalidConfig that says why, before any
+// node is dialled.
+func TestNewRefusesAnInvalidConfig(t *testing.T) {
+	var dials atomic.Int32
+	dial := func(context.Context, int) (Conn, error) {
+		dials.Add(1)
+		return okConn{}, nil
+	}
+	many := make([]string, core.MaxNodes+1)
+	for i := range many {
+		many[i] = "n" + strconv.Itoa(i) + ":1"
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no nodes", Config{Dial: dial}, "no nodes"},
+		{"too many", Config{Names: many, Dial: dial}, "33 nodes, more than 32"},
+		{"no Dial", Config{Names: []string{"a:1"}}, "no Dial"},
+		{"empty name", Config{Names: []string{"a:1", ""}, Dial: dial}, "node 1 has no name"},
+		{"twice", Config{Names: []string{"a:1", "b:1", "a:1"}, Dial: dial}, "node 2 (a:1) is node 0 again"},
+		{"short Nodes", Config{Names: []string{"a:1", "b:1"}, Dial: dial, Nodes: []NodeConfig{{}}}, "1 NodeConfigs for 2 nodes"},
+		{"negative Replicas", Config{Names: []string{"a:1"}, Dial: dial, Nodes: []NodeConfig{{Replicas: -1}}}, "Replicas -1 is negative"},
+		{"no WaitTimeout", Config{Names: []string{"a:1"}, Dial: dial, Nodes: []NodeConfig{{Replicas: 1}}}, "positive WaitTimeout"},
+	} {
+		e, err := New(tc.cfg)
+		assert.Nil(t, e, tc.name)
+		require.ErrorIs(t, err, core.ErrInvalidConfig, tc.name)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+	}
+	assert.Zero(t, dials.Load(), "nothing dialled")
+
+	e := mustNew(t, Config{Names: many[:core.MaxNodes], Dial: dial})
+	e.Close()
+	assert.Equal(t, int32(core.MaxNodes), dials.Load(), "MaxNodes nodes start")
 }

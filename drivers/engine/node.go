@@ -43,13 +43,15 @@ type node struct {
 	// scripts: bit op-OpRelease: the script ran on the connection, EVALSHA
 	// works. Set by whoever decodes a reply, read by the writer.
 	scripts atomic.Uint32
+	// held: a command that did not run goes again, a redialPause later
+	// (resend). Set by whoever decodes a reply, read by the writer.
+	held atomic.Bool
 
 	// The goroutine's own.
 	conn    Conn
 	sharded bool  // conn announces releases with SPUBLISH (ShardedPublisher)
 	dctx    *dctx // a dial's context
 	dup     duplex
-	redial  bool // a command waits, after a failed dial, to go again (resend)
 	many    bool // the last pipeline carried several commands (coalesce)
 }
 
@@ -159,7 +161,8 @@ func (j *job) deliver(r core.Reply) {
 
 // requeue puts j back for the node's next pipeline, ahead of the queue:
 // a command of a Duplex connection that met NOSCRIPT, or a release whose
-// connection failed before its turn (see abandon). It runs on the reader.
+// connection failed before its turn (see abandon), or one that did not run
+// (resend). It runs on the reader, or on the node's goroutine.
 func (n *node) requeue(j job) {
 	j.resent = true
 	n.mu.Lock()
@@ -388,6 +391,9 @@ func finishCtx(slot **dctx, c *dctx, err error) {
 // Over a Duplex connection the pipeline is written and handed to the
 // connection's reader, which answers it (write).
 func (n *node) pipeline(p *pipe, closing bool) {
+	if n.held.Swap(false) {
+		n.pause(redialPause) // a command goes again that did not run (resend)
+	}
 	now := n.e.clock.Now()
 	var dl time.Time
 	p.live = p.live[:0]
@@ -396,10 +402,19 @@ func (n *node) pipeline(p *pipe, closing bool) {
 		d := j.deadline
 		switch {
 		case j.resent && !j.until.IsZero() && (j.cmd.Op == core.OpRelease || !closing):
-			d = j.until // a resend keeps its first send's time (resend)
+			d = j.until // a resend goes only within its first send's time (resend)
 			if !now.Before(d) {
 				j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
 				continue
+			}
+			if j.cmd.Op == core.OpRelease {
+				// On the wire, a resent release has its budget again, as
+				// a queued one: it may follow a straggling SET (a Duplex
+				// pipe that hung ate its first send's time), and bounds
+				// no lease, so the loss margin does not count its round.
+				// An extension keeps its first send's end: a resend that
+				// counts must have run within its round's bound.
+				d = later(d, now.Add(j.budget))
 			}
 		case j.cmd.Op == core.OpRelease:
 			d = later(d, now.Add(j.budget))
@@ -442,10 +457,6 @@ func (n *node) pipeline(p *pipe, closing bool) {
 	}
 	n.answer(p, err)
 	n.done(p)
-	if n.redial {
-		n.redial = false
-		n.pause(redialPause)
-	}
 }
 
 // done clears p and puts it back among the spare pipes.
@@ -550,9 +561,12 @@ func (n *node) answer(p *pipe, err error) {
 					continue
 				}
 			}
+			if rep.Kind == KindError && wire.IsLoading(rep.Err) && n.resend(j, p, now, false) {
+				continue // it did not run: it goes again once the data is loaded
+			}
 			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
 			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
-				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now) {
+				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now, true) {
 					continue // its WAIT is unanswered: it counts once a WAIT behind it again is met
 				}
 				rerr = n.replicated(p.replies[p.wat[k]])
@@ -564,7 +578,7 @@ func (n *node) answer(p *pipe, err error) {
 			}
 		case err == nil:
 			r = n.e.fail(n.i, j.cmd.Op, errors.New("no reply"), late)
-		case n.resend(j, p, now):
+		case n.resend(j, p, now, !p.unsent):
 			continue
 		default:
 			r = n.e.fail(n.i, j.cmd.Op, err, late)
@@ -581,48 +595,61 @@ func (n *node) answer(p *pipe, err error) {
 // again: a release (a cleanup's included) or an extension, each a
 // compare-and-do on its token, never an acquisition, which may have set
 // the key the first time and would be refused, or take a key freed
-// since, the second. It goes once, with the time on the wire its first
+// since, the second. It goes once, within the time on the wire its first
 // send had: an extension's deadline, the round's, and a release's
-// (pipeline). A send that never left (a failed dial) does not count: the
-// command goes again, a redialPause later, until its time ends.
+// (pipeline), which then has its budget on the wire again. A send that surely did not run does not count (ran is
+// false): one that never left (a failed dial, its first included), or
+// one the server answered LOADING. The command goes again, a redialPause
+// later, until its time ends.
 //
-// A Fair release goes again as itself, flagged as a resend (fairAgain):
-// release.lua then deletes only the caller's token, and hands the key on,
-// announces the turn or queues the caller only if it did, so that a
-// second run changes nothing a first run did not, and a first run that
-// never happened has all its effects now.
-func (n *node) resend(j *job, p *pipe, now time.Time) bool {
+// A Fair release that may have run goes again as itself, flagged as a
+// resend (fairAgain): release.lua then deletes only the caller's token,
+// and hands the key on, announces the turn or queues the caller only if
+// it did, so that a second run changes nothing a first run did not, and
+// a first run that never happened has all its effects now. One that did
+// not run (LOADING) goes again unflagged, as the first run it still is.
+func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 	op := j.cmd.Op
 	if op != core.OpRelease && op != core.OpExtend {
 		return false
 	}
-	if j.resent && (!p.unsent || j.until.IsZero()) {
-		return false // it went out twice, or again for NOSCRIPT
+	if j.resent && j.until.IsZero() {
+		return false // it went again for NOSCRIPT
 	}
 	if !j.resent {
 		if p.unsent {
-			return false // not sent on a connection that broke: it fails as before
+			// Its first dial failed: it fails at once, as any command
+			// whose dial is refused does. A node that refuses
+			// connections, dead or restarting, costs no node timeout.
+			return false
 		}
 		j.until = j.deadline
 		if op == core.OpRelease {
 			j.until = later(j.deadline, p.sent.Add(j.budget))
 		}
+	}
+	if ran {
+		if j.spent {
+			return false // it went out twice
+		}
+		j.spent = true
 		j.fairAgain = j.cmd.Fair && op == core.OpRelease
 	}
 	if !now.Before(j.until) {
 		return false
 	}
-	if p.unsent {
-		n.redial = true
+	if !ran {
+		n.held.Store(true)
 	}
 	n.requeue(*j)
 	return true
 }
 
-// redialPause is how long a node waits, after a failed dial, before it
-// dials again for a command that a broken connection sends again
-// (resend): a restarting server refuses connections until it has loaded
-// its data.
+// redialPause is how long a node waits before it sends again a command
+// that did not run (resend): after a failed dial, or a LOADING reply. A
+// restarting server may refuse connections for a while, and one restarted
+// over a large dataset takes them at once but answers LOADING until its
+// data is loaded.
 const redialPause = 20 * time.Millisecond
 
 // pause waits d on the engine's clock, or until Close.
@@ -631,7 +658,7 @@ func (n *node) pause(d time.Duration) {
 	t := n.e.clock.AfterFunc(d, func() { ch <- struct{}{} })
 	select {
 	case <-ch:
-	case <-n.wake: // Close; or new commands, which the loop takes at once
+	case <-n.wake: // Close (offer and requeue signal only an idle node, which a pausing one is not)
 	}
 	t.Stop()
 }
@@ -644,7 +671,7 @@ func (n *node) waits(op core.Op) bool {
 
 // replicated returns nil if the reply to WAIT counts at least
 // NodeConfig.Replicas replicas, or an error that wraps
-// dialspec.ErrNotReplicated (or the WAIT's error reply).
+// drivers.ErrNotReplicated (or the WAIT's error reply).
 func (n *node) replicated(r Reply) error {
 	switch {
 	case r.Kind == KindInt && core.Replicated(r.Int, n.cfg.Replicas):

@@ -38,7 +38,7 @@ func TestBatchesOutliveACollection(t *testing.T) {
 		t.Skip("allocation counts: the race detector allocates on its own")
 	}
 	dial := func(context.Context, int) (Conn, error) { return answerConn{}, nil }
-	e := New(Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1", "c:1", "d:1", "e:1"}, Dial: dial})
 	defer e.Close()
 	ctx := context.Background()
 	round := func(cmd core.Command) core.Batch {

@@ -45,7 +45,7 @@ func (c armedClock) nextArmed(t *testing.T) time.Duration {
 func TestWatchRedialsOnTheClock(t *testing.T) {
 	f := newFakeSubNet(t, 1)
 	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
-	e := New(Config{Names: []string{"nodeA:6379"}, Dial: okDial, Subscribe: f.dial, Clock: clock,
+	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: okDial, Subscribe: f.dial, Clock: clock,
 		Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(e.Close)
 	k := newNotes(t)

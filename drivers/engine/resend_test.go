@@ -114,7 +114,7 @@ func TestResendKeepsTheRoundsDeadline(t *testing.T) {
 func TestResendRedialsUntilTheServerIsBack(t *testing.T) {
 	f := newFakeNet(t, 1)
 	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
-	e := New(Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
 	f.dialed(0)
 	t.Cleanup(func() {
 		go func() {
@@ -134,15 +134,17 @@ func TestResendRedialsUntilTheServerIsBack(t *testing.T) {
 	f.dialErr[0] = errRefused
 	f.mu.Unlock()
 	x.reply(errors.New("EOF"))
-	for range 3 {
+	for k := range 3 {
 		f.dialed(0)
 		for clock.nextArmed(t) != redialPause { // the batch's own timers aside
 		}
+		if k == 2 { // back while the node pauses: its next dial is taken
+			f.mu.Lock()
+			f.dialErr[0] = nil
+			f.mu.Unlock()
+		}
 		clock.Advance(redialPause)
 	}
-	f.mu.Lock()
-	f.dialErr[0] = nil
-	f.mu.Unlock()
 	f.dialed(0)
 	x2 := f.next()
 	assert.Equal(t, []string{"EVAL k"}, x2.names())
@@ -229,4 +231,193 @@ func TestDuplexReadFailureSendsAReleaseAgain(t *testing.T) {
 	assert.Equal(t, []string{"EVAL a"}, x2.names())
 	x2.ok()
 	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+}
+
+// errLoading is the reply of a server that has restarted over a large
+// dataset: it takes connections at once, and answers LOADING until its
+// data is loaded.
+var errLoading = errors.New("LOADING Redis is loading the dataset in memory")
+
+// startArmed is start with an armedClock, whose timers the test sees.
+func startArmed(t *testing.T) (*Engine, *fakeNet, armedClock) {
+	t.Helper()
+	return startArmedOn(t, newFakeNet(t, 1))
+}
+
+// startArmedOn is startArmed over f.
+func startArmedOn(t *testing.T, f *fakeNet) (*Engine, *fakeNet, armedClock) {
+	t.Helper()
+	clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
+	e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+	f.dialed(0)
+	t.Cleanup(func() {
+		go func() {
+			for x := range f.exchanges {
+				x.ok()
+			}
+		}()
+		e.Close()
+		close(f.exchanges)
+	})
+	return e, f, clock
+}
+
+// advancePause moves clock past the node's redialPause once it is armed.
+func advancePause(t *testing.T, clock armedClock) {
+	t.Helper()
+	for clock.nextArmed(t) != redialPause { // the batch's own timers aside
+	}
+	clock.Advance(redialPause)
+}
+
+// TestLoadingSendsAReleaseAndAnExtensionAgain: a release or an extension
+// answered LOADING did not run: it goes again, a redialPause later each
+// time, on the same connection, until the server has loaded its data,
+// and as many times as it meets LOADING; an acquisition answered LOADING
+// fails, a failed vote.
+func TestLoadingSendsAReleaseAndAnExtensionAgain(t *testing.T) {
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
+		e, f, clock := startArmed(t)
+		b := e.Begin(t.Context())
+		b.Send(0, cmd, clock.Now().Add(time.Second))
+		c := receive(b, nil)
+		x := f.next()
+		for range 2 {
+			x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+			advancePause(t, clock)
+			x2 := f.next()
+			assert.Same(t, x.conn, x2.conn, "%v: the connection is fine", cmd.Op)
+			x = x2
+		}
+		assert.Equal(t, []string{"EVAL k"}, x.names(), cmd.Op)
+		x.ok()
+		assert.Equal(t, core.StatusOK, wait(t, c).Status, "%v: it ran once the data was loaded", cmd.Op)
+		b.Close()
+	}
+
+	e, f, clock := startArmed(t)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, acquire("a", 2), clock.Now().Add(time.Second))
+	c := receive(b, nil)
+	f.next().reply(nil, Reply{Kind: KindError, Err: errLoading})
+	r := wait(t, c)
+	assert.Equal(t, core.StatusError, r.Status, "an acquisition answered LOADING is a failed vote")
+	assert.ErrorContains(t, r.Err, "LOADING")
+}
+
+// TestDuplexLoadingSendsAReleaseAgain: over a Duplex, where the reader
+// decodes the LOADING reply, the release goes again a redialPause later
+// too, on the same connection.
+func TestDuplexLoadingSendsAReleaseAgain(t *testing.T) {
+	f := newFakeNet(t, 1)
+	f.duplex = true
+	e, f, clock := startArmedOn(t, f)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, release("k", 1), clock.Now().Add(time.Second))
+	c := receive(b, nil)
+	x := f.next()
+	x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+	advancePause(t, clock)
+	x2 := f.next()
+	assert.Same(t, x.conn, x2.conn)
+	assert.Equal(t, []string{"EVAL k"}, x2.names())
+	x2.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+}
+
+// TestLoadingResendEndsAtTheDeadline: an extension that meets LOADING goes
+// again until its time on the wire ends, and no longer.
+func TestLoadingResendEndsAtTheDeadline(t *testing.T) {
+	e, f, clock := startArmed(t)
+	b := e.Begin(t.Context())
+	defer b.Close()
+	b.Send(0, extend("k", 1), clock.Now().Add(50*time.Millisecond))
+	c := receive(b, nil)
+	sends := 0
+	for {
+		x := f.next()
+		sends++
+		x.reply(nil, Reply{Kind: KindError, Err: errLoading})
+		if sends == 3 { // 0, 20, 40 ms: the next would go at 60
+			break
+		}
+		advancePause(t, clock)
+	}
+	advancePause(t, clock)
+	r := wait(t, c)
+	assert.NotEqual(t, core.StatusOK, r.Status, "past its deadline, it is not sent again")
+}
+
+// TestUnsentFirstSendFailsAtOnce: a release or an extension whose first
+// dial is refused fails at once, as any command does: a node that
+// refuses connections, dead or restarting, costs no node timeout (the
+// failure-bounds system test holds Sequential fan-out to that). Only a
+// command that went out on a connection broken under it redials until
+// its end (TestResendRedialsUntilTheServerIsBack).
+func TestUnsentFirstSendFailsAtOnce(t *testing.T) {
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
+		e, f, clock := startArmed(t)
+		// Break the node's connection, with nothing on it, so that the
+		// next command dials.
+		b0 := e.Begin(t.Context())
+		b0.Send(0, acquire("a", 9), clock.Now().Add(time.Second))
+		c0 := receive(b0, nil)
+		f.next().reply(errors.New("EOF"))
+		wait(t, c0)
+		b0.Close()
+		f.mu.Lock()
+		f.dialErr[0] = errRefused
+		f.mu.Unlock()
+
+		b := e.Begin(t.Context())
+		b.Send(0, cmd, clock.Now().Add(time.Second))
+		c := receive(b, nil)
+		f.dialed(0)
+		r := wait(t, c) // the clock stands still: no redialPause passes
+		assert.Equal(t, core.StatusError, r.Status, cmd.Op)
+		assert.ErrorIs(t, r.Err, errRefused, cmd.Op)
+		b.Close()
+		f.mu.Lock()
+		f.dialErr[0] = nil
+		f.mu.Unlock()
+	}
+}
+
+// TestDuplexAbandonSendsAnExtensionAgainOnce: over a Duplex, an extension
+// written behind a pipeline whose read fails goes again on the next
+// connection; when that one breaks too, it is not sent a third time.
+func TestDuplexAbandonSendsAnExtensionAgainOnce(t *testing.T) {
+	e, f, clock := startDuplex(t, 1)
+	b1 := send(e, clock, 0, acquire("a", 1), time.Second)
+	defer b1.Close()
+	c1 := receive(b1, nil)
+	x1 := f.next()
+	b2 := send(e, clock, 0, extend("b", 2), time.Second)
+	defer b2.Close()
+	c2 := receive(b2, nil)
+	x2 := f.next()
+	assert.Equal(t, []string{"EVAL b"}, x2.names(), "written behind the acquisition")
+	x1.reply(errors.New("ECONNRESET"))
+	assert.Equal(t, core.StatusError, wait(t, c1).Status, "the acquisition is not sent again")
+
+	f.dialed(0)
+	x3 := f.next()
+	assert.NotSame(t, x1.conn, x3.conn)
+	assert.Equal(t, []string{"EVAL b"}, x3.names(), "the abandoned extension goes again")
+	x3.reply(errors.New("EOF again"))
+	r := wait(t, c2)
+	assert.Equal(t, core.StatusError, r.Status, "broken twice, it fails")
+	assert.ErrorContains(t, r.Err, "EOF again")
+
+	// The next command is the node's next, not the extension a third time.
+	b3 := send(e, clock, 0, release("c", 3), time.Second)
+	defer b3.Close()
+	c3 := receive(b3, nil)
+	f.dialed(0)
+	x4 := f.next()
+	assert.Equal(t, []string{"EVAL c"}, x4.names())
+	x4.ok()
+	assert.Equal(t, core.StatusOK, wait(t, c3).Status)
 }

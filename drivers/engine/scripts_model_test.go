@@ -147,7 +147,7 @@ func newDiffEnv(t *testing.T, addr string) *diffEnv {
 	t.Helper()
 	env := &diffEnv{t: t, brk: make([]atomic.Int32, len(waiterIDs))}
 	for w, id := range waiterIDs {
-		e := New(Config{Names: []string{addr}, Dial: func(ctx context.Context, _ int) (Conn, error) {
+		e := mustNew(t, Config{Names: []string{addr}, Dial: func(ctx context.Context, _ int) (Conn, error) {
 			c, err := redis.DialContext(ctx, "tcp", addr)
 			return redigoConn{c, &env.brk[w]}, err
 		}})

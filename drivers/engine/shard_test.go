@@ -36,7 +36,7 @@ func TestShardedReleaseScript(t *testing.T) {
 		return shardConn{idConn{c.(*fakeConn), []string{strconv.Itoa(i)}, 0}, i == 0}, nil
 	}
 	clock := newManualClock()
-	e := New(Config{Names: []string{"sharded", "classic", "plain"}, Dial: dial, Clock: clock,
+	e := mustNew(t, Config{Names: []string{"sharded", "classic", "plain"}, Dial: dial, Clock: clock,
 		Nodes: []NodeConfig{{Cluster: true}, {Cluster: true}, {}}})
 	defer e.Close()
 	want := []wire.Script{wire.ReleaseSharded, wire.Release, wire.Release}
@@ -158,7 +158,7 @@ func TestShardedSubscription(t *testing.T) {
 // listens again once it is made again; Stop ends its run.
 func TestWatchOverShardedSubscription(t *testing.T) {
 	f := &fakeShards{runs: make(chan *shardRun, 8)}
-	e := New(Config{Names: []string{"cluster"}, Dial: newFakeNet(t, 1).dial,
+	e := mustNew(t, Config{Names: []string{"cluster"}, Dial: newFakeNet(t, 1).dial,
 		Subscribe: func(context.Context, int) (Subscription, error) { return NewShardedSubscription(f.run, f.close), nil }})
 	defer e.Close()
 	notified := make(chan int, 16)

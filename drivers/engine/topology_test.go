@@ -23,7 +23,7 @@ func startNodes(t *testing.T, f *fakeNet, nodes []NodeConfig) (*Engine, *manualC
 	for i := range names {
 		names[i] = "member" + string(rune('A'+i))
 	}
-	e := New(Config{Names: names, Dial: f.dial, Clock: clock, Nodes: nodes})
+	e := mustNew(t, Config{Names: names, Dial: f.dial, Clock: clock, Nodes: nodes})
 	for range nodes {
 		<-f.dials
 	}
@@ -365,7 +365,7 @@ func TestIdentifierClaimsEveryServer(t *testing.T) {
 		return idConn{c.(*fakeConn), ids[i], 1}, nil
 	}
 	clock := newManualClock()
-	e := New(Config{Names: []string{"cluster:a", "cluster:b", "cluster:c"}, Dial: dial, Clock: clock,
+	e := mustNew(t, Config{Names: []string{"cluster:a", "cluster:b", "cluster:c"}, Dial: dial, Clock: clock,
 		Nodes: []NodeConfig{{Cluster: true}, {Cluster: true, Replicas: 1, WaitTimeout: time.Millisecond}, {Cluster: true}}})
 	defer e.Close()
 	for range 3 {
@@ -436,7 +436,7 @@ func TestIdentifierReplicasAreChecked(t *testing.T) {
 		return idConn{c.(*fakeConn), []string{"m1", "m2"}, 1}, nil
 	}
 	clock := newManualClock()
-	e := New(Config{Names: []string{"cluster:a"}, Dial: dial, Clock: clock,
+	e := mustNew(t, Config{Names: []string{"cluster:a"}, Dial: dial, Clock: clock,
 		Nodes: []NodeConfig{{Cluster: true, Replicas: 2, WaitTimeout: time.Millisecond}}})
 	defer e.Close()
 	b := send(e, clock, 0, acquire("k", 1), time.Second)

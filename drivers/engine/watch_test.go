@@ -370,7 +370,7 @@ func startWatch(t *testing.T, n int) (e *Engine, f *fakeSubNet, logs *syncBuffer
 	for i := range names {
 		names[i] = "node" + string(rune('A'+i)) + ":6379"
 	}
-	e = New(Config{Names: names, Dial: okDial, Subscribe: f.dial,
+	e = mustNew(t, Config{Names: names, Dial: okDial, Subscribe: f.dial,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(e.Close)
 	return e, f, logs
@@ -801,7 +801,7 @@ func TestWatchCloseBeforeWatch(t *testing.T) {
 // poll.
 func TestWatchWithoutSubscribe(t *testing.T) {
 	logs := &syncBuffer{}
-	e := New(Config{Names: []string{"a:1", "b:1"}, Dial: okDial, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1"}, Dial: okDial, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(e.Close)
 	n := newNotes(t)
 	h := e.Watch("k", n.notify)
@@ -831,7 +831,7 @@ func TestNilLoggerLogsNothing(t *testing.T) {
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(logs, nil)))
 	defer slog.SetDefault(prev)
-	e := New(Config{Names: []string{"a:1", "b:1"}, Dial: okDial})
+	e := mustNew(t, Config{Names: []string{"a:1", "b:1"}, Dial: okDial})
 	t.Cleanup(e.Close)
 	e.watcher.mu.Lock()
 	warned := e.watcher.warned

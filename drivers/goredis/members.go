@@ -192,7 +192,13 @@ func (c *clusterConn) Exchange(ctx context.Context, cmds [][]string, replies []e
 
 // waited sends a write and its WAIT to the master of the write's key.
 func (c *clusterConn) waited(ctx context.Context, cmds [][]string, replies []engine.Reply) error {
-	m, err := c.c.MasterForKey(ctx, cmds[0][wire.KeyIndex(cmds[0])])
+	key := "" // a command of no key: slot 0's master, as engine.ExchangeBySlot
+	if k := wire.KeyIndex(cmds[0]); k > 0 {
+		key = cmds[0][k]
+	} else if len(cmds[0]) > 1 {
+		key = cmds[0][1]
+	}
+	m, err := c.c.MasterForKey(ctx, key)
 	if err != nil {
 		return err
 	}

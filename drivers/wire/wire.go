@@ -217,6 +217,13 @@ func IsNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
+// IsLoading reports whether err is Redis's LOADING error: a server
+// restarted over its data takes connections at once, and answers every
+// command with it, running none, until the data is loaded.
+func IsLoading(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "LOADING")
+}
+
 // IsTimeout reports whether err is a deadline being reached: a context
 // deadline, or a network timeout.
 func IsTimeout(err error) bool {

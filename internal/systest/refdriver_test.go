@@ -254,13 +254,21 @@ func (d *refDriver) run(node int, cmd core.Command, deadline time.Time, before [
 	r, sent := d.exec(node, cmd, deadline)
 	// A release or an extension, a compare-and-do on its token that a
 	// second run cannot make do more, whose connection failed under it
-	// (the server restarting) goes again on a new connection while its
-	// round has time, as the engine's do (its resend); a refused dial
-	// fails it at once, as there.
-	for (cmd.Op == core.OpRelease || cmd.Op == core.OpExtend) && sent && r.Status == core.StatusError &&
-		!isReplyError(r.Err) && time.Now().Add(refRedialPause).Before(deadline) {
+	// (the server restarting) goes again while its round has time, as the
+	// engine's do (its resend): once more after a send that may have run,
+	// and as often as a send did not run (a refused dial after that first
+	// break, a LOADING reply from a server loading its data). A refused
+	// first dial fails it at once, as there.
+	went, spent := sent, false
+	for (cmd.Op == core.OpRelease || cmd.Op == core.OpExtend) && went && r.Status == core.StatusError &&
+		time.Now().Add(refRedialPause).Before(deadline) {
+		ran := sent && !isLoading(r.Err)
+		if ran && (spent || isReplyError(r.Err)) {
+			break // it went out twice, or the server refused it
+		}
+		spent = spent || ran
 		time.Sleep(refRedialPause)
-		r, _ = d.exec(node, cmd, deadline)
+		r, sent = d.exec(node, cmd, deadline)
 	}
 	return r
 }
@@ -273,6 +281,13 @@ const refRedialPause = 20 * time.Millisecond
 func isReplyError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re)
+}
+
+// isLoading reports whether err is the LOADING reply of a server still
+// loading its data, which ran nothing.
+func isLoading(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && wire.IsLoading(re)
 }
 
 // exec runs cmd on a pooled connection to node, waiting for the node's
