@@ -639,6 +639,12 @@ func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 		return false
 	}
 	if !ran {
+		if !now.Add(redialPause).Before(j.until) {
+			// No time for another pause: it fails now with what
+			// stopped it (a refusal, LOADING), not at the deadline as a
+			// timeout, which would hide that the node answered.
+			return false
+		}
 		n.held.Store(true)
 	}
 	n.requeue(*j)

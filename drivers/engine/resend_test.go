@@ -345,9 +345,12 @@ func TestLoadingResendEndsAtTheDeadline(t *testing.T) {
 		}
 		advancePause(t, clock)
 	}
-	advancePause(t, clock)
+	// No time for another pause: it fails at once, with LOADING as its
+	// cause, not at the deadline as a timeout.
 	r := wait(t, c)
-	assert.NotEqual(t, core.StatusOK, r.Status, "past its deadline, it is not sent again")
+	assert.Equal(t, core.StatusError, r.Status, "past its deadline, it is not sent again")
+	assert.ErrorContains(t, r.Err, "LOADING")
+	assert.Equal(t, 3, sends)
 }
 
 // TestUnsentFirstSendFailsAtOnce: a release or an extension whose first
@@ -420,4 +423,46 @@ func TestDuplexAbandonSendsAnExtensionAgainOnce(t *testing.T) {
 	assert.Equal(t, []string{"EVAL c"}, x4.names())
 	x4.ok()
 	assert.Equal(t, core.StatusOK, wait(t, c3).Status)
+}
+
+// TestResendRefusedToTheEndFailsWithTheRefusal: a release or extension
+// whose connection broke under it, on a node that refuses every dial
+// until the round's deadline (a server killed, not restarting), fails
+// with the refusal as its cause, as it did before the resend: the node
+// refused, it did not time out.
+func TestResendRefusedToTheEndFailsWithTheRefusal(t *testing.T) {
+	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
+		f := newFakeNet(t, 1)
+		clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
+		e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
+		f.dialed(0)
+		b := e.Begin(t.Context())
+		b.Send(0, cmd, clock.Now().Add(100*time.Millisecond))
+		c := receive(b, nil)
+		x := f.next()
+		f.mu.Lock()
+		f.dialErr[0] = errRefused
+		f.mu.Unlock()
+		x.reply(errors.New("EOF"))
+		var r core.Reply
+	redials:
+		for range 200 { // dials refused, pauses, until the reply
+			select {
+			case r = <-c:
+				break redials
+			case i := <-f.dials:
+				require.Equal(t, 0, i)
+			case d := <-clock.armed:
+				if d == redialPause {
+					clock.Advance(redialPause)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("neither a reply, a dial nor a redial pause")
+			}
+		}
+		assert.Equal(t, core.StatusError, r.Status, "%v: the node refused; it did not time out", cmd.Op)
+		assert.ErrorIs(t, r.Err, errRefused, cmd.Op)
+		b.Close()
+		e.Close()
+	}
 }
