@@ -44,8 +44,9 @@
 //     later, as often as it comes; an acquisition answered LOADING fails.
 //     The price: a restarting server cannot be told from a dead one, so
 //     the first release or extension whose connection to a dead node
-//     broke under it redials until its deadline, a node timeout, where
-//     it would fail at once; with Sequential fan-out each such node adds
+//     broke under it redials until less than a redialPause is left
+//     before its deadline, then fails with the refusal, where it would
+//     fail at once; with Sequential fan-out each such node adds
 //     it to Extend and Unlock in turn, and Close may wait up to a
 //     release's budget. A command whose first dial is refused fails at
 //     once, as any does: a node that keeps refusing connections costs
