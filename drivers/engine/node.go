@@ -639,10 +639,13 @@ func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 		return false
 	}
 	if !ran {
-		if !now.Add(redialPause).Before(j.until) {
-			// No time for another pause: it fails now with what
-			// stopped it (a refusal, LOADING), not at the deadline as a
-			// timeout, which would hide that the node answered.
+		if !now.Add(2 * redialPause).Before(j.deadline) {
+			// No time for another pause and a send after it before the
+			// round's deadline: it fails now with what stopped it (a
+			// refusal, LOADING), not at the deadline as a timeout, which
+			// would hide that the node answered. A release's later
+			// until is for a send that may be on the wire, not for one
+			// that never went.
 			return false
 		}
 		n.held.Store(true)
