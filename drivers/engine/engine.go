@@ -44,8 +44,8 @@
 //     later, as often as it comes; an acquisition answered LOADING fails.
 //     The price: a restarting server cannot be told from a dead one, so
 //     the first release or extension whose connection to a dead node
-//     broke under it redials until less than a redialPause is left
-//     before its deadline, then fails with the refusal, where it would
+//     broke under it redials until a pause and a send no longer fit
+//     before its round's deadline, then fails with the refusal, where it would
 //     fail at once; with Sequential fan-out each such node adds
 //     it to Extend and Unlock in turn, and Close may wait up to a
 //     release's budget. A command whose first dial is refused fails at
