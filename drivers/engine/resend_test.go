@@ -432,10 +432,7 @@ func TestDuplexAbandonSendsAnExtensionAgainOnce(t *testing.T) {
 // refused, it did not time out.
 func TestResendRefusedToTheEndFailsWithTheRefusal(t *testing.T) {
 	for _, cmd := range []core.Command{release("k", 1), extend("k", 1)} {
-		f := newFakeNet(t, 1)
-		clock := armedClock{newManualClock(), make(chan time.Duration, 64)}
-		e := mustNew(t, Config{Names: []string{"nodeA:6379"}, Dial: f.dial, Clock: clock})
-		f.dialed(0)
+		e, f, clock := startArmed(t)
 		b := e.Begin(t.Context())
 		b.Send(0, cmd, clock.Now().Add(100*time.Millisecond))
 		c := receive(b, nil)
@@ -463,6 +460,5 @@ func TestResendRefusedToTheEndFailsWithTheRefusal(t *testing.T) {
 		assert.Equal(t, core.StatusError, r.Status, "%v: the node refused; it did not time out", cmd.Op)
 		assert.ErrorIs(t, r.Err, errRefused, cmd.Op)
 		b.Close()
-		e.Close()
 	}
 }
