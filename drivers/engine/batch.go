@@ -24,11 +24,9 @@ type job struct {
 	// until, once a broken connection sends it again (node.resend): when
 	// its time on the wire ends, as its first send's did.
 	until time.Time
-	// fairAgain: a Fair release that a broken connection sends again
-	// (node.resend), with release.lua's resend flag (appendFairArgs).
-	fairAgain bool
 	// spent: the command went out on a connection that broke before its
-	// reply, so it may have run; it goes again only once after that.
+	// reply, so it may have run; it goes again only once after that, a
+	// Fair release with release.lua's resend flag (appendFairArgs).
 	spent bool
 	// lane: the WAIT lane that counts the job outstanding (node.route).
 	lane *node

@@ -603,7 +603,7 @@ func (n *node) answer(p *pipe, err error) {
 // later, until its time ends.
 //
 // A Fair release that may have run goes again as itself, flagged as a
-// resend (fairAgain): release.lua then deletes only the caller's token,
+// resend (job.spent): release.lua then deletes only the caller's token,
 // and hands the key on, announces the turn or queues the caller only if
 // it did, so that a second run changes nothing a first run did not, and
 // a first run that never happened has all its effects now. One that did
@@ -633,7 +633,6 @@ func (n *node) resend(j *job, p *pipe, now time.Time, ran bool) bool {
 			return false // it went out twice
 		}
 		j.spent = true
-		j.fairAgain = j.cmd.Fair && op == core.OpRelease
 	}
 	if !now.Before(j.until) {
 		return false
@@ -803,7 +802,7 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 			args = append(args, view(text[start:]))
 		}
 		if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
-			text, args = n.e.appendFairArgs(text, args, cmd, p.jobs[i].fairAgain)
+			text, args = n.e.appendFairArgs(text, args, cmd, p.jobs[i].spent && op == core.OpRelease)
 		}
 		p.at = append(p.at, len(cmds))
 		cmds = append(cmds, args[first:len(args):len(args)])
