@@ -37,7 +37,8 @@ const (
 type Acquisition struct {
 	spec     Spec
 	key      string
-	base     Token // the caller's token; zero: draw each from Config.Tokens
+	keys     []string // KindAll: every key, key first
+	base     Token    // the caller's token; zero: draw each from Config.Tokens
 	retry    retrier
 	start    time.Time // the current attempt's start: validity counts from it
 	fence    uint64    // the current attempt's fence, once its acquire round won
@@ -63,6 +64,7 @@ type Acquisition struct {
 	// The small fields last, together: TinyGo keeps an Acquisition on the
 	// stack only up to 1 KiB.
 	phase    Phase
+	kind     Kind
 	cleaning bool // round is the cleanup of a failed attempt
 	raising  bool // round raises the fence counters (Config.Fencing)
 	woken    bool // the current attempt was started by an announcement
@@ -80,16 +82,17 @@ func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err 
 	if err := s.checkKey(key); err != nil {
 		return Acquisition{}, err
 	}
-	return s.acquire(key, tok, now)
+	return s.acquire(key, tok, now, KindMutex, nil)
 }
 
 // acquire is Acquire of a key already checked (Try checks it under the
 // Spec's own rules, then acquires under its own copy's).
-func (s Spec) acquire(key string, tok Token, now time.Time) (a Acquisition, err error) {
+func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys []string) (a Acquisition, err error) {
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
 	a.spec, a.key, a.base, a.retry = s, key, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
+	a.kind, a.keys = kind, keys
 	a.startAttempt(now)
 	return a, nil
 }
@@ -127,7 +130,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
 	a.announced, a.woke, a.ours = 0, time.Time{}, 0
-	cmd := Command{Op: op, Key: a.key, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
+	cmd := Command{Op: op, Kind: a.kind, Key: a.key, Keys: a.keys, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
 	if a.spec.cfg.Fair {
 		// Every attempt may find the key handed to it, which a plain SET
 		// NX cannot take; the one that takes it leaves the queue.
@@ -236,7 +239,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if mutValidityWithoutDrift {
 		drift = 0
 	}
-	g := Grant{key: a.key, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
+	g := Grant{key: a.key, keys: a.keys, kind: a.kind, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
 		validity: Validity(s.cfg.TTL, elapsed, drift), fence: a.fence}
 	// A round won with too little validity for its grant to be kept is
 	// no grant (Spec.keepable): the handle would be lost at birth, so it
@@ -410,7 +413,7 @@ func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
 	a.ours = a.round.tally.oks() // for Room.Ended, should the raise be cancelled
-	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Key: a.key, Token: tok, Fence: fence}, now)
+	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Kind: a.kind, Key: a.key, Keys: a.keys, Token: tok, Fence: fence}, now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -431,7 +434,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	}
 	queued := a.attemptQueued() // a cancelled one leaves the queue
 	a.cleaning, a.raising = true, false
-	cmd := Command{Op: OpRelease, Key: a.key, Token: r.cmd.Token}
+	cmd := Command{Op: OpRelease, Kind: a.kind, Key: a.key, Keys: a.keys, Token: r.cmd.Token}
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
 		// its first, so that it keeps its place, unless it will not wait
@@ -502,7 +505,7 @@ func (a *Acquisition) leave(now time.Time) bool {
 	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed {
 		return false
 	}
-	cmd := a.spec.fairRelease(Command{Op: OpRelease, Key: a.key, Token: a.round.cmd.Token})
+	cmd := a.spec.fairRelease(Command{Op: OpRelease, Kind: a.kind, Key: a.key, Keys: a.keys, Token: a.round.cmd.Token})
 	cmd.Ticket = leaveTicket
 	a.phase, a.cleaning, a.raising, a.leaving = PhaseRound, true, false, true
 	a.spec.initRound(&a.round, cmd, now)

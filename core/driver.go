@@ -69,7 +69,12 @@ type Command struct {
 	// its attempt right behind the release on each node (Flusher), and
 	// the others' attempts would be refused. Set from Grant.WithHandoff.
 	Quiet bool
-	Key   string
+	// Kind is the primitive the command serves; the zero Kind, the mutex.
+	Kind Kind
+	Key  string
+	// Keys are every key of a KindAll command, Key first; nil otherwise.
+	// Shared and never modified: a driver may keep it.
+	Keys  []string
 	Token Token
 	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
 	// milliseconds (Config validation guarantees it); for a Fair

@@ -7,6 +7,7 @@ import "time"
 // Grant holds nothing. A Lease keeps the Grant it extends: read it there.
 type Grant struct {
 	key        string
+	keys       []string // KindAll: every key, key first
 	token      Token
 	ttl        time.Duration
 	drift      time.Duration // the drift allowance of ttl, fixed at acquisition
@@ -16,6 +17,7 @@ type Grant struct {
 	extensions int
 	followed   bool // Config.Fair: its release queues the process again (WithFollowers)
 	handoff    bool // its release hands the key on within the process (WithHandoff)
+	kind       Kind
 }
 
 // WithFollowers returns g, whose release, with Config.Fair, queues the

@@ -187,7 +187,7 @@ func (l *Lease) start(now time.Time) error {
 		return &Error{Op: OpExtend, Kind: ErrExtensionLimit, Key: g.key, Attempts: 1}
 	}
 	l.phase = PhaseRound
-	l.spec.initRound(&l.round, Command{Op: OpExtend, Key: g.key, Token: g.token, TTL: g.ttl}, now)
+	l.spec.initRound(&l.round, Command{Op: OpExtend, Kind: g.kind, Key: g.key, Keys: g.keys, Token: g.token, TTL: g.ttl}, now)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func (s Spec) Try(key string, tok Token, now time.Time) (Acquisition, error) {
 		return Acquisition{}, err
 	}
 	s.cfg.Fair, s.cfg.Retry.tries = false, 1
-	return s.acquire(key, tok, now) // the key is checked once, under Fair's rules too
+	return s.acquire(key, tok, now, KindMutex, nil) // the key is checked once, under Fair's rules too
 }
 
 // fairRelease returns cmd, a release, as a Fair one. A key it frees is
@@ -196,7 +196,7 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	if g.key == "" {
 		return Round{}, invalid("release of the zero Grant")
 	}
-	cmd := Command{Op: OpRelease, Key: g.key, Token: g.token}
+	cmd := Command{Op: OpRelease, Kind: g.kind, Key: g.key, Keys: g.keys, Token: g.token}
 	switch {
 	case g.handoff:
 		cmd.Quiet = true // the follower's attempt comes right behind: no announcement, no queue
