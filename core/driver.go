@@ -287,3 +287,13 @@ type Watch interface {
 	// Stop ends the watch: notify is not called once Stop has returned.
 	Stop()
 }
+
+// KeysChecker is a Driver that can tell, before anything is sent, that
+// one of its nodes cannot take a multi-key lock's keys (KindAll) in one
+// script: on a Redis cluster member, keys in more than one hash slot.
+// The runner asks it before the first round and refuses the keys with
+// an ErrInvalidConfig error that wraps CheckKeys's, which names the node.
+type KeysChecker interface {
+	Driver
+	CheckKeys(keys []string) error
+}
