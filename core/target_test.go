@@ -197,3 +197,43 @@ func TestAllTargetKeyIsTheFirst(t *testing.T) {
 		t.Fatalf("command %+v: want KindAll, Key b, the keys given", cmd)
 	}
 }
+
+// TestFairReleasesOnlyTheMutex: a Fair Spec's TryTarget of another kind
+// runs without Fair, and so does its grant's release: the nodes' waiter
+// queues are the mutex's alone, and no release of a reader, a writer or
+// a multi-key lock hands a key to a queued waiter.
+func TestFairReleasesOnlyTheMutex(t *testing.T) {
+	for _, target := range []core.Target{
+		{Kind: core.KindRead, Key: "k"},
+		{Kind: core.KindWrite, Key: "k"},
+		{Kind: core.KindAll, Keys: []string{"k", "l"}},
+		{Kind: core.KindMutex, Key: "k"},
+	} {
+		t.Run(target.Kind.String(), func(t *testing.T) {
+			e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true})
+			a, err := e.l.spec.TryTarget(target, core.Token{}, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd := a.Round().Command(); cmd.Fair || cmd.Ticket != 0 {
+				t.Fatalf("a try's attempt is Fair: %+v", cmd)
+			}
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusOK} })
+			g, err := a.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.l.spec.Release(g, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := r.Command()
+			if cmd.Kind != target.Kind {
+				t.Fatalf("release of kind %v", cmd.Kind)
+			}
+			if want := target.Kind == core.KindMutex; cmd.Fair != want {
+				t.Fatalf("release of a %v grant: Fair %v, want %v", target.Kind, cmd.Fair, want)
+			}
+		})
+	}
+}
