@@ -39,7 +39,7 @@ func (r *refusals) vote(e redlock.VoteEvent) {
 
 // await waits until at least n refusals were counted, or fails the test
 // once ctx ends.
-func (r *refusals) await(t *testing.T, ctx context.Context, n int, what string) {
+func (r *refusals) await(ctx context.Context, t *testing.T, n int, what string) {
 	t.Helper()
 	for {
 		r.mu.Lock()
@@ -165,7 +165,7 @@ func TestRWLockOnRedis(t *testing.T) {
 				assert.NoError(t, err)
 				got <- l
 			}()
-			wRefused.await(t, ctx, 2*2, "the writer's WLock was not refused") // the TryWLock's and the WLock's quorums
+			wRefused.await(ctx, t, 2*2, "the writer's WLock was not refused") // the TryWLock's and the WLock's quorums
 			require.NoError(t, a.Unlock(ctx))
 			require.NoError(t, b.Unlock(ctx))
 			var wl *redlock.Lock
@@ -188,7 +188,7 @@ func TestRWLockOnRedis(t *testing.T) {
 				assert.NoError(t, err)
 				gotR <- l
 			}()
-			rRefused.await(t, ctx, 2, "the reader was not refused beside the writer")
+			rRefused.await(ctx, t, 2, "the reader was not refused beside the writer")
 			require.NoError(t, wl.Unlock(ctx))
 			var rl *redlock.Lock
 			select {
@@ -272,7 +272,7 @@ func TestLockAllOnRedis(t *testing.T) {
 				assert.NoError(t, err)
 				got <- l
 			}()
-			refused.await(t, ctx, 2*2+2, "the waiting LockAll was not refused") // both tries' quorums, and its own
+			refused.await(ctx, t, 2*2+2, "the waiting LockAll was not refused") // both tries' quorums, and its own
 			fenceBefore, err := l.Fence()
 			require.NoError(t, err)
 			require.NoError(t, l.Unlock(ctx))
@@ -326,7 +326,7 @@ func TestReadersWaitTogetherOnRedis(t *testing.T) {
 			got <- l
 		}()
 	}
-	refused.await(t, ctx, 2*n, "the readers were not all refused")
+	refused.await(ctx, t, 2*n, "the readers were not all refused")
 	require.NoError(t, wl.Unlock(ctx))
 	var held []*redlock.Lock
 	for range n {

@@ -45,7 +45,7 @@ func taken(t *testing.T, take func() (*redlock.Lock, error)) <-chan *redlock.Loc
 
 // receive returns the Lock that comes on got, or fails the test once ctx
 // ends (what says what was awaited).
-func receive(t *testing.T, ctx context.Context, got <-chan *redlock.Lock, what string) *redlock.Lock {
+func receive(ctx context.Context, t *testing.T, got <-chan *redlock.Lock, what string) *redlock.Lock {
 	t.Helper()
 	select {
 	case l := <-got:
@@ -74,7 +74,7 @@ func TestReaderWaitsForTheWritersRelease(t *testing.T) {
 	until := f.clock.next(t) // the reader sleeps on the clock
 	assert.Equal(t, f.clock.Now().Add(ttl+time.Millisecond), until, "the reader does not sleep until the writer's keys expire")
 	require.NoError(t, w.Unlock(ctx))
-	r := receive(t, ctx, got, "the reader, woken by the writer's release")
+	r := receive(ctx, t, got, "the reader, woken by the writer's release")
 	assert.Equal(t, 3, log.last(), "the reader's attempts")
 	assert.Equal(t, f.clock.Now().Add(validity), r.Until())
 
@@ -117,7 +117,7 @@ func TestWriterWaitsBehindAStreamOfReaders(t *testing.T) {
 		_, err = f.client.TryRLock(ctx, "k")
 		oneKind(t, err, redlock.ErrTaken)
 		f.clock.set(until)
-		w := receive(t, ctx, got, "the writer, at the reader's expiry")
+		w := receive(ctx, t, got, "the writer, at the reader's expiry")
 		assert.Equal(t, until.Add(validity), w.Until())
 		assert.ErrorIs(t, r.Unlock(ctx), redlock.ErrNotHeld, "the expired reader")
 		_, err = f.client.TryRLock(ctx, "k")
@@ -135,7 +135,7 @@ func TestWriterWaitsBehindAStreamOfReaders(t *testing.T) {
 		f.clock.next(t) // asleep
 		require.NoError(t, r1.Unlock(ctx))
 		require.NoError(t, r2.Unlock(ctx))
-		w := receive(t, ctx, got, "the writer, woken by the last reader's release")
+		w := receive(ctx, t, got, "the writer, woken by the last reader's release")
 		assert.Equal(t, 3, log.last(), "the writer's attempts")
 		for i := range 3 {
 			_, _, marked := f.nodes.Mark(i, "k")
@@ -232,7 +232,7 @@ func TestLockAllWaitsForEveryKey(t *testing.T) {
 	default:
 	}
 	require.NoError(t, b.Unlock(ctx))
-	all := receive(t, ctx, got, "LockAll, woken by the last release")
+	all := receive(ctx, t, got, "LockAll, woken by the last release")
 	assert.Equal(t, "a", all.Key())
 	for _, key := range []string{"a", "b", "c"} {
 		assert.Equal(t, 3, f.nodes.Holders(key, all.Token()), "key %s", key)
