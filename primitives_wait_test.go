@@ -267,3 +267,35 @@ func TestLockAllIntersectingSetsExclude(t *testing.T) {
 	require.NoError(t, other.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 }
+
+// TestPrimitivesPoll: with Options.Poll (or a driver that announces
+// nothing) the other kinds' waiters sleep the Backoff's delays, as Lock
+// does, and take the key once it is free: no announcement is needed.
+func TestPrimitivesPoll(t *testing.T) {
+	ctx := testguard.Context(t)
+	f := newFixture(t, redlock.Options{Poll: true, Backoff: redlock.RandomDelay(100*time.Millisecond, 100*time.Millisecond)})
+	for _, tc := range []struct {
+		name string
+		hold func() (*redlock.Lock, error)
+		wait func() (*redlock.Lock, error)
+	}{
+		{"reader behind a writer", func() (*redlock.Lock, error) { return f.client.TryWLock(ctx, "rw") },
+			func() (*redlock.Lock, error) { return f.client.RLock(ctx, "rw") }},
+		{"writer behind a reader", func() (*redlock.Lock, error) { return f.client.TryRLock(ctx, "wr") },
+			func() (*redlock.Lock, error) { return f.client.WLock(ctx, "wr") }},
+		{"multi-key behind a key", func() (*redlock.Lock, error) { return f.client.TryLock(ctx, "b") },
+			func() (*redlock.Lock, error) { return f.client.LockAll(ctx, "a", "b") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := tc.hold()
+			require.NoError(t, err)
+			got := taken(t, tc.wait)
+			until := f.clock.next(t)
+			assert.Equal(t, f.clock.Now().Add(100*time.Millisecond), until, "the waiter does not sleep the Backoff's delay")
+			require.NoError(t, h.Unlock(ctx))
+			f.clock.set(until)
+			l := receive(ctx, t, got, "the polling waiter")
+			require.NoError(t, l.Unlock(ctx))
+		})
+	}
+}
