@@ -279,3 +279,34 @@ func TestPrimitivesObserved(t *testing.T) {
 	assert.Equal(t, []string{"first", "r", "w"}, acquired)
 	assert.Equal(t, []string{"first", "r", "w"}, released)
 }
+
+// TestPrimitivesAllocations: the uncontended Try and Unlock of a reader
+// and of a writer, over memnode, allocate the Lock alone, as the mutex's
+// do; a multi-key lock allocates its copy of the keys besides.
+func TestPrimitivesAllocations(t *testing.T) {
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{})
+	require.NoError(t, err)
+	ctx := testguard.Context(t)
+	for _, tc := range []struct {
+		name   string
+		take   func() (*redlock.Lock, error)
+		allocs float64
+	}{
+		{"TryRLock", func() (*redlock.Lock, error) { return c.TryRLock(ctx, "r") }, 1},
+		{"TryWLock", func() (*redlock.Lock, error) { return c.TryWLock(ctx, "w") }, 1},
+		{"TryLockAll", func() (*redlock.Lock, error) { return c.TryLockAll(ctx, "a", "b") }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(200, func() {
+				l, err := tc.take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Equal(t, tc.allocs, allocs, "allocations per %s+Unlock", tc.name)
+		})
+	}
+}
