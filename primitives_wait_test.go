@@ -105,17 +105,26 @@ func TestWriterWaitsBehindAStreamOfReaders(t *testing.T) {
 		require.NoError(t, err)
 		start := f.clock.Now()
 		got := taken(t, func() (*redlock.Lock, error) { return f.client.WLock(ctx, "k") })
-		until := f.clock.next(t)
-		assert.Equal(t, start.Add(ttl+time.Millisecond), until, "the writer does not sleep until the reader's expiry")
+		renew := f.clock.next(t)
+		assert.Equal(t, start.Add(ttl/2), renew, "the writer does not wake to renew its mark")
 		for i := range 3 {
 			_, _, marked := f.nodes.Mark(i, "k")
 			assert.True(t, marked, "node %d: the waiting writer left no mark", i)
 		}
-		// A stream of new readers is refused meanwhile, each of them
-		// renewing nothing.
-		f.clock.set(start.Add(ttl / 2))
+		// A stream of new readers is refused meanwhile.
+		f.clock.set(renew.Add(-time.Nanosecond))
 		_, err = f.client.TryRLock(ctx, "k")
 		oneKind(t, err, redlock.ErrTaken)
+		f.clock.set(renew)       // refused again, it renews its mark
+		until := f.clock.next(t) // renewing again, half a TTL on, when the reader expires
+		assert.Equal(t, start.Add(ttl), until, "the writer does not wake at the reader's expiry, or to renew its mark")
+		for i := range 3 {
+			_, left, marked := f.nodes.Mark(i, "k")
+			assert.True(t, marked && left == ttl, "node %d: the mark was not renewed: %v left", i, left)
+		}
+		f.clock.set(until.Add(-time.Nanosecond))
+		_, err = f.client.TryRLock(ctx, "k")
+		oneKind(t, err, redlock.ErrTaken) // the renewed mark outlives the reader
 		f.clock.set(until)
 		w := receive(ctx, t, got, "the writer, at the reader's expiry")
 		assert.Equal(t, until.Add(validity), w.Until())
@@ -297,5 +306,41 @@ func TestPrimitivesPoll(t *testing.T) {
 			l := receive(ctx, t, got, "the polling waiter")
 			require.NoError(t, l.Unlock(ctx))
 		})
+	}
+}
+
+// TestWriterNotStarvedByReadersAtItsWake: a stream of new readers, one
+// arriving just before each of a waiting writer's wake-ups, does not
+// starve it: it holds the key within two TTLs of its first refused
+// attempt. Its mark, a TTL long, must not lapse before its next attempt:
+// were that attempt due only at the readers' expiry, a reader admitted
+// just before the mark was set would expire with it, and each reader
+// arriving in between would refuse the writer for another TTL.
+func TestWriterNotStarvedByReadersAtItsWake(t *testing.T) {
+	ctx := testguard.Context(t)
+	f := newFixture(t, redlock.Options{})
+	start := f.clock.Now()
+	_, err := f.client.TryRLock(ctx, "k") // admitted the instant the writer is refused
+	require.NoError(t, err)
+	got := taken(t, func() (*redlock.Lock, error) { return f.client.WLock(ctx, "k") })
+	until := f.clock.next(t)
+	admitted := 0
+	for {
+		require.False(t, until.After(start.Add(2*ttl)), "the writer waits past two TTLs; %d readers admitted meanwhile", admitted)
+		f.clock.set(until.Add(-time.Nanosecond))
+		if _, err := f.client.TryRLock(ctx, "k"); err == nil {
+			admitted++
+		}
+		f.clock.set(until)
+		select {
+		case w := <-got:
+			require.NotNil(t, w)
+			assert.LessOrEqual(t, admitted, 0, "new readers admitted while the writer waited")
+			require.NoError(t, w.Unlock(ctx))
+			return
+		case until = <-f.clock.asleep:
+		case <-ctx.Done():
+			t.Fatal("the writer neither took the key nor slept again")
+		}
 	}
 }

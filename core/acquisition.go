@@ -543,6 +543,14 @@ func (a *Acquisition) leave(now time.Time) bool {
 // end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
+//
+// A writer (KindWrite) refused by held nodes wakes half a TTL after its
+// attempt began at the latest: its next attempt renews its mark on the
+// nodes that refused it for readers before the mark expires, a TTL after
+// that attempt. Were it due only at the readers' expiry, a reader
+// admitted just before the mark would expire with it, and a new reader
+// admitted in between would refuse the writer for another TTL, again
+// and again.
 func (a *Acquisition) WakeAt() time.Time {
 	at := a.wake
 	if !a.expiry.IsZero() && (a.relying() || a.expiry.Before(at)) {
@@ -550,6 +558,11 @@ func (a *Acquisition) WakeAt() time.Time {
 	}
 	if !a.woke.IsZero() && a.woke.Before(at) {
 		at = a.woke
+	}
+	if a.kind == KindWrite && a.held != 0 && !mutMarkLapses {
+		if renew := a.start.Add(a.spec.cfg.TTL / 2); renew.Before(at) {
+			at = renew
+		}
 	}
 	return at
 }
