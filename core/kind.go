@@ -81,6 +81,10 @@ type Target struct {
 // and a Grant small and comparable.
 type KeyList struct{ keys []string }
 
+// NewKeyList returns a KeyList of keys, which the caller must not modify
+// after.
+func NewKeyList(keys []string) *KeyList { return &KeyList{keys: keys} }
+
 // Len returns how many keys l holds; 0 for a nil l.
 func (l *KeyList) Len() int {
 	if l == nil {
@@ -128,7 +132,7 @@ func (t Target) list() *KeyList {
 	if t.Kind != KindAll {
 		return nil
 	}
-	return &KeyList{keys: t.Keys}
+	return NewKeyList(t.Keys)
 }
 
 // checkTarget refuses a bad target with an ErrInvalidConfig error: a bad
