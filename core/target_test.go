@@ -194,7 +194,7 @@ func TestAllTargetKeyIsTheFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := a.Round().Command()
-	if cmd.Kind != core.KindAll || cmd.Key != "b" || len(cmd.Keys) != 3 || &cmd.Keys[0] != &keys[0] {
+	if all := cmd.Keys.All(); cmd.Kind != core.KindAll || cmd.Key != "b" || len(all) != 3 || &all[0] != &keys[0] {
 		t.Fatalf("command %+v: want KindAll, Key b, the keys given", cmd)
 	}
 }
