@@ -11,6 +11,8 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers"
+	"github.com/redlock-go/redlock/drivers/rueidis"
 	"github.com/redlock-go/redlock/internal/redistest"
 	"github.com/redlock-go/redlock/internal/testguard"
 )
@@ -353,4 +355,67 @@ func TestReadersWaitTogetherOnRedis(t *testing.T) {
 		// waiter woken by other waiters' refusals would make hundreds.
 		assert.LessOrEqual(t, a, 4, "a reader's attempts")
 	}
+}
+
+// TestPrimitivesOnAClusterMember: over a quorum of two redis-servers and
+// a Redis Cluster, a LockAll of keys in several hash slots is refused
+// before anything is sent, with one kind, ErrInvalidConfig, naming the
+// Cluster member, and leaves nothing on any server; keys of one hash tag
+// are locked, and a reader and a writer exclude each other there too
+// (their reader sets and marks named in the key's slot).
+func TestPrimitivesOnAClusterMember(t *testing.T) {
+	ctx := testguard.Context(t)
+	s := redistest.StartN(t, 2, redistest.Options{})
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Replicas: -1}) // no replica: nothing fails over here
+	d, err := rueidis.DialMembers([]drivers.Member{
+		drivers.NewStandalone(s[0].Addr), drivers.NewCluster(c.Addrs()...), drivers.NewStandalone(s[1].Addr),
+	}, drivers.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
+	client, err := redlock.NewClient(d, redlock.Options{NodeTimeout: time.Second})
+	require.NoError(t, err)
+	// get returns key's value on each member: the standalone servers', and
+	// the Cluster master's that owns the key's slot.
+	get := func(key string) []any {
+		out := make([]any, 0, 3)
+		for _, srv := range []*redistest.Server{s[0], c.MasterForKey(key), s[1]} {
+			v, err := srv.Do("GET", key)
+			require.NoError(t, err)
+			out = append(out, v)
+		}
+		return out
+	}
+
+	for _, try := range []bool{false, true} {
+		lockAll := client.LockAll
+		if try {
+			lockAll = client.TryLockAll
+		}
+		l, err := lockAll(ctx, "alice", "bob") // two hash slots
+		assert.Nil(t, l)
+		oneKind(t, err, redlock.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), d.NodeName(1), "the error does not name the Cluster member")
+		for _, key := range []string{"alice", "bob"} {
+			assert.Equal(t, []any{nil, nil, nil}, get(key), "key %s left on a member", key)
+		}
+	}
+
+	l, err := client.LockAll(ctx, "{acct}:alice", "{acct}:bob")
+	require.NoError(t, err)
+	_, err = client.TryLock(ctx, "{acct}:bob")
+	oneKind(t, err, redlock.ErrTaken)
+	require.NoError(t, l.Extend(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	for _, key := range []string{"{acct}:alice", "{acct}:bob"} {
+		assert.Equal(t, []any{nil, nil, nil}, get(key), "key %s left by Unlock", key)
+	}
+
+	r, err := client.TryRLock(ctx, "catalog")
+	require.NoError(t, err)
+	_, err = client.TryWLock(ctx, "catalog")
+	oneKind(t, err, redlock.ErrTaken)
+	_, err = client.TryRLock(ctx, "catalog")
+	oneKind(t, err, redlock.ErrTaken) // the refused writer's mark, on the Cluster too
+	require.NoError(t, r.Extend(ctx))
+	require.NoError(t, r.Unlock(ctx))
 }
