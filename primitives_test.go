@@ -254,16 +254,18 @@ func TestPrimitivesCommandsCarryTheirKind(t *testing.T) {
 }
 
 // TestPrimitivesObserved: the Observer's events of a multi-key lock name
-// its first key, and of a reader or writer its key.
+// its first key, and of a reader or writer its key; under Fencing a
+// reader, which raises no fence, makes no Fence event.
 func TestPrimitivesObserved(t *testing.T) {
 	ctx := testguard.Context(t)
 	var mu sync.Mutex
-	var acquired, released []string
+	var acquired, released, fenced []string
 	obs := redlock.Observer{
 		Acquire: func(e redlock.AcquireEvent) { mu.Lock(); acquired = append(acquired, e.Key); mu.Unlock() },
 		Release: func(e redlock.ReleaseEvent) { mu.Lock(); released = append(released, e.Key); mu.Unlock() },
+		Fence:   func(e redlock.FenceEvent) { mu.Lock(); fenced = append(fenced, e.Key); mu.Unlock() },
 	}
-	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs, Fencing: true})
 	require.NoError(t, err)
 	for _, take := range []func() (*redlock.Lock, error){
 		func() (*redlock.Lock, error) { return c.LockAll(ctx, "first", "second") },
@@ -278,6 +280,7 @@ func TestPrimitivesObserved(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"first", "r", "w"}, acquired)
 	assert.Equal(t, []string{"first", "r", "w"}, released)
+	assert.Equal(t, []string{"first", "w"}, fenced)
 }
 
 // TestPrimitivesAllocations: the uncontended Try and Unlock of a reader
