@@ -51,3 +51,53 @@ func TestReviewWinningWriterLeavesNoMark(t *testing.T) {
 		require.NoError(t, rl.Unlock(ctx))
 	}
 }
+
+// TestReviewReaderFenceIsNotTheLastWritersFence (review finding):
+// docs/primitives.md says a reader's fence is the last writer's, and that
+// a storage refusing stale fences "tells a reader's write from a later
+// writer's". But a reader takes the highest counter among its quorum's
+// replies, and a writer's failed attempts increment the counters of the
+// nodes that admitted them without any raise: a reader that meets such a
+// node reads a fence no writer ever held, above the fences of writers that
+// come after it. A storage that saw the reader's fence then refuses the
+// later writer's writes as stale.
+func TestReviewReaderFenceIsNotTheLastWritersFence(t *testing.T) {
+	ctx := testguard.Context(t)
+	d := memnode.New(3, core.SystemClock{})
+	// Five failed writer attempts, each admitted by node 2 alone (the
+	// other nodes held by a writer then), cleaned up: node 2's counter
+	// is 5, the others' 0, and no writer ever held fence 5.
+	for i := range 5 {
+		tk := core.Token{9, 9, 9, 9, 9, 9, 9, 9, 0, 0, 0, 0, 0, 0, 0, byte(i + 1)}
+		b := d.Begin(ctx)
+		b.Send(2, core.Command{Kind: core.KindWrite, Op: core.OpAcquireFenced, Key: "k", Token: tk, TTL: time.Second}, time.Now().Add(time.Second))
+		r, ok := b.Receive(nil)
+		b.Close()
+		require.True(t, ok)
+		require.Equal(t, core.StatusOK, r.Status)
+		b = d.Begin(ctx)
+		b.Send(2, core.Command{Kind: core.KindWrite, Op: core.OpRelease, Key: "k", Token: tk}, time.Now().Add(time.Second))
+		_, ok = b.Receive(nil)
+		b.Close()
+		require.True(t, ok)
+	}
+	require.Equal(t, uint64(5), d.Fence(2, "k"))
+
+	c, err := redlock.NewClient(d, redlock.Options{Fencing: true})
+	require.NoError(t, err)
+	rl, err := c.TryRLock(ctx, "k")
+	require.NoError(t, err)
+	readerFence, err := rl.Fence()
+	require.NoError(t, err)
+	require.NoError(t, rl.Unlock(ctx))
+
+	d.SetDown(2, true) // the next writer's quorum is nodes 0 and 1
+	wl, err := c.TryWLock(ctx, "k")
+	require.NoError(t, err)
+	writerFence, err := wl.Fence()
+	require.NoError(t, err)
+	require.NoError(t, wl.Unlock(ctx))
+
+	assert.Zero(t, readerFence, "no writer has held the key: the last writer's fence is 0")
+	assert.Greater(t, writerFence, readerFence, "a later writer's fence is not above the reader's")
+}
