@@ -101,12 +101,21 @@ type client struct {
 	held             core.Held
 	rel              core.Releasing
 	early, toldEarly bool
+
+	// With a Primitive other than the mutex (kinds.go): what the current
+	// acquisition takes, its keys as a bit set (bit i: allKeys[i]), and
+	// when it started (real time), for the writer's wait.
+	target  core.Target
+	mask    uint32
+	startAt int64
 }
 
 // use is one stretch of real time during which a client used a lock.
 type use struct {
 	client, acq int
 	start, end  int64
+	kind        core.Kind // what it held (kinds.go)
+	mask        uint32    // PrimAll: its keys, bit i for allKeys[i]
 }
 
 func (c *client) now() time.Time { return localAt(c.w.now, c.ppm) }
@@ -255,7 +264,9 @@ func (c *client) begin(spec *core.Spec) {
 	c.w.acqs++
 	c.acqID = c.w.acqs
 	c.tokens.cur = core.Token{}
-	a, err := spec.Acquire(key, core.Token{}, c.now())
+	c.drawTarget()
+	c.startAt = c.w.now
+	a, err := spec.AcquireTarget(c.target, core.Token{}, c.now())
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
@@ -446,6 +457,7 @@ func (c *client) roundDone() {
 func (c *client) finished() {
 	lock, err := c.acq.Result()
 	waited := c.queued
+	c.checkWriterWait(err == nil)
 	var handOn, try bool
 	if p := c.room(); p != nil {
 		switch {
@@ -604,7 +616,7 @@ func (c *client) checkHygiene(r *core.Round) {
 			continue
 		}
 		nd := &c.w.nodes[n]
-		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate && !nd.restored {
+		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate && !nd.restored || nd.holdsToken(tok, c.w.now) {
 			c.w.violation(&c.w.res.Violations.Hygiene, "client %d: node %d still holds token %v after answering its release", c.id, n, tok)
 		}
 	}
@@ -671,7 +683,7 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	}
 	c.state = holding
 	w.checkOvertakes(c, waited)
-	c.leasing = !c.trying && w.chance(w.cfg.Faults.Extend)
+	c.leasing = !c.trying && w.chance(w.cfg.Faults.Extend) && !c.shortReader()
 	if c.leasing {
 		c.lease = c.leaseSpec.Lease(g)
 	} else {
@@ -680,7 +692,11 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	c.lastSetEnd, c.grantAt = w.now, w.now
 	c.workEnd = c.now()
 	if !c.trying { // a reannouncement unlocks at once
-		c.workEnd = c.workEnd.Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
+		work := w.cfg.Work
+		if c.shortReader() {
+			work = w.cfg.RW.ReaderWork
+		}
+		c.workEnd = c.workEnd.Add(time.Duration(w.between(work[0], work[1])))
 	}
 	w.noteAcquired(c)
 	if !c.trying && w.chance(w.cfg.Faults.PauseAfterAcquire) {
@@ -711,7 +727,7 @@ func (c *client) use() {
 
 func (c *client) stopUsing() {
 	if c.using {
-		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now})
+		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now, kind: c.target.Kind, mask: c.mask})
 		c.using = false
 		// A running process that used the lock to the end of its validity
 		// was told of the loss too late, or never: its lease's fault.

@@ -53,6 +53,15 @@ type Config struct {
 	// script PUBLISHes after its compare-and-delete; the zero value has no
 	// client listen, so every waiter polls.
 	Announce Announcements
+	// Primitive is what the clients take (kinds.go); the zero value is
+	// the mutex. RW configures a reader/writer schedule, Keys is how many
+	// keys a PrimAll schedule draws its key sets from (at most 8), and
+	// Permits is a PrimPermits schedule's K (at most 8). Fair, Waiters
+	// and Fencing are the mutex's alone.
+	Primitive Primitive
+	RW        RWConfig
+	Keys      int
+	Permits   int
 }
 
 // LeaseConfig is the core.Config of the holders' leases. A holder whose
@@ -266,6 +275,15 @@ type Faults struct {
 	// its process's queue pokes no successor, which then waits for
 	// whatever the process hears next, if anything.
 	ForgetSuccessor bool
+
+	// With a Primitive other than the mutex (kinds.go), the planted
+	// defects of the nodes' scripts. ReaderBesideWriter: a node admits a
+	// reader while the writer's key is set. TakeSubset: a multi-key
+	// acquire checks and takes its first key alone. CountSemaphore: the
+	// unsound semaphore, in place of the permit slots: each node admits
+	// a holder of the key while it counts fewer than Config.Permits, and
+	// a client holds with a quorum of admissions.
+	ReaderBesideWriter, TakeSubset, CountSemaphore bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -448,11 +466,19 @@ type Violations struct {
 	// attempt of the process following (proc.go): the waiters that heard
 	// nothing wait for the old key's expiry.
 	Unheard int
+	// With a Primitive other than the mutex (kinds.go). Writer counts a
+	// writer's use that overlaps another holder's (a reader's or a
+	// writer's); Permits, the times more than Config.Permits holders
+	// used the semaphore at once; KeySets, overlapping uses of two
+	// multi-key locks whose key sets intersect; WriterWait, writers that
+	// waited past RWConfig.WriterBound while no writer held.
+	Writer, Permits, KeySets, WriterWait int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped + v.Unheard
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped + v.Unheard +
+		v.Writer + v.Permits + v.KeySets + v.WriterWait
 }
 
 func (r *Result) add(o Result) {
@@ -512,6 +538,10 @@ func (r *Result) add(o Result) {
 	v.Stayed += u.Stayed
 	v.Jumped += u.Jumped
 	v.Unheard += u.Unheard
+	v.Writer += u.Writer
+	v.Permits += u.Permits
+	v.KeySets += u.KeySets
+	v.WriterWait += u.WriterWait
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost

@@ -51,6 +51,11 @@ func Run(cfg Config, seed uint64) Result {
 	}
 	w.checkExclusion()
 	w.checkStuck()
+	for _, c := range w.clients {
+		if c.state == acquiring && !c.crashed {
+			c.checkWriterWait(false)
+		}
+	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
 		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
 			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
@@ -176,10 +181,12 @@ func (w *world) crashNode(i int, d [2]time.Duration) {
 	n.up = false
 	if !w.cfg.Faults.Persistent {
 		n.has, n.handed, n.queue = false, 0, nil // the data set is gone with the process
+		n.xd = n.xd.persisted(w.cfg.Faults.LoseCounters)
 		w.res.Faults.EmptyRestarts++
 	}
 	if w.cfg.Faults.LoseCounters {
 		n.fence = 0 // the counter was not persisted either
+		n.xd.loseFences()
 		w.res.Faults.CountersLost++
 	}
 	for c := range n.subs {
@@ -282,7 +289,7 @@ func (w *world) noteAcquired(c *client) {
 		}
 		w.releasedAt = -1
 	}
-	if w.cfg.Fencing {
+	if w.cfg.Fencing && w.cfg.Primitive == PrimMutex {
 		w.checkFence(c)
 	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
@@ -334,6 +341,10 @@ func (w *world) checkFence(c *client) {
 // checkExclusion counts pairs of uses by different acquisitions that
 // overlap in real time.
 func (w *world) checkExclusion() {
+	if w.cfg.Primitive != PrimMutex {
+		w.checkKinds()
+		return
+	}
 	slices.SortFunc(w.uses, func(a, b use) int {
 		switch {
 		case a.start < b.start:

@@ -185,6 +185,7 @@ type message struct {
 	late      bool          // delivered after its deadline, out of order
 	reordered bool          // delivered ahead of the client's earlier requests (Faults.Reorder)
 	resent    bool          // a Fair release sent again after a broken connection (ScriptModel.ApplyResent)
+	silent    bool          // a release that announces nothing (kinds.go: readers remain, or nothing deleted)
 	acq       int           // the id of the acquisition that sent it; 0: none
 	deadline  int64         // real time
 }
@@ -306,6 +307,9 @@ type data struct {
 	// fence is the key's fence counter (core.FenceKey): it never expires,
 	// and survives a crash unless Faults.LoseCounters.
 	fence uint64
+	// xd holds the kinds beyond the mutex (kinds.go); nil until one is
+	// used. A copy of data must clone it (xdata.clone).
+	xd *xdata
 }
 
 // node is one Redis master holding at most the one key: a quorum member,
@@ -350,6 +354,10 @@ func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
 	cmd, f := m.cmd, &w.cfg.Faults
 	if n.has && !n.alive(t) {
 		n.has, n.handed = false, 0
+	}
+	if cmd.Kind == core.KindRead || cmd.Kind == core.KindAll || cmd.Key != key || f.CountSemaphore ||
+		cmd.Kind == core.KindWrite && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+		return n.applyKind(m, t, w)
 	}
 	if cmd.Fair {
 		return n.applyFair(m, c, t, w)
@@ -425,7 +433,7 @@ func (w *world) deliver(e event) {
 	if n.up {
 		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
-		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet {
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent {
 			w.publish(e.n) // the release script PUBLISHes after its delete
 			if p := w.clients[e.c].p; p != nil {
 				w.heard(p) // its quiet releases are followed
