@@ -282,8 +282,9 @@ type Faults struct {
 	// acquire checks and takes its first key alone. CountSemaphore: the
 	// unsound semaphore, in place of the permit slots: each node admits
 	// a holder of the key while it counts fewer than Config.Permits, and
-	// a client holds with a quorum of admissions.
-	ReaderBesideWriter, TakeSubset, CountSemaphore bool
+	// a client holds with a quorum of admissions. NoWriterMark: a writer
+	// refused for readers marks nothing, and new readers keep it out.
+	ReaderBesideWriter, TakeSubset, CountSemaphore, NoWriterMark bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -305,7 +306,9 @@ type Result struct {
 	// the lock up) to the next acquisition.
 	Handoff Handoffs
 	// Queue counts what the Fair queues did.
-	Queue      QueueCounts
+	Queue QueueCounts
+	// Kinds counts what the kinds beyond the mutex did (kinds.go).
+	Kinds      KindCounts
 	Violations Violations
 	// First describes the first violation found, with its schedule's seed.
 	First string
@@ -378,6 +381,31 @@ type QueueCounts struct {
 	// their wait: held on every node, they queued their waiter there in
 	// their own round, and needed no cleanup round to join the queue.
 	QueuedByAttempt int
+}
+
+// KindCounts counts the work of the kinds beyond the mutex: the
+// acquisitions of each kind; Shared, the pairs of uses that overlapped
+// as they may (two readers, two disjoint key sets, two permits); Marks,
+// the writers' attempts refused for readers that marked the key; and the
+// writers' waits from their acquisition's start to its grant.
+type KindCounts struct {
+	Reads, Writes, Alls, Permits int
+	Shared, Marks                int
+	WriterWaits                  int
+	WriterWaitTotal              int64
+	WriterWaitMax                int64
+}
+
+func (k *KindCounts) add(o KindCounts) {
+	k.Reads += o.Reads
+	k.Writes += o.Writes
+	k.Alls += o.Alls
+	k.Permits += o.Permits
+	k.Shared += o.Shared
+	k.Marks += o.Marks
+	k.WriterWaits += o.WriterWaits
+	k.WriterWaitTotal += o.WriterWaitTotal
+	k.WriterWaitMax = max(k.WriterWaitMax, o.WriterWaitMax)
 }
 
 // AnnounceCounts counts release announcements.
@@ -542,6 +570,7 @@ func (r *Result) add(o Result) {
 	v.Permits += u.Permits
 	v.KeySets += u.KeySets
 	v.WriterWait += u.WriterWait
+	r.Kinds.add(o.Kinds)
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost

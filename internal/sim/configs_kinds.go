@@ -37,16 +37,17 @@ func permitKind(c Config) Config {
 
 // KindConfigs returns, for primitive kind (via rwKind, allKind or
 // permitKind), its configurations within the assumptions: Assumed,
-// AssumedPersistent and AssumedWorstClocks for N=3 and 5 and both
-// fan-outs, and Failover (WAIT) and FailoverPersistent for N=3 and 5.
+// AssumedPersistent, AssumedWorstClocks and AssumedFenced for N=3 and 5
+// and both fan-outs, Failover (WAIT) and FailoverFenced too, and
+// FailoverPersistent and FailoverPersistentFenced multiplexed.
 func KindConfigs(kind func(Config) Config) []Config {
 	var out []Config
 	for _, n := range []int{3, 5} {
 		for _, fo := range []core.FanOut{core.Multiplexed, core.Sequential} {
 			out = append(out, kind(Assumed(n, fo)), kind(AssumedPersistent(n, fo)), kind(AssumedWorstClocks(n, fo)),
-				kind(Failover(n, fo)))
+				kind(AssumedFenced(n, fo)), kind(Failover(n, fo)), kind(FailoverFenced(n, fo)))
 		}
-		out = append(out, kind(FailoverPersistent(n, core.Multiplexed)))
+		out = append(out, kind(FailoverPersistent(n, core.Multiplexed)), kind(FailoverPersistentFenced(n, core.Multiplexed)))
 	}
 	return out
 }
@@ -121,8 +122,19 @@ func CountSemaphore(n int) Config {
 	return c
 }
 
+// UnmarkedWriter is WriterWait over nodes whose writer, refused for
+// readers, marks nothing (a planted defect): new readers keep coming in,
+// and the writer's wait checker must fire.
+func UnmarkedWriter(n int) Config {
+	c := WriterWait(n)
+	c.Name = "broken: writer waits unmarked N=" + strconv.Itoa(n)
+	c.Faults.NoWriterMark = true
+	return c
+}
+
 // BrokenKinds returns the broken configurations of the kinds beyond the
 // mutex.
 func BrokenKinds() []Config {
-	return []Config{ReaderBesideWriter(3), ReaderBesideWriter(5), SubsetTaken(3), SubsetTaken(5), CountSemaphore(3), CountSemaphore(5)}
+	return []Config{ReaderBesideWriter(3), ReaderBesideWriter(5), SubsetTaken(3), SubsetTaken(5), CountSemaphore(3), CountSemaphore(5),
+		UnmarkedWriter(3), UnmarkedWriter(5)}
 }

@@ -231,7 +231,7 @@ func (n *node) applyKind(m *message, t int64, w *world) core.Status {
 	case cmd.Kind == core.KindRead:
 		return n.applyRead(m, now, x, f)
 	case cmd.Kind == core.KindWrite: // its acquire alone: the rest is the mutex's
-		return n.applyWrite(m, t, now, x)
+		return n.applyWrite(m, t, now, x, w)
 	case cmd.Kind == core.KindAll:
 		return n.applyAll(m, now, x, f)
 	case f.CountSemaphore && cmd.Key == key:
@@ -339,7 +339,7 @@ func (n *node) applyRead(m *message, now int64, x *xdata, f *Faults) core.Status
 // applyWrite runs a writer's acquire: the mutex's SET NX on the key, once
 // no unexpired reader is left; a writer refused for readers marks the
 // key as waited for. Its other commands are the mutex's (node.apply).
-func (n *node) applyWrite(m *message, t, now int64, x *xdata) core.Status {
+func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Status {
 	cmd := m.cmd
 	if x.mark != (core.Token{}) && now >= x.markExp {
 		x.mark = core.Token{}
@@ -351,7 +351,10 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata) core.Status {
 		return core.StatusHeld
 	}
 	if left, top := x.liveReaders(now); left > 0 {
-		x.mark, x.markExp = cmd.Token, now+int64(cmd.TTL)
+		if !w.cfg.Faults.NoWriterMark {
+			x.mark, x.markExp = cmd.Token, now+int64(cmd.TTL)
+			w.res.Kinds.Marks++
+		}
 		if cmd.Probe || cmd.Op == core.OpAcquireFenced {
 			m.ttl = pttl(top, now)
 		}
@@ -542,7 +545,7 @@ func (c *client) drawTarget() {
 		n := w.cfg.Keys
 		var mask uint32
 		for mask == 0 {
-			mask = uint32(w.rng.IntN(1<<n)) //nolint:gosec // G115: n <= maxKeys
+			mask = uint32(w.rng.IntN(1 << n)) //nolint:gosec // G115: n <= maxKeys
 		}
 		keys := make([]string, 0, n)
 		for _, i := range w.rng.Perm(n) {
@@ -566,6 +569,24 @@ func (c *client) shortReader() bool {
 // RWConfig.WriterBound.
 func (c *client) checkWriterWait(got bool) {
 	w := c.w
+	if got {
+		k := &w.res.Kinds
+		switch c.target.Kind {
+		case core.KindRead:
+			k.Reads++
+		case core.KindWrite:
+			d := w.now - c.startAt
+			k.Writes++
+			k.WriterWaits++
+			k.WriterWaitTotal += d
+			k.WriterWaitMax = max(k.WriterWaitMax, d)
+		case core.KindAll:
+			k.Alls++
+		}
+		if w.cfg.Primitive == PrimPermits {
+			k.Permits++
+		}
+	}
 	bound := w.cfg.RW.WriterBound
 	if bound == 0 || c.target.Kind != core.KindWrite || w.now-c.startAt <= int64(bound) {
 		return
@@ -593,6 +614,9 @@ func (w *world) checkKinds() {
 				continue
 			}
 			switch {
+			case w.cfg.Primitive == PrimRW && a.kind == core.KindRead && b.kind == core.KindRead,
+				w.cfg.Primitive == PrimAll && a.mask&b.mask == 0:
+				w.res.Kinds.Shared++
 			case w.cfg.Primitive == PrimRW && (a.kind == core.KindWrite || b.kind == core.KindWrite):
 				w.violation(&w.res.Violations.Writer, "client %d (%v, acquisition %d) used the lock in [%v, %v) while client %d (%v, acquisition %d) used it from %v",
 					a.client, a.kind, a.acq, time.Duration(a.start), time.Duration(a.end), b.client, b.kind, b.acq, time.Duration(b.start))
@@ -626,14 +650,64 @@ func (w *world) checkPermits() {
 	held, over := 0, false
 	for _, e := range edges {
 		held += e.delta
+		if e.delta > 0 && held > 1 {
+			w.res.Kinds.Shared++
+		}
 		switch {
 		case held > w.cfg.Permits && !over:
 			over = true
 			u := w.uses[e.u]
-			w.violation(&w.res.Violations.Permits, "client %d (acquisition %d) used a permit from %v, the %dth holder of %d permits",
+			w.violation(&w.res.Violations.Permits, "client %d (acquisition %d) used a permit from %v: %d holders of %d permits",
 				u.client, u.acq, time.Duration(u.start), held, w.cfg.Permits)
 		case held <= w.cfg.Permits:
 			over = false
+		}
+	}
+}
+
+// kindGrant is the largest fence of the acquisitions of a key completed
+// so far: by whom, when.
+type kindGrant struct {
+	fence       uint64
+	at          int64
+	client, acq int
+}
+
+// checkKindFence is checkFence for the kinds beyond the mutex, in the
+// order acquisitions completed (as checkFence, under the clock
+// assumption): a writer's fence is above every writer's completed
+// before, and a reader's, the last writer's, is no less than theirs; a
+// multi-key lock's fence, or a permit slot's, is above that of every
+// lock completed before that shares one of its keys.
+func (w *world) checkKindFence(c *client) {
+	g := c.lease.Grant()
+	f := g.Fence()
+	if f > 0 {
+		w.res.Fenced++
+	}
+	var mask uint32
+	switch t := g.Target(); {
+	case t.Kind == core.KindRead || t.Kind == core.KindWrite:
+		mask = 1
+	case t.Kind == core.KindAll:
+		mask = c.mask
+	case keyIndex(t.Key) >= 0:
+		mask = 1 << keyIndex(t.Key)
+	default:
+		mask = 1
+	}
+	reader := g.Target().Kind == core.KindRead
+	for i := range maxKeys {
+		if mask&(1<<i) == 0 {
+			continue
+		}
+		top := &w.kindFences[i]
+		if top.acq != 0 && (f < top.fence || f == top.fence && !reader) {
+			w.violation(&w.res.Violations.Fence, "client %d (%v, acquisition %d) acquired with fence %d, below or at fence %d of client %d (acquisition %d) at %v",
+				c.id, g.Target().Kind, c.acqID, f, top.fence, top.client, top.acq, time.Duration(top.at))
+		}
+		if !reader && (top.acq == 0 || f > top.fence) {
+			*top = kindGrant{fence: f, at: w.now, client: c.id, acq: c.acqID}
 		}
 	}
 }

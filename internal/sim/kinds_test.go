@@ -17,6 +17,9 @@ func TestKindsWithinAssumptions(t *testing.T) {
 			if r.Acquisitions < schedulesPerConfig {
 				t.Fatalf("only %d acquisitions in %d schedules", r.Acquisitions, r.Schedules)
 			}
+			if cfg.Fencing && r.Fenced < r.Acquisitions/2 {
+				t.Fatalf("%d of %d acquisitions fenced", r.Fenced, r.Acquisitions)
+			}
 		})
 	}
 }
@@ -36,11 +39,34 @@ func TestKindCheckersSeePlantedDefects(t *testing.T) {
 				got = v.KeySets
 			case cfg.Faults.CountSemaphore:
 				got = v.Permits
+			case cfg.Faults.NoWriterMark:
+				got = v.WriterWait
 			}
 			if got == 0 {
 				t.Fatalf("the checker saw nothing: %+v in %d schedules", v, r.Schedules)
 			}
 			t.Logf("%d found in %d schedules; first: %s", got, r.Schedules, r.First)
 		})
+	}
+}
+
+// TestKindsExercised: the configurations within the assumptions did what
+// their checkers check: readers shared the key, writers took it (some
+// after marking it), disjoint key sets were held together.
+func TestKindsExercised(t *testing.T) {
+	for _, cfg := range []Config{rwKind(Assumed(3, 0)), WriterWait(3), allKind(Assumed(5, 0))} {
+		r := Campaign(cfg, 1, schedulesPerConfig)
+		k := r.Kinds
+		t.Logf("%s: %+v", cfg.Name, k)
+		switch cfg.Primitive {
+		case PrimRW:
+			if k.Reads == 0 || k.Writes == 0 || k.Shared == 0 || k.Marks == 0 {
+				t.Fatalf("%s: not exercised: %+v", cfg.Name, k)
+			}
+		case PrimAll:
+			if k.Alls != r.Acquisitions || k.Shared == 0 {
+				t.Fatalf("%s: not exercised: %+v", cfg.Name, k)
+			}
+		}
 	}
 }

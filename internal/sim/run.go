@@ -291,6 +291,8 @@ func (w *world) noteAcquired(c *client) {
 	}
 	if w.cfg.Fencing && w.cfg.Primitive == PrimMutex {
 		w.checkFence(c)
+	} else if w.cfg.Fencing {
+		w.checkKindFence(c)
 	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
 		cr.met = true

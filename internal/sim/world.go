@@ -114,6 +114,9 @@ type world struct {
 	crash        *holderCrash
 	grants       []grant // fenced acquisitions, in the order they completed
 	topGrant     int     // index in grants of the largest fence
+	// kindFences are the fence checker's for the kinds beyond the mutex
+	// (kinds.go): the largest fence completed per key, a writer's at 0.
+	kindFences [maxKeys]kindGrant
 	// releasedAt is when the last release started while another client
 	// waited, until the next acquisition; -1: none pending.
 	releasedAt int64
