@@ -25,7 +25,7 @@ const permitInfix = ":permit:"
 
 // HashTag returns the text of key's hash tag and true, or "" and false if
 // key has none: the text between its first '{' and the first '}' after
-// it, when that text is not empty. A Redis Cluster hashes a key with a tag
+// it, when that text is not empty. A Redis cluster hashes a key with a tag
 // by the tag alone, so keys that share a tag share a hash slot.
 func HashTag(key string) (string, bool) {
 	for open := 0; open < len(key); open++ {
@@ -48,7 +48,7 @@ func HashTag(key string) (string, bool) {
 // PermitKey returns the key of slot (from 0) of the semaphore key: key +
 // ":permit:" + slot when key has a hash tag, else "{" + key + "}:permit:"
 // + slot, so that every slot of one semaphore shares a hash slot on a
-// Cluster member (and the slots of a tagged key share the key's).
+// cluster member (and the slots of a tagged key share the key's).
 func PermitKey(key string, slot int) string {
 	if _, ok := HashTag(key); ok {
 		return key + permitInfix + strconv.Itoa(slot)
@@ -104,7 +104,7 @@ func (s *Spec) checkSlots(slots []string) error {
 	return nil
 }
 
-// cutSuffix is strings.CutSuffix, which core does not import.
+// cutSuffix returns s without suffix, and whether s ended with it.
 func cutSuffix(s, suffix string) (string, bool) {
 	if len(s) < len(suffix) || s[len(s)-len(suffix):] != suffix {
 		return s, false
