@@ -97,6 +97,7 @@ func configs() []sim.Config {
 	out = append(out, cancelConfigs()...)
 	out = append(out, sim.RWConfigs()...)
 	out = append(out, sim.AllConfigs()...)
+	out = append(out, sim.PermitConfigs()...)
 	out = append(out, sim.BrokenKinds()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),

@@ -108,6 +108,10 @@ type client struct {
 	target  core.Target
 	mask    uint32
 	startAt int64
+	// permits: the acquisition is perm's, not acq's (client.a).
+	permits bool
+	perm    core.Permits
+	annSlot int // the slot of the announcement being fed (evAnnounce)
 }
 
 // use is one stretch of real time during which a client used a lock.
@@ -202,7 +206,7 @@ func (c *client) handle(e event) {
 	case evTimeout:
 		c.answer(e.n, e.msg, core.StatusTimeout)
 	case evWake:
-		if e.gen == c.wakeGen && c.state == acquiring && c.acq.Phase() == core.PhaseWait {
+		if e.gen == c.wakeGen && c.state == acquiring && c.a().Phase() == core.PhaseWait {
 			c.wake()
 		}
 	case evPoke:
@@ -219,6 +223,7 @@ func (c *client) handle(e event) {
 	case evSubConfirm, evSubLost:
 		c.subEvent(e)
 	case evAnnounce:
+		c.annSlot = int(e.dur)
 		c.announcement(e.n)
 	case evTimer:
 		if e.gen == c.timerGen {
@@ -251,7 +256,7 @@ func (c *client) start() {
 		// behind them rather than attempt.
 		p.join(c)
 		c.draws = 0
-		c.acq.WaitAgain(c.now())
+		c.a().WaitAgain(c.now())
 		c.restartWait(c.now())
 		c.step()
 		return
@@ -266,7 +271,14 @@ func (c *client) begin(spec *core.Spec) {
 	c.tokens.cur = core.Token{}
 	c.drawTarget()
 	c.startAt = c.w.now
-	a, err := spec.AcquireTarget(c.target, core.Token{}, c.now())
+	c.permits = c.w.cfg.Primitive == PrimPermits && !c.w.cfg.Faults.CountSemaphore
+	var a core.Acquisition
+	var err error
+	if c.permits {
+		c.perm, err = spec.AcquirePermit(permitKeys[:c.w.cfg.Permits], core.Token{}, c.now())
+	} else {
+		a, err = spec.AcquireTarget(c.target, core.Token{}, c.now())
+	}
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
@@ -280,7 +292,7 @@ func (c *client) begin(spec *core.Spec) {
 func (c *client) attempt() {
 	c.attempts = 1
 	c.w.res.Attempts++
-	c.drive(c.acq.Round())
+	c.drive(c.a().Round())
 }
 
 // process returns the clients of c's process: c alone without
@@ -409,19 +421,19 @@ func (c *client) roundDone() {
 	c.round = nil
 	switch c.state {
 	case acquiring:
-		if c.acq.Round().Command().Op == core.OpRelease { // a cleanup
+		if c.a().Round().Command().Op == core.OpRelease { // a cleanup
 			c.checkHygiene(r)
 		} else {
 			c.ours = c.okNodes()
 		}
 		c.draws = 0
-		c.acq.RoundDone(c.now())
-		switch c.acq.Phase() {
+		c.a().RoundDone(c.now())
+		switch c.a().Phase() {
 		case core.PhaseRound:
-			if c.acq.Round().Command().Op == core.OpRaiseFence {
+			if c.a().Round().Command().Op == core.OpRaiseFence {
 				w.res.Raises++
 			}
-			c.drive(c.acq.Round())
+			c.drive(c.a().Round())
 		case core.PhaseWait:
 			if op := r.Command().Op; op == core.OpAcquire || op == core.OpAcquireFenced {
 				w.res.Queue.QueuedByAttempt++ // it queued the client everywhere: no cleanup round
@@ -455,7 +467,7 @@ func (c *client) roundDone() {
 // finished ends the acquisition, in PhaseDone: it leaves its process's
 // queue or stops its watch, then holds the lock or goes idle.
 func (c *client) finished() {
-	lock, err := c.acq.Result()
+	lock, err := c.a().Result()
 	waited := c.queued
 	c.checkWriterWait(err == nil)
 	var handOn, try bool
@@ -503,7 +515,7 @@ func (c *client) cancel() {
 	n := &w.res.Faults.Cancelled
 	if !c.cancelPending {
 		w.res.Faults.Cancels++
-		if c.acq.Phase() == core.PhaseRound && c.acq.Round().Command().Op == core.OpRelease {
+		if c.a().Phase() == core.PhaseRound && c.a().Round().Command().Op == core.OpRelease {
 			n.Cleanup++
 			c.cancelPending = true // acted on in the wait the cleanup leads to, if any
 			return
@@ -524,27 +536,27 @@ func (c *client) cancel() {
 	if ticket != 0 {
 		n.Queued++
 	}
-	if c.acq.Phase() == core.PhaseWait {
+	if c.a().Phase() == core.PhaseWait {
 		c.wakeGen++ // the wake set, if any, is void
 		switch k := w.rng.IntN(3); {
 		case k == 0:
 			n.GiveUp++
-			c.acq.GiveUp(now)
+			c.a().GiveUp(now)
 		case k == 1 && (head || c.room() == nil):
 			n.Unsent++
-			c.acq.Wake(now)
-			c.acq.Cancel(now, context.Canceled)
+			c.a().Wake(now)
+			c.a().Cancel(now, context.Canceled)
 		default:
 			n.Wait++
-			c.acq.Cancel(now, context.Canceled)
+			c.a().Cancel(now, context.Canceled)
 		}
 	} else {
 		n.Attempt++
-		c.acq.Cancel(now, context.Canceled)
+		c.a().Cancel(now, context.Canceled)
 	}
-	switch c.acq.Phase() {
+	switch c.a().Phase() {
 	case core.PhaseRound:
-		c.drive(c.acq.Round())
+		c.drive(c.a().Round())
 	case core.PhaseDone:
 		c.finished()
 	}
@@ -627,8 +639,8 @@ func (c *client) checkHygiene(r *core.Round) {
 // during the attempt already warrant one.
 func (c *client) startWait() {
 	if c.trying { // a TryLock gives up at its first wait
-		c.acq.GiveUp(c.now())
-		if c.acq.Phase() != core.PhaseDone {
+		c.a().GiveUp(c.now())
+		if c.a().Phase() != core.PhaseDone {
 			panic("sim: a TryLock's GiveUp did not end it")
 		}
 		c.finished()
@@ -650,7 +662,7 @@ func (c *client) startWait() {
 		return
 	}
 	c.checkWait() // announcements heard during the attempt count
-	if !c.acq.WakeAt().After(c.now()) {
+	if !c.a().WakeAt().After(c.now()) {
 		c.wake()
 		return
 	}

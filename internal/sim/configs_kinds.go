@@ -39,7 +39,9 @@ func permitKind(c Config) Config {
 // permitKind), its configurations within the assumptions: Assumed,
 // AssumedPersistent, AssumedWorstClocks and AssumedFenced for N=3 and 5
 // and both fan-outs, Failover (WAIT) and FailoverFenced too, and
-// FailoverPersistent and FailoverPersistentFenced multiplexed.
+// FailoverPersistent and FailoverPersistentFenced multiplexed, and
+// waiters woken by release announcements, lossless (WaitersAnnounced)
+// and with every announcement fault (WaitersFaulty).
 func KindConfigs(kind func(Config) Config) []Config {
 	var out []Config
 	for _, n := range []int{3, 5} {
@@ -47,7 +49,8 @@ func KindConfigs(kind func(Config) Config) []Config {
 			out = append(out, kind(Assumed(n, fo)), kind(AssumedPersistent(n, fo)), kind(AssumedWorstClocks(n, fo)),
 				kind(AssumedFenced(n, fo)), kind(Failover(n, fo)), kind(FailoverFenced(n, fo)))
 		}
-		out = append(out, kind(FailoverPersistent(n, core.Multiplexed)), kind(FailoverPersistentFenced(n, core.Multiplexed)))
+		out = append(out, kind(FailoverPersistent(n, core.Multiplexed)), kind(FailoverPersistentFenced(n, core.Multiplexed)),
+			kind(WaitersAnnounced(n)), kind(WaitersFaulty(n, core.Multiplexed)))
 	}
 	return out
 }

@@ -87,7 +87,7 @@ var allKeys = func() (k [maxKeys]string) {
 // permitKeys are the permit slots' keys of PrimPermits schedules.
 var permitKeys = func() (k [maxKeys]string) {
 	for i := range k {
-		k[i] = permitKey(key, i)
+		k[i] = core.PermitKey(key, i)
 	}
 	return k
 }()
@@ -528,9 +528,6 @@ func (n *node) holdsToken(tok core.Token, t int64) bool {
 	return false
 }
 
-// permitKey names permit slot i of k, as core.PermitKey does.
-func permitKey(k string, i int) string { return "{" + k + "}:permit:" + strconv.Itoa(i) }
-
 // drawTarget draws what the client's next acquisition takes.
 func (c *client) drawTarget() {
 	w := c.w
@@ -711,3 +708,48 @@ func (w *world) checkKindFence(c *client) {
 		}
 	}
 }
+
+// acquirer is what a client drives: a core.Acquisition, or the
+// core.Permits of a semaphore's permit.
+type acquirer interface {
+	Phase() core.Phase
+	Round() *core.Round
+	RoundDone(now time.Time)
+	Result() (core.Grant, error)
+	Wake(now time.Time)
+	WakeAt() time.Time
+	WaitAgain(now time.Time)
+	GiveUp(now time.Time)
+	Cancel(now time.Time, cause error)
+	SetListening(nodes uint32)
+	Announce(node int, now time.Time)
+}
+
+// a returns the acquisition under way.
+func (c *client) a() acquirer {
+	if c.permits {
+		return permitAcq{c}
+	}
+	return &c.acq
+}
+
+// permitAcq is a client's core.Permits as an acquirer: announcements are
+// of the slot the event carried (client.annSlot).
+type permitAcq struct{ c *client }
+
+func (p permitAcq) Phase() core.Phase               { return p.c.perm.Phase() }
+func (p permitAcq) Round() *core.Round              { return p.c.perm.Round() }
+func (p permitAcq) RoundDone(now time.Time)         { p.c.perm.RoundDone(now) }
+func (p permitAcq) Result() (core.Grant, error)     { return p.c.perm.Result() }
+func (p permitAcq) Wake(now time.Time)              { p.c.perm.Wake(now) }
+func (p permitAcq) WakeAt() time.Time               { return p.c.perm.WakeAt() }
+func (p permitAcq) GiveUp(now time.Time)            { p.c.perm.GiveUp(now) }
+func (p permitAcq) Cancel(now time.Time, err error) { p.c.perm.Cancel(now, err) }
+func (p permitAcq) SetListening(nodes uint32)       { p.c.perm.SetListening(nodes) }
+func (p permitAcq) Announce(node int, now time.Time) {
+	p.c.perm.Announce(p.c.annSlot, node, now)
+}
+
+// WaitAgain is the rooms' (Config.Waiters), which a semaphore's permits
+// do not join.
+func (p permitAcq) WaitAgain(time.Time) { panic("sim: a permit waits in no room") }

@@ -8,7 +8,7 @@ import (
 // lock, with the mutex's faults (failover and WAIT included), leave every
 // checker silent; readers, writers and key sets were all exercised.
 func TestKindsWithinAssumptions(t *testing.T) {
-	for _, cfg := range append(RWConfigs(), AllConfigs()...) {
+	for _, cfg := range append(append(RWConfigs(), AllConfigs()...), PermitConfigs()...) {
 		t.Run(cfg.Name, func(t *testing.T) {
 			r := Campaign(cfg, 1, schedulesPerConfig)
 			if r.Violations.Total() != 0 {
@@ -54,7 +54,7 @@ func TestKindCheckersSeePlantedDefects(t *testing.T) {
 // their checkers check: readers shared the key, writers took it (some
 // after marking it), disjoint key sets were held together.
 func TestKindsExercised(t *testing.T) {
-	for _, cfg := range []Config{rwKind(Assumed(3, 0)), WriterWait(3), allKind(Assumed(5, 0))} {
+	for _, cfg := range []Config{rwKind(Assumed(3, 0)), WriterWait(3), allKind(Assumed(5, 0)), permitKind(Assumed(3, 0))} {
 		r := Campaign(cfg, 1, schedulesPerConfig)
 		k := r.Kinds
 		t.Logf("%s: %+v", cfg.Name, k)
@@ -65,6 +65,10 @@ func TestKindsExercised(t *testing.T) {
 			}
 		case PrimAll:
 			if k.Alls != r.Acquisitions || k.Shared == 0 {
+				t.Fatalf("%s: not exercised: %+v", cfg.Name, k)
+			}
+		case PrimPermits:
+			if k.Permits != r.Acquisitions || k.Shared == 0 {
 				t.Fatalf("%s: not exercised: %+v", cfg.Name, k)
 			}
 		}

@@ -437,7 +437,7 @@ func (w *world) deliver(e event) {
 		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
 		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent {
-			w.publish(e.n) // the release script PUBLISHes after its delete
+			w.publishSlot(e.n, max(keyIndex(m.cmd.Key), 0)) // the release script PUBLISHes after its delete
 			if p := w.clients[e.c].p; p != nil {
 				w.heard(p) // its quiet releases are followed
 			}
