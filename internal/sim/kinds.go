@@ -149,14 +149,69 @@ func (x *xdata) loseFences() {
 	}
 }
 
-// keyIndex returns the index of name among allKeys or permitKeys, or -1.
-func keyIndex(name string) int {
-	for i := range maxKeys {
-		if allKeys[i] == name || permitKeys[i] == name {
+// mainKey is the index keyIndex gives the node's own key: the mutex's,
+// the writer's, the one of the reader set and the mark.
+const mainKey = -1
+
+// keyIndex returns the index of the node's key name: mainKey for the
+// schedule's key (for any key, on a ScriptModel whose keys were not
+// named), else its index among the other keys (allKeys, or permitKeys
+// in a PrimPermits schedule, or a ScriptModel's), or -2 for none.
+func (w *world) keyIndex(name string) int {
+	if w.main == "" || name == w.main {
+		return mainKey
+	}
+	for i, k := range w.xnames {
+		if k == name && k != "" {
 			return i
 		}
 	}
-	return -1
+	return -2
+}
+
+// The node's keys by index (keyIndex): its own key, or one of xd's.
+// get reads key i at node time now: whether it is set and unexpired,
+// with which token, until when.
+func (n *node) get(i int, now int64) (bool, core.Token, int64) {
+	if i == mainKey {
+		return n.has && now < n.exp, n.tok, n.exp
+	}
+	k := &n.x().keys[i]
+	return k.has && now < k.exp, k.tok, k.exp
+}
+
+// set sets key i to tok until exp (node time), at real time t, by a
+// command applied late or not.
+func (n *node) set(i int, tok core.Token, exp, t int64, late bool) {
+	if i == mainKey {
+		n.has, n.tok, n.exp, n.setAt, n.setLate, n.restored, n.handed = true, tok, exp, t, late, false, 0
+		return
+	}
+	n.x().keys[i] = xkey{has: true, tok: tok, exp: exp, late: late}
+}
+
+func (n *node) del(i int) {
+	if i == mainKey {
+		n.has, n.handed = false, 0
+		return
+	}
+	n.x().keys[i].has = false
+}
+
+func (n *node) expire(i int, exp int64) {
+	if i == mainKey {
+		n.exp = exp
+		return
+	}
+	n.x().keys[i].exp = exp
+}
+
+// fenceOf returns key i's fence counter.
+func (n *node) fenceOf(i int) *uint64 {
+	if i == mainKey {
+		return &n.fence
+	}
+	return &n.x().fences[i]
 }
 
 // x returns the node's state of the other kinds, made if need be.
@@ -233,52 +288,51 @@ func (n *node) applyKind(m *message, t int64, w *world) core.Status {
 	case cmd.Kind == core.KindWrite: // its acquire alone: the rest is the mutex's
 		return n.applyWrite(m, t, now, x, w)
 	case cmd.Kind == core.KindAll:
-		return n.applyAll(m, now, x, f)
+		return n.applyAll(m, t, now, w)
 	case f.CountSemaphore && cmd.Key == key:
 		return n.applyCount(m, now, x, w.cfg.Permits)
 	}
-	i := keyIndex(cmd.Key)
+	i := w.keyIndex(cmd.Key)
 	if i < 0 {
 		panic("sim: no key " + cmd.Key)
 	}
-	return applyMutex(m, now, &x.keys[i], &x.fences[i], f.SkipRaise)
+	return n.applyMutex(m, t, now, i, f.SkipRaise)
 }
 
-// applyMutex runs a mutex command on k with fence counter fence.
-func applyMutex(m *message, now int64, k *xkey, fence *uint64, skipRaise bool) core.Status {
+// applyMutex runs a mutex command on key i.
+func (n *node) applyMutex(m *message, t, now int64, i int, skipRaise bool) core.Status {
 	cmd := m.cmd
-	if k.has && now >= k.exp {
-		k.has = false
-	}
+	has, tok, exp := n.get(i, now)
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
-		if k.has {
+		if has {
 			if cmd.Probe || cmd.Op == core.OpAcquireFenced {
-				m.ttl = pttl(k.exp, now)
+				m.ttl = pttl(exp, now)
 			}
 			return core.StatusHeld
 		}
-		*k = xkey{has: true, tok: cmd.Token, exp: now + int64(cmd.TTL), late: m.late}
+		n.set(i, cmd.Token, now+int64(cmd.TTL), t, m.late)
 		if cmd.Op == core.OpAcquireFenced {
-			*fence++
-			m.fence = *fence
+			f := n.fenceOf(i)
+			*f++
+			m.fence = *f
 		}
 		return core.StatusOK
 	}
 	switch {
-	case !k.has:
+	case !has:
 		return core.StatusMissing
-	case k.tok != cmd.Token:
+	case tok != cmd.Token:
 		return core.StatusHeld
 	}
 	switch cmd.Op {
 	case core.OpRelease:
-		k.has = false
+		n.del(i)
 	case core.OpExtend:
-		k.exp = now + int64(cmd.TTL)
+		n.expire(i, now+int64(cmd.TTL))
 	case core.OpRaiseFence:
-		if cmd.Fence > *fence && !skipRaise {
-			*fence = cmd.Fence
+		if f := n.fenceOf(i); cmd.Fence > *f && !skipRaise {
+			*f = cmd.Fence
 		}
 	default:
 		panic("sim: unknown op " + cmd.Op.String())
@@ -372,27 +426,22 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 }
 
 // applyAll runs a multi-key command on every key of cmd.Keys at once.
-func (n *node) applyAll(m *message, now int64, x *xdata, f *Faults) core.Status {
-	cmd := m.cmd
-	if len(cmd.Keys) > maxKeys {
-		panic("sim: more keys than maxKeys")
+func (n *node) applyAll(m *message, t, now int64, w *world) core.Status {
+	cmd, f := m.cmd, &w.cfg.Faults
+	if len(cmd.Keys) > maxKeys+1 {
+		panic("sim: more keys than a node holds")
 	}
-	var buf [maxKeys]int
+	var buf [maxKeys + 1]int
 	idx := buf[:len(cmd.Keys)]
+	mine, other := 0, false
 	for j, name := range cmd.Keys {
-		if idx[j] = keyIndex(name); idx[j] < 0 {
+		if idx[j] = w.keyIndex(name); idx[j] < mainKey {
 			panic("sim: no key " + name)
 		}
-		if k := &x.keys[idx[j]]; k.has && now >= k.exp {
-			k.has = false
-		}
-	}
-	mine, other := 0, false
-	for _, i := range idx {
-		k := &x.keys[i]
-		if k.has && k.tok == cmd.Token {
+		switch has, tok, _ := n.get(idx[j], now); {
+		case has && tok == cmd.Token:
 			mine++
-		} else if k.has {
+		case has:
 			other = true
 		}
 	}
@@ -405,9 +454,9 @@ func (n *node) applyAll(m *message, now int64, x *xdata, f *Faults) core.Status 
 		var top int64
 		held := false
 		for _, i := range take {
-			if k := &x.keys[i]; k.has {
+			if has, _, exp := n.get(i, now); has {
 				held = true
-				top = max(top, k.exp)
+				top = max(top, exp)
 			}
 		}
 		if held {
@@ -418,21 +467,21 @@ func (n *node) applyAll(m *message, now int64, x *xdata, f *Faults) core.Status 
 		}
 		var fence uint64
 		for _, i := range take {
-			x.keys[i] = xkey{has: true, tok: cmd.Token, exp: now + int64(cmd.TTL), late: m.late}
-			fence = max(fence, x.fences[i])
+			n.set(i, cmd.Token, now+int64(cmd.TTL), t, m.late)
+			fence = max(fence, *n.fenceOf(i))
 		}
 		if cmd.Op == core.OpAcquireFenced {
 			fence++
 			for _, i := range take {
-				x.fences[i] = fence
+				*n.fenceOf(i) = fence
 			}
 			m.fence = fence
 		}
 		return core.StatusOK
 	case core.OpRelease:
 		for _, i := range idx {
-			if k := &x.keys[i]; k.has && k.tok == cmd.Token {
-				k.has = false
+			if has, tok, _ := n.get(i, now); has && tok == cmd.Token {
+				n.del(i)
 			}
 		}
 		switch {
@@ -454,12 +503,13 @@ func (n *node) applyAll(m *message, now int64, x *xdata, f *Faults) core.Status 
 	switch cmd.Op {
 	case core.OpExtend:
 		for _, i := range idx {
-			x.keys[i].exp = now + int64(cmd.TTL)
+			n.expire(i, now+int64(cmd.TTL))
 		}
 	case core.OpRaiseFence:
 		if !f.SkipRaise {
 			for _, i := range idx {
-				x.fences[i] = max(x.fences[i], cmd.Fence)
+				fp := n.fenceOf(i)
+				*fp = max(*fp, cmd.Fence)
 			}
 		}
 	default:
@@ -688,8 +738,8 @@ func (w *world) checkKindFence(c *client) {
 		mask = 1
 	case t.Kind == core.KindAll:
 		mask = c.mask
-	case keyIndex(t.Key) >= 0:
-		mask = 1 << keyIndex(t.Key)
+	case w.keyIndex(t.Key) >= 0:
+		mask = 1 << w.keyIndex(t.Key)
 	default:
 		mask = 1
 	}

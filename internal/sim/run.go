@@ -68,6 +68,10 @@ func Run(cfg Config, seed uint64) Result {
 func newWorld(cfg Config, seed uint64) *world {
 	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), releasedAt: -1} //nolint:gosec // G404: a seeded, reproducible schedule; nothing secret
 	w.res.Schedules = 1
+	w.main, w.xnames = key, allKeys
+	if cfg.Primitive == PrimPermits {
+		w.xnames = permitKeys
+	}
 	f := &cfg.Faults
 	w.nodes = make([]node, cfg.Nodes)
 	for i := range w.nodes {

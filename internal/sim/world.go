@@ -117,6 +117,10 @@ type world struct {
 	// kindFences are the fence checker's for the kinds beyond the mutex
 	// (kinds.go): the largest fence completed per key, a writer's at 0.
 	kindFences [maxKeys]kindGrant
+	// main and xnames name the nodes' keys (kinds.go's keyIndex): the
+	// schedule's own, and the others of its kind.
+	main   string
+	xnames [maxKeys]string
 	// releasedAt is when the last release started while another client
 	// waited, until the next acquisition; -1: none pending.
 	releasedAt int64
@@ -358,7 +362,7 @@ func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
 	if n.has && !n.alive(t) {
 		n.has, n.handed = false, 0
 	}
-	if cmd.Kind == core.KindRead || cmd.Kind == core.KindAll || cmd.Key != key || f.CountSemaphore ||
+	if cmd.Kind == core.KindRead || cmd.Kind == core.KindAll || w.keyIndex(cmd.Key) != mainKey || f.CountSemaphore ||
 		cmd.Kind == core.KindWrite && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
 		return n.applyKind(m, t, w)
 	}
@@ -437,7 +441,7 @@ func (w *world) deliver(e event) {
 		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
 		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent {
-			w.publishSlot(e.n, max(keyIndex(m.cmd.Key), 0)) // the release script PUBLISHes after its delete
+			w.publishSlot(e.n, max(w.keyIndex(m.cmd.Key), 0)) // the release script PUBLISHes after its delete
 			if p := w.clients[e.c].p; p != nil {
 				w.heard(p) // its quiet releases are followed
 			}
