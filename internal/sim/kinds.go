@@ -228,6 +228,10 @@ func pttl(exp, now int64) time.Duration {
 	return time.Duration(exp-now) / time.Millisecond * time.Millisecond
 }
 
+// heldTTL is the TTL the scripts of the kinds beyond the mutex reply to
+// an acquire they refuse, whatever its Probe: pttl, at least 1 ms.
+func heldTTL(exp, now int64) time.Duration { return max(pttl(exp, now), time.Millisecond) }
+
 // liveReaders drops the expired entries of the reader set (and the set,
 // once its own expiry passed) at node time now, and returns how many
 // remain and the latest expiry among them.
@@ -351,16 +355,14 @@ func (n *node) applyRead(m *message, now int64, x *xdata, f *Faults) core.Status
 		writer := n.has && now < n.exp && !f.ReaderBesideWriter
 		marked := x.mark != (core.Token{})
 		if writer || marked {
-			if cmd.Probe || cmd.Op == core.OpAcquireFenced {
-				var exp int64
-				if writer {
-					exp = n.exp
-				}
-				if marked {
-					exp = max(exp, x.markExp)
-				}
-				m.ttl = pttl(exp, now)
+			var exp int64
+			if writer {
+				exp = n.exp
 			}
+			if marked {
+				exp = max(exp, x.markExp)
+			}
+			m.ttl = heldTTL(exp, now)
 			return core.StatusHeld
 		}
 		x.setReader(cmd.Token, now, cmd.TTL, m.late)
@@ -399,9 +401,7 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 		x.mark = core.Token{}
 	}
 	if n.has && now < n.exp {
-		if cmd.Probe || cmd.Op == core.OpAcquireFenced {
-			m.ttl = pttl(n.exp, now)
-		}
+		m.ttl = heldTTL(n.exp, now)
 		return core.StatusHeld
 	}
 	if left, top := x.liveReaders(now); left > 0 {
@@ -409,9 +409,7 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 			x.mark, x.markExp = cmd.Token, now+int64(cmd.TTL)
 			w.res.Kinds.Marks++
 		}
-		if cmd.Probe || cmd.Op == core.OpAcquireFenced {
-			m.ttl = pttl(top, now)
-		}
+		m.ttl = heldTTL(top, now)
 		return core.StatusHeld
 	}
 	n.has, n.tok, n.exp, n.setAt, n.setLate, n.restored = true, cmd.Token, now+int64(cmd.TTL), t, m.late, false
@@ -460,9 +458,7 @@ func (n *node) applyAll(m *message, t, now int64, w *world) core.Status {
 			}
 		}
 		if held {
-			if cmd.Probe || cmd.Op == core.OpAcquireFenced {
-				m.ttl = pttl(top, now)
-			}
+			m.ttl = heldTTL(top, now)
 			return core.StatusHeld
 		}
 		var fence uint64
