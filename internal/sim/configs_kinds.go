@@ -14,7 +14,7 @@ import (
 
 // rwKind, allKind and permitKind turn a mutex configuration into one of
 // readers and writers (three in five acquisitions read), of multi-key
-// locks over four keys, or of a semaphore of two permits, with five
+// locks over four keys, or of a semaphore of two permits ("sem:"), with five
 // clients.
 func rwKind(c Config) Config {
 	c.Name = "rw: " + c.Name
@@ -30,7 +30,7 @@ func allKind(c Config) Config {
 }
 
 func permitKind(c Config) Config {
-	c.Name = "permits K=2: " + c.Name
+	c.Name = "sem: " + c.Name
 	c.Primitive, c.Clients, c.Permits = PrimPermits, 5, 2
 	return c
 }
