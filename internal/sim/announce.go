@@ -27,12 +27,9 @@ var defaultRedial = [2]time.Duration{10 * ms, 40 * ms}
 
 func (w *world) latency() int64 { return w.between(w.cfg.Latency[0], w.cfg.Latency[1]) }
 
-// publish announces a release of the key on node n to every client
-// subscribed there.
-func (w *world) publish(n int) { w.publishSlot(n, 0) }
-
-// publishSlot is publish of a release of permit slot (kinds.go), or of
-// any key with slot 0.
+// publishSlot announces a release on node n to every client subscribed
+// there: of permit slot slot (kinds.go), or, with slot 0, of the key or
+// of any key.
 func (w *world) publishSlot(n, slot int) {
 	for c, gen := range w.nodes[n].subs {
 		if gen != 0 {

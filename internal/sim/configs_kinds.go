@@ -55,8 +55,8 @@ func KindConfigs(kind func(Config) Config) []Config {
 	return out
 }
 
-// RWConfigs, AllConfigs and PermitConfigs are KindConfigs of each kind;
-// RWConfigs adds the writer's wait behind a stream of readers.
+// RWConfigs returns the reader/writer lock's configurations: KindConfigs,
+// and the writer's wait behind a stream of readers.
 func RWConfigs() []Config {
 	return append(KindConfigs(rwKind), WriterWait(3), WriterWait(5))
 }

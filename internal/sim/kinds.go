@@ -19,15 +19,15 @@ import (
 type Primitive uint8
 
 const (
-	// PrimMutex: every acquisition takes the key (core.KindMutex).
+	// PrimMutex means every acquisition takes the key (core.KindMutex).
 	PrimMutex Primitive = iota
-	// PrimRW: every acquisition is a reader (core.KindRead) or a writer
+	// PrimRW means every acquisition is a reader (core.KindRead) or a writer
 	// (core.KindWrite) of the key (Config.RW).
 	PrimRW
-	// PrimAll: every acquisition takes a random non-empty subset of the
+	// PrimAll means every acquisition takes a random non-empty subset of the
 	// first Config.Keys of allKeys, in a random order (core.KindAll).
 	PrimAll
-	// PrimPermits: every acquisition takes one of Config.Permits permits
+	// PrimPermits means every acquisition takes one of Config.Permits permits
 	// of the key (core.Permits), or, with Faults.CountSemaphore, the key
 	// from nodes that count their holders.
 	PrimPermits
