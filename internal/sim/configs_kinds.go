@@ -41,7 +41,9 @@ func permitKind(c Config) Config {
 // and both fan-outs, Failover (WAIT) and FailoverFenced too, and
 // FailoverPersistent and FailoverPersistentFenced multiplexed, and
 // waiters woken by release announcements, lossless (WaitersAnnounced)
-// and with every announcement fault (WaitersFaulty).
+// and with every announcement fault (WaitersFaulty); and callers that
+// give a third of their acquisitions up (WithCancels), N=3 and 5
+// multiplexed.
 func KindConfigs(kind func(Config) Config) []Config {
 	var out []Config
 	for _, n := range []int{3, 5} {
@@ -51,36 +53,65 @@ func KindConfigs(kind func(Config) Config) []Config {
 		}
 		out = append(out, kind(FailoverPersistent(n, core.Multiplexed)), kind(FailoverPersistentFenced(n, core.Multiplexed)),
 			kind(WaitersAnnounced(n)), kind(WaitersFaulty(n, core.Multiplexed)))
+		a := Assumed(n, core.Multiplexed)
+		out = append(out, kind(WithCancels(a, a.TTL/2)))
 	}
 	return out
 }
 
 // RWConfigs returns the reader/writer lock's configurations: KindConfigs,
-// and the writer's wait behind a stream of readers.
+// and the writer's wait behind a stream of readers, checked and, with
+// loss and late commands, measured.
 func RWConfigs() []Config {
-	return append(KindConfigs(rwKind), WriterWait(3), WriterWait(5))
+	return append(KindConfigs(rwKind), WriterWait(3), WriterWait(5), WriterWaitFaulty(3), WriterWaitFaulty(5))
 }
 
 // AllConfigs returns the multi-key lock's configurations.
+//
+// Neither it nor RWConfigs has a liveness configuration (Liveness): the
+// liveness checker's bound is the mutex's (the keys' expiry, then one
+// think time or retry delay and four rounds), and both kinds pass it
+// now and then by tens of milliseconds: a writer waiting out a crashed
+// reader's entry while its mark keeps the other readers out (10 of
+// 1,000 schedules, rw N=5 sequential), and multi-key contenders whose
+// key sets overlap the crashed holder's and each other's (28 of 1,000,
+// N=3 multiplexed). Not a safety matter; a bound of their own is to
+// be derived.
 func AllConfigs() []Config { return KindConfigs(allKind) }
 
-// PermitConfigs returns the semaphore's configurations.
-func PermitConfigs() []Config { return KindConfigs(permitKind) }
+// PermitConfigs returns the semaphore's configurations: KindConfigs, and
+// liveness after a holder crash (Liveness) N=3 multiplexed and N=5
+// sequential, with Liveness's three clients (its bound allows one split
+// vote, not the many of five contenders).
+func PermitConfigs() []Config {
+	return append(KindConfigs(permitKind), liveness(permitKind, 3, core.Multiplexed), liveness(permitKind, 5, core.Sequential))
+}
+
+// liveness is Liveness of kind, with its three clients.
+func liveness(kind func(Config) Config, n int, fo core.FanOut) Config {
+	c := kind(Liveness(n, fo))
+	c.Clients = 3
+	return c
+}
 
 // WriterWait is one writer among five readers that come back at once,
 // each holding under a TTL (up to 90% of it) and never leasing: a stream
-// of new readers, over Assumed's network, loss, late commands and clocks,
-// without pauses or node crashes (which hold up any waiter, behind
-// readers or not) and with retries enough for the whole schedule. The
-// writer must win within its bound: two TTLs, plus a retry delay and
-// three rounds. The first refused attempt marks the nodes it reaches, which
-// then admit no new reader; the readers there before are gone within a
-// TTL (their entries expire, on the node's clock, within 1% of it); a
-// node the mark missed, or took by the writer while others still held
-// readers and freed again by its cleanup, is marked by the next refused
-// attempt, a retry delay and a cleanup later, and is free a TTL after
-// that. The second TTL covers that second marking; the rounds are the
-// attempt that marks, its cleanup and the winning attempt.
+// of new readers, over Assumed's latency and clocks 1% apart, with
+// retries enough for the whole schedule. As the mutex's Liveness, it
+// injects no loss, no late command, no pause and no crash: each holds
+// up any waiter (a reader's acquire applied after its own cleanup, or
+// whose release is lost, leaves an entry nobody releases, for up to a
+// TTL), so no time bound survives them; the campaign measures what they
+// cost (docs/safety.md). The writer must win within its bound: two
+// TTLs, plus a retry delay and three rounds. The first refused attempt
+// marks the nodes it reaches, which then admit no new reader; the
+// readers there before are gone within a TTL (their entries expire, on
+// the node's clock, within 1% of it); a node the writer's failed
+// attempt took while others still held readers, freed again by its
+// cleanup, may admit readers again until the next refused attempt marks
+// it, a retry delay and a cleanup later, and is free a TTL after that.
+// The second TTL covers that second marking; the rounds are the attempt
+// that marks, its cleanup and the winning attempt.
 func WriterWait(n int) Config {
 	c := rwKind(Assumed(n, core.Multiplexed))
 	c.Name = "rw: writer wait behind readers N=" + strconv.Itoa(n)
@@ -88,8 +119,19 @@ func WriterWait(n int) Config {
 	c.RW = RWConfig{Writers: 1, ReaderWork: [2]time.Duration{0, c.TTL * 9 / 10}}
 	c.Think = [2]time.Duration{0, 2 * ms}
 	c.Retry = core.RandomDelay(waitersTries, 2*ms, 20*ms)
-	c.Faults.NodeCrashes, c.Faults.Pauses, c.Faults.PauseAfterAcquire = 0, 0, 0
+	c.Faults = Faults{ClientPPM: c.Faults.ClientPPM, NodePPM: c.Faults.NodePPM}
 	c.RW.WriterBound = 2*c.TTL*101/100 + 20*ms + 3*c.NodeTimeout
+	return c
+}
+
+// WriterWaitFaulty is WriterWait with Assumed's loss and late commands
+// and no bound: what they cost a writer, measured, not checked.
+func WriterWaitFaulty(n int) Config {
+	c := WriterWait(n)
+	c.Name = "rw: writer wait behind readers, lossy N=" + strconv.Itoa(n)
+	a := Assumed(n, core.Multiplexed).Faults
+	c.Faults.Loss, c.Faults.Late, c.Faults.LateBy = a.Loss, a.Late, a.LateBy
+	c.RW.WriterBound = 0
 	return c
 }
 

@@ -301,8 +301,8 @@ func (w *world) noteAcquired(c *client) {
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
 		cr.met = true
 		if w.now > cr.deadline {
-			w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; client %d acquired only at %v, after %v",
-				cr.client, time.Duration(cr.at), c.id, time.Duration(w.now), time.Duration(cr.deadline))
+			w.violation(&w.res.Violations.Liveness, "client %d (%v) crashed holding the lock at %v; client %d (%v) acquired only at %v, after %v",
+				cr.client, w.clients[cr.client].target.Kind, time.Duration(cr.at), c.id, c.target.Kind, time.Duration(w.now), time.Duration(cr.deadline))
 		}
 	}
 }
