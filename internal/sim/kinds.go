@@ -59,9 +59,10 @@ type RWConfig struct {
 	// Config.Work, and they never lease: a stream of readers, each
 	// holding under a TTL, that a writer waits behind within WriterBound.
 	ReaderWork [2]time.Duration
-	// WriterBound, when set, is the longest a writer may wait (from its
-	// acquisition's start to its grant) while no writer holds: the
-	// checker of Violations.WriterWait.
+	// WriterBound, when set, is the longest a writer's acquisition may
+	// take, from its start to its grant (or to the schedule's end): the
+	// checker of Violations.WriterWait. It counts waits behind writers
+	// too, so it is meant for schedules of one writer (Writers 1).
 	WriterBound time.Duration
 }
 

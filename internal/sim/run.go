@@ -68,6 +68,9 @@ func Run(cfg Config, seed uint64) Result {
 func newWorld(cfg Config, seed uint64) *world {
 	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), releasedAt: -1} //nolint:gosec // G404: a seeded, reproducible schedule; nothing secret
 	w.res.Schedules = 1
+	if cfg.Keys > maxKeys || cfg.Permits > maxKeys {
+		panic("sim: Config.Keys and Config.Permits are at most 8")
+	}
 	w.main, w.xnames = key, allKeys
 	if cfg.Primitive == PrimPermits {
 		w.xnames = permitKeys
