@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
@@ -193,7 +194,142 @@ func TestAllTargetKeyIsTheFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := a.Round().Command()
-	if cmd.Kind != core.KindAll || cmd.Key != "b" || len(cmd.Keys) != 3 || &cmd.Keys[0] != &keys[0] {
+	if all := cmd.Keys.All(); cmd.Kind != core.KindAll || cmd.Key != "b" || len(all) != 3 || &all[0] != &keys[0] {
 		t.Fatalf("command %+v: want KindAll, Key b, the keys given", cmd)
+	}
+}
+
+// TestFairReleasesOnlyTheMutex: a Fair Spec's TryTarget of another kind
+// runs without Fair, and so does its grant's release: the nodes' waiter
+// queues are the mutex's alone, and no release of a reader, a writer or
+// a multi-key lock hands a key to a queued waiter.
+func TestFairReleasesOnlyTheMutex(t *testing.T) {
+	for _, target := range []core.Target{
+		{Kind: core.KindRead, Key: "k"},
+		{Kind: core.KindWrite, Key: "k"},
+		{Kind: core.KindAll, Keys: []string{"k", "l"}},
+		{Kind: core.KindMutex, Key: "k"},
+	} {
+		t.Run(target.Kind.String(), func(t *testing.T) {
+			e := newEnv(t, 3, core.Multiplexed, core.Config{Fair: true})
+			a, err := e.l.spec.TryTarget(target, core.Token{}, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmd := a.Round().Command(); cmd.Fair || cmd.Ticket != 0 {
+				t.Fatalf("a try's attempt is Fair: %+v", cmd)
+			}
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusOK} })
+			g, err := a.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := e.l.spec.Release(g, e.clock.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := r.Command()
+			if cmd.Kind != target.Kind {
+				t.Fatalf("release of kind %v", cmd.Kind)
+			}
+			if want := target.Kind == core.KindMutex; cmd.Fair != want {
+				t.Fatalf("release of a %v grant: Fair %v, want %v", target.Kind, cmd.Fair, want)
+			}
+		})
+	}
+}
+
+// TestWriterAttemptsShareAToken: a writer's attempts, drawn from
+// Config.Tokens, hold tokens that differ (each attempt its own) in their
+// last four bytes only, so that its script knows its own mark
+// (SameAcquisition); other kinds draw each attempt's token afresh, and
+// tokens that were drawn apart are not of the same acquisition.
+func TestWriterAttemptsShareAToken(t *testing.T) {
+	tokens := func(kind core.Kind) []core.Token {
+		e := newEnv(t, 3, core.Multiplexed, core.Config{})
+		// Tokens that differ in their first bytes, as random ones do.
+		spec, err := core.NewSpec(e.c, core.Config{TTL: time.Second, NodeTimeout: 50 * ms,
+			Retry: core.RandomDelay(3, 0, 0), Tokens: &spreadTokens{}, Jitter: fixedRand(1 << 62)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt := core.Target{Kind: kind, Key: "k"}
+		if kind == core.KindAll {
+			tgt = core.Target{Kind: kind, Keys: []string{"k"}}
+		}
+		a, err := spec.AcquireTarget(tgt, core.Token{}, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.Token
+		for a.Phase() != core.PhaseDone {
+			switch a.Phase() {
+			case core.PhaseRound:
+				if cmd := a.Round().Command(); cmd.Op == core.OpAcquire {
+					out = append(out, cmd.Token)
+				}
+				feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusHeld, TTL: time.Second} })
+			case core.PhaseWait:
+				a.Wake(a.WakeAt())
+			}
+		}
+		if len(out) != 3 {
+			t.Fatalf("%v: %d attempts, want 3", kind, len(out))
+		}
+		return out
+	}
+	w := tokens(core.KindWrite)
+	for i := 1; i < len(w); i++ {
+		if w[i] == w[0] || !core.SameAcquisition(w[0], w[i]) {
+			t.Fatalf("writer's attempt %d token %v, first %v: want distinct, of the same acquisition", i+1, w[i], w[0])
+		}
+	}
+	if core.SameAcquisition(core.TokenFromUint64s(1, 1), core.TokenFromUint64s(2, 1)) {
+		t.Fatal("tokens of different first bytes are of the same acquisition")
+	}
+	for _, kind := range []core.Kind{core.KindRead, core.KindAll, core.KindMutex} {
+		ts := tokens(kind)
+		if ts[0] == ts[1] || ts[1] == ts[2] {
+			t.Fatalf("%v: attempts share a token", kind)
+		}
+	}
+}
+
+// spreadTokens issues distinct tokens that differ in their first bytes.
+type spreadTokens struct{ n uint64 }
+
+func (s *spreadTokens) NewToken() core.Token {
+	s.n++
+	return core.TokenFromUint64s(s.n<<40|0x5eed, s.n)
+}
+
+// TestRefusedWriterRenewsItsMark: a writer refused on held nodes, whose
+// holders' expiry is a TTL away, wakes half a TTL after its attempt
+// began, even while it relies on announcements, so that its next attempt
+// renews its mark before the mark's TTL is out; a reader refused so
+// sleeps until the expiry.
+func TestRefusedWriterRenewsItsMark(t *testing.T) {
+	for _, kind := range []core.Kind{core.KindWrite, core.KindRead} {
+		t.Run(kind.String(), func(t *testing.T) {
+			e := newEnv(t, 3, core.Multiplexed, core.Config{Retry: core.RandomDelay(3, 10*time.Second, 10*time.Second)})
+			start := e.clock.Now()
+			a, err := e.l.spec.AcquireTarget(core.Target{Kind: kind, Key: "k"}, core.Token{}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusHeld, TTL: time.Second} })
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusMissing} }) // the cleanup
+			if a.Phase() != core.PhaseWait {
+				t.Fatalf("phase %v, want a wait", a.Phase())
+			}
+			a.SetListening(0b111)
+			want := start.Add(time.Second + time.Millisecond) // the holders' expiry
+			if kind == core.KindWrite {
+				want = start.Add(time.Second / 2)
+			}
+			if got := a.WakeAt(); !got.Equal(want) {
+				t.Fatalf("WakeAt %v after the attempt, want %v", got.Sub(start), want.Sub(start))
+			}
+		})
 	}
 }

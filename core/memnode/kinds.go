@@ -13,7 +13,7 @@ import (
 //   - a reader (core.KindRead) is an entry of the key's reader set, with
 //     an expiry of its own; it is admitted while neither the key (a
 //     writer) nor a waiting writer's mark lives, and its release is
-//     announced on the key once no unexpired reader is left;
+//     announced on the key when it leaves no unexpired reader;
 //   - a writer (core.KindWrite) takes the key as the mutex does, once no
 //     unexpired reader is left; refused for readers, it marks the key as
 //     waited for, for its TTL, which keeps new readers out. Its release,
@@ -63,7 +63,9 @@ func (n *node) applyKind(cmd *core.Command, now instant, r *core.Reply) bool {
 }
 
 // liveReaders returns key's reader set without its expired entries, or
-// nil if none is left. c.nmu is held.
+// nil if none is left. An empty set is kept for the key's next reader,
+// which then costs no allocation, unless the node keeps many. c.nmu is
+// held.
 func (n *node) liveReaders(key string, now instant) map[core.Token]instant {
 	rs := n.readers[key]
 	for t, exp := range rs {
@@ -72,13 +74,17 @@ func (n *node) liveReaders(key string, now instant) map[core.Token]instant {
 		}
 	}
 	if len(rs) == 0 {
-		if rs != nil {
+		if rs != nil && len(n.readers) > maxEmptySets {
 			delete(n.readers, key)
 		}
 		return nil
 	}
 	return rs
 }
+
+// maxEmptySets bounds the reader sets a node keeps for keys with no
+// reader (liveReaders): beyond, an emptied set is forgotten.
+const maxEmptySets = 1024
 
 // liveMark returns key's writer's mark if it lives at now. c.nmu is held.
 func (n *node) liveMark(key string, now instant) (mark, bool) {
@@ -105,7 +111,8 @@ func (n *node) applyRead(cmd *core.Command, now instant, r *core.Reply) bool {
 			}
 			return false
 		}
-		rs := n.liveReaders(cmd.Key, now)
+		n.liveReaders(cmd.Key, now)
+		rs := n.readers[cmd.Key]
 		if rs == nil {
 			if n.readers == nil {
 				n.readers = make(map[string]map[core.Token]instant)
@@ -126,7 +133,9 @@ func (n *node) applyRead(cmd *core.Command, now instant, r *core.Reply) bool {
 			}
 			delete(n.readers[cmd.Key], cmd.Token)
 		}
-		return n.liveReaders(cmd.Key, now) == nil
+		// Only a release that removed a live reader announces: a refused
+		// reader's cleanup would wake every waiter, itself included.
+		return n.liveReaders(cmd.Key, now) == nil && r.Status == core.StatusOK
 	case core.OpExtend:
 		r.Status = core.StatusMissing
 		if rs := n.readers[cmd.Key]; rs[cmd.Token] > now {
@@ -161,7 +170,7 @@ func (n *node) applyWrite(cmd *core.Command, now instant, r *core.Reply) {
 		n.fences[cmd.Key] = r.Fence
 	}
 	n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL))
-	if m, ok := n.liveMark(cmd.Key, now); ok && m.token == cmd.Token {
+	if m, ok := n.liveMark(cmd.Key, now); ok && core.SameAcquisition(m.token, cmd.Token) {
 		delete(n.marks, cmd.Key)
 	}
 	r.Status = core.StatusOK
@@ -173,7 +182,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		held := false
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			if e := n.lookup(k, now); e != nil {
 				held, r.TTL = true, max(r.TTL, e.expires.sub(now))
 			}
@@ -183,22 +192,22 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 			return false
 		}
 		if cmd.Op == core.OpAcquireFenced {
-			for _, k := range cmd.Keys {
+			for _, k := range cmd.Keys.All() {
 				r.Fence = max(r.Fence, n.fences[k])
 			}
 			r.Fence++
-			for _, k := range cmd.Keys {
+			for _, k := range cmd.Keys.All() {
 				n.fences[k] = r.Fence
 			}
 		}
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			n.set(n.entry(k), k, cmd.Token, now.add(cmd.TTL))
 		}
 		r.Status = core.StatusOK
 	case core.OpRelease:
 		n.annKeys = 0
 		other := false
-		for j, k := range cmd.Keys {
+		for j, k := range cmd.Keys.All() {
 			switch e := n.lookup(k, now); {
 			case e == nil:
 			case e.token == cmd.Token && !e.handed:
@@ -219,7 +228,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 		}
 	case core.OpExtend, core.OpRaiseFence:
 		missing := false
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			switch e := n.lookup(k, now); {
 			case e == nil:
 				missing = true
@@ -232,7 +241,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 			r.Status = core.StatusMissing
 			return false
 		}
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			if cmd.Op == core.OpExtend {
 				n.entry(k).expires = now.add(cmd.TTL)
 			} else if cmd.Fence > n.fences[k] {
@@ -252,7 +261,7 @@ func (c *Cluster) announceKeys(i int, cmd *core.Command, mask uint64) {
 		c.announce(i, cmd.Key)
 		return
 	}
-	for j, k := range cmd.Keys {
+	for j, k := range cmd.Keys.All() {
 		if mask&(1<<j) != 0 {
 			c.announce(i, k)
 		}
