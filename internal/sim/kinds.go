@@ -418,8 +418,8 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 		n.fence++
 		m.fence = n.fence
 	}
-	if x.mark == cmd.Token {
-		x.mark = core.Token{}
+	if x.mark != (core.Token{}) && core.SameAcquisition(x.mark, cmd.Token) {
+		x.mark = core.Token{} // its own mark, left by an earlier attempt of its acquisition
 	}
 	return core.StatusOK
 }
@@ -427,13 +427,13 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 // applyAll runs a multi-key command on every key of cmd.Keys at once.
 func (n *node) applyAll(m *message, t, now int64, w *world) core.Status {
 	cmd, f := m.cmd, &w.cfg.Faults
-	if len(cmd.Keys) > maxKeys+1 {
+	if cmd.Keys.Len() > maxKeys+1 {
 		panic("sim: more keys than a node holds")
 	}
 	var buf [maxKeys + 1]int
-	idx := buf[:len(cmd.Keys)]
+	idx := buf[:cmd.Keys.Len()]
 	mine, other := 0, false
-	for j, name := range cmd.Keys {
+	for j, name := range cmd.Keys.All() {
 		if idx[j] = w.keyIndex(name); idx[j] < mainKey {
 			panic("sim: no key " + name)
 		}
