@@ -37,13 +37,3 @@ func (c *Client) LockAll(ctx context.Context, keys ...string) (*Lock, error) {
 func (c *Client) TryLockAll(ctx context.Context, keys ...string) (*Lock, error) {
 	return nil, invalid("TryLockAll is not built yet")
 }
-
-// LockPermit takes one of permits permits of the semaphore key.
-func (c *Client) LockPermit(ctx context.Context, key string, permits int) (*Lock, error) {
-	return nil, invalid("LockPermit is not built yet")
-}
-
-// TryLockPermit is LockPermit with one sweep of the permits.
-func (c *Client) TryLockPermit(ctx context.Context, key string, permits int) (*Lock, error) {
-	return nil, invalid("TryLockPermit is not built yet")
-}
