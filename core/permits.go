@@ -299,7 +299,12 @@ func (p *Permits) startSlot(slot int, now time.Time) {
 	if err != nil { // a token of Config.Tokens with its first 8 bytes zero
 		p.att = Acquisition{}
 		p.finish(&Error{Op: OpAcquire, Kind: ErrInvalidConfig, Key: p.slots[slot], Attempts: p.attempts, Cause: err})
+		return
 	}
+	// Once an attempt was refused the semaphore is contended: every next
+	// attempt asks for the holder's remaining TTL (Command.Probe), for
+	// the wait after the sweep, as an Acquisition's retries do.
+	p.att.round.cmd.Probe = p.attempts > 1
 }
 
 // Phase returns what the acquisition waits for.

@@ -141,6 +141,9 @@ func sweep(t *testing.T, p *core.Permits, now time.Time, st core.Status, ttl fun
 		r := p.Round()
 		cmd := r.Command()
 		if cmd.Op == core.OpAcquire {
+			if cmd.Probe != (len(keys) > 0 || p.Attempts() > 1) {
+				t.Errorf("attempt %d on %q: Probe %v; want it from the second attempt on", p.Attempts(), cmd.Key, cmd.Probe)
+			}
 			keys = append(keys, cmd.Key)
 			if p.Slot() < 0 || cmd.Key != core.PermitKey("k", p.Slot()) {
 				t.Fatalf("attempt on %q while Slot() is %d", cmd.Key, p.Slot())
