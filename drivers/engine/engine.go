@@ -71,6 +71,14 @@
 //     scripts (wire.AcquireFenced, wire.RaiseFence) on the key and its
 //     fence counter, whose name is written into the node's buffer as
 //     tokens are, so that they cost no allocation either.
+//   - Kinds (core.Kind): a reader's commands, a writer's acquire and a
+//     multi-key lock's commands run scripts of their own (wire.ScriptOf),
+//     on the key, its reader set and writer's mark (core.ReadersPrefix,
+//     core.WriterWaitPrefix) and fence counters, named as the member
+//     names auxiliary keys; a writer's release, extension and fence
+//     raise are the mutex's. The mutex's commands go as they always
+//     have. The engine is a core.KeysChecker: on a Cluster member a
+//     multi-key lock's keys must share one hash slot (CheckKeys).
 //   - Replies: decoded into core.Status, with an OpAcquireFenced's fence
 //     in core.Reply.Fence; failures name the node. A batch is a
 //     core.Gatherer: the round's goroutine is woken once the replies it
@@ -352,6 +360,25 @@ func (e *Engine) Clock() Clock { return e.clock }
 
 // NodeName returns node i's name.
 func (e *Engine) NodeName(i int) string { return e.names[i] }
+
+var _ core.KeysChecker = (*Engine)(nil)
+
+// CheckKeys returns nil if every node can take keys, a multi-key lock's
+// (core.KindAll), in one script: on a Cluster member (NodeConfig.Cluster)
+// they must share one hash slot, and each must have names for its
+// auxiliary keys (wire.ClusterWrap). Otherwise it returns an error that
+// names the first member that cannot, and why; nothing is sent.
+func (e *Engine) CheckKeys(keys []string) error {
+	for _, n := range e.nodes {
+		if !n.cfg.Cluster {
+			continue
+		}
+		if err := wire.CheckClusterKeys(keys); err != nil {
+			return fmt.Errorf("node %d (%s), a Cluster: %w", n.i, e.names[n.i], err)
+		}
+	}
+	return nil
+}
 
 // Begin returns a batch for one round. ctx's values reach the client for a
 // pipeline of one command; its cancellation does not (see core.Driver).
