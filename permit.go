@@ -21,10 +21,11 @@ import (
 // Each round tries one slot, named by the client: a sweep tries every
 // slot once, in turn from a slot drawn from the first attempt's token,
 // so that contenders start apart (core.Permits). Once a whole sweep was
-// refused, LockPermit waits for a release announced on any slot, or for
-// the earliest holder's expiry, or, where a node's announcements are
-// not heard or with Options.Poll, at most Options.Backoff's delay; then
-// it sweeps again, until it holds a permit or ctx ends.
+// refused, LockPermit waits for a release announced on any slot, then
+// tries that slot; or for the earliest holder's expiry, or, where a
+// node's announcements are not heard or with Options.Poll, at most
+// Options.Backoff's delay, then sweeps every slot again; until it holds
+// a permit or ctx ends.
 //
 // When ctx's deadline ends a wait, LockPermit returns the last sweep's
 // error: ErrTaken when every slot was taken, or else the failure of a

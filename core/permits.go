@@ -163,11 +163,11 @@ const permitHeard = 8
 // An attempt is an Acquisition of the slot's key that makes one attempt
 // (Spec.Try): a whole Redlock round on that key, with its fence raise
 // (Config.Fencing) and, if it fails, its cleanup. The first sweep starts
-// at a slot drawn from the first attempt's token, each next one at the
-// slot that woke it, and tries every slot in turn; once a whole sweep
-// was refused, it waits for the retry delay, for the earliest expiry of
-// the slots' holders (Reply.TTL), or for an announced release of any slot
-// (Announce), and sweeps again, until Config.Retry's tries, counted in
+// at a slot drawn from the first attempt's token and tries every slot in
+// turn; once a sweep was refused, it waits for the retry delay, for the
+// earliest expiry of the slots' holders (Reply.TTL), or for an announced
+// release of any slot (Announce), and sweeps again (Wake: the slot
+// released alone, or every slot), until Config.Retry's tries, counted in
 // sweeps, run out or its caller gives up. Its grant is an ordinary grant
 // of the slot's key: release, extend and lease it as any.
 //
@@ -204,10 +204,12 @@ type Permits struct {
 	start    int // the slot the current sweep started at
 	slot     int // the current attempt's slot
 	tried    int // attempts of the current sweep
+	span     int // slots the current sweep tries
 	expSlot  int // the slot of expiry
 	wokeSlot int // the slot of woke
 	unknown  bool
 	woken    bool // the current sweep was started by an announcement
+	wokeAll  bool // woke is for a sweep of every slot
 	phase    Phase
 }
 
@@ -280,15 +282,20 @@ func (s Spec) permits(p *Permits, slots []string, tok Token, now time.Time, poli
 		p.first = s.cfg.Tokens.NewToken()
 	}
 	p.home = permitSlot(p.first, len(slots))
-	p.startSweep(p.home, now)
+	p.startSweep(p.home, len(slots), now)
 	return nil
 }
 
-// startSweep starts a sweep at slot, at now.
-func (p *Permits) startSweep(slot int, now time.Time) {
+// startSweep starts a sweep of span slots from slot, at now. A whole
+// sweep (span K) learns the holders' expiries afresh; a sweep of the
+// slot an announcement woke it for (span 1) adds to what the last whole
+// sweep learnt.
+func (p *Permits) startSweep(slot, span int, now time.Time) {
 	p.sweeps.attempt()
-	p.start, p.tried, p.swept, p.flood = slot, 0, now, 0
-	p.err, p.expiry, p.unknown = nil, time.Time{}, false
+	p.start, p.span, p.tried, p.swept, p.flood, p.err = slot, span, 0, now, 0, nil
+	if span == len(p.slots) {
+		p.expiry, p.unknown = time.Time{}, false
+	}
 	p.startSlot(slot, now)
 }
 
@@ -373,7 +380,7 @@ func (p *Permits) RoundDone(now time.Time) {
 	} else if p.expiry.IsZero() || a.expiry.Before(p.expiry) {
 		p.expiry, p.expSlot = a.expiry, p.slot
 	}
-	if p.tried < len(p.slots) {
+	if p.tried < p.span {
 		p.startSlot((p.slot+1)%len(p.slots), now)
 		return
 	}
@@ -399,8 +406,8 @@ func (p *Permits) RoundDone(now time.Time) {
 // Once a quorum of nodes has announced one slot since its attempt
 // started, or more slots than a Permits keeps track of were announced,
 // WakeAt comes forward to now (spread, after a woken sweep lost a race),
-// and the next sweep starts at that slot. It is a hint: the next attempt
-// is an ordinary round.
+// for a sweep of that slot (every slot, from it, for the latter). It is
+// a hint: the next attempt is an ordinary round.
 func (p *Permits) Announce(slot, node int, now time.Time) {
 	if slot < 0 || slot >= len(p.slots) || node < 0 || node >= p.spec.n || p.phase == PhaseDone || p.phase == 0 {
 		return
@@ -429,24 +436,24 @@ func (p *Permits) maybeWake(now time.Time) {
 		return
 	}
 	if p.flood > 0 {
-		p.wakeFor(p.flood-1, now)
+		p.wakeFor(p.flood-1, true, now) // more slots than kept track of: sweep them all
 		return
 	}
 	for i := 0; i < p.nheard; i++ {
 		if bits.OnesCount32(p.heard[i].nodes) >= p.spec.quorum {
-			p.wakeFor(int(p.heard[i].slot), now)
+			p.wakeFor(int(p.heard[i].slot), false, now)
 			return
 		}
 	}
 }
 
 // wakeFor brings the wake forward for slot, in PhaseWait, never past the
-// retry delay's end.
-func (p *Permits) wakeFor(slot int, now time.Time) {
+// retry delay's end; all: for a sweep of every slot from it.
+func (p *Permits) wakeFor(slot int, all bool, now time.Time) {
 	if p.phase != PhaseWait || !p.woke.IsZero() {
 		return
 	}
-	p.woke, p.wokeSlot = now.Add(uniform(p.spread, p.spec.cfg.Jitter.Uint64())), slot
+	p.woke, p.wokeSlot, p.wokeAll = now.Add(uniform(p.spread, p.spec.cfg.Jitter.Uint64())), slot, all
 	if p.woke.After(p.wake) {
 		p.woke = p.wake
 	}
@@ -478,23 +485,30 @@ func (p *Permits) WakeAt() time.Time {
 	return at
 }
 
-// Wake starts the next sweep at now, in PhaseWait: at the slot an
-// announcement woke it for, at the slot whose holder expired first once
-// that expiry has passed, or else where the first sweep started. It may
-// come before WakeAt: an attempt is always safe.
+// Wake starts the next sweep at now, in PhaseWait. Woken by the
+// announcements of one slot (Announce), it tries that slot alone: the
+// others were taken at the last sweep and nothing was heard of them, and
+// each of the waiters that heard the release would otherwise sweep them
+// all after losing the race for it. Otherwise it tries every slot: from
+// the slot whose holder expired first once that expiry has passed, or
+// else from where the first sweep started. It may come before WakeAt: an
+// attempt is always safe.
 func (p *Permits) Wake(now time.Time) {
 	if p.phase != PhaseWait {
 		return
 	}
-	slot := p.home
+	slot, span := p.home, len(p.slots)
 	p.woken = !p.woke.IsZero() && !now.Before(p.woke)
 	switch {
 	case p.woken:
 		slot = p.wokeSlot
+		if !p.wokeAll {
+			span = 1
+		}
 	case !p.expiry.IsZero() && !now.Before(p.expiry):
 		slot = p.expSlot
 	}
-	p.startSweep(slot, now)
+	p.startSweep(slot, span, now)
 }
 
 // GiveUp ends the acquisition in PhaseWait with the last sweep's error,

@@ -485,3 +485,45 @@ func TestPermitsAtMostKHolders(t *testing.T) {
 		}
 	})
 }
+
+// TestPermitsWokenSweepTriesTheSlotReleased: a sweep woken by one slot's
+// announcements tries that slot alone, then waits again, keeping what
+// the last whole sweep learnt of the others' expiries; a wake by more
+// slots' announcements than are kept track of sweeps every slot.
+func TestPermitsWokenSweepTriesTheSlotReleased(t *testing.T) {
+	spec := permitSpec(t, 10)
+	slots, _ := core.PermitKeys("k", 12)
+	now := time.Unix(1_000_000, 0)
+	p, _ := spec.AcquirePermit(slots, core.Token{}, now)
+	p.SetListening(0b111)
+	ttls := func(k string) time.Duration {
+		if k == slots[5] {
+			return 2 * time.Second
+		}
+		return 9 * time.Second
+	}
+	if got := sweep(t, &p, now, core.StatusHeld, ttls); len(got) != 12 {
+		t.Fatalf("first sweep: %d attempts, want 12", len(got))
+	}
+	for node := 0; node < 2; node++ {
+		p.Announce(7, node, now)
+	}
+	p.Wake(now)
+	got := sweep(t, &p, now, core.StatusHeld, func(string) time.Duration { return 9 * time.Second })
+	if strings.Join(got, " ") != slots[7] || p.Phase() != core.PhaseWait {
+		t.Fatalf("woken sweep tried %v, phase %v; want slot 7 alone, then a wait", got, p.Phase())
+	}
+	if at := p.WakeAt(); !at.Equal(now.Add(2*time.Second + ms)) {
+		t.Errorf("wake at +%v, want slot 5's expiry, learnt by the whole sweep", at.Sub(now))
+	}
+	for slot := 0; slot < 12; slot++ {
+		p.Announce(slot, 0, now)
+	}
+	if !p.WakeAt().Equal(now) {
+		t.Fatalf("wake at +%v after 12 slots announced, want now", p.WakeAt().Sub(now))
+	}
+	p.Wake(now)
+	if got := sweep(t, &p, now, core.StatusHeld, ttls); len(got) != 12 {
+		t.Errorf("a sweep woken by many slots: %d attempts, want 12", len(got))
+	}
+}
