@@ -11,7 +11,8 @@ import (
 )
 
 // Lock is a held lock: a handle to one acquisition of a key, returned by
-// Client.TryLock and Client.Lock as a pointer, which may be stored and
+// Client.TryLock and Client.Lock as a pointer (and by the other kinds'
+// RLock, WLock, LockAll and their Try variants), which may be stored and
 // shared; its methods are safe for concurrent use. Do not copy the Lock
 // it points to (go vet's copylocks check says so).
 //
@@ -113,7 +114,8 @@ func (st *lockState) start(c *Client) {
 	go c.watch(st)
 }
 
-// Key returns the locked key; "" for a nil Lock.
+// Key returns the locked key, a multi-key lock's first (LockAll); ""
+// for a nil Lock.
 func (l *Lock) Key() string {
 	if l == nil {
 		return ""
@@ -155,8 +157,10 @@ func (l *Lock) Until() time.Time {
 // of every earlier holder of the key, as long as the nodes keep their
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
-// has seen. It returns ErrNoFencing on a Client without Options.Fencing,
-// and ErrUnlocked on the nil Lock returned with an error.
+// has seen. A reader's (RLock) is the fence of the key's last writer,
+// read and never raised: readers share it. It returns ErrNoFencing on a
+// Client without Options.Fencing, and ErrUnlocked on the nil Lock
+// returned with an error.
 func (l *Lock) Fence() (uint64, error) {
 	if l == nil || l.c == nil {
 		return 0, ErrUnlocked // the nil Lock returned with an error, or a zero Lock
@@ -353,8 +357,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
+	// The wait room is the mutex's: another kind's release hands nothing
+	// on within the Client, and announces to every waiter.
+	room := c.room != nil && g.Target().Kind == core.KindMutex
 	var tell roomNews
-	if c.room != nil { // Fair has a room
+	if room { // Fair has a room
 		// The Room counts l no more (with Fair, before the followers are
 		// counted), and says how the release hands the key on.
 		tell = c.room.release(g.Key(), l.counted)
@@ -374,7 +381,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		early, err = c.release(ctx, g, nil, tell)
 	}
-	if c.room != nil && !mutReleasedUntold {
+	if room && !mutReleasedUntold {
 		if early.ok {
 			tell.rel = early.rel // told as soon as its commands were on their way
 		}

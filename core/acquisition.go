@@ -88,6 +88,15 @@ func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys *Key
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
+	if tok == (Token{}) && kind == KindWrite {
+		// A writer's attempts derive their tokens from one (deriveToken),
+		// so that they share all but their last four bytes: by those its
+		// winning attempt knows the mark its refused ones left (a writer
+		// that waits for readers) as its own, and deletes it.
+		if base := s.cfg.Tokens.NewToken(); base.safe() {
+			tok = base
+		}
+	}
 	a.spec, a.base, a.retry = s, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
 	// The round's command holds the target from here on (command): a
 	// field of its own would put an Acquisition over TinyGo's 1 KiB.
@@ -113,6 +122,20 @@ func deriveToken(tok Token, k int) Token {
 	tok[14] ^= byte(x >> 8)
 	tok[15] ^= byte(x)
 	return tok
+}
+
+// SameAcquisition reports whether tokens a and b may be two attempts' of
+// one acquisition given a base token (deriveToken): equal but for their
+// last four bytes. A writer's acquisition (KindWrite) always has a base,
+// and its script deletes the mark its refused attempts left on a key
+// once one of its attempts takes the key, by this test.
+func SameAcquisition(a, b Token) bool {
+	for i := 0; i < len(a)-4; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // command returns a command of op with tok for the acquisition's
@@ -263,7 +286,11 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
 			fence := r.maxFence()
-			if !mutSkipFenceRaise {
+			// A reader reads the last writer's fence and raises nothing:
+			// readers share the key, so no reader's fence may exclude
+			// another's writes. The quorum's highest counter is the last
+			// writer's, whose raise reached a majority this quorum meets.
+			if a.round.cmd.Kind != KindRead && !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
@@ -531,6 +558,14 @@ func (a *Acquisition) leave(now time.Time) bool {
 // end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
+//
+// A writer (KindWrite) refused by held nodes wakes half a TTL after its
+// attempt began at the latest: its next attempt renews its mark on the
+// nodes that refused it for readers before the mark expires, a TTL after
+// that attempt. Were it due only at the readers' expiry, a reader
+// admitted just before the mark would expire with it, and a new reader
+// admitted in between would refuse the writer for another TTL, again
+// and again.
 func (a *Acquisition) WakeAt() time.Time {
 	at := a.wake
 	if !a.expiry.IsZero() && (a.relying() || a.expiry.Before(at)) {
@@ -538,6 +573,11 @@ func (a *Acquisition) WakeAt() time.Time {
 	}
 	if !a.woke.IsZero() && a.woke.Before(at) {
 		at = a.woke
+	}
+	if a.round.cmd.Kind == KindWrite && a.held != 0 && !mutMarkLapses {
+		if renew := a.start.Add(a.spec.cfg.TTL / 2); renew.Before(at) {
+			at = renew
+		}
 	}
 	return at
 }
