@@ -250,7 +250,7 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 244 cells in about 2 minutes, plus 1 to 4 minutes on a
+With no flags it runs 254 cells in about 2.5 minutes, plus 1 to 4 minutes on a
 first run to compile this command and the peer libraries:
 
   - 186 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
@@ -279,6 +279,15 @@ first run to compile this command and the peer libraries:
     CPU of the servers and of the loop's own client, for the CPU targets;
     it runs after each round of the throughput cells too, and the lowest
     measurement counts;
+  - 10 cells of the reader/writer lock, the semaphore and LockAll
+    (--kinds) at N=5 over redigo (--kinds-drivers), each beside the mutex
+    cell its target divides by: the uncontended RLock and LockAll pairs
+    and their mutex pairs (3 repeats each), 32 readers on one key and 32
+    clients on a key each, the semaphore (K=4, 32 contenders) and 32
+    contenders on 4 mutex keys, 1.5 s each (--kinds-duration), a writer
+    behind 8 readers for 6 s (TTL 100 ms, --kinds-writer-ttl), and LockAll
+    contended (8 contenders, overlapping key sets), every contended cell's
+    exclusion checked; --kinds-only runs them alone, in about 25 s;
   - the hot key across processes (--multiproc): 4 child processes of 8
     goroutines on one key, woken and polling, 5 s each after 0.5 s of
     warm-up, with attempts per acquisition, the handoff gap across
