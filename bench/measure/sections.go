@@ -172,6 +172,10 @@ type Exclusion struct {
 	WaitP50Us float64 `json:"wait_p50_us,omitempty"`
 	WaitP99Us float64 `json:"wait_p99_us,omitempty"`
 	WaitMaxUs float64 `json:"wait_max_us,omitempty"`
+	// OtherWaitP50Us and OtherWaitP99Us are the other contenders' waits
+	// in a cell with a timed one (the readers' beside a writer), in µs.
+	OtherWaitP50Us float64 `json:"other_wait_p50_us,omitempty"`
+	OtherWaitP99Us float64 `json:"other_wait_p99_us,omitempty"`
 	// TTLMs is the TTL of the cell's locks, in ms, when it is the cell's
 	// own (a writer's wait is bounded in TTLs).
 	TTLMs int64 `json:"ttl_ms,omitempty"`
@@ -264,7 +268,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 	release := context.WithoutCancel(ctx)
 	for i, c := range contenders {
 		st := &stats[i]
-		wh := &waitHists{all: NewHistogram(), timed: NewHistogram()}
+		wh := &waitHists{all: NewHistogram(), timed: NewHistogram(), other: NewHistogram()}
 		hists[i] = wh
 		ready.Add(1)
 		done.Add(1)
@@ -307,6 +311,8 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 					_ = wh.all.RecordValue(t - t0) // up to 60 s: see NewHistogram
 					if c.Timed() {
 						_ = wh.timed.RecordValue(t - t0)
+					} else {
+						_ = wh.other.RecordValue(t - t0)
 					}
 				}
 				if err := c.Unlock(release); err != nil {
@@ -350,7 +356,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		cpu.close(spec.Servers)
 	}
 	var r Result
-	all, timed := NewHistogram(), NewHistogram()
+	all, timed, other := NewHistogram(), NewHistogram(), NewHistogram()
 	for i := range stats {
 		st := &stats[i]
 		r.Ops += st.ops
@@ -360,6 +366,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		}
 		all.Merge(hists[i].all)
 		timed.Merge(hists[i].timed)
+		other.Merge(hists[i].other)
 	}
 	r.Acquired = r.Ops
 	r.Seconds = time.Duration(end - min(windowStart.Load(), end)).Seconds()
@@ -377,12 +384,16 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		e.WaitP50Us = us(timed.ValueAtQuantile(50))
 		e.WaitP99Us = us(timed.ValueAtQuantile(99))
 		e.WaitMaxUs = us(timed.Max())
+		if other.TotalCount() > 0 {
+			e.OtherWaitP50Us = us(other.ValueAtQuantile(50))
+			e.OtherWaitP99Us = us(other.ValueAtQuantile(99))
+		}
 	}
 	return r, e
 }
 
 // waitHists are one contender's acquire waits: all of them, and those
-// of a timed contender.
+// of a timed contender or of another.
 type waitHists struct {
-	all, timed *hdrhistogram.Histogram
+	all, timed, other *hdrhistogram.Histogram
 }
