@@ -128,7 +128,7 @@ func kindTargets(recs []matrix.Record, latNote, tputNote string) []Target {
 		}
 		cells = append(cells, cell)
 		if !e.Ok() {
-			broken = append(broken, fmt.Sprintf("%s %s: %s", r.Driver, r.Variant, matrix.ViolationNote(*e)))
+			broken = append(broken, fmt.Sprintf("%s %s: %s", r.Driver, r.Variant, strings.TrimPrefix(matrix.ViolationNote(*e), "EXCLUSION BROKEN: ")))
 		}
 	}
 	if len(cells) == 0 {
@@ -282,7 +282,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 			broken = append(broken, fmt.Sprintf("%s %s: %s", r.Subject(), r.Variant, note(r)))
 		}
 	}
-	out.WriteString("kinds: the reader/writer lock, the semaphore and LockAll, each beside the mutex cell it is compared with, servers on 127.0.0.1\n")
+	out.WriteString("kinds: the rwlock, the semaphore and LockAll, each beside the mutex cell it is compared with, servers on 127.0.0.1\n")
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 })
 	out.WriteString("cl: clients or contenders (*: on one key); ops/s: pairs or, for the contenders that wait, critical sections per second;\n" +
 		"p50..max: a pair's µs, or an acquire's wait; w p99: the writer's wait behind the readers, ms; excl: exclusion check,\n" +
