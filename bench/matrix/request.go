@@ -40,7 +40,7 @@ type PeerRequest struct {
 // DefaultWriterTTL is the KindWriterWait cell's TTL when the request
 // gives none: short, so that a window holds many of the writer's waits,
 // each bounded in TTLs.
-const DefaultWriterTTL = 100 * time.Millisecond
+const DefaultWriterTTL = 200 * time.Millisecond
 
 // WriterWaitTTL is the KindWriterWait cell's TTL.
 func (r PeerRequest) WriterWaitTTL() time.Duration {

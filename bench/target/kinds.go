@@ -153,12 +153,18 @@ func (w *kindWorker) lockInTurn(ctx context.Context) (bool, error) {
 // KindMutexPermits, KindWriterWait, KindLockAllHot) on key, over one
 // Client of drv shared by them all, woken by release announcements, with
 // TTL ttl; for KindWriterWait, c.Clients readers and one writer, with
-// the cell's own TTL (writerTTL).
+// the cell's own TTL (writerTTL) and a node timeout of a tenth of it.
 func Sections(drv core.Driver, c matrix.Cell, key string, ttl, writerTTL time.Duration) ([]measure.SectionContender, error) {
+	opts := redlock.Options{TTL: ttl, FanOut: core.Multiplexed}
 	if c.Variant == matrix.KindWriterWait {
+		// The default node timeout of so short a TTL is the least, 5 ms,
+		// which a loaded machine's loopback exceeds now and then: a
+		// tenth of the TTL keeps the cell's figure the writer's wait
+		// rather than its timeouts, and leaves the loss margin.
 		ttl = writerTTL
+		opts.TTL, opts.NodeTimeout = ttl, ttl/10
 	}
-	cl, err := redlock.NewClient(drv, redlock.Options{TTL: ttl, FanOut: core.Multiplexed})
+	cl, err := redlock.NewClient(drv, opts)
 	if err != nil {
 		return nil, err
 	}

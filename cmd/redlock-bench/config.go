@@ -285,7 +285,7 @@ first run to compile this command and the peer libraries:
     and their mutex pairs (3 repeats each), 32 readers on one key and 32
     clients on a key each, the semaphore (K=4, 32 contenders) and 32
     contenders on 4 mutex keys, 1.5 s each (--kinds-duration), a writer
-    behind 8 readers for 6 s (TTL 100 ms, --kinds-writer-ttl), and LockAll
+    behind 8 readers for 6 s (TTL 200 ms, --kinds-writer-ttl), and LockAll
     contended (8 contenders, overlapping key sets), every contended cell's
     exclusion checked; --kinds-only runs them alone, in about 25 s;
   - the hot key across processes (--multiproc): 4 child processes of 8
