@@ -92,6 +92,21 @@ const (
 	LockAllContenders = 8
 )
 
+// KindRounds reports whether Kinds cell c is measured in the rounds of
+// Plan.Rounds: the cells of the kinds' ratio targets, so that each ratio
+// is the median of the rounds' own ratios. Not the writer's cell nor
+// LockAll contended, whose figures are not a ratio.
+func KindRounds(c Cell) bool {
+	if c.Scenario != Kinds {
+		return false
+	}
+	switch c.Variant {
+	case KindWriterWait, KindLockAllHot:
+		return false
+	}
+	return true
+}
+
 // KindHot reports whether a Kinds cell is a hot one: contenders that
 // wait (measure.RunSections), or clients sharing one key, its exclusion
 // checked.
@@ -315,7 +330,8 @@ func (p Plan) ThroughputClients() int {
 // seconds apart: the p50 targets' cells (repeated), and the throughput
 // targets' (this library's multiplexed cells over every driver but mem,
 // and redsync's and rueidislock's, at VariantNodes and ThroughputClients
-// on distinct keys). None with Repeats 1.
+// on distinct keys), and the Kinds cells of ratio targets (KindRounds).
+// None with Repeats 1.
 func (p Plan) Rounds(cells []Cell) []Cell {
 	n, c := p.VariantNodes(), p.ThroughputClients()
 	if p.Repeats < 2 {
@@ -323,7 +339,7 @@ func (p Plan) Rounds(cells []Cell) []Cell {
 	}
 	var out []Cell
 	for _, x := range cells {
-		if p.repeated(x) {
+		if p.repeated(x) || KindRounds(x) {
 			out = append(out, x)
 			continue
 		}

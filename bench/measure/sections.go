@@ -185,6 +185,20 @@ type Exclusion struct {
 // update, no reader refused.
 func (e Exclusion) Ok() bool { return e.Violations == 0 && e.LostUpdates == 0 && e.Refused == 0 }
 
+// Add counts what another check of the same cell found (another round
+// of it) in e: its sections, violations, lost updates, refusals and
+// expiries, and the most holders either saw. The waits stay e's.
+func (e *Exclusion) Add(x Exclusion) {
+	e.Sections += x.Sections
+	e.Violations += x.Violations
+	e.LostUpdates += x.LostUpdates
+	e.Refused += x.Refused
+	e.Expired += x.Expired
+	e.MaxHolders = max(e.MaxHolders, x.MaxHolders)
+	e.MaxShared = max(e.MaxShared, x.MaxShared)
+	e.Limit = max(e.Limit, x.Limit)
+}
+
 // Check returns what the Ledger found so far.
 func (l *Ledger) Check() Exclusion {
 	e := Exclusion{Sections: l.sections.Load(), Violations: l.violations.Load(), Expired: l.expired.Load()}

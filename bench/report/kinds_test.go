@@ -121,3 +121,34 @@ func TestKindTargetsMissing(t *testing.T) {
 		t.Errorf("markdown has no kinds section:\n%s", b.String())
 	}
 }
+
+// Cells measured in interleaved rounds: a ratio is the median of the
+// rounds' own ratios, not the ratio of the medians.
+func TestKindTargetsRounds(t *testing.T) {
+	p50 := map[string]float64{matrix.KindRLock: 330, matrix.KindLock: 300}
+	tput := map[string]float64{matrix.KindReaders: 9000, matrix.KindMutexKeys: 10000}
+	recs := kindRecs(p50, tput, 100e3, measure.Exclusion{Sections: 10, MaxHolders: 1, Limit: 1})
+	for i := range recs {
+		r := &recs[i]
+		switch r.Variant {
+		case matrix.KindRLock:
+			r.RoundP50Us, r.RepeatP50Us = []float64{330, 600, 340}, []float64{330, 331, 329}
+		case matrix.KindLock:
+			r.RoundP50Us, r.RepeatP50Us = []float64{300, 300, 200}, []float64{300, 301, 299}
+		case matrix.KindReaders:
+			r.RepeatThroughput = []float64{9000, 4000, 9500}
+		case matrix.KindMutexKeys:
+			r.RepeatThroughput = []float64{10000, 10000, 10000}
+		}
+	}
+	ts := Evaluate(recs, Env{Pinned: true}, 5, 32)
+	// Rounds' ratios 1.1, 2, 1.7: the median 1.7, a failure.
+	if x := kindTarget(t, ts, "rwlock: redlock+redigo N=5, 1 client: RLock"); x.Pass || x.Ratio < 1.7-1e-9 || x.Ratio > 1.7+1e-9 ||
+		!strings.Contains(x.Figures, "rounds 330, 600, 340 vs 300, 300, 200 µs") {
+		t.Errorf("RLock row: %+v", x)
+	}
+	// 0.9, 0.4, 0.95: the median 0.9, a pass.
+	if x := kindTarget(t, ts, "rwlock: redlock+redigo N=5: 32 readers"); !x.Pass || x.Ratio < 0.9-1e-9 || x.Ratio > 0.9+1e-9 {
+		t.Errorf("readers row: %+v", x)
+	}
+}

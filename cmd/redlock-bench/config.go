@@ -287,7 +287,9 @@ first run to compile this command and the peer libraries:
     contenders on 4 mutex keys, 1.5 s each (--kinds-duration), a writer
     behind 8 readers for 6 s (TTL 200 ms, --kinds-writer-ttl), and LockAll
     contended (8 contenders, overlapping key sets), every contended cell's
-    exclusion checked; --kinds-only runs them alone, in about 25 s;
+    exclusion checked; the cells of the ratios join the throughput
+    cells' rounds, and a target takes the median of the rounds' ratios;
+    --kinds-only runs them alone, in about a minute;
   - the hot key across processes (--multiproc): 4 child processes of 8
     goroutines on one key, woken and polling, 5 s each after 0.5 s of
     warm-up, with attempts per acquisition, the handoff gap across
