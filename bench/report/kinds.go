@@ -252,6 +252,15 @@ func kindExcl(r matrix.Record) string {
 	return fmt.Sprintf("BROKEN %d/%d/%d", e.Violations, e.LostUpdates, e.Refused)
 }
 
+// kindRounds is a pair cell's rounds per pair, or "-" for the cells
+// that do not count them (the contended ones that wait).
+func kindRounds(r matrix.Record) string {
+	if r.RoundsPerOp <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g", r.RoundsPerOp)
+}
+
 // kindWait is the writer's cell's wait column, p99 ms, or "".
 func kindWait(r matrix.Record) string {
 	if e := r.Exclusion; e != nil && e.Waits > 0 {
@@ -262,7 +271,7 @@ func kindWait(r matrix.Record) string {
 
 // kindsTable writes the Kinds cells as an aligned table.
 func kindsTable(out *strings.Builder, recs []matrix.Record) {
-	header := []string{"subject", "cell", "N", "cl", "ops/s", "p50", "p99", "max", "allocs", "cCPU", "sCPU", "won%", "w p99", "excl"}
+	header := []string{"subject", "cell", "N", "cl", "ops/s", "p50", "p99", "max", "allocs", "rnd", "cCPU", "sCPU", "won%", "w p99", "excl"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
 		header = append(header, "errors")
@@ -282,7 +291,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 			continue
 		}
 		row = append(row, fmt.Sprintf("%.0f", r.Throughput), us(r.P50Us), us(r.P99Us), us(r.MaxUs),
-			fmt.Sprintf("%.1f", r.AllocsPerOp), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), won(r), kindWait(r), kindExcl(r))
+			fmt.Sprintf("%.1f", r.AllocsPerOp), kindRounds(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), won(r), kindWait(r), kindExcl(r))
 		if errCol {
 			row = append(row, fmt.Sprint(r.Errors))
 		}
@@ -295,8 +304,8 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 	out.WriteString("kinds: the rwlock, the semaphore and LockAll, each beside the mutex cell it is compared with, servers on 127.0.0.1\n")
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 })
 	out.WriteString("cl: clients or contenders (*: on one key); ops/s: pairs or, for the contenders that wait, critical sections per second;\n" +
-		"p50..max: a pair's µs, or an acquire's wait; w p99: the writer's wait behind the readers, ms; excl: exclusion check,\n" +
-		"ok or BROKEN violations/lost updates/readers refused; -: an uncontended cell, not checked.\n")
+		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair; w p99: the writer's wait behind the readers, ms;\n" +
+		"excl: exclusion check, ok or BROKEN violations/lost updates/readers refused; -: an uncontended cell, not checked.\n")
 	for _, b := range broken {
 		out.WriteString(shorten(b, TableWidth) + "\n")
 	}
@@ -315,11 +324,11 @@ func kindsMarkdown(b *strings.Builder, recs []matrix.Record) {
 		"at most K permit holders, and each one-holder key's read-modify-write counter exact; readers alone must never be refused.\n\n",
 		recs[0].Nodes, matrix.LockAllKeys, matrix.LockAllKeys, matrix.LockAllKeys, matrix.Permits, matrix.Permits, matrix.WriterWaitReaders,
 		matrix.LockAllContenders, matrix.LockAllKeys, matrix.LockAllKeys+1)
-	b.WriteString("| subject | cell | what | N | clients | ops/s | p50 µs | p99 µs | max µs | allocs/op | client CPU µs/op | servers CPU µs/op | won % | writer wait p50 / p99 / max ms | exclusion | errors |\n")
-	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
+	b.WriteString("| subject | cell | what | N | clients | ops/s | p50 µs | p99 µs | max µs | allocs/op | rounds/op | client CPU µs/op | servers CPU µs/op | won % | writer wait p50 / p99 / max ms | exclusion | errors |\n")
+	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
 	for _, r := range recs {
 		if r.Ops == 0 {
-			fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s |||||||||||\n", r.Subject(), r.Variant, kindCellText(r), r.Nodes, clients(r), strings.ReplaceAll(note(r), "|", "/"))
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s ||||||||||||\n", r.Subject(), r.Variant, kindCellText(r), r.Nodes, clients(r), strings.ReplaceAll(note(r), "|", "/"))
 			continue
 		}
 		wait := ""
@@ -339,8 +348,8 @@ func kindsMarkdown(b *strings.Builder, recs []matrix.Record) {
 		} else if e != nil {
 			ex = "**" + r.Note + "**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %.0f | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %d |\n",
+		fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %.0f | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %d |\n",
 			r.Subject(), r.Variant, kindCellText(r), r.Nodes, clients(r), r.Throughput, us(r.P50Us), us(r.P99Us), us(r.MaxUs),
-			r.AllocsPerOp, cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), won(r), wait, ex, r.Errors)
+			r.AllocsPerOp, kindRounds(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), won(r), wait, ex, r.Errors)
 	}
 }

@@ -34,25 +34,31 @@ func allKeys(key string, n int) []string {
 // workers run one variant's pair (matrix.KindRLock, KindLock, KindLockAll,
 // KindLock3, KindReaders, KindMutexKeys), one attempt each. Its Ledger
 // checks the contended ones' sections.
+//
+// It counts the rounds its driver runs (a RoundCounter), so that a
+// measurement has the rounds per pair: a pair's cost in rounds, beside
+// its time.
 type KindPair struct {
+	*RoundCounter
 	C       *redlock.Client
 	Variant string
 	Ledger  *measure.Ledger
 }
 
-// NewKindPair returns the pair subject of variant over drv, multiplexed,
-// with the given TTL.
+// NewKindPair returns the pair subject of variant over drv, which it
+// wraps in a RoundCounter, multiplexed, with the given TTL.
 func NewKindPair(drv core.Driver, variant string, ttl time.Duration) (*KindPair, error) {
 	switch variant {
 	case matrix.KindRLock, matrix.KindLock, matrix.KindLockAll, matrix.KindLock3, matrix.KindReaders, matrix.KindMutexKeys:
 	default:
 		return nil, fmt.Errorf("target: %q is not a pair cell of the kinds", variant)
 	}
-	c, err := redlock.NewClient(drv, redlock.Options{TTL: ttl, FanOut: core.Multiplexed})
+	counter := CountRounds(drv)
+	c, err := redlock.NewClient(counter.driver(), redlock.Options{TTL: ttl, FanOut: core.Multiplexed})
 	if err != nil {
 		return nil, err
 	}
-	return &KindPair{C: c, Variant: variant, Ledger: measure.NewLedger()}, nil
+	return &KindPair{RoundCounter: counter, C: c, Variant: variant, Ledger: measure.NewLedger()}, nil
 }
 
 // Worker implements measure.Subject.

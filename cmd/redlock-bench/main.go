@@ -547,12 +547,13 @@ func interleaveRounds(ctx context.Context, n int, rounds []matrix.Cell, recs []m
 	}
 	// Every round that ran counts in the checks, even if one failed.
 	for i := range recs {
-		if e := recs[i].Exclusion; e != nil {
-			for _, x := range checks[recs[i].Name()] {
+		r := &recs[i]
+		if e := r.Exclusion; e != nil {
+			for _, x := range checks[r.Name()] {
 				e.Add(x)
 			}
 			if !e.Ok() {
-				recs[i].Note = matrix.ViolationNote(*e)
+				r.Note = matrix.ViolationNote(*e)
 			}
 		}
 	}
