@@ -67,12 +67,12 @@ func runSections(b *testing.B, d string, c matrix.Cell) {
 		b.Fatal(err)
 	}
 	curName, curClose = b.Name(), closeFn
-	cs, err := target.Sections(drv, c, "bench:"+b.Name()+":hot", ttl, writerTTL)
+	cs, rounds, err := target.Sections(drv, c, "bench:"+b.Name()+":hot", ttl, writerTTL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
-	r, e := measure.RunSections(context.Background(), cs, measure.SectionsSpec{Sections: int64(b.N)})
+	r, e := measure.RunSections(context.Background(), cs, measure.SectionsSpec{Sections: int64(b.N), Rounds: rounds})
 	b.StopTimer()
 	if !e.Ok() {
 		b.Fatal(matrix.ViolationNote(e))
@@ -82,6 +82,7 @@ func runSections(b *testing.B, d string, c matrix.Cell) {
 		b.ReportMetric(float64(r.Errors), "errors")
 	}
 	b.ReportMetric(r.Throughput, "sections/s")
+	b.ReportMetric(r.RoundsPerOp, "rounds/section")
 	b.ReportMetric(r.P99Us, "wait-p99-µs")
 	if e.Waits > 0 {
 		b.ReportMetric(e.WaitP99Us/float64(writerTTL.Microseconds()), "writer-p99-TTLs")
@@ -124,7 +125,7 @@ func TestKindsExclusive(t *testing.T) {
 					r = measure.Run(ctx, s, measure.Spec{Clients: c.Clients, SharedKey: c.SharedKey, KeyPrefix: key + ":", Ops: 200})
 					e = s.Check(r)
 				} else {
-					cs, err := target.Sections(drv, c, key, ttl, time.Second)
+					cs, _, err := target.Sections(drv, c, key, ttl, time.Second)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -169,8 +169,11 @@ func OverlapNote(h measure.Handoff) string {
 // duration, after a garbage collection, its servers read at the
 // window's edges; ledger is the check the contenders' sections enter.
 // The record's Exclusion is set, and a violation written in its Note.
-func (r PeerRequest) MeasureSections(ctx context.Context, contenders []measure.SectionContender, ledger *measure.Ledger, c Cell) Record {
-	spec := measure.SectionsSpec{Warmup: r.Warmup, Duration: r.duration(c), Ledger: ledger}
+//
+// rounds, when not nil, counts the rounds the contenders' driver ran:
+// the record has the rounds per section.
+func (r PeerRequest) MeasureSections(ctx context.Context, contenders []measure.SectionContender, ledger *measure.Ledger, rounds measure.RoundCounter, c Cell) Record {
+	spec := measure.SectionsSpec{Warmup: r.Warmup, Duration: r.duration(c), Ledger: ledger, Rounds: rounds}
 	var cpuErr error
 	if n := c.Servers(); n > 0 {
 		if addrs := r.Addrs[ScenarioAddrs(c.Scenario)]; len(addrs) >= n {

@@ -245,6 +245,9 @@ type SectionsSpec struct {
 	Servers UsageReader
 	// Ledger is the check the sections enter; nil: a new one.
 	Ledger *Ledger
+	// Rounds, when set, is read at the window's edges: the rounds per
+	// section, in Result.RoundsPerOp.
+	Rounds RoundCounter
 }
 
 // RunSections runs contenders, each looping acquire (waiting as long as
@@ -346,13 +349,22 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 	}
 	ready.Wait()
 	var cpu cpuWindow
+	var roundsBefore, roundsAfter uint64
+	rounds := func() uint64 {
+		if spec.Rounds == nil {
+			return 0
+		}
+		return spec.Rounds.Rounds()
+	}
 	if spec.Warmup <= 0 {
 		cpu.open(spec.Servers)
+		roundsBefore = rounds()
 	}
 	close(start)
 	if spec.Warmup > 0 {
 		sleep(ctx, spec.Warmup)
 		cpu.open(spec.Servers)
+		roundsBefore = rounds()
 		windowStart.Store(int64(time.Since(base)))
 	}
 	var end int64
@@ -360,6 +372,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		sleep(ctx, spec.Duration)
 		end = int64(time.Since(base))
 		cpu.close(spec.Servers)
+		roundsAfter = rounds()
 		stop()
 		done.Wait()
 	} else {
@@ -368,6 +381,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		unhook()
 		end = int64(time.Since(base))
 		cpu.close(spec.Servers)
+		roundsAfter = rounds()
 	}
 	var r Result
 	all, timed, other := NewHistogram(), NewHistogram(), NewHistogram()
@@ -391,6 +405,9 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 		r.FromHistogram(all)
 	}
 	cpu.perSection(&r, spec.Servers != nil)
+	if spec.Rounds != nil && r.Ops > 0 {
+		r.RoundsPerOp = float64(roundsAfter-roundsBefore) / float64(r.Ops)
+	}
 	e := ledger.Check()
 	if n := timed.TotalCount(); n > 0 {
 		us := func(ns int64) float64 { return float64(ns) / 1e3 }

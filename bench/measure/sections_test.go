@@ -3,6 +3,7 @@ package measure
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -74,9 +75,18 @@ type sectionLock struct {
 	claims []Claim
 	inside func() // called inside each section
 	timed  bool
+	rounds *lockCount
 }
 
+// lockCount counts Lock calls as a driver counts its rounds.
+type lockCount struct{ n atomic.Uint64 }
+
+func (c *lockCount) Rounds() uint64 { return c.n.Load() }
+
 func (s *sectionLock) Lock(ctx context.Context) error {
+	if s.rounds != nil {
+		s.rounds.n.Add(1)
+	}
 	if s.lock == nil {
 		return ctx.Err()
 	}
@@ -107,12 +117,13 @@ func TestRunSectionsExclusive(t *testing.T) {
 	const sections = 200
 	l := newChanLock()
 	var cs []SectionContender
+	var rounds lockCount
 	for range 4 {
-		cs = append(cs, &sectionLock{lock: l, claims: []Claim{{Resource: "k", Limit: 1}}, timed: true})
+		cs = append(cs, &sectionLock{lock: l, claims: []Claim{{Resource: "k", Limit: 1}}, timed: true, rounds: &rounds})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, e := RunSections(ctx, cs, SectionsSpec{Sections: sections})
+	r, e := RunSections(ctx, cs, SectionsSpec{Sections: sections, Rounds: &rounds})
 	if ctx.Err() != nil {
 		t.Fatal("the sections did not end")
 	}
@@ -121,6 +132,11 @@ func TestRunSectionsExclusive(t *testing.T) {
 	}
 	if !e.Ok() || e.Sections < sections || e.MaxHolders != 1 || e.Expired != 0 {
 		t.Errorf("exclusion: %+v", e)
+	}
+	// One "round" per Lock call: every section's, and at most one more
+	// per contender, whose last Lock the window's end interrupted.
+	if r.RoundsPerOp < 1 || r.RoundsPerOp > float64(sections+4)/sections {
+		t.Errorf("rounds per section %v, want one", r.RoundsPerOp)
 	}
 	// Every contender is timed: every counted section's wait is one.
 	if e.Waits != sections || e.WaitP50Us > e.WaitP99Us || e.WaitP99Us > e.WaitMaxUs || e.OtherWaitP99Us != 0 {

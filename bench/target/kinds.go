@@ -160,7 +160,9 @@ func (w *kindWorker) lockInTurn(ctx context.Context) (bool, error) {
 // Client of drv shared by them all, woken by release announcements, with
 // TTL ttl; for KindWriterWait, c.Clients readers and one writer, with
 // the cell's own TTL (writerTTL) and a node timeout of a tenth of it.
-func Sections(drv core.Driver, c matrix.Cell, key string, ttl, writerTTL time.Duration) ([]measure.SectionContender, error) {
+// The Client runs over a RoundCounter of drv, which it returns too.
+func Sections(drv core.Driver, c matrix.Cell, key string, ttl, writerTTL time.Duration) ([]measure.SectionContender, *RoundCounter, error) {
+	counter := CountRounds(drv)
 	opts := redlock.Options{TTL: ttl, FanOut: core.Multiplexed}
 	if c.Variant == matrix.KindWriterWait {
 		// The default node timeout of so short a TTL is the least, 5 ms,
@@ -170,9 +172,9 @@ func Sections(drv core.Driver, c matrix.Cell, key string, ttl, writerTTL time.Du
 		ttl = writerTTL
 		opts.TTL, opts.NodeTimeout = ttl, ttl/10
 	}
-	cl, err := redlock.NewClient(drv, opts)
+	cl, err := redlock.NewClient(counter.driver(), opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []measure.SectionContender
 	add := func(s *sectionContender) { out = append(out, s) }
@@ -243,9 +245,9 @@ func Sections(drv core.Driver, c matrix.Cell, key string, ttl, writerTTL time.Du
 			})
 		}
 	default:
-		return nil, fmt.Errorf("target: %q is not a hot cell of the kinds", c.Variant)
+		return nil, nil, fmt.Errorf("target: %q is not a hot cell of the kinds", c.Variant)
 	}
-	return out, nil
+	return out, counter, nil
 }
 
 // sectionContender is one contender of a hot Kinds cell.

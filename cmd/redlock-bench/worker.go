@@ -137,12 +137,12 @@ func measureKind(ctx context.Context, req matrix.PeerRequest, drv core.Driver, c
 	switch c.Variant {
 	case matrix.KindPermits, matrix.KindMutexPermits, matrix.KindWriterWait, matrix.KindLockAllHot:
 		ttl := req.WriterWaitTTL()
-		cs, err := target.Sections(drv, c, c.KeyPrefix(req.RunID)+"hot", req.TTL, ttl)
+		cs, rounds, err := target.Sections(drv, c, c.KeyPrefix(req.RunID)+"hot", req.TTL, ttl)
 		if err != nil {
 			rec.Note = err.Error()
 			return rec
 		}
-		rec = req.MeasureSections(ctx, cs, measure.NewLedger(), c)
+		rec = req.MeasureSections(ctx, cs, measure.NewLedger(), rounds, c)
 		if c.Variant == matrix.KindWriterWait {
 			rec.Exclusion.TTLMs = ttl.Milliseconds()
 		}
