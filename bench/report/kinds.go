@@ -252,8 +252,9 @@ func kindExcl(r matrix.Record) string {
 	return fmt.Sprintf("BROKEN %d/%d/%d", e.Violations, e.LostUpdates, e.Refused)
 }
 
-// kindRounds is a pair cell's rounds per pair, or "-" for the cells
-// that do not count them (the contended ones that wait).
+// kindRounds is a cell's rounds per pair, or per section for the
+// contenders that wait (every round of the cell's Client: attempts,
+// cleanups, releases), or "-" when not counted.
 func kindRounds(r matrix.Record) string {
 	if r.RoundsPerOp <= 0 {
 		return "-"
@@ -304,7 +305,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 	out.WriteString("kinds: the rwlock, the semaphore and LockAll, each beside the mutex cell it is compared with, servers on 127.0.0.1\n")
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 })
 	out.WriteString("cl: clients or contenders (*: on one key); ops/s: pairs or, for the contenders that wait, critical sections per second;\n" +
-		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair; w p99: the writer's wait behind the readers, ms;\n" +
+		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair or section; w p99: the writer's wait behind the readers, ms;\n" +
 		"excl: exclusion check, ok or BROKEN violations/lost updates/readers refused; -: an uncontended cell, not checked.\n")
 	for _, b := range broken {
 		out.WriteString(shorten(b, TableWidth) + "\n")
@@ -324,7 +325,7 @@ func kindsMarkdown(b *strings.Builder, recs []matrix.Record) {
 		"at most K permit holders, and each one-holder key's read-modify-write counter exact; readers alone must never be refused.\n\n",
 		recs[0].Nodes, matrix.LockAllKeys, matrix.LockAllKeys, matrix.LockAllKeys, matrix.Permits, matrix.Permits, matrix.WriterWaitReaders,
 		matrix.LockAllContenders, matrix.LockAllKeys, matrix.LockAllKeys+1)
-	b.WriteString("| subject | cell | what | N | clients | ops/s | p50 µs | p99 µs | max µs | allocs/op | rounds/op | client CPU µs/op | servers CPU µs/op | won % | writer wait p50 / p99 / max ms | exclusion | errors |\n")
+	b.WriteString("| subject | cell | what | N | clients | ops/s | p50 µs | p99 µs | max µs | allocs/op | rounds per pair or section | client CPU µs/op | servers CPU µs/op | won % | writer wait p50 / p99 / max ms | exclusion | errors |\n")
 	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
 	for _, r := range recs {
 		if r.Ops == 0 {
