@@ -305,7 +305,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 	out.WriteString("kinds: the rwlock, the semaphore and LockAll, each beside the mutex cell it is compared with, servers on 127.0.0.1\n")
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 })
 	out.WriteString("cl: clients or contenders (*: on one key); ops/s: pairs or, for the contenders that wait, critical sections per second;\n" +
-		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair or section; w p99: the writer's wait behind the readers, ms;\n" +
+		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair or section; w p99: the writer's wait, ms;\n" +
 		"excl: exclusion check, ok or BROKEN violations/lost updates/readers refused; -: an uncontended cell, not checked.\n")
 	for _, b := range broken {
 		out.WriteString(shorten(b, TableWidth) + "\n")
