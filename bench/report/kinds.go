@@ -249,7 +249,7 @@ func kindExcl(r matrix.Record) string {
 	if e.Ok() {
 		return "ok"
 	}
-	return fmt.Sprintf("BROKEN %d/%d/%d", e.Violations, e.LostUpdates, e.Refused)
+	return "BROKEN" // the figures follow the table, in the cell's note
 }
 
 // kindRounds is a cell's rounds per pair, or per section for the
@@ -272,7 +272,7 @@ func kindWait(r matrix.Record) string {
 
 // kindsTable writes the Kinds cells as an aligned table.
 func kindsTable(out *strings.Builder, recs []matrix.Record) {
-	header := []string{"subject", "cell", "N", "cl", "ops/s", "p50", "p99", "max", "allocs", "rnd", "cCPU", "sCPU", "won%", "w p99", "excl"}
+	header := []string{"subject", "cell", "N", "cl", "ops/s", "p50", "p99", "max", "allocs", "rnd", "cCPU", "sCPU", "w p99", "excl"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
 		header = append(header, "errors")
@@ -292,7 +292,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 			continue
 		}
 		row = append(row, fmt.Sprintf("%.0f", r.Throughput), us(r.P50Us), us(r.P99Us), us(r.MaxUs),
-			fmt.Sprintf("%.1f", r.AllocsPerOp), kindRounds(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), won(r), kindWait(r), kindExcl(r))
+			fmt.Sprintf("%.1f", r.AllocsPerOp), kindRounds(r), cpu(r.ClientCPUUsPerOp), cpu(r.ServersCPUUsPerOp), kindWait(r), kindExcl(r))
 		if errCol {
 			row = append(row, fmt.Sprint(r.Errors))
 		}
@@ -306,7 +306,7 @@ func kindsTable(out *strings.Builder, recs []matrix.Record) {
 	writeAligned(out, rows, notes, func(j int) bool { return j < 2 })
 	out.WriteString("cl: clients or contenders (*: on one key); ops/s: pairs or, for the contenders that wait, critical sections per second;\n" +
 		"p50..max: a pair's µs, or an acquire's wait; rnd: rounds per pair or section; w p99: the writer's wait, ms;\n" +
-		"excl: exclusion check, ok or BROKEN violations/lost updates/readers refused; -: an uncontended cell, not checked.\n")
+		"excl: exclusion check, ok or BROKEN (what broke follows); -: an uncontended cell, not checked.\n")
 	for _, b := range broken {
 		out.WriteString(shorten(b, TableWidth) + "\n")
 	}
