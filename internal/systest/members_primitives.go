@@ -64,7 +64,7 @@ func testMembersPrimitivesMixedQuorum(t *testing.T, md Members) {
 		},
 		watched: func(t *testing.T, opts redlock.Options) (*redlock.Client, *attemptWatch) {
 			t.Helper()
-			w := watchAttemptsOn(t, d)
+			w := watchAttemptsLossy(t, d)
 			c, err := redlock.NewClient(w, complete(opts))
 			require.NoError(t, err)
 			return c, w

@@ -35,6 +35,7 @@ func init() {
 		realCase{"rwlock-writer-killed", testWriterKilled},
 		realCase{"permits-holder-paused", testPermitHolderPaused},
 		realCase{"primitives-bad-input", testPrimitivesBadInput},
+		realCase{"rwlock-refused-reader-announces-nothing", testRefusedReaderAnnouncesNothing},
 	)
 }
 
@@ -171,6 +172,29 @@ func (v quorumView) requireWithin(t *testing.T, bound time.Duration, check func(
 	}
 }
 
+// requireQuorum waits up to settle until check returns "" on a quorum
+// of the members: a waiter admitted where its holder's keys had expired
+// may have been refused by a node whose copy had not yet.
+func (v quorumView) requireQuorum(t *testing.T, check func(m memberView) string) {
+	t.Helper()
+	deadline := time.Now().Add(settle)
+	for {
+		var bad []string
+		for _, m := range v.members {
+			if msg := check(m); msg != "" {
+				bad = append(bad, m.name+": "+msg)
+			}
+		}
+		if len(v.members)-len(bad) >= core.Quorum(len(v.members)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			require.FailNow(t, "no quorum", "%v", bad)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // holds is a check for requireEvery: every key of keys holds tok, for
 // more than minTTL.
 func holds(t *testing.T, tok core.Token, minTTL time.Duration, keys ...string) func(m memberView) string {
@@ -286,10 +310,28 @@ func standaloneEnv(c *realCluster, mode core.FanOut) primEnv {
 		},
 		watched: func(t *testing.T, opts redlock.Options) (*redlock.Client, *attemptWatch) {
 			t.Helper()
-			w := watchAttempts(t, c)
+			w := watchAttemptsLossy(t, c.Driver())
 			return clientOver(t, w, mode, opts), w
 		},
 	}
+}
+
+// watchAttemptsLossy is watchAttemptsOn for waiters that may attempt
+// more often than anyone counts: an attempt past the channel's buffer
+// is dropped, not waited for, so that the waiter never blocks on it.
+func watchAttemptsLossy(t *testing.T, d core.Driver) *attemptWatch {
+	t.Helper()
+	ann := requireAnnouncer(t, d)
+	w := &attemptWatch{ann: ann, sent: make(chan struct{}, 1024)}
+	w.hookDriver = &hookDriver{Driver: ann, before: func(node int, cmd core.Command) {
+		if node == 0 && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+			select {
+			case w.sent <- struct{}{}:
+			default:
+			}
+		}
+	}}
+	return w
 }
 
 // async runs take bounded by primWait and delivers its result.
@@ -482,7 +524,7 @@ func rwExclusion(t *testing.T, env primEnv, key string) {
 			}
 			both.Done()
 			both.Wait() // both hold: readers share
-			assert.NoError(t, l.Unlock(context.Background()))
+			assert.NoError(t, l.Unlock(ctx))
 		})
 	}
 	pair.Wait()
@@ -533,7 +575,7 @@ func rwExclusion(t *testing.T, env primEnv, key string) {
 					time.Sleep(time.Millisecond)
 				}
 				leave(writer)
-				assert.NoError(t, l.Unlock(context.Background()))
+				assert.NoError(t, l.Unlock(ctx))
 			}
 		})
 	}
@@ -637,7 +679,7 @@ func allExclusion(t *testing.T, env primEnv, sets [][]string) {
 					held[k]--
 				}
 				mu.Unlock()
-				assert.NoError(t, l.Unlock(context.Background()))
+				assert.NoError(t, l.Unlock(ctx))
 			}
 		})
 	}
@@ -773,7 +815,7 @@ func permitExclusion(t *testing.T, env primEnv, key string) {
 			}
 			both.Done()
 			both.Wait() // K holders at once
-			assert.NoError(t, l.Unlock(context.Background()))
+			assert.NoError(t, l.Unlock(ctx))
 		})
 	}
 	pair.Wait()
@@ -792,7 +834,7 @@ func permitExclusion(t *testing.T, env primEnv, key string) {
 				}
 				time.Sleep(time.Millisecond)
 				active.Add(-1)
-				assert.NoError(t, l.Unlock(context.Background()))
+				assert.NoError(t, l.Unlock(ctx))
 			}
 		})
 	}
@@ -855,4 +897,77 @@ func requireBadInput(t *testing.T, client *redlock.Client, key string, sent *ato
 			assert.Equal(t, was, sent.Load(), "%s: commands sent", tc.name)
 		}
 	}
+}
+
+// testRefusedReaderAnnouncesNothing: a reader refused for a writer (its
+// attempt's cleanup releases a reader entry it never got) announces no
+// release: the waiters of the key, readers among them, would wake and
+// try again at once, and their own refused attempts would wake them
+// again, a storm of attempts for as long as the writer holds. Each
+// server counts the PUBLISH and SPUBLISH calls of scripts.
+func testRefusedReaderAnnouncesNothing(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	env, key, ctx := standaloneEnv(c, mode), testKey(t, ""), testContext(t)
+	wl, err := env.client(t, redlock.Options{}).TryWLock(ctx, key)
+	require.NoError(t, err)
+	env.view.requireEvery(t, holds(t, wl.Token(), 0, key))
+	for _, s := range c.srv {
+		_, err := s.Do("CONFIG", "RESETSTAT")
+		require.NoError(t, err)
+	}
+	_, err = env.client(t, redlock.Options{}).TryRLock(ctx, key)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	// Every node ran the attempt's cleanup, its release script.
+	requireSettles(t, c, all(c.N()), func(i int) string {
+		if n := scriptCalls(t, c.srv[i]); n < 2 { // the acquire and the cleanup
+			return "ran " + strconv.Itoa(n) + " scripts, want the acquire and its cleanup"
+		}
+		return ""
+	})
+	for i, s := range c.srv {
+		assert.Empty(t, publishes(t, s), "node %d (%s): the refused reader's cleanup announced a release", i, s.Addr)
+	}
+	require.NoError(t, wl.Unlock(ctx))
+	announced := 0
+	for _, s := range c.srv {
+		if len(publishes(t, s)) > 0 {
+			announced++
+		}
+	}
+	assert.Equal(t, len(c.srv), announced, "the writer's release is announced: the count is not blind")
+}
+
+// scriptCalls returns how many scripts srv ran since its stats were
+// reset: EVAL and EVALSHA calls.
+func scriptCalls(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	r, err := srv.Do("INFO", "commandstats")
+	require.NoError(t, err)
+	n := 0
+	for line := range strings.Lines(r.(string)) {
+		for _, cmd := range []string{"eval", "evalsha"} {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+				calls, _, _ := strings.Cut(rest, ",")
+				k, err := strconv.Atoi(calls)
+				require.NoError(t, err, "%q", line)
+				n += k
+			}
+		}
+	}
+	return n
+}
+
+// publishes returns the lines of srv's INFO commandstats that count
+// PUBLISH or SPUBLISH calls.
+func publishes(t *testing.T, srv *redistest.Server) []string {
+	t.Helper()
+	r, err := srv.Do("INFO", "commandstats")
+	require.NoError(t, err)
+	var out []string
+	for line := range strings.Lines(r.(string)) {
+		if strings.HasPrefix(line, "cmdstat_publish:") || strings.HasPrefix(line, "cmdstat_spublish:") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
 }
