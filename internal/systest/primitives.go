@@ -690,14 +690,8 @@ func allExclusion(t *testing.T, env primEnv, sets [][]string) {
 	}
 }
 
-// permitSlot returns the name of slot i of semaphore key, as
-// core.PermitKey names it: every slot in key's hash slot.
-func permitSlot(key string, i int) string {
-	if _, ok := wire.HashTag(key); ok {
-		return key + ":permit:" + strconv.Itoa(i)
-	}
-	return "{" + key + "}:permit:" + strconv.Itoa(i)
-}
+// permitSlot returns the name of slot i of semaphore key.
+func permitSlot(key string, i int) string { return core.PermitKey(key, i) }
 
 // permitSlots returns the names of key's k slots.
 func permitSlots(key string, k int) []string {
@@ -878,6 +872,7 @@ func requireBadInput(t *testing.T, client *redlock.Client, key string, sent *ato
 		{"LockPermit K=0", func() (*redlock.Lock, error) { return client.LockPermit(ctx, key, 0) }},
 		{"LockPermit K=-1", func() (*redlock.Lock, error) { return client.LockPermit(ctx, key, -1) }},
 		{"TryLockPermit K=0", func() (*redlock.Lock, error) { return client.TryLockPermit(ctx, key, 0) }},
+		{"LockPermit K above MaxPermits", func() (*redlock.Lock, error) { return client.LockPermit(ctx, key, core.MaxPermits+1) }},
 		{"LockAll of no keys", func() (*redlock.Lock, error) { return client.LockAll(ctx) }},
 		{"TryLockAll of no keys", func() (*redlock.Lock, error) { return client.TryLockAll(ctx) }},
 		{"LockAll of an empty list", func() (*redlock.Lock, error) { return client.LockAll(ctx, []string{}...) }},
