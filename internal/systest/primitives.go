@@ -912,13 +912,17 @@ func testRefusedReaderAnnouncesNothing(t *testing.T, f Factory, mode core.FanOut
 	}
 	_, err = env.client(t, redlock.Options{}).TryRLock(ctx, key)
 	require.ErrorIs(t, err, redlock.ErrTaken)
-	// Every node ran the attempt's cleanup, its release script.
-	requireSettles(t, c, all(c.N()), func(i int) string {
-		if n := scriptCalls(t, c.srv[i]); n < 2 { // the acquire and the cleanup
-			return "ran " + strconv.Itoa(n) + " scripts, want the acquire and its cleanup"
+	// A quorum of nodes ran the attempt's cleanup, its release script,
+	// after its acquire (a sequential round may not reach the last node).
+	eventually(t, settle, func() bool {
+		cleaned := 0
+		for _, s := range c.srv {
+			if scriptCalls(t, s) >= 2 {
+				cleaned++
+			}
 		}
-		return ""
-	})
+		return cleaned >= core.Quorum(c.N())
+	}, "the refused attempt's cleanup must run on a quorum")
 	for i, s := range c.srv {
 		assert.Empty(t, publishes(t, s), "node %d (%s): the refused reader's cleanup announced a release", i, s.Addr)
 	}
