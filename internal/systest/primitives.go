@@ -438,7 +438,10 @@ func exerciseRW(t *testing.T, env primEnv, key string) {
 	notYet(t, got, "the writer's WLock, with a reader left")
 	require.NoError(t, rl2.Unlock(ctx))
 	wl := await(t, got, "the writer takes the lock once the readers are gone")
-	v.requireEvery(t, func(m memberView) string {
+	// A quorum: a reader's release may still have been on its way to the
+	// last member when the writer's attempt reached it (Unlock returns at
+	// its quorum), and that member refused the writer.
+	v.requireQuorum(t, func(m memberView) string {
 		if n := m.readers(t, key); n != 0 {
 			return strconv.FormatInt(n, 10) + " reader entries beside the writer"
 		}
@@ -460,7 +463,7 @@ func exerciseRW(t *testing.T, env primEnv, key string) {
 		m.do(t, key, "PEXPIRE", key, primTTL.Milliseconds()/4)
 	}
 	require.NoError(t, wl.Extend(ctx), "the writer extends")
-	v.requireEvery(t, holds(t, wl.Token(), primTTL/2, key))
+	v.requireQuorum(t, holds(t, wl.Token(), primTTL/2, key))
 	require.NoError(t, wl.Unlock(ctx))
 	v.requireEvery(t, absent(t, key))
 
@@ -767,8 +770,14 @@ func exercisePermits(t *testing.T, env primEnv, key string) {
 	freed := slotOf(t, v.members[0], key, k, hs[0].Token())
 	require.NoError(t, hs[0].Unlock(ctx))
 	hs[0] = await(t, got, "the waiter takes the freed permit")
-	v.requireEvery(t, holdsSlots(t, key, k, hs...))
-	assert.Equal(t, freed, slotOf(t, v.members[0], key, k, hs[0].Token()), "the waiter's slot is the one freed")
+	// A quorum: the release may still have been on its way to the last
+	// member when the waiter's attempt reached it.
+	v.requireQuorum(t, holdsSlots(t, key, k, hs...))
+	for _, m := range v.members {
+		if i := slotOf(t, m, key, k, hs[0].Token()); i >= 0 {
+			assert.Equal(t, freed, i, "member %s: the waiter's slot is the one freed", m.name)
+		}
+	}
 
 	// Extend resets the holder's slot alone.
 	slot := permitSlot(key, slotOf(t, v.members[0], key, k, hs[1].Token()))
