@@ -36,6 +36,7 @@ func init() {
 		realCase{"permits-holder-paused", testPermitHolderPaused},
 		realCase{"primitives-bad-input", testPrimitivesBadInput},
 		realCase{"rwlock-refused-reader-announces-nothing", testRefusedReaderAnnouncesNothing},
+		realCase{"rwlock-writer-clears-its-mark", testWriterClearsItsMark},
 	)
 }
 
@@ -978,4 +979,51 @@ func publishes(t *testing.T, srv *redistest.Server) []string {
 		}
 	}
 	return out
+}
+
+// testWriterClearsItsMark: a writer that waited for a reader (its
+// refused attempts marked the key as waited for) and then won leaves no
+// mark: once it unlocks, a new reader is admitted at once, not a TTL
+// later when the mark expires, and nothing is left on any server. The
+// TTL is the suite's default, 10 s, far longer than the case.
+func testWriterClearsItsMark(t *testing.T, f Factory, mode core.FanOut) {
+	c := startReal(t, f, 3, redistest.Options{}, nil)
+	env, key, ctx := standaloneEnv(c, mode), testKey(t, ""), testContext(t)
+	v := env.view
+	before := v.keys(t)
+	reader := env.client(t, redlock.Options{})
+	rl, err := reader.TryRLock(ctx, key)
+	require.NoError(t, err)
+	v.requireEvery(t, func(m memberView) string {
+		if _, _, ok := m.reader(t, key, rl.Token()); !ok {
+			return "no reader entry"
+		}
+		return ""
+	})
+	wc, w := env.watched(t, redlock.Options{})
+	w.count()
+	got := async(t, func(ctx context.Context) (*redlock.Lock, error) { return wc.WLock(ctx, key) })
+	w.attempts(t, 1)
+	marked := func(m memberView) string {
+		if n, _ := m.do(t, key, "EXISTS", m.aux(t, core.WriterWaitPrefix, key)).(int64); n != 1 {
+			return "not marked as waited for"
+		}
+		return ""
+	}
+	v.requireQuorum(t, marked) // the writer's refused attempt marked a quorum (a sequential round ends at its decision)
+	require.NoError(t, rl.Unlock(ctx))
+	wl := await(t, got, "the writer after the reader's release")
+	v.requireQuorum(t, holds(t, wl.Token(), 0, key))
+	v.requireQuorum(t, func(m memberView) string {
+		if marked(m) == "" {
+			return "still marked as waited for, by the writer that holds the key"
+		}
+		return ""
+	})
+	require.NoError(t, wl.Unlock(ctx))
+	v.requireEvery(t, absent(t, key))
+	rl, err = env.client(t, redlock.Options{}).TryRLock(ctx, key)
+	require.NoError(t, err, "a reader once the writer that waited has gone")
+	require.NoError(t, rl.Unlock(ctx))
+	v.requireNothingLeft(t, before, 0)
 }
