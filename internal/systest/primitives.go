@@ -628,8 +628,46 @@ func exerciseLockAll(t *testing.T, env primEnv, prefix string) {
 	require.NoError(t, l.Unlock(ctx))
 	v.requireEvery(t, absent(t, a, b, c))
 
+	allFences(t, env, prefix)
 	allExclusion(t, env, [][]string{{a, b}, {b, c}, {c, a}, {a, b, c}})
 	v.requireNothingLeft(t, before, 0)
+}
+
+// allFences: with Fencing, a LockAll's fence is one more than the
+// highest counter of its keys, set on every key's counter of a quorum;
+// a mutex of any of its keys then gets a higher one.
+func allFences(t *testing.T, env primEnv, prefix string) {
+	t.Helper()
+	ctx, v := testContext(t), env.view
+	a, b, c := prefix+"fenced-a", prefix+"fenced-b", prefix+"fenced-c"
+	fc := env.client(t, redlock.Options{TTL: primTTL, Fencing: true})
+	var fb uint64
+	for range 2 { // b's counter goes to 2, the others stay at 0
+		l, err := fc.TryLock(ctx, b)
+		require.NoError(t, err)
+		fb = fenceOf(t, l)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	l, err := fc.TryLockAll(ctx, a, b, c)
+	require.NoError(t, err)
+	f := fenceOf(t, l)
+	assert.Equal(t, fb+1, f, "one more than the highest counter of the keys")
+	v.requireQuorum(t, func(m memberView) string {
+		for _, k := range []string{a, b, c} {
+			name := m.aux(t, core.FenceKeyPrefix, k)
+			if got, _ := m.do(t, k, "GET", name).(string); got != strconv.FormatUint(f, 10) {
+				return "the counter " + name + " is " + strconv.Quote(got) + ", want " + strconv.FormatUint(f, 10)
+			}
+		}
+		return ""
+	})
+	require.NoError(t, l.Unlock(ctx))
+	for _, k := range []string{a, c} {
+		m, err := fc.TryLock(ctx, k)
+		require.NoError(t, err)
+		assert.Greater(t, fenceOf(t, m), f, "a mutex of %s after the LockAll", k)
+		require.NoError(t, m.Unlock(ctx))
+	}
 }
 
 // allExclusion: a goroutine per set, each locking its set with LockAll a
