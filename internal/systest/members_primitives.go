@@ -108,7 +108,7 @@ func testMembersPrimitivesBadInput(t *testing.T, md Members) {
 		assert.ErrorContains(t, err, d.NodeName(1), "the error names the Cluster member")
 	}
 	requireBadInput(t, c, "bad", nil)
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 	for _, srv := range v.servers() {
 		assert.Empty(t, writesCounted(t, srv), "commands that write on %s", srv.Addr)
 	}

@@ -45,9 +45,8 @@ const (
 	// primPermits is the semaphore's K.
 	primPermits = 3
 	// primTTL is the TTL of the exercises' locks: short, because a
-	// writer's mark (core.WriterWaitPrefix) set by a refused attempt may
-	// outlive the writer's release by up to a TTL, and the exercises
-	// wait for it to expire.
+	// writer's mark (core.WriterWaitPrefix) may outlive the writer by up
+	// to a TTL, and the exercises wait for it to expire.
 	primTTL = 3 * time.Second
 	// primShortTTL is the TTL of a holder that dies or pauses: the
 	// others wait its keys out.
@@ -250,22 +249,30 @@ func (v quorumView) keys(t *testing.T) map[string][]string {
 
 // requireNothingLeft waits until every server holds exactly the keys of
 // before, and fails otherwise. What a lock leaves goes at once, but a
-// writer's mark (core.WriterWaitPrefix), which a refused writer's
-// attempt sets for a TTL and a later attempt of the same writer does
-// not own, may stay until it expires: marks alone are waited for up to
-// markTTL (zero: none is expected).
-func (v quorumView) requireNothingLeft(t *testing.T, before map[string][]string, markTTL time.Duration) {
+// writer's mark (core.WriterWaitPrefix) may stay until it expires: the
+// mark of a writer that stopped waiting, or that won without the node
+// that its winning attempt marked. With marks (marks true), marks alone
+// are waited for until their expiry.
+func (v quorumView) requireNothingLeft(t *testing.T, before map[string][]string, marks bool) {
 	t.Helper()
 	deadline := time.Now().Add(settle)
 	for {
 		now := v.keys(t)
 		var extra []string
-		marks := true
-		for addr, ks := range now {
-			for _, k := range ks {
-				if !slices.Contains(before[addr], k) {
-					extra = append(extra, addr+": "+k)
-					marks = marks && strings.HasPrefix(k, core.WriterWaitPrefix)
+		onlyMarks := marks
+		for _, srv := range v.servers() {
+			for _, k := range now[srv.Addr] {
+				if slices.Contains(before[srv.Addr], k) {
+					continue
+				}
+				extra = append(extra, srv.Addr+": "+k)
+				if !strings.HasPrefix(k, core.WriterWaitPrefix) {
+					onlyMarks = false
+				} else if onlyMarks {
+					ms, _ := srv.Do("PTTL", k)
+					if ms, ok := ms.(int64); ok && ms > 0 {
+						deadline = maxTime(deadline, time.Now().Add(time.Duration(ms)*time.Millisecond+settle))
+					}
 				}
 			}
 		}
@@ -274,10 +281,6 @@ func (v quorumView) requireNothingLeft(t *testing.T, before map[string][]string,
 				assert.Subset(t, now[addr], ks, "keys there before the case are gone from %s", addr)
 			}
 			return
-		}
-		if marks && markTTL > 0 {
-			deadline = maxTime(deadline, time.Now().Add(markTTL+settle))
-			markTTL = 0
 		}
 		if time.Now().After(deadline) {
 			require.FailNow(t, "keys left behind", "%v", extra)
@@ -476,7 +479,7 @@ func exerciseRW(t *testing.T, env primEnv, key string) {
 
 	rwFences(t, env, key+":fenced")
 	rwExclusion(t, env, key+":contended")
-	v.requireNothingLeft(t, before, primTTL)
+	v.requireNothingLeft(t, before, true)
 }
 
 // rwFences: with Fencing, a writer's fence grows as the mutex's; a
@@ -630,7 +633,7 @@ func exerciseLockAll(t *testing.T, env primEnv, prefix string) {
 
 	allFences(t, env, prefix)
 	allExclusion(t, env, [][]string{{a, b}, {b, c}, {c, a}, {a, b, c}})
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 }
 
 // allFences: with Fencing, a LockAll's fence is one more than the
@@ -831,7 +834,7 @@ func exercisePermits(t *testing.T, env primEnv, key string) {
 	}
 	v.requireEvery(t, absent(t, permitSlots(key, k)...))
 	permitExclusion(t, env, key+":contended")
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 }
 
 // permitExclusion: goroutines of two Clients take permits of a
@@ -896,7 +899,7 @@ func testPrimitivesBadInput(t *testing.T, f Factory, mode core.FanOut) {
 	h := &hookDriver{Driver: c.Driver(), before: func(int, core.Command) { sent.Add(1) }}
 	client := clientOver(t, h, mode, redlock.Options{})
 	requireBadInput(t, client, testKey(t, ""), &sent)
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 
 	l, err := client.TryLockAll(testContext(t), testKey(t, ":a"), testKey(t, ":b"))
 	require.NoError(t, err)
@@ -1063,5 +1066,5 @@ func testWriterClearsItsMark(t *testing.T, f Factory, mode core.FanOut) {
 	rl, err = env.client(t, redlock.Options{}).TryRLock(ctx, key)
 	require.NoError(t, err, "a reader once the writer that waited has gone")
 	require.NoError(t, rl.Unlock(ctx))
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 }

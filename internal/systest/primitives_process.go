@@ -252,7 +252,7 @@ func testWriterKilled(t *testing.T, f Factory, mode core.FanOut) {
 	for _, l := range locks {
 		require.NoError(t, l.Unlock(testContext(t)))
 	}
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 }
 
 // testPermitHolderPaused: of K = 3 permits, two are held here and one by
@@ -328,5 +328,5 @@ func testPermitHolderPaused(t *testing.T, f Factory, mode core.FanOut) {
 		require.NoError(t, l.Context().Err(), "holder %d's Context", i)
 		require.NoError(t, l.Unlock(ctx))
 	}
-	v.requireNothingLeft(t, before, 0)
+	v.requireNothingLeft(t, before, false)
 }
