@@ -1024,9 +1024,9 @@ func publishes(t *testing.T, srv *redistest.Server) []string {
 
 // testWriterClearsItsMark: a writer that waited for a reader (its
 // refused attempts marked the key as waited for) and then won leaves no
-// mark: once it unlocks, a new reader is admitted at once, not a TTL
-// later when the mark expires, and nothing is left on any server. The
-// TTL is the suite's default, 10 s, far longer than the case.
+// mark on a quorum: once it unlocks, a new reader is admitted at once,
+// not a TTL later when the mark expires. The TTL is the suite's
+// default, 10 s, far longer than the case.
 func testWriterClearsItsMark(t *testing.T, f Factory, mode core.FanOut) {
 	c := startReal(t, f, 3, redistest.Options{}, nil)
 	env, key, ctx := standaloneEnv(c, mode), testKey(t, ""), testContext(t)
@@ -1066,5 +1066,8 @@ func testWriterClearsItsMark(t *testing.T, f Factory, mode core.FanOut) {
 	rl, err = env.client(t, redlock.Options{}).TryRLock(ctx, key)
 	require.NoError(t, err, "a reader once the writer that waited has gone")
 	require.NoError(t, rl.Unlock(ctx))
-	v.requireNothingLeft(t, before, false)
+	// A node the winning attempt was refused by (the reader's release
+	// still on its way) keeps that attempt's mark: a minority, whose
+	// mark expires.
+	v.requireNothingLeft(t, before, true)
 }
