@@ -27,17 +27,30 @@ import (
 // read back from the servers themselves; a writer SIGKILLed while
 // readers wait and a permit holder SIGSTOPped past its validity
 // (primitives_process.go); and bad input refused before anything is sent.
-func init() {
-	realCases = append(realCases,
-		realCase{"rwlock-standalone", testRWStandalone},
-		realCase{"lockall-standalone", testLockAllStandalone},
-		realCase{"permits-standalone", testPermitsStandalone},
-		realCase{"rwlock-writer-killed", testWriterKilled},
-		realCase{"permits-holder-paused", testPermitHolderPaused},
-		realCase{"primitives-bad-input", testPrimitivesBadInput},
-		realCase{"rwlock-refused-reader-announces-nothing", testRefusedReaderAnnouncesNothing},
-		realCase{"rwlock-writer-clears-its-mark", testWriterClearsItsMark},
-	)
+var primitiveCases = []realCase{
+	{"rwlock-standalone", testRWStandalone},
+	{"lockall-standalone", testLockAllStandalone},
+	{"permits-standalone", testPermitsStandalone},
+	{"rwlock-writer-killed", testWriterKilled},
+	{"permits-holder-paused", testPermitHolderPaused},
+	{"primitives-bad-input", testPrimitivesBadInput},
+	{"rwlock-refused-reader-announces-nothing", testRefusedReaderAnnouncesNothing},
+	{"rwlock-writer-clears-its-mark", testWriterClearsItsMark},
+}
+
+// RunPrimitives runs the primitives' cases over drivers f builds, in
+// both fan-out modes, as subtests "mode=.../case". RunDial runs it; Run
+// does not, for the suite's own reference driver (TestRefDriver) speaks
+// the mutex's commands alone, and a driver of this module speaks every
+// core.Kind through drivers/engine.
+func RunPrimitives(t *testing.T, f Factory) {
+	for _, mode := range modes {
+		t.Run("mode="+mode.String(), func(t *testing.T) {
+			for _, pc := range primitiveCases {
+				t.Run(pc.name, func(t *testing.T) { pc.run(t, f, mode) })
+			}
+		})
+	}
 }
 
 // Parameters of the primitives' cases.
