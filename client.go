@@ -300,9 +300,10 @@ func (c *Client) take(ctx context.Context, t core.Target, once bool) (*Lock, err
 	return c.locked(ctx, g, at, counted), nil
 }
 
-// fenced tells the Observer the fence g raised, under Options.Fencing.
+// fenced tells the Observer the fence g raised, under Options.Fencing: a
+// reader's (RLock) it read, and raised nothing.
 func (c *Client) fenced(ctx context.Context, key string, g core.Grant) {
-	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing {
+	if f := c.obs.Fence; f != nil && c.spec.Config().Fencing && g.Target().Kind != core.KindRead {
 		f(FenceEvent{Context: ctx, Key: key, Fence: g.Fence()})
 	}
 }

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/core"
@@ -21,10 +20,11 @@ import (
 // Each round tries one slot, named by the client: a sweep tries every
 // slot once, in turn from a slot drawn from the first attempt's token,
 // so that contenders start apart (core.Permits). Once a whole sweep was
-// refused, LockPermit waits for a release announced on any slot, or for
-// the earliest holder's expiry, or, where a node's announcements are
-// not heard or with Options.Poll, at most Options.Backoff's delay; then
-// it sweeps again, until it holds a permit or ctx ends.
+// refused, LockPermit waits for a release announced on any slot, then
+// tries that slot; or for the earliest holder's expiry, or, where a
+// node's announcements are not heard or with Options.Poll, at most
+// Options.Backoff's delay, then sweeps every slot again; until it holds
+// a permit or ctx ends.
 //
 // When ctx's deadline ends a wait, LockPermit returns the last sweep's
 // error: ErrTaken when every slot was taken, or else the failure of a
@@ -65,7 +65,7 @@ func (c *Client) lockPermit(ctx context.Context, key string, permits int, once b
 	if err != nil {
 		return nil, err
 	}
-	var w *permitWatch // started at the first wait
+	var l *listener // every slot's, started at the first wait
 	started, at := start, start
 	for p.Phase() != core.PhaseDone {
 		switch p.Phase() {
@@ -74,13 +74,15 @@ func (c *Client) lockPermit(ctx context.Context, key string, permits int, once b
 			started = at // a round that follows starts at at
 		case core.PhaseWait:
 			started = time.Time{} // the wait reads the clock: a round after it reads it again
-			if w == nil && c.room != nil {
-				w = watchPermits(c.room.ann, slots)
+			if l == nil && c.room != nil {
+				l = c.room.listenKeys(slots)
 			}
-			c.permitWait(ctx, &p, w)
+			c.permitWait(ctx, &p, l)
 		}
 	}
-	w.stop()
+	if l != nil {
+		l.stop()
+	}
 	g, err := p.Result()
 	if f := c.obs.Acquire; f != nil {
 		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
@@ -118,12 +120,21 @@ func (c *Client) permitRound(ctx context.Context, p *core.Permits, started time.
 }
 
 // permitWait is one wait of PhaseWait: until WakeAt, an announcement of
-// a slot, or ctx's end. The announcements heard so far go to p first.
-func (c *Client) permitWait(ctx context.Context, p *core.Permits, w *permitWatch) {
+// a slot, or ctx's end (l nil: it polls). What was heard since the last
+// wait is told to p first (core's Permits.SetListening and Announce),
+// which may bring WakeAt forward.
+func (c *Client) permitWait(ctx context.Context, p *core.Permits, l *listener) {
 	var poke <-chan struct{}
-	if w != nil {
-		poke = w.poke
-		w.tell(p, c.clock.Now())
+	if l != nil {
+		p.SetListening(l.listening()) // before the heard nodes: a change after it is heard
+		now := c.clock.Now()
+		poke = l.arm(func(slot int, nodes uint32) {
+			for i := 0; nodes != 0; i, nodes = i+1, nodes>>1 {
+				if nodes&1 != 0 {
+					p.Announce(slot, i, now)
+				}
+			}
+		})
 	}
 	switch c.sleep(max(p.WakeAt().Sub(c.clock.Now()), 0), poke, ctx.Done()) {
 	case slept:
@@ -136,63 +147,4 @@ func (c *Client) permitWait(ctx context.Context, p *core.Permits, w *permitWatch
 		}
 	}
 	// poked: hear what came
-}
-
-// permitWatch relays the announcements of every slot of a semaphore
-// (core.Announcer.Watch) to a waiting LockPermit.
-type permitWatch struct {
-	watches []core.Watch
-	poke    chan struct{} // holds a value once something was heard since the last tell
-
-	mu    sync.Mutex
-	heard []heardPermit // not yet told
-}
-
-// heardPermit is one announcement: node announced a release of slot.
-type heardPermit struct{ slot, node int }
-
-// watchPermits starts watching every slot of slots.
-func watchPermits(ann core.Announcer, slots []string) *permitWatch {
-	w := &permitWatch{poke: make(chan struct{}, 1), watches: make([]core.Watch, len(slots))}
-	for i, slot := range slots {
-		w.watches[i] = ann.Watch(slot, func(node int) { w.notify(i, node) })
-	}
-	return w
-}
-
-// notify records an announcement and pokes the wait; it never blocks.
-func (w *permitWatch) notify(slot, node int) {
-	w.mu.Lock()
-	w.heard = append(w.heard, heardPermit{slot, node})
-	w.mu.Unlock()
-	select {
-	case w.poke <- struct{}{}:
-	default: // a poke is pending
-	}
-}
-
-// tell hands p what was heard since the last tell, at now, and which
-// nodes every slot's watch hears.
-func (w *permitWatch) tell(p *core.Permits, now time.Time) {
-	w.mu.Lock()
-	for _, h := range w.heard {
-		p.Announce(h.slot, h.node, now)
-	}
-	w.heard = w.heard[:0]
-	w.mu.Unlock()
-	listening := ^uint32(0)
-	for _, wt := range w.watches {
-		listening &= wt.Listening()
-	}
-	p.SetListening(listening)
-}
-
-// stop ends every watch; a nil w has none.
-func (w *permitWatch) stop() {
-	if w == nil {
-		return
-	}
-	for _, wt := range w.watches {
-		wt.Stop()
-	}
 }

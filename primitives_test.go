@@ -239,7 +239,7 @@ func TestPrimitivesCommandsCarryTheirKind(t *testing.T) {
 				ops[cmd.Op]++
 				assert.Equal(t, tc.kind, cmd.Kind, "%v", cmd.Op)
 				assert.Equal(t, tc.key, cmd.Key, "%v", cmd.Op)
-				assert.Equal(t, tc.keys, cmd.Keys, "%v", cmd.Op)
+				assert.Equal(t, tc.keys, cmd.Keys.All(), "%v", cmd.Op)
 			}
 			assert.Equal(t, 3, ops[core.OpAcquireFenced])
 			assert.Equal(t, 3, ops[core.OpExtend])
@@ -254,16 +254,18 @@ func TestPrimitivesCommandsCarryTheirKind(t *testing.T) {
 }
 
 // TestPrimitivesObserved: the Observer's events of a multi-key lock name
-// its first key, and of a reader or writer its key.
+// its first key, and of a reader or writer its key; under Fencing a
+// reader, which raises no fence, makes no Fence event.
 func TestPrimitivesObserved(t *testing.T) {
 	ctx := testguard.Context(t)
 	var mu sync.Mutex
-	var acquired, released []string
+	var acquired, released, fenced []string
 	obs := redlock.Observer{
 		Acquire: func(e redlock.AcquireEvent) { mu.Lock(); acquired = append(acquired, e.Key); mu.Unlock() },
 		Release: func(e redlock.ReleaseEvent) { mu.Lock(); released = append(released, e.Key); mu.Unlock() },
+		Fence:   func(e redlock.FenceEvent) { mu.Lock(); fenced = append(fenced, e.Key); mu.Unlock() },
 	}
-	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs})
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{Observer: obs, Fencing: true})
 	require.NoError(t, err)
 	for _, take := range []func() (*redlock.Lock, error){
 		func() (*redlock.Lock, error) { return c.LockAll(ctx, "first", "second") },
@@ -278,4 +280,37 @@ func TestPrimitivesObserved(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"first", "r", "w"}, acquired)
 	assert.Equal(t, []string{"first", "r", "w"}, released)
+	assert.Equal(t, []string{"first", "w"}, fenced)
+}
+
+// TestPrimitivesAllocations: the uncontended Try and Unlock of a reader
+// and of a writer, over memnode, allocate the Lock alone, as the mutex's
+// do; a multi-key lock allocates its copy of the keys and core's
+// KeyList of them besides.
+func TestPrimitivesAllocations(t *testing.T) {
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{})
+	require.NoError(t, err)
+	ctx := testguard.Context(t)
+	for _, tc := range []struct {
+		name   string
+		take   func() (*redlock.Lock, error)
+		allocs float64
+	}{
+		{"TryRLock", func() (*redlock.Lock, error) { return c.TryRLock(ctx, "r") }, 1},
+		{"TryWLock", func() (*redlock.Lock, error) { return c.TryWLock(ctx, "w") }, 1},
+		{"TryLockAll", func() (*redlock.Lock, error) { return c.TryLockAll(ctx, "a", "b") }, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(200, func() {
+				l, err := tc.take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Equal(t, tc.allocs, allocs, "allocations per %s+Unlock", tc.name)
+		})
+	}
 }

@@ -163,17 +163,18 @@ const permitHeard = 8
 // An attempt is an Acquisition of the slot's key that makes one attempt
 // (Spec.Try): a whole Redlock round on that key, with its fence raise
 // (Config.Fencing) and, if it fails, its cleanup. The first sweep starts
-// at a slot drawn from the first attempt's token, each next one at the
-// slot that woke it, and tries every slot in turn; once a whole sweep
-// was refused, it waits for the retry delay, for the earliest expiry of
-// the slots' holders (Reply.TTL), or for an announced release of any slot
-// (Announce), and sweeps again, until Config.Retry's tries, counted in
+// at a slot drawn from the first attempt's token and tries every slot in
+// turn; once a sweep was refused, it waits for the retry delay, for the
+// earliest expiry of the slots' holders (Reply.TTL), or for an announced
+// release of any slot (Announce), and sweeps again (Wake: the slot
+// released alone, or every slot), until Config.Retry's tries, counted in
 // sweeps, run out or its caller gives up. Its grant is an ordinary grant
 // of the slot's key: release, extend and lease it as any.
 //
 // A Permits allocates nothing on the way to a grant. It holds an
 // Acquisition, and is larger than TinyGo's 1 KiB for values kept on the
-// stack: there, keep one in place to allocate nothing. The zero Permits
+// stack: there, start one in place (AcquirePermitIn) to allocate
+// nothing. The zero Permits
 // is in Phase 0 and does nothing; its Result is an ErrInvalidConfig
 // error.
 type Permits struct {
@@ -203,10 +204,12 @@ type Permits struct {
 	start    int // the slot the current sweep started at
 	slot     int // the current attempt's slot
 	tried    int // attempts of the current sweep
+	span     int // slots the current sweep tries
 	expSlot  int // the slot of expiry
 	wokeSlot int // the slot of woke
 	unknown  bool
 	woken    bool // the current sweep was started by an announcement
+	wokeAll  bool // woke is for a sweep of every slot
 	phase    Phase
 }
 
@@ -229,26 +232,46 @@ type heardSlot struct {
 // one key in order (PermitKeys); a bad slot key (as Acquire's); a token
 // whose first 8 bytes are zero; and Config.Fair, whose waiter queues are
 // the mutex's (TryPermit runs without it, as Try does).
-func (s Spec) AcquirePermit(slots []string, tok Token, now time.Time) (Permits, error) {
-	if s.cfg.Fair {
-		return Permits{}, invalid("Fair waits only for a mutex, not a semaphore's permit")
-	}
-	return s.permits(slots, tok, now, s.cfg.Retry)
+//
+// A Permits is larger than the 1 KiB TinyGo keeps on the stack: there,
+// AcquirePermitIn starts one in the caller's, allocating nothing.
+func (s Spec) AcquirePermit(slots []string, tok Token, now time.Time) (p Permits, err error) {
+	err = s.AcquirePermitIn(&p, slots, tok, now)
+	return p, err
 }
 
 // TryPermit is AcquirePermit with one sweep: one attempt per slot, and
 // no wait. With Config.Fair, its attempts are those of a Spec without
 // Fair, as Try's are; slots are checked under the Spec's own rules.
-func (s Spec) TryPermit(slots []string, tok Token, now time.Time) (Permits, error) {
-	return s.permits(slots, tok, now, s.cfg.Retry.WithTries(1))
+func (s Spec) TryPermit(slots []string, tok Token, now time.Time) (p Permits, err error) {
+	err = s.TryPermitIn(&p, slots, tok, now)
+	return p, err
 }
 
-func (s Spec) permits(slots []string, tok Token, now time.Time, policy RetryPolicy) (p Permits, err error) {
+// AcquirePermitIn is AcquirePermit into *p, whatever *p held: on an
+// error, *p is the zero Permits.
+func (s Spec) AcquirePermitIn(p *Permits, slots []string, tok Token, now time.Time) error {
+	if s.cfg.Fair {
+		*p = Permits{}
+		return invalid("Fair waits only for a mutex, not a semaphore's permit")
+	}
+	return s.permits(p, slots, tok, now, s.cfg.Retry)
+}
+
+// TryPermitIn is TryPermit into *p, as AcquirePermitIn.
+func (s Spec) TryPermitIn(p *Permits, slots []string, tok Token, now time.Time) error {
+	return s.permits(p, slots, tok, now, s.cfg.Retry.WithTries(1))
+}
+
+// permits starts *p in place: a Permits built here and copied out would
+// be allocated under TinyGo.
+func (s Spec) permits(p *Permits, slots []string, tok Token, now time.Time, policy RetryPolicy) error {
+	*p = Permits{}
 	if err := s.checkSlots(slots); err != nil {
-		return Permits{}, err
+		return err
 	}
 	if tok != (Token{}) && !tok.safe() {
-		return Permits{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
+		return invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
 	p.sweeps = policy.start()
 	s.cfg.Fair, s.cfg.Retry.tries = false, 1
@@ -259,15 +282,20 @@ func (s Spec) permits(slots []string, tok Token, now time.Time, policy RetryPoli
 		p.first = s.cfg.Tokens.NewToken()
 	}
 	p.home = permitSlot(p.first, len(slots))
-	p.startSweep(p.home, now)
-	return p, nil
+	p.startSweep(p.home, len(slots), now)
+	return nil
 }
 
-// startSweep starts a sweep at slot, at now.
-func (p *Permits) startSweep(slot int, now time.Time) {
+// startSweep starts a sweep of span slots from slot, at now. A whole
+// sweep (span K) learns the holders' expiries afresh; a sweep of the
+// slot an announcement woke it for (span 1) adds to what the last whole
+// sweep learnt.
+func (p *Permits) startSweep(slot, span int, now time.Time) {
 	p.sweeps.attempt()
-	p.start, p.tried, p.swept, p.flood = slot, 0, now, 0
-	p.err, p.expiry, p.unknown = nil, time.Time{}, false
+	p.start, p.span, p.tried, p.swept, p.flood, p.err = slot, span, 0, now, 0, nil
+	if span == len(p.slots) {
+		p.expiry, p.unknown = time.Time{}, false
+	}
 	p.startSlot(slot, now)
 }
 
@@ -299,7 +327,12 @@ func (p *Permits) startSlot(slot int, now time.Time) {
 	if err != nil { // a token of Config.Tokens with its first 8 bytes zero
 		p.att = Acquisition{}
 		p.finish(&Error{Op: OpAcquire, Kind: ErrInvalidConfig, Key: p.slots[slot], Attempts: p.attempts, Cause: err})
+		return
 	}
+	// Once an attempt was refused the semaphore is contended: every next
+	// attempt asks for the holder's remaining TTL (Command.Probe), for
+	// the wait after the sweep, as an Acquisition's retries do.
+	p.att.round.cmd.Probe = p.attempts > 1
 }
 
 // Phase returns what the acquisition waits for.
@@ -347,7 +380,7 @@ func (p *Permits) RoundDone(now time.Time) {
 	} else if p.expiry.IsZero() || a.expiry.Before(p.expiry) {
 		p.expiry, p.expSlot = a.expiry, p.slot
 	}
-	if p.tried < len(p.slots) {
+	if p.tried < p.span {
 		p.startSlot((p.slot+1)%len(p.slots), now)
 		return
 	}
@@ -373,8 +406,8 @@ func (p *Permits) RoundDone(now time.Time) {
 // Once a quorum of nodes has announced one slot since its attempt
 // started, or more slots than a Permits keeps track of were announced,
 // WakeAt comes forward to now (spread, after a woken sweep lost a race),
-// and the next sweep starts at that slot. It is a hint: the next attempt
-// is an ordinary round.
+// for a sweep of that slot (every slot, from it, for the latter). It is
+// a hint: the next attempt is an ordinary round.
 func (p *Permits) Announce(slot, node int, now time.Time) {
 	if slot < 0 || slot >= len(p.slots) || node < 0 || node >= p.spec.n || p.phase == PhaseDone || p.phase == 0 {
 		return
@@ -403,24 +436,24 @@ func (p *Permits) maybeWake(now time.Time) {
 		return
 	}
 	if p.flood > 0 {
-		p.wakeFor(p.flood-1, now)
+		p.wakeFor(p.flood-1, true, now) // more slots than kept track of: sweep them all
 		return
 	}
 	for i := 0; i < p.nheard; i++ {
 		if bits.OnesCount32(p.heard[i].nodes) >= p.spec.quorum {
-			p.wakeFor(int(p.heard[i].slot), now)
+			p.wakeFor(int(p.heard[i].slot), false, now)
 			return
 		}
 	}
 }
 
 // wakeFor brings the wake forward for slot, in PhaseWait, never past the
-// retry delay's end.
-func (p *Permits) wakeFor(slot int, now time.Time) {
+// retry delay's end; all: for a sweep of every slot from it.
+func (p *Permits) wakeFor(slot int, all bool, now time.Time) {
 	if p.phase != PhaseWait || !p.woke.IsZero() {
 		return
 	}
-	p.woke, p.wokeSlot = now.Add(uniform(p.spread, p.spec.cfg.Jitter.Uint64())), slot
+	p.woke, p.wokeSlot, p.wokeAll = now.Add(uniform(p.spread, p.spec.cfg.Jitter.Uint64())), slot, all
 	if p.woke.After(p.wake) {
 		p.woke = p.wake
 	}
@@ -452,23 +485,30 @@ func (p *Permits) WakeAt() time.Time {
 	return at
 }
 
-// Wake starts the next sweep at now, in PhaseWait: at the slot an
-// announcement woke it for, at the slot whose holder expired first once
-// that expiry has passed, or else where the first sweep started. It may
-// come before WakeAt: an attempt is always safe.
+// Wake starts the next sweep at now, in PhaseWait. Woken by the
+// announcements of one slot (Announce), it tries that slot alone: the
+// others were taken at the last sweep and nothing was heard of them, and
+// each of the waiters that heard the release would otherwise sweep them
+// all after losing the race for it. Otherwise it tries every slot: from
+// the slot whose holder expired first once that expiry has passed, or
+// else from where the first sweep started. It may come before WakeAt: an
+// attempt is always safe.
 func (p *Permits) Wake(now time.Time) {
 	if p.phase != PhaseWait {
 		return
 	}
-	slot := p.home
+	slot, span := p.home, len(p.slots)
 	p.woken = !p.woke.IsZero() && !now.Before(p.woke)
 	switch {
 	case p.woken:
 		slot = p.wokeSlot
+		if !p.wokeAll {
+			span = 1
+		}
 	case !p.expiry.IsZero() && !now.Before(p.expiry):
 		slot = p.expSlot
 	}
-	p.startSweep(slot, now)
+	p.startSweep(slot, span, now)
 }
 
 // GiveUp ends the acquisition in PhaseWait with the last sweep's error,

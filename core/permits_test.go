@@ -111,6 +111,16 @@ func TestPermitsRefuseBadInput(t *testing.T) {
 	if cmd := p.Round().Command(); cmd.Fair || cmd.Ticket != 0 || cmd.Probe {
 		t.Errorf("Fair TryPermit's attempt %+v: want a plain SET NX", cmd)
 	}
+	started, err := spec.AcquirePermit(three, core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.AcquirePermitIn(&started, nil, core.Token{}, now); !errors.Is(err, core.ErrInvalidConfig) || started.Phase() != 0 {
+		t.Errorf("AcquirePermitIn of no slots over a started Permits: %v, phase %v; want ErrInvalidConfig, the zero Permits", err, started.Phase())
+	}
+	if err := fair.AcquirePermitIn(&p, three, core.Token{}, now); !errors.Is(err, core.ErrInvalidConfig) || p.Phase() != 0 {
+		t.Errorf("Fair AcquirePermitIn: %v, phase %v; want ErrInvalidConfig, the zero Permits", err, p.Phase())
+	}
 	var zero core.Permits
 	if _, err := zero.Result(); !errors.Is(err, core.ErrInvalidConfig) || zero.Phase() != 0 {
 		t.Errorf("zero Permits: phase %v, %v; want 0, ErrInvalidConfig", zero.Phase(), err)
@@ -141,6 +151,9 @@ func sweep(t *testing.T, p *core.Permits, now time.Time, st core.Status, ttl fun
 		r := p.Round()
 		cmd := r.Command()
 		if cmd.Op == core.OpAcquire {
+			if cmd.Probe != (len(keys) > 0 || p.Attempts() > 1) {
+				t.Errorf("attempt %d on %q: Probe %v; want it from the second attempt on", p.Attempts(), cmd.Key, cmd.Probe)
+			}
 			keys = append(keys, cmd.Key)
 			if p.Slot() < 0 || cmd.Key != core.PermitKey("k", p.Slot()) {
 				t.Fatalf("attempt on %q while Slot() is %d", cmd.Key, p.Slot())
@@ -471,4 +484,46 @@ func TestPermitsAtMostKHolders(t *testing.T) {
 			break
 		}
 	})
+}
+
+// TestPermitsWokenSweepTriesTheSlotReleased: a sweep woken by one slot's
+// announcements tries that slot alone, then waits again, keeping what
+// the last whole sweep learnt of the others' expiries; a wake by more
+// slots' announcements than are kept track of sweeps every slot.
+func TestPermitsWokenSweepTriesTheSlotReleased(t *testing.T) {
+	spec := permitSpec(t, 10)
+	slots, _ := core.PermitKeys("k", 12)
+	now := time.Unix(1_000_000, 0)
+	p, _ := spec.AcquirePermit(slots, core.Token{}, now)
+	p.SetListening(0b111)
+	ttls := func(k string) time.Duration {
+		if k == slots[5] {
+			return 2 * time.Second
+		}
+		return 9 * time.Second
+	}
+	if got := sweep(t, &p, now, core.StatusHeld, ttls); len(got) != 12 {
+		t.Fatalf("first sweep: %d attempts, want 12", len(got))
+	}
+	for node := 0; node < 2; node++ {
+		p.Announce(7, node, now)
+	}
+	p.Wake(now)
+	got := sweep(t, &p, now, core.StatusHeld, func(string) time.Duration { return 9 * time.Second })
+	if strings.Join(got, " ") != slots[7] || p.Phase() != core.PhaseWait {
+		t.Fatalf("woken sweep tried %v, phase %v; want slot 7 alone, then a wait", got, p.Phase())
+	}
+	if at := p.WakeAt(); !at.Equal(now.Add(2*time.Second + ms)) {
+		t.Errorf("wake at +%v, want slot 5's expiry, learnt by the whole sweep", at.Sub(now))
+	}
+	for slot := 0; slot < 12; slot++ {
+		p.Announce(slot, 0, now)
+	}
+	if !p.WakeAt().Equal(now) {
+		t.Fatalf("wake at +%v after 12 slots announced, want now", p.WakeAt().Sub(now))
+	}
+	p.Wake(now)
+	if got := sweep(t, &p, now, core.StatusHeld, ttls); len(got) != 12 {
+		t.Errorf("a sweep woken by many slots: %d attempts, want 12", len(got))
+	}
 }
