@@ -1,0 +1,244 @@
+package realsim
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock"
+)
+
+// The configurations of the primitives beyond the mutex: the
+// reader/writer lock, the multi-key lock and the semaphore, each with the
+// mutex's faults (base), failover included, and the broken ones whose
+// planted defect a checker must report.
+
+// rw is base for readers and writers of 2 keys, two thirds of them
+// readers.
+func rw(name string, n int) Config {
+	c := base("real: rw, "+name, n)
+	c.Prim, c.Readers = PrimRW, 2.0/3
+	return c
+}
+
+// all is base for LockAll of up to 3 keys out of 4, and a fifth of
+// single-key Locks.
+func all(name string, n int) Config {
+	c := base("real: all, "+name, n)
+	c.Prim, c.Keys, c.SetSize, c.Mutex = PrimAll, 4, 3, 0.2
+	return c
+}
+
+// permits is base for a semaphore of k permits on one key, with
+// 4 processes of 2 goroutines contending for them.
+func permits(name string, n, k int) Config {
+	c := base("real: permits, "+name+" K="+strconv.Itoa(k), n)
+	c.Prim, c.Keys, c.Permits, c.Procs = PrimPermit, 1, k, 4
+	return c
+}
+
+// failover makes c's node crashes lose their keys (a failover to a
+// replica that missed them), each node back only after a TTL and more,
+// as "real: crash without key, restart after TTL" does.
+func failover(c Config) Config {
+	c.Lease = true
+	c.Faults.Crashes, c.Faults.Persistent = 2, false
+	c.Faults.RestartDelay = [2]time.Duration{c.TTL * 11 / 10, 2 * c.TTL}
+	return c
+}
+
+// Primitives returns the configurations of the reader/writer lock, the
+// multi-key lock and the semaphore within the assumptions.
+func Primitives() []Config {
+	var cs []Config
+	c := rw("assumed", 3)
+	c.Fencing = true
+	cs = append(cs, c)
+
+	c = rw("lease", 5)
+	c.Lease, c.Fencing = true, true
+	cs = append(cs, c)
+
+	c = rw("one key, many readers and writers", 3)
+	c.Keys, c.Goroutines, c.Try = 1, 3, 0.1
+	cs = append(cs, c)
+
+	cs = append(cs, failover(rw("crash without key, restart after TTL", 3)))
+
+	c = all("assumed", 3)
+	c.Fencing = true
+	cs = append(cs, c)
+
+	c = all("lease", 5)
+	c.Lease, c.Fencing = true, true
+	cs = append(cs, c)
+
+	c = all("sequential", 3)
+	c.Sequential, c.Fencing = true, true
+	cs = append(cs, c)
+
+	cs = append(cs, failover(all("crash without key, restart after TTL", 3)))
+
+	c = permits("assumed", 3, 2)
+	c.Fencing = true
+	cs = append(cs, c)
+
+	c = permits("lease", 5, 3)
+	c.Lease = true
+	cs = append(cs, c)
+
+	cs = append(cs, failover(permits("crash without key, restart after TTL", 3, 2)))
+	return cs
+}
+
+// BrokenPrimitives returns the configurations of the primitives that
+// plant a defect in the scripts they run over, or break an assumption;
+// each must be reported by its primitive's checker.
+func BrokenPrimitives() []Config {
+	var cs []Config
+	c := rw("", 3)
+	c.Name = "broken: rw, a reader admitted beside a writer N=3"
+	c.Defect, c.Expect = DefectReaderBesideWriter, "writer overlap"
+	cs = append(cs, c)
+
+	c = rw("", 3)
+	c.Name = "broken: rw, node clocks twice as fast N=3"
+	c.Defect, c.Expect = DefectFastNodeClock, "writer overlap"
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	cs = append(cs, c)
+
+	c = rw("", 3)
+	c.Name = "broken: rw, fence counter never raised N=3"
+	c.Defect, c.Fencing, c.Expect = DefectFlatFence, true, "fences"
+	cs = append(cs, c)
+
+	c = all("", 3)
+	c.Name = "broken: all, a LockAll that takes a subset of its keys N=3"
+	c.Defect, c.Expect = DefectSubsetAll, "key sets"
+	cs = append(cs, c)
+
+	c = all("", 3)
+	c.Name = "broken: all, node clocks twice as fast N=3"
+	c.Defect, c.Expect = DefectFastNodeClock, "key sets"
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	cs = append(cs, c)
+
+	c = permits("", 3, 2)
+	c.Name = "broken: permits, a per-node count semaphore K=2 N=3"
+	c.Defect, c.Expect = DefectCountSemaphore, "permits"
+	cs = append(cs, c)
+
+	c = permits("", 3, 2)
+	c.Name = "broken: permits, node clocks twice as fast K=2 N=3"
+	c.Defect, c.Expect = DefectFastNodeClock, "permits"
+	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
+	cs = append(cs, c)
+	return cs
+}
+
+// permitKey is the name of slot i of the semaphore key: core.PermitKey's.
+func permitKey(key string, i int) string {
+	if strings.Contains(key, "{") {
+		return key + ":permit:" + strconv.Itoa(i)
+	}
+	return "{" + key + "}:permit:" + strconv.Itoa(i)
+}
+
+// slotOf parses a permit slot's name (permitKey): the semaphore's key and
+// the slot's number.
+func slotOf(name string) (key string, slot int, ok bool) {
+	const sep = ":permit:"
+	j := strings.LastIndex(name, sep)
+	if j < 0 {
+		return "", 0, false
+	}
+	slot, err := strconv.Atoi(name[j+len(sep):])
+	if err != nil || slot < 0 {
+		return "", 0, false
+	}
+	key = name[:j]
+	if strings.HasPrefix(key, "{") && strings.HasSuffix(key, "}") {
+		key = key[1 : len(key)-1]
+	}
+	return key, slot, true
+}
+
+// op is one acquisition a goroutine makes: of what kind, of which key or
+// keys.
+type op struct {
+	kind    string // "mutex", "read", "write", "all" or "permit"
+	key     string // the key; an "all" op's first
+	keys    []string
+	permits int
+}
+
+// names returns the keys o takes.
+func (o *op) names() []string {
+	if o.keys != nil {
+		return o.keys
+	}
+	return []string{o.key}
+}
+
+// pick draws the next acquisition of a goroutine, as cfg.Prim says.
+func (s *schedule) pick(rng *prng) op {
+	cfg := s.cfg
+	o := op{kind: "mutex", key: keyName(rng.intn(cfg.Keys))}
+	switch cfg.Prim {
+	case PrimRW:
+		o.kind = "write"
+		if rng.chance(cfg.Readers) {
+			o.kind = "read"
+		}
+	case PrimAll:
+		if rng.chance(cfg.Mutex) {
+			break
+		}
+		// A random set of 1 to SetSize distinct keys, in a random order:
+		// sets overlap, and name their common keys in different orders.
+		n := 1 + rng.intn(min(cfg.SetSize, cfg.Keys))
+		perm := make([]string, cfg.Keys)
+		for i := range perm {
+			perm[i] = keyName(i)
+		}
+		for i := range n {
+			j := i + rng.intn(len(perm)-i)
+			perm[i], perm[j] = perm[j], perm[i]
+		}
+		o.kind, o.keys, o.key = "all", perm[:n:n], perm[0]
+	case PrimPermit:
+		o.kind, o.permits = "permit", cfg.Permits
+	}
+	return o
+}
+
+// take makes o's acquisition with c: the call that waits, or its Try.
+func (o *op) take(ctx context.Context, c *redlock.Client, try bool) (*redlock.Lock, error) {
+	switch o.kind {
+	case "read":
+		if try {
+			return c.TryRLock(ctx, o.key)
+		}
+		return c.RLock(ctx, o.key)
+	case "write":
+		if try {
+			return c.TryWLock(ctx, o.key)
+		}
+		return c.WLock(ctx, o.key)
+	case "all":
+		if try {
+			return c.TryLockAll(ctx, o.keys...)
+		}
+		return c.LockAll(ctx, o.keys...)
+	case "permit":
+		if try {
+			return c.TryLockPermit(ctx, o.key, o.permits)
+		}
+		return c.LockPermit(ctx, o.key, o.permits)
+	}
+	if try {
+		return c.TryLock(ctx, o.key)
+	}
+	return c.Lock(ctx, o.key)
+}
