@@ -54,6 +54,13 @@ func (d *Driver) NodeName(i int) string { return d.e.NodeName(i) }
 // Begin returns a batch for one round.
 func (d *Driver) Begin(ctx context.Context) core.Batch { return d.e.Begin(ctx) }
 
+var _ core.KeysChecker = (*Driver)(nil)
+
+// CheckKeys refuses, before anything is sent, the keys of a multi-key
+// lock that a Cluster member cannot take in one script: keys in more
+// than one hash slot (core.KeysChecker). The error names the member.
+func (d *Driver) CheckKeys(keys []string) error { return d.e.CheckKeys(keys) }
+
 // Watch relays the release announcements of key (core.Announcer).
 func (d *Driver) Watch(key string, notify func(node int)) core.Watch { return d.e.Watch(key, notify) }
 

@@ -79,6 +79,13 @@ type node struct {
 	queued  map[string]instant // Fair: keys the cluster's waiter is queued for, until then
 	// resending: the command runs as a resend (Cluster.Resend).
 	resending bool
+	// The kinds beyond the mutex (kinds.go): reader sets, by key, each
+	// reader's token with its expiry; waiting writers' marks, by key;
+	// the keys a multi-key release freed, a bit per key of Keys in
+	// order, which the batch announces.
+	readers map[string]map[core.Token]instant
+	marks   map[string]mark
+	annKeys uint64
 	// lastKey's entry is last: the entry the last command found or
 	// made, so that the next command on the key (a release after an
 	// acquire) finds it without a map lookup. last is nil when unknown;
@@ -137,7 +144,13 @@ func (c *Cluster) SetHung(i int, hung bool) { c.with(i, func(n *node) { n.hung =
 // Restart empties node i, fence counters included, like a Redis restart
 // without persistence.
 func (c *Cluster) Restart(i int) {
-	c.with(i, func(n *node) { clear(n.data); clear(n.fences); n.dead, n.last = 0, nil })
+	c.with(i, func(n *node) {
+		clear(n.data)
+		clear(n.fences)
+		clear(n.readers)
+		clear(n.marks)
+		n.dead, n.last = 0, nil
+	})
 }
 
 // Fence returns key's fence counter on node i: 0 if it was never
@@ -239,6 +252,13 @@ func (n *node) exec(i int, cmd *core.Command, now instant, r *core.Reply) (delay
 			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: ErrDown}
 		}
 		return 0, n.hung, false
+	}
+	if kindCommand(cmd) {
+		announce = n.applyKind(cmd, now, r) && !n.muted
+		if r.Status == 0 {
+			r.Status, r.Err = core.StatusError, &NodeError{Node: i, Name: n.name, Err: errors.New("memnode: no " + cmd.Op.String() + " for a " + cmd.Kind.String() + " lock")}
+		}
+		return n.latency, false, announce
 	}
 	var handed bool
 	if cmd.Fair {
@@ -478,6 +498,7 @@ type pending struct {
 	cmd   core.Command
 	node  int
 	dl    instant // the deadline
+	ann   uint64  // a multi-key release's keys to announce (node.annKeys)
 	reply core.Reply
 	ready instant
 }
@@ -563,6 +584,7 @@ func (b *batch) run() {
 		b.same = k == 0 || b.same && p.ready == first.ready
 		if ann {
 			announce |= 1 << k // bit k: at[k]
+			p.ann = c.nodes[p.node].annKeys
 		}
 	}
 	c.nmu.Unlock()
@@ -570,7 +592,7 @@ func (b *batch) run() {
 		if announce&(1<<k) != 0 {
 			announce &^= 1 << k
 			p := &b.sent[b.at[k]]
-			c.announce(p.node, p.cmd.Key)
+			c.announceKeys(p.node, &p.cmd, p.ann)
 		}
 	}
 	b.done = b.n
@@ -594,9 +616,10 @@ func (c *Cluster) Resend(i int, cmd core.Command) core.Reply {
 	n.resending = true
 	_, hung, ann := n.exec(i, &cmd, c.now(), &r)
 	n.resending = false
+	mask := n.annKeys
 	c.nmu.Unlock()
 	if ann {
-		c.announce(i, cmd.Key)
+		c.announceKeys(i, &cmd, mask)
 	}
 	if hung {
 		r.Status, r.Err = core.StatusTimeout, &NodeError{Node: i, Name: n.name, Err: ErrTimeout}
@@ -611,9 +634,10 @@ func (b *batch) overflow(i int, cmd *core.Command) {
 	c := b.c
 	c.nmu.Lock()
 	_, _, ann := c.nodes[i].exec(i, cmd, c.now(), &r)
+	mask := c.nodes[i].annKeys
 	c.nmu.Unlock()
 	if ann {
-		c.announce(i, cmd.Key)
+		c.announceKeys(i, cmd, mask)
 	}
 }
 

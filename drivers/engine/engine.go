@@ -353,6 +353,25 @@ func (e *Engine) Clock() Clock { return e.clock }
 // NodeName returns node i's name.
 func (e *Engine) NodeName(i int) string { return e.names[i] }
 
+var _ core.KeysChecker = (*Engine)(nil)
+
+// CheckKeys returns nil if every node can take keys, a multi-key lock's
+// (core.KindAll), in one script: on a Cluster member (NodeConfig.Cluster)
+// they must share one hash slot, and each must have names for its
+// auxiliary keys (wire.ClusterWrap). Otherwise it returns an error that
+// names the first member that cannot, and why; nothing is sent.
+func (e *Engine) CheckKeys(keys []string) error {
+	for _, n := range e.nodes {
+		if !n.cfg.Cluster {
+			continue
+		}
+		if err := wire.CheckClusterKeys(keys); err != nil {
+			return fmt.Errorf("node %d (%s), a Cluster: %w", n.i, e.names[n.i], err)
+		}
+	}
+	return nil
+}
+
 // Begin returns a batch for one round. ctx's values reach the client for a
 // pipeline of one command; its cancellation does not (see core.Driver).
 func (e *Engine) Begin(ctx context.Context) core.Batch {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"math/bits"
 	"runtime"
 	"strconv"
 	"strings"
@@ -475,15 +476,25 @@ func TestProbeReportsTheHoldersTTL(t *testing.T) {
 	}
 }
 
-// TestScriptBits: every op that runs a script has a bit of its own in
-// node.scripts, a uint8.
+// TestScriptBits: every script a command of a kind and op runs has a
+// bit of its own in node.scripts, a uint32; a writer's release,
+// extension and fence raise share the mutex's, whose scripts they run.
 func TestScriptBits(t *testing.T) {
-	seen := uint8(0)
-	for op := core.OpAcquire; op <= core.OpRaiseFence; op++ {
-		bit := scriptBit(op)
-		require.NotZero(t, bit, "%v overflows node.scripts", op)
-		require.Zero(t, seen&bit, "%v shares its bit", op)
-		seen |= bit
+	seen := map[uint32]wire.Script{}
+	for k := core.KindMutex; k <= core.KindAll; k++ {
+		for op := core.OpAcquire; op <= core.OpRaiseFence; op++ {
+			s, ok := wire.ScriptOf(k, op, false)
+			if !ok {
+				continue
+			}
+			bit := scriptBit(k, op)
+			require.NotZero(t, bit, "%v %v overflows node.scripts", k, op)
+			require.Equal(t, 1, bits.OnesCount32(bit), "%v %v", k, op)
+			if other, dup := seen[bit]; dup {
+				require.Equal(t, other, s, "%v %v shares its bit with another script", k, op)
+			}
+			seen[bit] = s
+		}
 	}
 }
 

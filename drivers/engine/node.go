@@ -425,11 +425,9 @@ func (n *node) pipeline(p *pipe, closing bool) {
 			j.deliver(n.e.fail(n.i, j.cmd.Op, errNoReply, true))
 			continue
 		}
-		if n.cfg.Cluster {
-			if _, err := wire.ClusterWrap(j.cmd.Key); err != nil {
-				j.deliver(n.e.fail(n.i, j.cmd.Op, err, false))
-				continue
-			}
+		if err := n.refuse(&j.cmd); err != nil {
+			j.deliver(n.e.fail(n.i, j.cmd.Op, err, false))
+			continue
 		}
 		dl = later(dl, d)
 		p.live = append(p.live, k)
@@ -457,6 +455,31 @@ func (n *node) pipeline(p *pipe, closing bool) {
 	}
 	n.answer(p, err)
 	n.done(p)
+}
+
+// refuse returns why cmd cannot be sent to the node, or nil: on a
+// Cluster, a key that cannot be named (wire.ErrUntaggable) or a
+// multi-key lock's keys across hash slots (wire.CheckClusterKeys, which
+// core.KeysChecker tells before the first round); a command no script
+// runs (a reader's fence raise, which core never sends); a multi-key
+// command without keys or with too many.
+func (n *node) refuse(cmd *core.Command) error {
+	switch {
+	case cmd.Kind == core.KindMutex:
+	case cmd.Kind == core.KindAll && (len(cmd.Keys) == 0 || len(cmd.Keys) > core.MaxKeys):
+		return errors.New("a multi-key command of " + strconv.Itoa(len(cmd.Keys)) + " keys")
+	case cmd.Kind == core.KindAll && n.cfg.Cluster:
+		return wire.CheckClusterKeys(cmd.Keys)
+	default:
+		if _, ok := wire.ScriptOf(cmd.Kind, cmd.Op, false); !ok {
+			return errors.New("no " + cmd.Op.String() + " for a " + cmd.Kind.String() + " lock")
+		}
+	}
+	if n.cfg.Cluster {
+		_, err := wire.ClusterWrap(cmd.Key)
+		return err
+	}
+	return nil
 }
 
 // done clears p and puts it back among the spare pipes.
@@ -508,7 +531,8 @@ func (n *node) retryNoScript(c context.Context, p *pipe) error {
 	for k := range p.live {
 		if r := p.replies[p.at[k]]; r.Kind == KindError && wire.IsNoScript(r.Err) {
 			again = append(again, k)
-			n.scripts.And(^uint32(scriptBit(p.jobs[p.live[k]].cmd.Op)))
+			cmd := &p.jobs[p.live[k]].cmd
+			n.scripts.And(^scriptBit(cmd.Kind, cmd.Op))
 		}
 	}
 	if again == nil {
@@ -555,7 +579,7 @@ func (n *node) answer(p *pipe, err error) {
 		case k < len(p.at) && p.at[k] < len(p.replies) && p.replies[p.at[k]].Kind != KindNone:
 			rep := p.replies[p.at[k]]
 			if rep.Kind == KindError && wire.IsNoScript(rep.Err) && p.duplex {
-				n.scripts.And(^uint32(scriptBit(j.cmd.Op)))
+				n.scripts.And(^scriptBit(j.cmd.Kind, j.cmd.Op))
 				if !j.resent {
 					n.requeue(*j)
 					continue
@@ -564,7 +588,7 @@ func (n *node) answer(p *pipe, err error) {
 			if rep.Kind == KindError && wire.IsLoading(rep.Err) && n.resend(j, p, now, false) {
 				continue // it did not run: it goes again once the data is loaded
 			}
-			st, fence, ttl, rerr := n.status(j.cmd.Op, rep)
+			st, fence, ttl, rerr := n.status(&j.cmd, rep)
 			if rerr == nil && st == core.StatusOK && n.waits(j.cmd.Op) {
 				if err != nil && p.replies[p.wat[k]].Kind == KindNone && n.resend(j, p, now, true) {
 					continue // its WAIT is unanswered: it counts once a WAIT behind it again is met
@@ -692,21 +716,28 @@ func (n *node) replicated(r Reply) error {
 	return fmt.Errorf("%w: WAIT: no reply", dialspec.ErrNotReplicated)
 }
 
-// status decodes the reply to a command of op, an OpAcquireFenced's
-// fence, and the holder's TTL that a held acquire's script reports.
-func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, error) {
+// status decodes the reply to cmd, an OpAcquireFenced's fence, and the
+// holder's TTL that a held acquire's script reports. The kinds beyond
+// the mutex reply as its scripts do, but for a fenced reader's fence: a
+// decimal string, "0" when no writer has had one (wire.ReadFence).
+func (n *node) status(cmd *core.Command, r Reply) (core.Status, uint64, time.Duration, error) {
 	if r.Kind == KindError || r.Kind == KindOther {
 		return core.StatusError, 0, 0, r.Err
 	}
+	op := cmd.Op
+	bit := scriptBit(cmd.Kind, op)
 	switch op {
 	case core.OpAcquire: // SET NX, or the probe script
 		switch {
 		case r.Kind == KindOK:
+			if cmd.Kind != core.KindMutex {
+				n.scripts.Or(bit) // only a script answers: it is cached
+			}
 			return core.StatusOK, 0, 0, nil
 		case r.Kind == KindNil: // SET NX: the key exists
 			return core.StatusHeld, 0, 0, nil
 		case r.Kind == KindInt && r.Int <= 0:
-			n.scripts.Or(uint32(scriptBit(op))) // it ran: the server has it cached
+			n.scripts.Or(bit) // it ran: the server has it cached
 			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
 		}
 	case core.OpAcquireFenced:
@@ -714,23 +745,25 @@ func (n *node) status(op core.Op, r Reply) (core.Status, uint64, time.Duration, 
 		var err error
 		switch {
 		case r.Kind == KindInt && r.Int <= 0:
-			n.scripts.Or(uint32(scriptBit(op)))
+			n.scripts.Or(bit)
 			return core.StatusHeld, 0, wire.HeldTTL(r.Int), nil
-		case r.Kind == KindInt:
+		case r.Kind == KindString && cmd.Kind == core.KindRead:
+			fence, err = wire.ReadFence(r.Text)
+		case r.Kind == KindInt && cmd.Kind != core.KindRead:
 			fence, err = wire.FenceInt(r.Int)
-		case r.Kind == KindString:
+		case r.Kind == KindString && cmd.Kind != core.KindRead:
 			fence, err = wire.FenceString(r.Text) // from 2^53 up
 		default:
 			return core.StatusError, 0, 0, unexpected(op, r)
 		}
-		n.scripts.Or(uint32(scriptBit(op)))
+		n.scripts.Or(bit)
 		if err != nil {
 			return core.StatusError, 0, 0, err
 		}
 		return core.StatusOK, fence, 0, nil
 	default: // release, extend, raise-fence: 1, 0 or -1
 		if r.Kind == KindInt {
-			n.scripts.Or(uint32(scriptBit(op)))
+			n.scripts.Or(bit)
 			st, err := wire.ScriptStatus(r.Int)
 			return st, 0, 0, err
 		}
@@ -742,9 +775,20 @@ func unexpected(op core.Op, r Reply) error {
 	return errors.New("unexpected reply kind " + strconv.Itoa(int(r.Kind)) + " to " + op.String())
 }
 
-// scriptBit is op's bit in node.scripts: every op runs a script (an
-// OpAcquire only with Probe), at most 8 of them (TestScriptBits).
-func scriptBit(op core.Op) uint8 { return 1 << (op - core.OpAcquire) }
+// scriptBit is the bit in node.scripts of the script of a command of kind
+// k and op: every op runs a script (a mutex's OpAcquire only with Probe),
+// one bit per op and kind, at most 32 of them (TestScriptBits). A
+// writer's release, extension and fence raise run the mutex's scripts,
+// and share their bits.
+func scriptBit(k core.Kind, op core.Op) uint32 {
+	if k == core.KindWrite && op != core.OpAcquire && op != core.OpAcquireFenced {
+		k = core.KindMutex
+	}
+	return 1 << (uint(k)*opScripts + uint(op-core.OpAcquire))
+}
+
+// opScripts is how many bits a kind has in node.scripts: one per op.
+const opScripts = uint(core.OpRaiseFence - core.OpAcquire + 1)
 
 // encode builds p.cmds for the jobs at idx, each as EVAL rather than
 // EVALSHA if eval is set or its script has not run on the connection.
@@ -756,7 +800,7 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	text, args, cmds := p.text[:0], p.args[:0], p.cmds[:0]
 	p.at, p.wat = p.at[:0], p.wat[:0]
 	waits := false
-	scripts := uint8(n.scripts.Load()) //nolint:gosec // G115: only scriptBit's uint8 bits are ever set
+	scripts := n.scripts.Load()
 	for _, i := range idx {
 		cmd := &p.jobs[i].cmd
 		op := cmd.Op
@@ -764,45 +808,52 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 		text = cmd.Token.AppendHex(text)
 		tok := view(text[start:])
 		first := len(args)
-		plain := op == core.OpAcquire && !cmd.Probe
 		switch {
-		case plain:
-			args = append(args, "SET", cmd.Key, tok, "NX", "PX")
-		case eval || scripts&scriptBit(op) == 0:
-			args = append(args, "EVAL", n.script(op).Src)
+		case kindScript(cmd):
+			bit := scriptBit(cmd.Kind, op)
+			text, args = n.appendKind(text, args, cmd, tok, eval || scripts&bit == 0)
+			sha = sha || !eval && scripts&bit != 0 && op != core.OpRelease
 		default:
-			args = append(args, "EVALSHA", n.script(op).SHA1)
-			sha = sha || op != core.OpRelease
-		}
-		if !plain {
-			keys := wire.Keys(op)
-			if cmd.Fair {
-				keys += 2
+			plain := op == core.OpAcquire && !cmd.Probe
+			switch {
+			case plain:
+				args = append(args, "SET", cmd.Key, tok, "NX", "PX")
+			case eval || scripts&scriptBit(core.KindMutex, op) == 0:
+				args = append(args, "EVAL", n.script(core.KindMutex, op).Src)
+			default:
+				args = append(args, "EVALSHA", n.script(core.KindMutex, op).SHA1)
+				sha = sha || op != core.OpRelease
 			}
-			args = append(args, keyCounts[keys], cmd.Key)
-			if wire.Keys(op) == 2 {
-				text, args = n.appendName(text, args, core.FenceKeyPrefix, cmd.Key)
+			if !plain {
+				keys := wire.Keys(op)
+				if cmd.Fair {
+					keys += 2
+				}
+				args = append(args, keyCounts[keys], cmd.Key)
+				if wire.Keys(op) == 2 {
+					text, args = n.appendName(text, args, core.FenceKeyPrefix, cmd.Key)
+				}
+				if cmd.Fair {
+					text, args = n.appendName(text, args, wire.QueuePrefix, cmd.Key)
+					text, args = n.appendName(text, args, wire.QueueDuePrefix, cmd.Key)
+				}
+				args = append(args, tok)
 			}
-			if cmd.Fair {
-				text, args = n.appendName(text, args, wire.QueuePrefix, cmd.Key)
-				text, args = n.appendName(text, args, wire.QueueDuePrefix, cmd.Key)
+			switch op {
+			case core.OpRelease:
+				if cmd.Quiet && !cmd.Fair {
+					args = append(args, "q") // release.lua: announce nothing
+				}
+			case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
+				text, args = appendInt(text, args, wire.Millis(cmd.TTL))
+			case core.OpRaiseFence:
+				start = len(text)
+				text = strconv.AppendUint(text, cmd.Fence, 10)
+				args = append(args, view(text[start:]))
 			}
-			args = append(args, tok)
-		}
-		switch op {
-		case core.OpRelease:
-			if cmd.Quiet && !cmd.Fair {
-				args = append(args, "q") // release.lua: announce nothing
+			if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
+				text, args = n.e.appendFairArgs(text, args, cmd, p.jobs[i].spent && op == core.OpRelease)
 			}
-		case core.OpAcquire, core.OpExtend, core.OpAcquireFenced:
-			text, args = appendInt(text, args, wire.Millis(cmd.TTL))
-		case core.OpRaiseFence:
-			start = len(text)
-			text = strconv.AppendUint(text, cmd.Fence, 10)
-			args = append(args, view(text[start:]))
-		}
-		if cmd.Fair && op != core.OpExtend && op != core.OpRaiseFence {
-			text, args = n.e.appendFairArgs(text, args, cmd, p.jobs[i].spent && op == core.OpRelease)
 		}
 		p.at = append(p.at, len(cmds))
 		cmds = append(cmds, args[first:len(args):len(args)])
@@ -832,13 +883,88 @@ func (n *node) encode(p *pipe, idx []int, eval bool) (sha bool) {
 	return sha
 }
 
-// script returns op's script on the connection: wire.ScriptFor's, with
-// wire.ReleaseSharded for a release on a Cluster with sharded pub/sub.
-func (n *node) script(op core.Op) wire.Script {
-	if op == core.OpRelease && n.sharded {
-		return wire.ReleaseSharded
+// script returns the script of a command of kind k and op on the
+// connection: wire.ScriptOf's, announcing with SPUBLISH on a Cluster
+// with sharded pub/sub (wire.ReleaseSharded and its kin). refuse has
+// turned away the commands no script runs.
+func (n *node) script(k core.Kind, op core.Op) wire.Script {
+	s, _ := wire.ScriptOf(k, op, n.sharded)
+	return s
+}
+
+// kindScript reports whether cmd runs a script of its kind's own
+// (appendKind): every command of a reader and of a multi-key lock, and
+// a writer's acquire. A writer's release, extension and fence raise are
+// the mutex's.
+func kindScript(cmd *core.Command) bool {
+	switch cmd.Kind {
+	case core.KindMutex:
+		return false
+	case core.KindWrite:
+		return cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced
 	}
-	return wire.ScriptFor(op)
+	return true
+}
+
+// appendKind appends the words of cmd, a command of a kind's own script
+// (kindScript), as EVAL if eval, else EVALSHA: its keys and their
+// auxiliary keys' names (the key's reader set and writer's mark, and
+// fence counters, named as the member names them), then its token and
+// arguments (see the scripts in package wire). Fair, Quiet and Ticket
+// are the mutex's alone: core never sets them on another kind, and they
+// are not sent.
+func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok string, eval bool) ([]byte, []string) {
+	s := n.script(cmd.Kind, cmd.Op)
+	if eval {
+		args = append(args, "EVAL", s.Src)
+	} else {
+		args = append(args, "EVALSHA", s.SHA1)
+	}
+	op := cmd.Op
+	fenced := op == core.OpAcquireFenced || op == core.OpRaiseFence
+	acquire := op == core.OpAcquire || op == core.OpAcquireFenced
+	if cmd.Kind == core.KindAll {
+		keys := len(cmd.Keys)
+		if fenced {
+			keys *= 2
+		}
+		text, args = appendInt(text, args, int64(keys))
+		args = append(args, cmd.Keys...)
+		if fenced {
+			for _, k := range cmd.Keys {
+				text, args = n.appendName(text, args, core.FenceKeyPrefix, k)
+			}
+		}
+	} else { // a reader, or a writer's acquire
+		keys := 2
+		if acquire {
+			keys++
+		}
+		if fenced {
+			keys++
+		}
+		args = append(args, keyCounts[keys], cmd.Key)
+		text, args = n.appendName(text, args, core.ReadersPrefix, cmd.Key)
+		if acquire {
+			text, args = n.appendName(text, args, core.WriterWaitPrefix, cmd.Key)
+		}
+		if fenced {
+			text, args = n.appendName(text, args, core.FenceKeyPrefix, cmd.Key)
+		}
+	}
+	args = append(args, tok)
+	switch op {
+	case core.OpAcquire, core.OpAcquireFenced, core.OpExtend:
+		text, args = appendInt(text, args, wire.Millis(cmd.TTL))
+		if acquire && cmd.Kind == core.KindAll {
+			text, args = appendInt(text, args, int64(len(cmd.Keys)))
+		}
+	case core.OpRaiseFence:
+		start := len(text)
+		text = strconv.AppendUint(text, cmd.Fence, 10)
+		args = append(args, view(text[start:]))
+	}
+	return text, args
 }
 
 // trailing marks, while encode runs, a write answered by the pipeline's

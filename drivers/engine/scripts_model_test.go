@@ -141,6 +141,9 @@ type diffEnv struct {
 	// window is the widest window a command of the sequence ran in, so
 	// far: the server's TIME read before and after it.
 	window time.Duration
+	// seen counts the outcomes of the kinds' commands (diffKinds), by
+	// kind, op and status, when not nil.
+	seen map[string]int
 }
 
 func newDiffEnv(t *testing.T, addr string) *diffEnv {
@@ -633,7 +636,8 @@ func (env *diffEnv) diffMemnode(seed uint64) error {
 
 // TestScriptsMatchMemnode: core/memnode, the reference driver of core's
 // and the root package's tests, is a model of the scripts too, for one
-// waiter; it must agree with them as the simulation's does.
+// waiter; it must agree with them as the simulation's does, for the
+// mutex and for the kinds beyond it (kindsMatchMemnode).
 func TestScriptsMatchMemnode(t *testing.T) {
 	env := startDiff(t)
 	for seed := uint64(1); seed <= diffSeeds; seed++ {
@@ -641,4 +645,5 @@ func TestScriptsMatchMemnode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Run("kinds", func(t *testing.T) { kindsMatchMemnode(t, env) })
 }

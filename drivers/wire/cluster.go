@@ -134,3 +134,44 @@ func (m *ClusterMasters) Add(server, replication string) {
 		m.Fewest = n
 	}
 }
+
+// ClusterSlots is the number of a Cluster's hash slots.
+const ClusterSlots = 16384
+
+// KeySlot returns key's hash slot as a Cluster computes it: CRC16
+// (XMODEM) of its hash tag if it has one, of the whole key otherwise,
+// modulo ClusterSlots.
+func KeySlot(key string) int {
+	if tag, ok := HashTag(key); ok {
+		key = tag
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % ClusterSlots
+}
+
+// CheckClusterKeys returns nil if a Cluster can run one script over keys
+// and their auxiliary keys: every key can be named (ClusterWrap) and
+// all share one hash slot; otherwise an error naming the first key
+// that does not.
+func CheckClusterKeys(keys []string) error {
+	for i, k := range keys {
+		if _, err := ClusterWrap(k); err != nil {
+			return fmt.Errorf("key %q: %v", k, err) //nolint:errorlint // the cause is told, not wrapped: a refusal before I/O, not a failed vote (ErrMisconfigured)
+		}
+		if i > 0 && KeySlot(k) != KeySlot(keys[0]) {
+			return fmt.Errorf("keys %q and %q are in different hash slots (%d and %d): a Cluster runs one script over one slot's keys only; give them a common hash tag, such as {tag}",
+				keys[0], k, KeySlot(keys[0]), KeySlot(k))
+		}
+	}
+	return nil
+}

@@ -41,6 +41,22 @@ var (
 	raiseFenceSrc string
 	//go:embed acquire_probe.lua
 	acquireProbeSrc string
+	//go:embed read_acquire.lua
+	readAcquireSrc string
+	//go:embed read_release.lua
+	readReleaseSrc string
+	//go:embed read_extend.lua
+	readExtendSrc string
+	//go:embed write_acquire.lua
+	writeAcquireSrc string
+	//go:embed all_acquire.lua
+	allAcquireSrc string
+	//go:embed all_release.lua
+	allReleaseSrc string
+	//go:embed all_extend.lua
+	allExtendSrc string
+	//go:embed all_raise_fence.lua
+	allRaiseFenceSrc string
 
 	// Release is the compare-and-delete script: KEYS[1] key, ARGV[1] token.
 	// It announces a release with PUBLISH (ReleaseChannel, TurnChannel).
@@ -70,7 +86,107 @@ var (
 	// token, ARGV[2] the fence in decimal. It replies as Release and Extend
 	// do (ScriptStatus).
 	RaiseFence = newScript(raiseFenceSrc)
+
+	// ReadAcquire is a reader's acquire, plain or fenced (core.KindRead):
+	// KEYS[1] key, KEYS[2] its reader set (core.ReadersPrefix), KEYS[3]
+	// its writer's mark (core.WriterWaitPrefix), and for
+	// core.OpAcquireFenced KEYS[4] its fence counter; ARGV[1] token,
+	// ARGV[2] TTL in milliseconds. It replies OK, or fenced the counter's
+	// value as a decimal string (ReadFence), or as AcquireProbe when the
+	// key or the mark exists (the longer of their TTLs).
+	ReadAcquire = newScript(readAcquireSrc)
+	// ReadRelease removes a reader (KEYS[1] key, KEYS[2] its reader set,
+	// ARGV[1] token): 1 if its entry was unexpired, 0 otherwise. It
+	// announces with PUBLISH on the key's ReleaseChannel once no
+	// unexpired reader is left.
+	ReadRelease = newScript(readReleaseSrc)
+	// ReadReleaseSharded is ReadRelease announcing with SPUBLISH, as
+	// ReleaseSharded.
+	ReadReleaseSharded = newScript(strings.Replace(readReleaseSrc, plainChannels, shardedChannels, 1))
+	// ReadExtend extends a reader (KEYS[1] key, KEYS[2] its reader set,
+	// ARGV[1] token, ARGV[2] TTL in milliseconds): 1, or 0 if its entry
+	// is gone or expired.
+	ReadExtend = newScript(readExtendSrc)
+	// WriteAcquire is a writer's acquire, plain or fenced
+	// (core.KindWrite): the keys of ReadAcquire, ARGV[1] token, ARGV[2]
+	// TTL in milliseconds. It replies as AcquireProbe, or fenced as
+	// AcquireFenced; refused for readers, it marks the key as waited for
+	// and replies minus the time until the last reader's expiry. A
+	// writer's release, extension and fence raise are the mutex's.
+	WriteAcquire = newScript(writeAcquireSrc)
+	// AllAcquire takes every key of a multi-key lock or none
+	// (core.KindAll): KEYS[1..n] the keys, and for core.OpAcquireFenced
+	// KEYS[n+1..2n] their fence counters; ARGV[1] token, ARGV[2] TTL in
+	// milliseconds, ARGV[3] n. It replies as AcquireProbe (the longest
+	// TTL of the keys that exist), or fenced as AcquireFenced.
+	AllAcquire = newScript(allAcquireSrc)
+	// AllRelease deletes every key (KEYS) that holds the token (ARGV[1]),
+	// announcing each on its ReleaseChannel; it replies as Release: 1 if
+	// it deleted any, else -1 if a key holds another token, else 0.
+	AllRelease = newScript(allReleaseSrc)
+	// AllReleaseSharded is AllRelease announcing with SPUBLISH, as
+	// ReleaseSharded.
+	AllReleaseSharded = newScript(strings.Replace(allReleaseSrc, plainChannels, shardedChannels, 1))
+	// AllExtend extends every key (KEYS) if every one holds the token
+	// (ARGV[1]) to ARGV[2] ms; it replies as Extend.
+	AllExtend = newScript(allExtendSrc)
+	// AllRaiseFence raises the fence counters (KEYS[n+1..2n]) of the keys
+	// (KEYS[1..n]) to ARGV[2] if every key holds the token (ARGV[1]); it
+	// replies as RaiseFence.
+	AllRaiseFence = newScript(allRaiseFenceSrc)
 )
+
+// ScriptOf returns the script of a command of kind k and op, on a
+// connection that announces with SPUBLISH if sharded; ok == false for a
+// command no script runs (a reader's fence raise, an unknown kind). A
+// mutex's OpAcquire without Probe is a plain SET NX, not ScriptOf's.
+func ScriptOf(k core.Kind, op core.Op, sharded bool) (s Script, ok bool) {
+	switch {
+	case k == core.KindMutex || k == core.KindWrite && op != core.OpAcquire && op != core.OpAcquireFenced:
+		if op == core.OpRelease && sharded {
+			return ReleaseSharded, true
+		}
+		return ScriptFor(op), true
+	case k == core.KindWrite:
+		return WriteAcquire, true
+	case k == core.KindRead:
+		switch op {
+		case core.OpAcquire, core.OpAcquireFenced:
+			return ReadAcquire, true
+		case core.OpRelease:
+			if sharded {
+				return ReadReleaseSharded, true
+			}
+			return ReadRelease, true
+		case core.OpExtend:
+			return ReadExtend, true
+		}
+	case k == core.KindAll:
+		switch op {
+		case core.OpAcquire, core.OpAcquireFenced:
+			return AllAcquire, true
+		case core.OpRelease:
+			if sharded {
+				return AllReleaseSharded, true
+			}
+			return AllRelease, true
+		case core.OpExtend:
+			return AllExtend, true
+		case core.OpRaiseFence:
+			return AllRaiseFence, true
+		}
+	}
+	return Script{}, false
+}
+
+// ReadFence returns the fence of a fenced ReadAcquire's reply: the
+// counter's decimal value, 0 (no writer yet) to 2^63-1.
+func ReadFence(s string) (uint64, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	return FenceString(s)
+}
 
 // plainChannels are the lines of release.lua that name its announcements'
 // command and channels; shardedChannels replace them in ReleaseSharded,
