@@ -278,18 +278,24 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 }
 
 func (c *Client) lock(ctx context.Context, key string, once bool) (*Lock, error) {
+	return c.take(ctx, core.Target{Key: key}, once)
+}
+
+// take is the acquisition of t by every kind of lock: Lock and TryLock
+// (the mutex), RLock, WLock, LockAll and their Try variants.
+func (c *Client) take(ctx context.Context, t core.Target, once bool) (*Lock, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
 	if c.timing {
-		return c.lockObserved(ctx, key, once)
+		return c.lockObserved(ctx, t, once)
 	}
-	g, _, at, counted, err := c.acquire(ctx, key, once, nil)
+	g, _, at, counted, err := c.acquire(ctx, t, once, nil)
 	if err != nil {
 		return nil, err
 	}
 	if c.obs.Fence != nil {
-		c.fenced(ctx, key, g)
+		c.fenced(ctx, t.Key, g)
 	}
 	return c.locked(ctx, g, at, counted), nil
 }
@@ -336,12 +342,13 @@ func (c *Client) makeHeard(ctx context.Context, key string, handOn, try bool) {
 	}
 }
 
-// lockObserved is lock for a Client with an Observer that times.
-func (c *Client) lockObserved(ctx context.Context, key string, once bool) (*Lock, error) {
+// lockObserved is take for a Client with an Observer that times.
+func (c *Client) lockObserved(ctx context.Context, t core.Target, once bool) (*Lock, error) {
+	key := t.Key // a multi-key lock's first key
 	vl := c.newVoteLog(ctx)
 	defer vl.free()
 	start := c.now(vl) // the acquisition's start too
-	g, attempts, _, counted, err := c.acquire(ctx, key, once, vl)
+	g, attempts, _, counted, err := c.acquire(ctx, t, once, vl)
 	end := vl.last // the acquisition's last reading: its end
 	if f := c.obs.Acquire; f != nil {
 		f(AcquireEvent{Context: ctx, Key: key, Try: once, Outcome: OutcomeOf(err), Err: err,
@@ -356,17 +363,21 @@ func (c *Client) lockObserved(ctx context.Context, key string, once bool) (*Lock
 
 var errNilContext = invalid("context is nil (use context.Background())")
 
-// acquire is the one acquisition loop: it drives a core.Acquisition over
-// the driver, does its waits, and turns ctx's end into Cancel or GiveUp.
-// TryLock's acquisition (core's Spec.Try) makes one attempt and never
-// waits; Lock waits on the Client's wait room, or polls where nothing is
-// announced.
+// acquire is the one acquisition loop, of every kind of lock: it drives
+// a core.Acquisition of t over the driver, does its waits, and turns
+// ctx's end into Cancel or GiveUp. A Try's acquisition (core's
+// Spec.TryTarget) makes one attempt and never waits; Lock waits on the
+// Client's wait room, or polls where nothing is announced. The other
+// kinds never enter the wait room, whose queue, handoff and followers
+// are the mutex's: readers share a key, and one waiter of a multi-key
+// lock must not hold up another whose keys are free. Each of their
+// waiters listens to its own keys' announcements instead (listener).
 //
 // It returns the number of acquire rounds sent too, and the clock's
 // reading at the end of the last round (for a grant: when it was won).
 // vl, when not nil, keeps the votes of the last acquire round for an
 // observer.
-func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted core.Held, _ error) {
+func (c *Client) acquire(ctx context.Context, t core.Target, once bool, vl *voteLog) (_ core.Grant, attempts int, at time.Time, counted core.Held, _ error) {
 	var now time.Time
 	if vl != nil {
 		now = c.startAt(vl)
@@ -376,16 +387,21 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 	var a core.Acquisition
 	var err error
 	if once {
-		a, err = c.spec.Try(key, core.Token{}, now) // one attempt, which never queues
+		a, err = c.spec.TryTarget(t, core.Token{}, now) // one attempt, which never queues
 	} else {
-		a, err = c.spec.Acquire(key, core.Token{}, now)
+		a, err = c.spec.AcquireTarget(t, core.Token{}, now)
+	}
+	if err == nil && t.Kind == core.KindAll {
+		err = c.checkKeys(t.Keys)
 	}
 	if err != nil {
 		return core.Grant{}, 0, time.Time{}, core.Held{}, err
 	}
-	started := now // the reading a's round started at; zero: unknown
-	var w *waiter  // joined at the first wait: the uncontended path allocates nothing here
-	if !once && c.room != nil && c.room.busy(key, now) {
+	key, mutex := t.Key, t.Kind == core.KindMutex
+	started := now  // the reading a's round started at; zero: unknown
+	var w *waiter   // joined at the first wait: the uncontended path allocates nothing here
+	var l *listener // the same, for a kind other than the mutex
+	if mutex && !once && c.room != nil && c.room.busy(key, now) {
 		// Others of this Client wait for the key, or hold it: wait behind
 		// them rather than attempt, for the release this Client hears
 		// first, or with Fair for its place in the nodes' queue.
@@ -405,12 +421,23 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 			}
 		case core.PhaseWait:
 			started = time.Time{} // the wait reads the clock: a round after it reads it again
-			if w == nil && c.room != nil {
+			switch {
+			case !mutex:
+				if l == nil && c.room != nil {
+					l = c.room.listen(t)
+				}
+				c.waitAlone(ctx, &a, l, vl)
+			case w == nil && c.room != nil:
 				w = c.room.join(ctx, key)
+				fallthrough
+			default:
+				c.wait(ctx, &a, w, vl)
 			}
-			c.wait(ctx, &a, w, vl)
 		default:
 			g, err := a.Result()
+			if l != nil {
+				l.stop()
+			}
 			if w != nil {
 				if f := c.obs.Handoff; f != nil && err == nil && !w.heardAt.IsZero() {
 					f(HandoffEvent{Context: ctx, Key: key, Duration: at.Sub(w.heardAt)}) // at: when it was won
@@ -419,7 +446,7 @@ func (c *Client) acquire(ctx context.Context, key string, once bool, vl *voteLog
 				if counted, handOn, try = c.room.leave(key, w, g); handOn || try {
 					c.makeHeard(ctx, key, handOn, try) // it left a quiet release unheard
 				}
-			} else if c.room != nil {
+			} else if c.room != nil && mutex {
 				counted = c.room.ended(key, &a) // a Lock counted, or a head woken (core.Room.Ended)
 			}
 			return g, attempts, at, counted, err

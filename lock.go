@@ -353,8 +353,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	c := l.c
 	g := l.grant
+	// The wait room is the mutex's: another kind's release hands nothing
+	// on within the Client, and announces to every waiter.
+	room := c.room != nil && g.Target().Kind == core.KindMutex
 	var tell roomNews
-	if c.room != nil { // Fair has a room
+	if room { // Fair has a room
 		// The Room counts l no more (with Fair, before the followers are
 		// counted), and says how the release hands the key on.
 		tell = c.room.release(g.Key(), l.counted)
@@ -374,7 +377,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	} else {
 		early, err = c.release(ctx, g, nil, tell)
 	}
-	if c.room != nil && !mutReleasedUntold {
+	if room && !mutReleasedUntold {
 		if early.ok {
 			tell.rel = early.rel // told as soon as its commands were on their way
 		}

@@ -248,7 +248,11 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
 			fence := r.maxFence()
-			if !mutSkipFenceRaise {
+			// A reader reads the last writer's fence and raises nothing:
+			// readers share the key, so no reader's fence may exclude
+			// another's writes. The quorum's highest counter is the last
+			// writer's, whose raise reached a majority this quorum meets.
+			if a.kind != KindRead && !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}

@@ -200,7 +200,7 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	switch {
 	case g.handoff:
 		cmd.Quiet = true // the follower's attempt comes right behind: no announcement, no queue
-	case s.cfg.Fair:
+	case s.cfg.Fair && g.kind == KindMutex: // the waiter queues are the mutex's alone
 		cmd = s.fairRelease(cmd)
 		if g.followed {
 			cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
