@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/core"
 )
 
 // The configurations of the primitives beyond the mutex: the
@@ -45,6 +46,17 @@ func failover(c Config) Config {
 	c.Lease = true
 	c.Faults.Crashes, c.Faults.Persistent = 2, false
 	c.Faults.RestartDelay = [2]time.Duration{c.TTL * 11 / 10, 2 * c.TTL}
+	return c
+}
+
+// lossy makes c's network lose a tenth of the commands and of the
+// replies, within the assumptions: nodes whose holders differ, from
+// acquires and releases that did not arrive, are what the per-node count
+// semaphore (DefectCountSemaphore) turns into more than K holders.
+func lossy(c Config) Config {
+	c.Faults.LostRequest, c.Faults.LostReply = 0.15, 0
+	c.Work, c.Length = [2]time.Duration{0, c.TTL / 4}, 8*c.TTL
+	c.Try, c.Think = 0.5, [2]time.Duration{0, 10 * ms}
 	return c
 }
 
@@ -89,6 +101,10 @@ func Primitives() []Config {
 	cs = append(cs, c)
 
 	cs = append(cs, failover(permits("crash without key, restart after TTL", 3, 2)))
+
+	// The faults of the broken per-node count semaphore, without its
+	// defect: what it reports is the defect's.
+	cs = append(cs, lossy(permits("lossy network", 3, 2)))
 	return cs
 }
 
@@ -124,7 +140,7 @@ func BrokenPrimitives() []Config {
 	c.Work = [2]time.Duration{c.TTL, 2 * c.TTL}
 	cs = append(cs, c)
 
-	c = permits("", 3, 2)
+	c = lossy(permits("", 3, 2))
 	c.Name = "broken: permits, a per-node count semaphore K=2 N=3"
 	c.Defect, c.Expect = DefectCountSemaphore, "permits"
 	cs = append(cs, c)
@@ -137,13 +153,8 @@ func BrokenPrimitives() []Config {
 	return cs
 }
 
-// permitKey is the name of slot i of the semaphore key: core.PermitKey's.
-func permitKey(key string, i int) string {
-	if strings.Contains(key, "{") {
-		return key + ":permit:" + strconv.Itoa(i)
-	}
-	return "{" + key + "}:permit:" + strconv.Itoa(i)
-}
+// permitKey is the name of slot i of the semaphore key.
+func permitKey(key string, i int) string { return core.PermitKey(key, i) }
 
 // slotOf parses a permit slot's name (permitKey): the semaphore's key and
 // the slot's number.
