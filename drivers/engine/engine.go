@@ -71,6 +71,14 @@
 //     scripts (wire.AcquireFenced, wire.RaiseFence) on the key and its
 //     fence counter, whose name is written into the node's buffer as
 //     tokens are, so that they cost no allocation either.
+//   - Kinds (core.Kind): a reader's commands, a writer's acquire and a
+//     multi-key lock's commands run scripts of their own (wire.ScriptOf),
+//     on the key, its reader set and writer's mark (core.ReadersPrefix,
+//     core.WriterWaitPrefix) and fence counters, named as the member
+//     names auxiliary keys; a writer's release, extension and fence
+//     raise are the mutex's. The mutex's commands go as they always
+//     have. The engine is a core.KeysChecker: on a Cluster member a
+//     multi-key lock's keys must share one hash slot (CheckKeys).
 //   - Replies: decoded into core.Status, with an OpAcquireFenced's fence
 //     in core.Reply.Fence; failures name the node. A batch is a
 //     core.Gatherer: the round's goroutine is woken once the replies it

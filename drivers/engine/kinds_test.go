@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redlock-go/redlock/core"
+	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 	"github.com/redlock-go/redlock/drivers/wire"
 	"github.com/redlock-go/redlock/internal/redistest"
 )
@@ -199,4 +201,112 @@ func TestAllScriptsOnAServer(t *testing.T) {
 		raise.Token = tok(1)
 		env.expect(raise, core.StatusMissing, "raise once released")
 	}
+}
+
+// TestKindWords: the words each kind's commands go out as, on a Cluster
+// member (auxiliary keys named in the key's slot) and a standalone one,
+// with WAIT behind a write on a node that asks for it; what no script
+// runs, or a Cluster cannot run, is refused unsent, naming the node.
+func TestKindWords(t *testing.T) {
+	f := newFakeNet(t, 3)
+	f.replicas[2] = 1
+	e, clock := startNodes(t, f, []NodeConfig{{Cluster: true}, {}, {Replicas: 1, WaitTimeout: 50 * time.Millisecond}})
+	tk := tok(1).String()
+	fenced := func(c core.Command) core.Command { c.Op = core.OpAcquireFenced; return c }
+	read := kcmd(core.KindRead, core.OpAcquire, "k", 1, 10*time.Second)
+	write := kcmd(core.KindWrite, core.OpAcquire, "k", 1, 10*time.Second)
+	raise := kcmd(core.KindAll, core.OpRaiseFence, "{t}a", 1, 0)
+	raise.Keys, raise.Fence = []string{"{t}a", "{t}b"}, 12
+	for _, tc := range []struct {
+		node  int
+		cmd   core.Command
+		words []string // after the script
+		reply Reply
+		want  core.Reply
+	}{
+		{0, read, []string{"3", "k", "redlock:readers:{k}", "redlock:writer-waits:{k}", tk, "10000"},
+			Reply{Kind: KindOK}, core.Reply{Status: core.StatusOK}},
+		{1, fenced(read), []string{"4", "k", "redlock:readers:k", "redlock:writer-waits:k", "redlock:fence:k", tk, "10000"},
+			Reply{Kind: KindString, Text: "0"}, core.Reply{Status: core.StatusOK}},
+		{0, fenced(read), []string{"4", "k", "redlock:readers:{k}", "redlock:writer-waits:{k}", "redlock:fence:{k}", tk, "10000"},
+			Reply{Kind: KindString, Text: "9007199254740993"}, core.Reply{Status: core.StatusOK, Fence: 9007199254740993}},
+		{1, read, nil, Reply{Kind: KindInt, Int: -1500}, core.Reply{Status: core.StatusHeld, TTL: 1500 * time.Millisecond}},
+		{0, kcmd(core.KindRead, core.OpRelease, "{t}k", 1, 0), []string{"2", "{t}k", "redlock:readers:{t}k", tk},
+			Reply{Kind: KindInt, Int: 0}, core.Reply{Status: core.StatusMissing}},
+		{1, kcmd(core.KindRead, core.OpExtend, "k", 1, time.Second), []string{"2", "k", "redlock:readers:k", tk, "1000"},
+			Reply{Kind: KindInt, Int: 1}, core.Reply{Status: core.StatusOK}},
+		{0, write, []string{"3", "k", "redlock:readers:{k}", "redlock:writer-waits:{k}", tk, "10000"},
+			Reply{Kind: KindInt, Int: -20}, core.Reply{Status: core.StatusHeld, TTL: 20 * time.Millisecond}},
+		{1, fenced(write), []string{"4", "k", "redlock:readers:k", "redlock:writer-waits:k", "redlock:fence:k", tk, "10000"},
+			Reply{Kind: KindInt, Int: 3}, core.Reply{Status: core.StatusOK, Fence: 3}},
+		{1, allCmd(core.OpAcquire, 1, 10*time.Second, "a", "b", "c"), []string{"3", "a", "b", "c", tk, "10000", "3"},
+			Reply{Kind: KindOK}, core.Reply{Status: core.StatusOK}},
+		{0, allCmd(core.OpAcquireFenced, 1, 10*time.Second, "{t}a", "{t}b"), []string{"4", "{t}a", "{t}b", "redlock:fence:{t}a", "redlock:fence:{t}b", tk, "10000", "2"},
+			Reply{Kind: KindInt, Int: 0}, core.Reply{Status: core.StatusHeld}},
+		{1, allCmd(core.OpRelease, 1, 0, "a", "b"), []string{"2", "a", "b", tk}, Reply{Kind: KindInt, Int: -1}, core.Reply{Status: core.StatusHeld}},
+		{1, allCmd(core.OpExtend, 1, 2*time.Second, "a", "b"), []string{"2", "a", "b", tk, "2000"}, Reply{Kind: KindInt, Int: 1}, core.Reply{Status: core.StatusOK}},
+		{0, raise, []string{"4", "{t}a", "{t}b", "redlock:fence:{t}a", "redlock:fence:{t}b", tk, "12"}, Reply{Kind: KindInt, Int: 1}, core.Reply{Status: core.StatusOK}},
+	} {
+		what := fmt.Sprintf("node %d: %v %v", tc.node, tc.cmd.Kind, tc.cmd.Op)
+		b := send(e, clock, tc.node, tc.cmd, time.Second)
+		c := receive(b, nil)
+		x := f.next()
+		s, ok := wire.ScriptOf(tc.cmd.Kind, tc.cmd.Op, false)
+		require.True(t, ok, what)
+		assert.Equal(t, []string{"EVAL", s.Src}, x.cmds[0][:2], what)
+		if tc.words != nil {
+			assert.Equal(t, tc.words, x.cmds[0][2:], what)
+		}
+		x.reply(nil, tc.reply)
+		r := wait(t, c)
+		b.Close()
+		tc.want.Node = tc.node
+		assert.Equal(t, tc.want, r, what)
+	}
+
+	// WAIT behind a reader's acquire; none behind its release.
+	b := send(e, clock, 2, read, time.Second)
+	c := receive(b, nil)
+	x := f.next()
+	require.Len(t, x.cmds, 2)
+	assert.Equal(t, []string{"WAIT", "1", "50"}, x.cmds[1])
+	x.reply(nil, Reply{Kind: KindOK}, Reply{Kind: KindInt, Int: 0})
+	r := wait(t, c)
+	b.Close()
+	assert.ErrorIs(t, r.Err, dialspec.ErrNotReplicated, "a reader counts once replicated")
+	b = send(e, clock, 2, kcmd(core.KindRead, core.OpRelease, "k", 1, 0), time.Second)
+	c = receive(b, nil)
+	x = f.next()
+	assert.Len(t, x.cmds, 1)
+	x.reply(nil, Reply{Kind: KindInt, Int: 1})
+	assert.Equal(t, core.StatusOK, wait(t, c).Status)
+	b.Close()
+
+	// Refused unsent: a reader's fence raise anywhere; keys across slots
+	// on the Cluster member, which CheckKeys tells beforehand.
+	for _, tc := range []struct {
+		node int
+		cmd  core.Command
+		msg  string
+	}{
+		{1, kcmd(core.KindRead, core.OpRaiseFence, "k", 1, 0), "no raise-fence for a read lock"},
+		{0, allCmd(core.OpAcquire, 1, time.Second, "x", "y"), "different hash slots"},
+		{0, allCmd(core.OpRelease, 1, 0, "{t}a", "a}b"), `key "a}b"`},
+	} {
+		b := send(e, clock, tc.node, tc.cmd, time.Second)
+		r := wait(t, receive(b, nil))
+		b.Close()
+		assert.Equal(t, core.StatusError, r.Status, tc.msg)
+		assert.ErrorContains(t, r.Err, tc.msg)
+		assert.ErrorContains(t, r.Err, e.NodeName(tc.node))
+	}
+	select {
+	case x := <-f.exchanges:
+		t.Fatalf("a refused command went out: %v", x.cmds)
+	default:
+	}
+	err := e.CheckKeys([]string{"x", "y"})
+	require.ErrorContains(t, err, "node 0 (memberA), a Cluster")
+	require.ErrorContains(t, err, "different hash slots")
+	require.NoError(t, e.CheckKeys([]string{"{t}x", "{t}y"}))
 }

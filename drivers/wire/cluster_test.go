@@ -111,3 +111,27 @@ func TestClusterMasters(t *testing.T) {
 	assert.False(t, m.Sharded, "a master before 7.0")
 	assert.Equal(t, 1, m.Fewest)
 }
+
+// TestKeySlot: the hash slots Redis documents for CLUSTER KEYSLOT, and
+// those of the test's own reading (slot).
+func TestKeySlot(t *testing.T) {
+	assert.Equal(t, 11058, KeySlot("somekey"))
+	assert.Equal(t, 2515, KeySlot("foo{hash_tag}"))
+	assert.Equal(t, KeySlot("hash_tag"), KeySlot("{hash_tag}:bar"))
+	for _, k := range []string{"", "k", "orders:42", "{user}:a", "a{b}c", "x{y", "a}{b}", "lock{}x", "{}{b}"} {
+		assert.Equal(t, int(slot(k)), KeySlot(k), "%q", k)
+	}
+}
+
+// TestCheckClusterKeys: keys of one slot pass, named by their tag or by
+// chance; keys across slots, and a key that cannot be named, are refused
+// with the keys named.
+func TestCheckClusterKeys(t *testing.T) {
+	require.NoError(t, CheckClusterKeys([]string{"{o}:a", "{o}:b", "x{o}"}))
+	require.NoError(t, CheckClusterKeys([]string{"alone"}))
+	err := CheckClusterKeys([]string{"somekey", "foo{hash_tag}"})
+	require.ErrorContains(t, err, `keys "somekey" and "foo{hash_tag}" are in different hash slots (11058 and 2515)`)
+	err = CheckClusterKeys([]string{"{o}:a", "a}b"})
+	require.ErrorContains(t, err, `key "a}b"`)
+	require.NotErrorIs(t, err, ErrUntaggable, "a refusal before I/O, not a failed vote")
+}

@@ -151,3 +151,53 @@ func TestReleaseShardedStaysInTheShard(t *testing.T) {
 		assert.Equal(t, c.publishShd, sent("publishshard")-s0, "SPUBLISH messages on the bus")
 	}
 }
+
+// TestKindReleasesShardedOnRedis: the releases that announce beyond the
+// mutex's, a reader's (once no reader is left) and a multi-key lock's
+// (each key it frees), announce with SPUBLISH on the shard channels in
+// their sharded variants.
+func TestKindReleasesShardedOnRedis(t *testing.T) {
+	for _, s := range []struct{ plain, sharded Script }{{ReadRelease, ReadReleaseSharded}, {AllRelease, AllReleaseSharded}} {
+		require.NotEqual(t, s.plain.Src, s.sharded.Src, "the sharded variant replaced its channel lines")
+		assert.Contains(t, s.sharded.Src, `local publish = "SPUBLISH"`)
+	}
+	srv := redistest.Start(t, redistest.Options{})
+	c, err := redis.Dial("tcp", srv.Addr)
+	require.NoError(t, err)
+	defer func() { _ = c.Close() }() // the test's own connection
+	keys := []string{"rw", "{tag}:a", "b"}
+	var chans []any
+	for _, k := range keys {
+		ch, _ := ShardChannel(ReleaseChannel(k))
+		chans = append(chans, ch)
+	}
+	require.NoError(t, c.Send("SSUBSCRIBE", chans...))
+	require.NoError(t, c.Flush())
+	for range chans {
+		_, err := redis.Values(c.Receive())
+		require.NoError(t, err)
+	}
+	next := func() []string {
+		r, err := redis.Strings(c.Receive())
+		require.NoError(t, err)
+		return r
+	}
+	readers := "redlock:readers:rw"
+	_, err = srv.Do("ZADD", readers, 1<<50, "t1", 1<<50, "t2")
+	require.NoError(t, err)
+	for _, tk := range []string{"t1", "t2"} {
+		n, err := srv.Do("EVAL", ReadReleaseSharded.Src, 2, "rw", readers, tk)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n)
+	}
+	assert.Equal(t, []string{"smessage", chans[0].(string), "t2"}, next(), "the last reader's release alone")
+	for _, k := range keys[1:] {
+		_, err = srv.Do("SET", k, "tok", "PX", 60000)
+		require.NoError(t, err)
+	}
+	n, err := srv.Do("EVAL", AllReleaseSharded.Src, 2, "{tag}:a", "b", "tok")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n)
+	assert.Equal(t, []string{"smessage", chans[1].(string), "tok"}, next())
+	assert.Equal(t, []string{"smessage", chans[2].(string), "tok"}, next())
+}

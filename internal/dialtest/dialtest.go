@@ -103,7 +103,8 @@ func (dial DialFunc) Defaults() conformance.Dialer {
 // DialValidation, conformance.RunDriver, credentials and TLS given in
 // Options, the case of Options.Clock (the driver's Clock method, and
 // deadlines read on that clock), and one server under two names (two
-// addresses, or an address and a proxy's) refused.
+// addresses, or an address and a proxy's) refused; and the commands of
+// the kinds beyond the mutex (contract.Kinds).
 func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("dial-validation", func(t *testing.T) {
 		DialValidation(t, func(addrs []string, opts drivers.Options) error {
@@ -121,6 +122,18 @@ func RunDial(t *testing.T, dial DialFunc) {
 	t.Run("clock", func(t *testing.T) { testDialClock(t, dial) })
 	t.Run("same-server-two-names-says-so", func(t *testing.T) { testSameServerTwoNames(t, dial.Defaults()) })
 	t.Run("same-server-through-a-proxy", func(t *testing.T) { testSameServerThroughAProxy(t, dial.Defaults()) })
+	t.Run("kinds", func(t *testing.T) { testKinds(t, dial.Defaults()) })
+}
+
+// testKinds runs contract.Kinds, the commands of the kinds beyond the
+// mutex, on a standalone server; RunMembers runs it on every kind of
+// member.
+func testKinds(t *testing.T, dial conformance.Dialer) {
+	srvs := contract.StartServers(t, 1, redistest.Options{})
+	d, err := dial(contract.AddrsOf(srvs))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, d.Close()) })
+	contract.Kinds(t, contract.Target{D: d, Names: contract.AddrsOf(srvs), At: contract.Servers(srvs)})
 }
 
 // testSameServerTwoNames: the refusal of one server under two names that

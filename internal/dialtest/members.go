@@ -1,6 +1,7 @@
 package dialtest
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers"
 	"github.com/redlock-go/redlock/drivers/conformance"
 	"github.com/redlock-go/redlock/drivers/wire"
@@ -83,7 +85,45 @@ func RunMembers(t *testing.T, dial MembersDialer) {
 			}
 		})
 	}
+	t.Run("kinds-with-wait", func(t *testing.T) {
+		// The kinds' writes on the Sentinel members wait for their
+		// replica (WAIT): the engine's lane carries them.
+		members := slices.Clone(q.members)
+		for i, m := range members {
+			if m.Topology == drivers.SentinelGroup {
+				members[i] = m.WithWait(1, 2*time.Second)
+			}
+		}
+		d, err := dial(members)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, d.Close()) })
+		names := make([]string, len(members))
+		for j, m := range members {
+			names[j] = m.String()
+		}
+		for i, m := range members {
+			t.Run(strconv.Itoa(i)+"-"+topologyName(m.Topology), func(t *testing.T) {
+				contract.Kinds(t, contract.Target{D: d, I: i, Names: names, Prefix: "kinds-" + strconv.Itoa(i) + ":", At: q})
+			})
+		}
+		cluster := slices.IndexFunc(members, func(m drivers.Member) bool { return m.Topology == drivers.ClusterGroup })
+		testKeysChecker(t, d, names[cluster])
+	})
 	t.Run("close", func(t *testing.T) { contract.Close(t, open(t, "close:", 0)) })
+}
+
+// testKeysChecker: the driver, a core.KeysChecker, refuses the keys of a
+// multi-key lock across hash slots, naming the Cluster member, and
+// takes keys of one hash tag.
+func testKeysChecker(t *testing.T, d conformance.Closer, cluster string) {
+	kc, ok := d.(core.KeysChecker)
+	require.True(t, ok, "the driver is a core.KeysChecker")
+	require.NotEqual(t, wire.KeySlot("x"), wire.KeySlot("y"))
+	err := kc.CheckKeys([]string{"x", "y"})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, cluster, "the Cluster member is named")
+	assert.ErrorContains(t, err, "hash slots")
+	assert.NoError(t, kc.CheckKeys([]string{"{t}x", "{t}y", "t"}))
 }
 
 // quorum is the layout of RunMembers: member i is one of standalone,
