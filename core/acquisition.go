@@ -91,6 +91,15 @@ func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys []st
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
+	if tok == (Token{}) && kind == KindWrite {
+		// A writer's attempts derive their tokens from one (deriveToken),
+		// so that they share all but their last four bytes: by those its
+		// winning attempt knows the mark its refused ones left (a writer
+		// that waits for readers) as its own, and deletes it.
+		if base := s.cfg.Tokens.NewToken(); base.safe() {
+			tok = base
+		}
+	}
 	a.spec, a.key, a.base, a.retry = s, key, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
 	a.kind, a.keys = kind, keys
 	a.startAttempt(now)
@@ -114,6 +123,20 @@ func deriveToken(tok Token, k int) Token {
 	tok[14] ^= byte(x >> 8)
 	tok[15] ^= byte(x)
 	return tok
+}
+
+// SameAcquisition reports whether tokens a and b may be two attempts' of
+// one acquisition given a base token (deriveToken): equal but for their
+// last four bytes. A writer's acquisition (KindWrite) always has a base,
+// and its script deletes the mark its refused attempts left on a key
+// once one of its attempts takes the key, by this test.
+func SameAcquisition(a, b Token) bool {
+	for i := 0; i < len(a)-4; i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func (a *Acquisition) startAttempt(now time.Time) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/core"
 )
@@ -236,4 +237,68 @@ func TestFairReleasesOnlyTheMutex(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriterAttemptsShareAToken: a writer's attempts, drawn from
+// Config.Tokens, hold tokens that differ (each attempt its own) in their
+// last four bytes only, so that its script knows its own mark
+// (SameAcquisition); other kinds draw each attempt's token afresh, and
+// tokens that were drawn apart are not of the same acquisition.
+func TestWriterAttemptsShareAToken(t *testing.T) {
+	tokens := func(kind core.Kind) []core.Token {
+		e := newEnv(t, 3, core.Multiplexed, core.Config{})
+		// Tokens that differ in their first bytes, as random ones do.
+		spec, err := core.NewSpec(e.c, core.Config{TTL: time.Second, NodeTimeout: 50 * ms,
+			Retry: core.RandomDelay(3, 0, 0), Tokens: &spreadTokens{}, Jitter: fixedRand(1 << 62)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgt := core.Target{Kind: kind, Key: "k"}
+		if kind == core.KindAll {
+			tgt = core.Target{Kind: kind, Keys: []string{"k"}}
+		}
+		a, err := spec.AcquireTarget(tgt, core.Token{}, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []core.Token
+		for a.Phase() != core.PhaseDone {
+			switch a.Phase() {
+			case core.PhaseRound:
+				if cmd := a.Round().Command(); cmd.Op == core.OpAcquire {
+					out = append(out, cmd.Token)
+				}
+				feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusHeld, TTL: time.Second} })
+			case core.PhaseWait:
+				a.Wake(a.WakeAt())
+			}
+		}
+		if len(out) != 3 {
+			t.Fatalf("%v: %d attempts, want 3", kind, len(out))
+		}
+		return out
+	}
+	w := tokens(core.KindWrite)
+	for i := 1; i < len(w); i++ {
+		if w[i] == w[0] || !core.SameAcquisition(w[0], w[i]) {
+			t.Fatalf("writer's attempt %d token %v, first %v: want distinct, of the same acquisition", i+1, w[i], w[0])
+		}
+	}
+	if core.SameAcquisition(core.TokenFromUint64s(1, 1), core.TokenFromUint64s(2, 1)) {
+		t.Fatal("tokens of different first bytes are of the same acquisition")
+	}
+	for _, kind := range []core.Kind{core.KindRead, core.KindAll, core.KindMutex} {
+		ts := tokens(kind)
+		if ts[0] == ts[1] || ts[1] == ts[2] {
+			t.Fatalf("%v: attempts share a token", kind)
+		}
+	}
+}
+
+// spreadTokens issues distinct tokens that differ in their first bytes.
+type spreadTokens struct{ n uint64 }
+
+func (s *spreadTokens) NewToken() core.Token {
+	s.n++
+	return core.TokenFromUint64s(s.n<<40|0x5eed, s.n)
 }

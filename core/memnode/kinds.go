@@ -13,7 +13,7 @@ import (
 //   - a reader (core.KindRead) is an entry of the key's reader set, with
 //     an expiry of its own; it is admitted while neither the key (a
 //     writer) nor a waiting writer's mark lives, and its release is
-//     announced on the key once no unexpired reader is left;
+//     announced on the key when it leaves no unexpired reader;
 //   - a writer (core.KindWrite) takes the key as the mutex does, once no
 //     unexpired reader is left; refused for readers, it marks the key as
 //     waited for, for its TTL, which keeps new readers out. Its release,
@@ -126,7 +126,9 @@ func (n *node) applyRead(cmd *core.Command, now instant, r *core.Reply) bool {
 			}
 			delete(n.readers[cmd.Key], cmd.Token)
 		}
-		return n.liveReaders(cmd.Key, now) == nil
+		// Only a release that removed a live reader announces: a refused
+		// reader's cleanup would wake every waiter, itself included.
+		return n.liveReaders(cmd.Key, now) == nil && r.Status == core.StatusOK
 	case core.OpExtend:
 		r.Status = core.StatusMissing
 		if rs := n.readers[cmd.Key]; rs[cmd.Token] > now {
@@ -161,7 +163,7 @@ func (n *node) applyWrite(cmd *core.Command, now instant, r *core.Reply) {
 		n.fences[cmd.Key] = r.Fence
 	}
 	n.set(e, cmd.Key, cmd.Token, now.add(cmd.TTL))
-	if m, ok := n.liveMark(cmd.Key, now); ok && m.token == cmd.Token {
+	if m, ok := n.liveMark(cmd.Key, now); ok && core.SameAcquisition(m.token, cmd.Token) {
 		delete(n.marks, cmd.Key)
 	}
 	r.Status = core.StatusOK

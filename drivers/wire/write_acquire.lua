@@ -10,6 +10,9 @@
 -- acquire does (fenced: increments the counter first, and returns it as
 -- the fenced acquire script does), deletes the mark if it is the
 -- caller's own (another writer's stays), and returns OK or the fence.
+-- A writer's attempts hold tokens that differ in their last four bytes
+-- only (core.SameAcquisition): the mark its refused attempts left is its
+-- own when all but the last four bytes of the tokens are equal.
 local t = redis.call("PTTL", KEYS[1])
 if t ~= -2 then
   if t < 0 then
@@ -30,7 +33,8 @@ if #KEYS > 3 then
   n = redis.call("INCR", KEYS[4])
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-if redis.call("GET", KEYS[3]) == ARGV[1] then
+local m = redis.call("GET", KEYS[3])
+if m and #m == #ARGV[1] and string.sub(m, 1, -5) == string.sub(ARGV[1], 1, -5) then
   redis.call("DEL", KEYS[3])
 end
 if not n then
