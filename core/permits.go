@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"math/bits"
 	"strconv"
 	"time"
@@ -338,7 +339,7 @@ func (p *Permits) RoundDone(now time.Time) {
 	}
 	// A sweep fails as taken only if every slot was taken; otherwise with
 	// a slot's other failure, which says the sweep could not tell.
-	if p.err == nil || p.err.Kind == ErrTaken {
+	if p.err == nil || errors.Is(p.err.Kind, ErrTaken) {
 		p.err = err
 	}
 	if a.expiry.IsZero() {
