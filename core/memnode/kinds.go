@@ -63,7 +63,9 @@ func (n *node) applyKind(cmd *core.Command, now instant, r *core.Reply) bool {
 }
 
 // liveReaders returns key's reader set without its expired entries, or
-// nil if none is left. c.nmu is held.
+// nil if none is left. An empty set is kept for the key's next reader,
+// which then costs no allocation, unless the node keeps many. c.nmu is
+// held.
 func (n *node) liveReaders(key string, now instant) map[core.Token]instant {
 	rs := n.readers[key]
 	for t, exp := range rs {
@@ -72,13 +74,17 @@ func (n *node) liveReaders(key string, now instant) map[core.Token]instant {
 		}
 	}
 	if len(rs) == 0 {
-		if rs != nil {
+		if rs != nil && len(n.readers) > maxEmptySets {
 			delete(n.readers, key)
 		}
 		return nil
 	}
 	return rs
 }
+
+// maxEmptySets bounds the reader sets a node keeps for keys with no
+// reader (liveReaders): beyond, an emptied set is forgotten.
+const maxEmptySets = 1024
 
 // liveMark returns key's writer's mark if it lives at now. c.nmu is held.
 func (n *node) liveMark(key string, now instant) (mark, bool) {
@@ -105,7 +111,8 @@ func (n *node) applyRead(cmd *core.Command, now instant, r *core.Reply) bool {
 			}
 			return false
 		}
-		rs := n.liveReaders(cmd.Key, now)
+		n.liveReaders(cmd.Key, now)
+		rs := n.readers[cmd.Key]
 		if rs == nil {
 			if n.readers == nil {
 				n.readers = make(map[string]map[core.Token]instant)

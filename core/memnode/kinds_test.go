@@ -1,6 +1,7 @@
 package memnode
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -130,4 +131,36 @@ func TestMultiKey(t *testing.T) {
 	expect("release c by one", all(core.OpRelease, one, 0, "c"), core.StatusHeld, 0, 0)
 	clock.Advance(3 * time.Second)
 	expect("release a, expired", all(core.OpRelease, one, 0, "a"), core.StatusMissing, 0, 0)
+}
+
+// TestKindsAllocateNothing: once a key has been read, a reader's
+// acquire and release allocate nothing, nor do a multi-key lock's; a
+// reader set emptied is kept for the key's next reader.
+func TestKindsAllocateNothing(t *testing.T) {
+	c := New(1, NewManualClock(epoch))
+	tok := core.TokenFromUint64s(1, 1)
+	keys := []string{"a", "b", "c"}
+	cmds := []core.Command{
+		{Kind: core.KindRead, Op: core.OpAcquire, Key: "k", Token: tok, TTL: time.Minute},
+		{Kind: core.KindRead, Op: core.OpRelease, Key: "k", Token: tok},
+		{Kind: core.KindAll, Op: core.OpAcquireFenced, Key: "a", Keys: keys, Token: tok, TTL: time.Minute},
+		{Kind: core.KindAll, Op: core.OpRelease, Key: "a", Keys: keys, Token: tok},
+	}
+	run := func() {
+		for _, cmd := range cmds {
+			if r := do(c, 0, cmd); r.Status != core.StatusOK {
+				panic(r.Status.String())
+			}
+		}
+	}
+	run()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		run()
+	}
+	runtime.ReadMemStats(&after)
+	if n := (after.Mallocs - before.Mallocs) / 100; n != 0 {
+		t.Fatalf("%d allocations per reader and multi-key pair, want 0", n)
+	}
 }

@@ -47,8 +47,8 @@ func (env *kindEnv) run(cmd core.Command) core.Reply {
 	return r
 }
 
-// do runs cmd twice, so that it goes as EVAL and then as EVALSHA, and
-// requires the same status both times; it returns the second reply.
+// expect runs cmd and requires status want without error; it returns
+// the reply.
 func (env *kindEnv) expect(cmd core.Command, want core.Status, what string) core.Reply {
 	env.t.Helper()
 	r := env.run(cmd)
@@ -150,6 +150,15 @@ func TestReadWriteScriptsOnAServer(t *testing.T) {
 	}
 	r := env.run(kcmd(core.KindRead, core.OpRaiseFence, "rw", 2, 0))
 	assert.Equal(t, core.StatusError, r.Status, "a reader's fence raise is refused, unsent")
+
+	// A server that lost its scripts: NOSCRIPT, and the engine sends
+	// each again as EVAL.
+	_, err := env.c.Do("SCRIPT", "FLUSH")
+	require.NoError(t, err)
+	env.expect(kcmd(core.KindRead, core.OpAcquire, "rw", 5, ttl), core.StatusOK, "a reader after SCRIPT FLUSH")
+	env.expect(kcmd(core.KindRead, core.OpRelease, "rw", 5, 0), core.StatusOK, "its release after SCRIPT FLUSH")
+	env.expect(allCmd(core.OpAcquire, 1, ttl, "x", "y"), core.StatusOK, "a multi-key lock after SCRIPT FLUSH")
+	env.expect(allCmd(core.OpRelease, 1, 0, "x", "y"), core.StatusOK, "its release after SCRIPT FLUSH")
 }
 
 // TestAllScriptsOnAServer runs a multi-key lock's commands through the

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,4 +91,44 @@ func Kinds(t *testing.T, n Target) {
 	assert.Equal(t, uint64(5), r.Fence, "one more than the highest counter")
 	send(all(core.OpRelease, two, c, b), core.StatusOK, "release c and b")
 
+	announcements(t, n)
+}
+
+// announcements: on a driver that is a core.Announcer, the last reader's
+// release and a multi-key release reach a watch of the key for the node
+// (on a Cluster, with SPUBLISH in the key's shard when the driver
+// subscribes so); twice, so that a notification of the subscription's
+// start still on its way cannot pass for a release's.
+func announcements(t *testing.T, n Target) {
+	a, ok := n.D.(core.Announcer)
+	if !ok {
+		return
+	}
+	i, key := n.I, n.Key("announced")
+	var heard atomic.Int64
+	w := a.Watch(key, func(j int) {
+		if j == i {
+			heard.Add(1)
+		}
+	})
+	defer w.Stop()
+	require.Eventually(t, func() bool { return w.Listening()&(1<<i) != 0 }, 10*time.Second, 10*time.Millisecond,
+		"node %d listens", i)
+	for round := range 2 {
+		tok := core.TokenFromUint64s(0xa11, uint64(round))
+		for _, c := range []core.Command{
+			{Kind: core.KindRead, Key: key, Token: tok},
+			{Kind: core.KindAll, Key: key, Keys: []string{key}, Token: tok},
+		} {
+			c.Op, c.TTL = core.OpAcquire, 10*time.Second
+			r := SendOne(n.D, i, c, time.Second)
+			require.Equal(t, core.StatusOK, r.Status, "%v acquire: %v", c.Kind, r.Err)
+			before := heard.Load()
+			c.Op, c.TTL = core.OpRelease, 0
+			r = SendOne(n.D, i, c, time.Second)
+			require.Equal(t, core.StatusOK, r.Status, "%v release: %v", c.Kind, r.Err)
+			require.Eventually(t, func() bool { return heard.Load() > before }, 10*time.Second, 5*time.Millisecond,
+				"the %v release of %s on node %d is announced", c.Kind, key, i)
+		}
+	}
 }
