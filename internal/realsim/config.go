@@ -158,6 +158,9 @@ const (
 	// voting on one slot: with 3 nodes and K = 2, holders on AB, BC and AC
 	// each have a majority.
 	DefectCountSemaphore
+	// DefectReaderNoFence plants a reader script that reads no fence: a
+	// fenced reader's acquire answers fence 0, whatever the last writer's.
+	DefectReaderNoFence
 )
 
 // stepBound is the most commands a schedule may send before it is stuck.

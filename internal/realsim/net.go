@@ -282,6 +282,8 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 				r.Fence = n.cl.Fence(node, cmd.Key)
 			}
 		}
+	case d == DefectReaderNoFence && cmd.Kind == core.KindRead && cmd.Op == core.OpAcquireFenced && r.Status == core.StatusOK:
+		r.Fence = 0 // the counter is not read
 	case d == DefectLyingNodes && node < n.cfg.Nodes/2+1 && node > 0 &&
 		(cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) && r.Status == core.StatusHeld:
 		// A node that says yes to a held key: with node 0 honest, a

@@ -134,6 +134,11 @@ func BrokenPrimitives() []Config {
 	c.Defect, c.Fencing, c.Expect = DefectFlatFence, true, "fences"
 	cs = append(cs, c)
 
+	c = rw("", 3)
+	c.Name = "broken: rw, readers read no fence N=3"
+	c.Defect, c.Fencing, c.Expect = DefectReaderNoFence, true, "fences"
+	cs = append(cs, c)
+
 	c = all("", 3)
 	c.Name = "broken: all, a LockAll that takes a subset of its keys N=3"
 	c.Defect, c.Expect = DefectSubsetAll, "key sets"
