@@ -188,6 +188,24 @@ func checkWaits(cfg *Config, calls []call, free map[string][]span) []Violation {
 	return vs
 }
 
+// checkWriterWaits is the writer-wait checker, where cfg.WriterWait is
+// set: no WLock call waited longer than cfg.WriterWait, the one writer
+// of its key waiting behind a stream of readers each holding under a
+// TTL (a WLock that gave up at its deadline waited until then).
+func checkWriterWaits(cfg *Config, writes []call) []Violation {
+	if cfg.WriterWait <= 0 {
+		return nil
+	}
+	var vs []Violation
+	for _, w := range writes {
+		if d := w.end.Sub(w.start); d > cfg.WriterWait {
+			vs = append(vs, Violation{"writer wait", fmt.Sprintf("a WLock of %q waited %v (from %s) behind readers, past the bound %v",
+				w.key, d, w.start.Format("15:04:05.000000"), cfg.WriterWait)})
+		}
+	}
+	return vs
+}
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a

@@ -112,3 +112,17 @@ func TestPermitSlotNames(t *testing.T) {
 	_, _, ok := slotOf("key0")
 	assert.False(t, ok)
 }
+
+// The writer-wait checker reports a WLock that waited past the bound, and
+// nothing without a bound.
+func TestWriterWaitChecker(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	writes := []call{{"k", at(0), at(150)}, {"k", at(200), at(450)}}
+	vs := checkWriterWaits(&Config{WriterWait: 200 * ms}, writes)
+	if assert.Len(t, vs, 1) {
+		assert.Equal(t, "writer wait", vs[0].Kind)
+		assert.Contains(t, vs[0].Detail, "250ms")
+	}
+	assert.Empty(t, checkWriterWaits(&Config{}, writes))
+}

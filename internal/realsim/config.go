@@ -37,6 +37,12 @@ type Config struct {
 	Mutex   float64
 	// Permits is the semaphore's K, for LockPermit.
 	Permits int
+	// WriterWait, when set, runs the writer-wait checker with this bound
+	// over a PrimRW workload whose one writer (process 0's goroutine 0,
+	// which calls WLock alone) waits behind a stream of readers, each
+	// holding under a TTL: no WLock may wait longer. Set it only where
+	// no command is lost or late and nodes neither crash nor pause.
+	WriterWait time.Duration
 	// Length is how long the goroutines start new operations, in virtual
 	// time; they then finish what they do.
 	Length time.Duration

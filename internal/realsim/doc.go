@@ -48,8 +48,10 @@
 // overlaps another holder of its key (readers share); no two holders of
 // intersecting key sets (LockAll, a Lock being a set of one key) worked
 // at once; no more than K holders of a semaphore's permits worked at
-// once; and a reader's fence is at least that of every writer that
-// returned before its RLock began.
+// once; a reader's fence is at least that of every writer that
+// returned before its RLock began; and, where Config.WriterWait is set,
+// no writer's WLock waited past that bound behind a stream of readers
+// each holding under a TTL.
 // Late loss: a Context is cancelled no later than its Until. Long wait,
 // where announcements arrive and no command is lost: no Lock waits past
 // a retry delay and a failed attempt's rounds while a quorum of nodes has

@@ -65,6 +65,23 @@ func lossy(c Config) Config {
 	return c
 }
 
+// writerWait makes c a configuration of the writer-wait checker: one key,
+// one writer calling WLock (with deadlines of up to 3 TTLs, never
+// cancelled early) and 8 readers, each holding under half a TTL and
+// coming back at once; announcements arrive (twice, perhaps); no command
+// is lost or late, and nodes neither crash nor pause: a writer that
+// waits marks the key on a quorum at its first refused attempt, and the
+// readers then admitted drain within their work.
+func writerWait(c Config) Config {
+	c.Keys, c.Goroutines, c.Cancel, c.Extend = 1, 3, 0, 0
+	c.Work, c.Think = [2]time.Duration{0, c.TTL / 2}, [2]time.Duration{0, 5 * ms}
+	f := &c.Faults
+	f.LostRequest, f.LostReply, f.Late = 0, 0, 0
+	f.AnnLost, f.AnnLate, f.Spurious, f.Crashes, f.Pauses, f.MaxPause = 0, 0, 0, 0, 0, 0
+	c.WriterWait = c.TTL
+	return c
+}
+
 // Primitives returns the configurations of the reader/writer lock, the
 // multi-key lock and the semaphore within the assumptions.
 func Primitives() []Config {
@@ -82,6 +99,8 @@ func Primitives() []Config {
 	cs = append(cs, c)
 
 	cs = append(cs, failover(rw("crash without key, restart after TTL", 3)))
+
+	cs = append(cs, writerWait(rw("a writer behind a stream of readers", 3)))
 
 	c = all("assumed", 3)
 	c.Fencing = true
@@ -137,6 +156,11 @@ func BrokenPrimitives() []Config {
 	c = rw("", 3)
 	c.Name = "broken: rw, readers read no fence N=3"
 	c.Defect, c.Fencing, c.Expect = DefectReaderNoFence, true, "fences"
+	cs = append(cs, c)
+
+	c = writerWait(rw("", 3))
+	c.Name = "broken: rw, a writer behind readers that hold past a TTL N=3"
+	c.Lease, c.Work, c.Expect = true, [2]time.Duration{c.TTL, 3 * c.TTL}, "writer wait"
 	cs = append(cs, c)
 
 	c = all("", 3)

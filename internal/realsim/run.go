@@ -89,6 +89,7 @@ func run(t *testing.T, cfg Config, seed uint64) (res Result) {
 			res.Violations = append(res.Violations, s.violations...)
 			res.Violations = append(res.Violations, check(&cfg, s.holdings)...)
 			res.Violations = append(res.Violations, checkWaits(&cfg, s.calls, s.free)...)
+			res.Violations = append(res.Violations, checkWriterWaits(&cfg, s.writes)...)
 			res.Acquired, res.Attempts = len(s.holdings), s.attempts
 			for _, h := range s.holdings {
 				if h.lost {
@@ -160,6 +161,7 @@ type schedule struct {
 	mu         sync.Mutex
 	holdings   []*holding
 	calls      []call            // Lock calls, for the long-wait checker
+	writes     []call            // WLock calls, for the writer-wait checker
 	free       map[string][]span // per key: when a quorum of nodes had it free
 	violations []Violation
 	attempts   int
@@ -362,6 +364,12 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 		o := s.pick(rng)
 		key := o.key
 		try := rng.chance(cfg.Try)
+		if cfg.WriterWait > 0 { // one writer, behind a stream of readers
+			o.kind, try = "read", try && (p != 0 || g != 0)
+			if p == 0 && g == 0 {
+				o.kind = "write"
+			}
+		}
 		box := &recBox{}
 		base := context.WithValue(s.root, recKey{}, box)
 		var ctx context.Context
@@ -390,6 +398,11 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 			trace("process %d goroutine %d: %s %v (try: %v)", p, g, o.kind, o.names(), try)
 			l, err = o.take(ctx, c, try)
 			trace("process %d goroutine %d: %s %v: %v", p, g, o.kind, o.names(), err)
+			if o.kind == "write" && !try {
+				s.mu.Lock()
+				s.writes = append(s.writes, call{key, began, time.Now()})
+				s.mu.Unlock()
+			}
 		case try:
 			l, err = c.TryLock(ctx, key)
 		default:
