@@ -11,7 +11,8 @@ import (
 )
 
 // Lock is a held lock: a handle to one acquisition of a key, returned by
-// Client.TryLock and Client.Lock as a pointer, which may be stored and
+// Client.TryLock and Client.Lock as a pointer (and by the other kinds'
+// RLock, WLock, LockAll and their Try variants), which may be stored and
 // shared; its methods are safe for concurrent use. Do not copy the Lock
 // it points to (go vet's copylocks check says so).
 //
@@ -113,7 +114,8 @@ func (st *lockState) start(c *Client) {
 	go c.watch(st)
 }
 
-// Key returns the locked key; "" for a nil Lock.
+// Key returns the locked key, a multi-key lock's first (LockAll); ""
+// for a nil Lock.
 func (l *Lock) Key() string {
 	if l == nil {
 		return ""
@@ -155,8 +157,10 @@ func (l *Lock) Until() time.Time {
 // of every earlier holder of the key, as long as the nodes keep their
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
-// has seen. It returns ErrNoFencing on a Client without Options.Fencing,
-// and ErrUnlocked on the nil Lock returned with an error.
+// has seen. A reader's (RLock) is the fence of the key's last writer,
+// read and never raised: readers share it. It returns ErrNoFencing on a
+// Client without Options.Fencing, and ErrUnlocked on the nil Lock
+// returned with an error.
 func (l *Lock) Fence() (uint64, error) {
 	if l == nil || l.c == nil {
 		return 0, ErrUnlocked // the nil Lock returned with an error, or a zero Lock

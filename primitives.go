@@ -45,8 +45,9 @@ func (c *Client) TryRLock(ctx context.Context, key string) (*Lock, error) {
 //
 // The writer's key is key itself, taken as the mutex takes it, and only
 // on nodes that hold no unexpired reader of key. A writer refused for
-// readers marks the key as waited for on those nodes, for a TTL renewed
-// at each of its attempts, so that they admit no new reader meanwhile:
+// readers marks the key as waited for on those nodes, for a TTL that it
+// renews by an attempt every half TTL while it waits, so that they admit
+// no new reader meanwhile:
 // a stream of new readers, each holding less than a TTL, does not starve
 // it (docs/primitives.md says the bound, and what it costs readers).
 // Under Options.Fencing it raises the key's fence as Lock does. Errors

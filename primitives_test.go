@@ -239,7 +239,7 @@ func TestPrimitivesCommandsCarryTheirKind(t *testing.T) {
 				ops[cmd.Op]++
 				assert.Equal(t, tc.kind, cmd.Kind, "%v", cmd.Op)
 				assert.Equal(t, tc.key, cmd.Key, "%v", cmd.Op)
-				assert.Equal(t, tc.keys, cmd.Keys, "%v", cmd.Op)
+				assert.Equal(t, tc.keys, cmd.Keys.All(), "%v", cmd.Op)
 			}
 			assert.Equal(t, 3, ops[core.OpAcquireFenced])
 			assert.Equal(t, 3, ops[core.OpExtend])
@@ -278,4 +278,36 @@ func TestPrimitivesObserved(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"first", "r", "w"}, acquired)
 	assert.Equal(t, []string{"first", "r", "w"}, released)
+}
+
+// TestPrimitivesAllocations: the uncontended Try and Unlock of a reader
+// and of a writer, over memnode, allocate the Lock alone, as the mutex's
+// do; a multi-key lock allocates its copy of the keys and core's
+// KeyList of them besides.
+func TestPrimitivesAllocations(t *testing.T) {
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{})
+	require.NoError(t, err)
+	ctx := testguard.Context(t)
+	for _, tc := range []struct {
+		name   string
+		take   func() (*redlock.Lock, error)
+		allocs float64
+	}{
+		{"TryRLock", func() (*redlock.Lock, error) { return c.TryRLock(ctx, "r") }, 1},
+		{"TryWLock", func() (*redlock.Lock, error) { return c.TryWLock(ctx, "w") }, 1},
+		{"TryLockAll", func() (*redlock.Lock, error) { return c.TryLockAll(ctx, "a", "b") }, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(200, func() {
+				l, err := tc.take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			})
+			assert.Equal(t, tc.allocs, allocs, "allocations per %s+Unlock", tc.name)
+		})
+	}
 }

@@ -35,20 +35,17 @@ const (
 // clock. The zero Acquisition is in Phase 0 and does nothing; its Result
 // is an ErrInvalidConfig error.
 type Acquisition struct {
-	spec     Spec
-	key      string
-	keys     []string // KindAll: every key, key first
-	base     Token    // the caller's token; zero: draw each from Config.Tokens
-	retry    retrier
-	start    time.Time // the current attempt's start: validity counts from it
-	fence    uint64    // the current attempt's fence, once its acquire round won
-	round    Round
-	wake     time.Time // the retry delay's end
-	grant    Grant
-	err      *Error // the last attempt's failure, or the result
-	cause    error  // set by Cancel
-	ticket   int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
-	followed bool   // with Config.Fair: other waiters of the process wait behind it (Room.Look)
+	spec   Spec
+	base   Token // the caller's token; zero: draw each from Config.Tokens
+	retry  retrier
+	start  time.Time // the current attempt's start: validity counts from it
+	fence  uint64    // the current attempt's fence, once its acquire round won
+	round  Round
+	wake   time.Time // the retry delay's end
+	grant  Grant
+	err    *Error // the last attempt's failure, or the result
+	cause  error  // set by Cancel
+	ticket int64  // with Config.Fair: the place in the nodes' queue, from the first cleanup
 
 	// What the last failed attempt learnt about the other holder, for the
 	// wait that follows it (see Announce).
@@ -64,11 +61,11 @@ type Acquisition struct {
 	// The small fields last, together: TinyGo keeps an Acquisition on the
 	// stack only up to 1 KiB.
 	phase    Phase
-	kind     Kind
 	cleaning bool // round is the cleanup of a failed attempt
 	raising  bool // round raises the fence counters (Config.Fencing)
 	woken    bool // the current attempt was started by an announcement
 	leaving  bool // round takes a Fair waiter out of the nodes' queues
+	followed bool // with Config.Fair: other waiters of the process wait behind it (Room.Look)
 }
 
 // Acquire begins an acquisition of key at now. Attempt 1 holds tok;
@@ -87,7 +84,7 @@ func (s Spec) Acquire(key string, tok Token, now time.Time) (a Acquisition, err 
 
 // acquire is Acquire of a key already checked (Try checks it under the
 // Spec's own rules, then acquires under its own copy's).
-func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys []string) (a Acquisition, err error) {
+func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys *KeyList) (a Acquisition, err error) {
 	if tok != (Token{}) && !tok.safe() {
 		return Acquisition{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
@@ -100,8 +97,10 @@ func (s Spec) acquire(key string, tok Token, now time.Time, kind Kind, keys []st
 			tok = base
 		}
 	}
-	a.spec, a.key, a.base, a.retry = s, key, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
-	a.kind, a.keys = kind, keys
+	a.spec, a.base, a.retry = s, tok, s.cfg.Retry.start() // a is zero: no literal to clear it again
+	// The round's command holds the target from here on (command): a
+	// field of its own would put an Acquisition over TinyGo's 1 KiB.
+	a.round.cmd.Kind, a.round.cmd.Key, a.round.cmd.Keys = kind, key, keys
 	a.startAttempt(now)
 	return a, nil
 }
@@ -139,6 +138,21 @@ func SameAcquisition(a, b Token) bool {
 	return true
 }
 
+// command returns a command of op with tok for the acquisition's
+// target: the key, kind and keys its round's command holds, the same for
+// every round of an acquisition.
+func (a *Acquisition) command(op Op, tok Token) Command {
+	c := &a.round.cmd
+	return Command{Op: op, Kind: c.Kind, Key: c.Key, Keys: c.Keys, Token: tok}
+}
+
+// fenceCommand returns the OpRaiseFence of tok to fence.
+func (a *Acquisition) fenceCommand(tok Token, fence uint64) Command {
+	cmd := a.command(OpRaiseFence, tok)
+	cmd.Fence = fence
+	return cmd
+}
+
 func (a *Acquisition) startAttempt(now time.Time) {
 	k := a.retry.attempt()
 	var tok Token
@@ -153,7 +167,8 @@ func (a *Acquisition) startAttempt(now time.Time) {
 	}
 	a.phase, a.cleaning, a.raising, a.start, a.fence = PhaseRound, false, false, now, 0
 	a.announced, a.woke, a.ours = 0, time.Time{}, 0
-	cmd := Command{Op: op, Kind: a.kind, Key: a.key, Keys: a.keys, Token: tok, TTL: a.spec.cfg.TTL, Probe: k > 1}
+	cmd := a.command(op, tok)
+	cmd.TTL, cmd.Probe = a.spec.cfg.TTL, k > 1
 	if a.spec.cfg.Fair {
 		// Every attempt may find the key handed to it, which a plain SET
 		// NX cannot take; the one that takes it leaves the queue.
@@ -262,7 +277,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if mutValidityWithoutDrift {
 		drift = 0
 	}
-	g := Grant{key: a.key, keys: a.keys, kind: a.kind, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
+	g := Grant{key: r.cmd.Key, keys: r.cmd.Keys, kind: r.cmd.Kind, token: r.cmd.Token, ttl: s.cfg.TTL, drift: drift, end: now,
 		validity: Validity(s.cfg.TTL, elapsed, drift), fence: a.fence}
 	// A round won with too little validity for its grant to be kept is
 	// no grant (Spec.keepable): the handle would be lost at birth, so it
@@ -275,7 +290,7 @@ func (a *Acquisition) RoundDone(now time.Time) {
 			// readers share the key, so no reader's fence may exclude
 			// another's writes. The quorum's highest counter is the last
 			// writer's, whose raise reached a majority this quorum meets.
-			if a.kind != KindRead && !mutSkipFenceRaise {
+			if a.round.cmd.Kind != KindRead && !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
 			}
@@ -286,10 +301,10 @@ func (a *Acquisition) RoundDone(now time.Time) {
 		return
 	}
 	if r.tally.vote() == voteWon {
-		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.key,
+		a.err = &Error{Op: OpAcquire, Kind: ErrNotHeld, Key: a.round.cmd.Key,
 			Cause: &validityError{ttl: s.cfg.TTL, elapsed: elapsed, drift: drift, margin: s.lossMargin()}}
 	} else {
-		a.err = s.failure(OpAcquire, a.key, &r.tally)
+		a.err = s.failure(OpAcquire, a.round.cmd.Key, &r.tally)
 		if a.raising {
 			a.err.Cause = errRaise
 		}
@@ -440,7 +455,7 @@ func (a *Acquisition) startRaise(fence uint64, now time.Time) {
 	tok := a.round.cmd.Token
 	a.raising, a.fence = true, fence
 	a.ours = a.round.tally.oks() // for Room.Ended, should the raise be cancelled
-	a.spec.initRound(&a.round, Command{Op: OpRaiseFence, Kind: a.kind, Key: a.key, Keys: a.keys, Token: tok, Fence: fence}, now)
+	a.spec.initRound(&a.round, a.fenceCommand(tok, fence), now)
 }
 
 // startCleanup releases the failed attempt's token on every node. It does
@@ -461,7 +476,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 	}
 	queued := a.attemptQueued() // a cancelled one leaves the queue
 	a.cleaning, a.raising = true, false
-	cmd := Command{Op: OpRelease, Kind: a.kind, Key: a.key, Keys: a.keys, Token: r.cmd.Token}
+	cmd := a.command(OpRelease, r.cmd.Token)
 	if s := &a.spec; s.cfg.Fair {
 		// A failed attempt's cleanup queues its waiter, under the ticket of
 		// its first, so that it keeps its place, unless it will not wait
@@ -532,7 +547,7 @@ func (a *Acquisition) leave(now time.Time) bool {
 	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed {
 		return false
 	}
-	cmd := a.spec.fairRelease(Command{Op: OpRelease, Kind: a.kind, Key: a.key, Keys: a.keys, Token: a.round.cmd.Token})
+	cmd := a.spec.fairRelease(a.command(OpRelease, a.round.cmd.Token))
 	cmd.Ticket = leaveTicket
 	a.phase, a.cleaning, a.raising, a.leaving = PhaseRound, true, false, true
 	a.spec.initRound(&a.round, cmd, now)
@@ -543,6 +558,14 @@ func (a *Acquisition) leave(now time.Time) bool {
 // end, or at the holders' expiry (Reply.TTL) when that comes first or
 // while listening (SetListening), or earlier once Announce brought it
 // forward.
+//
+// A writer (KindWrite) refused by held nodes wakes half a TTL after its
+// attempt began at the latest: its next attempt renews its mark on the
+// nodes that refused it for readers before the mark expires, a TTL after
+// that attempt. Were it due only at the readers' expiry, a reader
+// admitted just before the mark would expire with it, and a new reader
+// admitted in between would refuse the writer for another TTL, again
+// and again.
 func (a *Acquisition) WakeAt() time.Time {
 	at := a.wake
 	if !a.expiry.IsZero() && (a.relying() || a.expiry.Before(at)) {
@@ -550,6 +573,11 @@ func (a *Acquisition) WakeAt() time.Time {
 	}
 	if !a.woke.IsZero() && a.woke.Before(at) {
 		at = a.woke
+	}
+	if a.round.cmd.Kind == KindWrite && a.held != 0 && !mutMarkLapses {
+		if renew := a.start.Add(a.spec.cfg.TTL / 2); renew.Before(at) {
+			at = renew
+		}
 	}
 	return at
 }
@@ -638,7 +666,7 @@ func (a *Acquisition) cancelled() *Error {
 	if a.err != nil && errors.Is(a.err.Kind, ErrCancelled) {
 		return a.err
 	}
-	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.key, Attempts: a.retry.attempts, Cause: a.cause}
+	return &Error{Op: OpAcquire, Kind: ErrCancelled, Key: a.round.cmd.Key, Attempts: a.retry.attempts, Cause: a.cause}
 }
 
 func (a *Acquisition) finish(err *Error) {
@@ -650,7 +678,7 @@ func (a *Acquisition) finish(err *Error) {
 // ErrCancelled. It is meaningful in PhaseDone only.
 func (a *Acquisition) Result() (Grant, error) {
 	if a.phase != PhaseDone {
-		return Grant{}, invalid("acquisition of " + QuoteKey(a.key) + " is not done")
+		return Grant{}, invalid("acquisition of " + QuoteKey(a.round.cmd.Key) + " is not done")
 	}
 	if a.grant.key != "" {
 		return a.grant, nil

@@ -74,7 +74,7 @@ type Command struct {
 	Key  string
 	// Keys are every key of a KindAll command, Key first; nil otherwise.
 	// Shared and never modified: a driver may keep it.
-	Keys  []string
+	Keys  *KeyList
 	Token Token
 	// TTL is the expiry for OpAcquire and OpExtend, a whole number of
 	// milliseconds (Config validation guarantees it); for a Fair

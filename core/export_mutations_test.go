@@ -86,6 +86,13 @@ func BehindKeepsTicket() (restore func()) {
 	return func() { mutBehindKeepsTicket = false }
 }
 
+// MarkLapses re-introduces a writer that sleeps until the readers'
+// expiry, past its mark's, and returns the function that fixes it.
+func MarkLapses() (restore func()) {
+	mutMarkLapses = true
+	return func() { mutMarkLapses = false }
+}
+
 // WakeOnHeldOnly re-introduces a wait that counts only announcements
 // from nodes the failed attempt found held, and returns the function
 // that fixes it.

@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"testing"
 	"time"
 
@@ -104,7 +103,7 @@ func nextHeadsCleanup(t *testing.T, spec core.Spec, q *core.Queue, now time.Time
 
 func wantCommand(t *testing.T, what string, got, want core.Command) {
 	t.Helper()
-	if !reflect.DeepEqual(got, want) {
+	if got != want {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
 	}
 }
@@ -289,7 +288,7 @@ func TestGiveUpBeforeTheFirstAttempt(t *testing.T) {
 		g, err := a.Result()
 		var e *core.Error
 		if !errors.As(err, &e) || e == nil || !errors.Is(err, core.ErrCancelled) || !errors.Is(err, context.DeadlineExceeded) ||
-			e.Attempts != 0 || !reflect.DeepEqual(g, core.Grant{}) {
+			e.Attempts != 0 || g != (core.Grant{}) {
 			t.Errorf("fair %v: %v (%T), grant %v; want ErrCancelled by the deadline, no attempt", fair, err, err, g)
 		}
 	}

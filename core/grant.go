@@ -7,7 +7,7 @@ import "time"
 // Grant holds nothing. A Lease keeps the Grant it extends: read it there.
 type Grant struct {
 	key        string
-	keys       []string // KindAll: every key, key first
+	keys       *KeyList // KindAll: every key, key first
 	token      Token
 	ttl        time.Duration
 	drift      time.Duration // the drift allowance of ttl, fixed at acquisition

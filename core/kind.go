@@ -76,17 +76,45 @@ type Target struct {
 	Keys []string
 }
 
-// Target returns what g holds.
-func (g Grant) Target() Target { return Target{Kind: g.kind, Key: g.key, Keys: g.keys} }
+// KeyList is the key list of a KindAll target, shared read-only by its
+// acquisition's commands and its grant. A pointer to it keeps a Command
+// and a Grant small and comparable.
+type KeyList struct{ keys []string }
 
-// AcquireTarget is Acquire of t.
+// NewKeyList returns a KeyList of keys, which the caller must not modify
+// after.
+func NewKeyList(keys []string) *KeyList { return &KeyList{keys: keys} }
+
+// Len returns how many keys l holds; 0 for a nil l.
+func (l *KeyList) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.keys)
+}
+
+// At returns key i.
+func (l *KeyList) At(i int) string { return l.keys[i] }
+
+// All returns the keys, which the caller must not modify; nil for a nil l.
+func (l *KeyList) All() []string {
+	if l == nil {
+		return nil
+	}
+	return l.keys
+}
+
+// Target returns what g holds.
+func (g Grant) Target() Target { return Target{Kind: g.kind, Key: g.key, Keys: g.keys.All()} }
+
+// AcquireTarget is Acquire of t. A KindAll target allocates its KeyList,
+// once per acquisition; the others allocate nothing.
 func (s Spec) AcquireTarget(t Target, tok Token, now time.Time) (Acquisition, error) {
 	t, err := s.checkTarget(t, true)
 	if err != nil {
 		return Acquisition{}, err
 	}
-	a, err := s.acquire(t.Key, tok, now, t.Kind, t.Keys)
-	return a, err
+	return s.acquire(t.Key, tok, now, t.Kind, t.list())
 }
 
 // TryTarget is Try of t.
@@ -96,7 +124,15 @@ func (s Spec) TryTarget(t Target, tok Token, now time.Time) (Acquisition, error)
 		return Acquisition{}, err
 	}
 	s.cfg.Fair, s.cfg.Retry.tries = false, 1
-	return s.acquire(t.Key, tok, now, t.Kind, t.Keys)
+	return s.acquire(t.Key, tok, now, t.Kind, t.list())
+}
+
+// list returns t's keys as a KeyList; nil but for KindAll.
+func (t Target) list() *KeyList {
+	if t.Kind != KindAll {
+		return nil
+	}
+	return NewKeyList(t.Keys)
 }
 
 // checkTarget refuses a bad target with an ErrInvalidConfig error: a bad

@@ -28,6 +28,10 @@ var (
 	// mutWakeOnHeldOnly wakes a waiter only on announcements from nodes its
 	// failed attempt found held, as before a quorum announced free counted.
 	mutWakeOnHeldOnly bool
+	// mutMarkLapses lets a writer waiting for readers (KindWrite) sleep
+	// until their expiry, past its mark's: readers admitted as the mark
+	// lapses refuse it again, a TTL at a time (WakeAt).
+	mutMarkLapses bool
 	// mutChainNeverOpens makes queue.follow hand every release on within the
 	// process: a process that always has a waiter keeps the key for ever.
 	mutChainNeverOpens bool

@@ -13,6 +13,7 @@ const (
 	mutLeaseLosesAtValidity   = false
 	mutValidityWithoutDrift   = false
 	mutWakeOnHeldOnly         = false
+	mutMarkLapses             = false
 	mutChainNeverOpens        = false
 	mutPlaceIgnored           = false
 	mutNeededOverstates       = false

@@ -13,6 +13,7 @@ const anyMutation = mutExtendWithSpecDrift ||
 	mutLeaseLosesAtValidity ||
 	mutValidityWithoutDrift ||
 	mutWakeOnHeldOnly ||
+	mutMarkLapses ||
 	mutChainNeverOpens ||
 	mutPlaceIgnored ||
 	mutNeededOverstates ||

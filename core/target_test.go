@@ -194,7 +194,7 @@ func TestAllTargetKeyIsTheFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := a.Round().Command()
-	if cmd.Kind != core.KindAll || cmd.Key != "b" || len(cmd.Keys) != 3 || &cmd.Keys[0] != &keys[0] {
+	if all := cmd.Keys.All(); cmd.Kind != core.KindAll || cmd.Key != "b" || len(all) != 3 || &all[0] != &keys[0] {
 		t.Fatalf("command %+v: want KindAll, Key b, the keys given", cmd)
 	}
 }
@@ -301,4 +301,35 @@ type spreadTokens struct{ n uint64 }
 func (s *spreadTokens) NewToken() core.Token {
 	s.n++
 	return core.TokenFromUint64s(s.n<<40|0x5eed, s.n)
+}
+
+// TestRefusedWriterRenewsItsMark: a writer refused on held nodes, whose
+// holders' expiry is a TTL away, wakes half a TTL after its attempt
+// began, even while it relies on announcements, so that its next attempt
+// renews its mark before the mark's TTL is out; a reader refused so
+// sleeps until the expiry.
+func TestRefusedWriterRenewsItsMark(t *testing.T) {
+	for _, kind := range []core.Kind{core.KindWrite, core.KindRead} {
+		t.Run(kind.String(), func(t *testing.T) {
+			e := newEnv(t, 3, core.Multiplexed, core.Config{Retry: core.RandomDelay(3, 10*time.Second, 10*time.Second)})
+			start := e.clock.Now()
+			a, err := e.l.spec.AcquireTarget(core.Target{Kind: kind, Key: "k"}, core.Token{}, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusHeld, TTL: time.Second} })
+			feedRound(e, &a, func(int) core.Reply { return core.Reply{Status: core.StatusMissing} }) // the cleanup
+			if a.Phase() != core.PhaseWait {
+				t.Fatalf("phase %v, want a wait", a.Phase())
+			}
+			a.SetListening(0b111)
+			want := start.Add(time.Second + time.Millisecond) // the holders' expiry
+			if kind == core.KindWrite {
+				want = start.Add(time.Second / 2)
+			}
+			if got := a.WakeAt(); !got.Equal(want) {
+				t.Fatalf("WakeAt %v after the attempt, want %v", got.Sub(start), want.Sub(start))
+			}
+		})
+	}
 }

@@ -182,7 +182,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 	switch cmd.Op {
 	case core.OpAcquire, core.OpAcquireFenced:
 		held := false
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			if e := n.lookup(k, now); e != nil {
 				held, r.TTL = true, max(r.TTL, e.expires.sub(now))
 			}
@@ -192,22 +192,22 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 			return false
 		}
 		if cmd.Op == core.OpAcquireFenced {
-			for _, k := range cmd.Keys {
+			for _, k := range cmd.Keys.All() {
 				r.Fence = max(r.Fence, n.fences[k])
 			}
 			r.Fence++
-			for _, k := range cmd.Keys {
+			for _, k := range cmd.Keys.All() {
 				n.fences[k] = r.Fence
 			}
 		}
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			n.set(n.entry(k), k, cmd.Token, now.add(cmd.TTL))
 		}
 		r.Status = core.StatusOK
 	case core.OpRelease:
 		n.annKeys = 0
 		other := false
-		for j, k := range cmd.Keys {
+		for j, k := range cmd.Keys.All() {
 			switch e := n.lookup(k, now); {
 			case e == nil:
 			case e.token == cmd.Token && !e.handed:
@@ -228,7 +228,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 		}
 	case core.OpExtend, core.OpRaiseFence:
 		missing := false
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			switch e := n.lookup(k, now); {
 			case e == nil:
 				missing = true
@@ -241,7 +241,7 @@ func (n *node) applyAll(cmd *core.Command, now instant, r *core.Reply) bool {
 			r.Status = core.StatusMissing
 			return false
 		}
-		for _, k := range cmd.Keys {
+		for _, k := range cmd.Keys.All() {
 			if cmd.Op == core.OpExtend {
 				n.entry(k).expires = now.add(cmd.TTL)
 			} else if cmd.Fence > n.fences[k] {
@@ -261,7 +261,7 @@ func (c *Cluster) announceKeys(i int, cmd *core.Command, mask uint64) {
 		c.announce(i, cmd.Key)
 		return
 	}
-	for j, k := range cmd.Keys {
+	for j, k := range cmd.Keys.All() {
 		if mask&(1<<j) != 0 {
 			c.announce(i, k)
 		}

@@ -93,7 +93,7 @@ func TestMultiKey(t *testing.T) {
 	clear(heard)
 	one, two := core.TokenFromUint64s(1, 1), core.TokenFromUint64s(2, 2)
 	all := func(op core.Op, tok core.Token, ttl time.Duration, keys ...string) core.Reply {
-		return do(c, 0, core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: keys, Token: tok, TTL: ttl})
+		return do(c, 0, core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: core.NewKeyList(keys), Token: tok, TTL: ttl})
 	}
 	expect := func(what string, r core.Reply, st core.Status, ttl time.Duration, fence uint64) {
 		t.Helper()
@@ -118,7 +118,7 @@ func TestMultiKey(t *testing.T) {
 	if _, ttl, _ := c.Get(0, "a"); ttl != 3*time.Second {
 		t.Fatalf("a's TTL %v", ttl)
 	}
-	r := do(c, 0, core.Command{Kind: core.KindAll, Op: core.OpRaiseFence, Key: "a", Keys: []string{"a", "b"}, Token: one, Fence: 7})
+	r := do(c, 0, core.Command{Kind: core.KindAll, Op: core.OpRaiseFence, Key: "a", Keys: core.NewKeyList([]string{"a", "b"}), Token: one, Fence: 7})
 	expect("raise", r, core.StatusOK, 0, 0)
 	if c.Fence(0, "a") != 7 || c.Fence(0, "b") != 7 {
 		t.Fatalf("raised fences %d %d", c.Fence(0, "a"), c.Fence(0, "b"))
@@ -143,8 +143,8 @@ func TestKindsAllocateNothing(t *testing.T) {
 	cmds := []core.Command{
 		{Kind: core.KindRead, Op: core.OpAcquire, Key: "k", Token: tok, TTL: time.Minute},
 		{Kind: core.KindRead, Op: core.OpRelease, Key: "k", Token: tok},
-		{Kind: core.KindAll, Op: core.OpAcquireFenced, Key: "a", Keys: keys, Token: tok, TTL: time.Minute},
-		{Kind: core.KindAll, Op: core.OpRelease, Key: "a", Keys: keys, Token: tok},
+		{Kind: core.KindAll, Op: core.OpAcquireFenced, Key: "a", Keys: core.NewKeyList(keys), Token: tok, TTL: time.Minute},
+		{Kind: core.KindAll, Op: core.OpRelease, Key: "a", Keys: core.NewKeyList(keys), Token: tok},
 	}
 	run := func() {
 		for _, cmd := range cmds {

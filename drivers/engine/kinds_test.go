@@ -62,7 +62,7 @@ func kcmd(kind core.Kind, op core.Op, key string, tk uint64, ttl time.Duration) 
 }
 
 func allCmd(op core.Op, tk uint64, ttl time.Duration, keys ...string) core.Command {
-	return core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: keys, Token: tok(tk), TTL: ttl}
+	return core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: core.NewKeyList(keys), Token: tok(tk), TTL: ttl}
 }
 
 // subscribe returns a connection subscribed to the release channels of
@@ -225,7 +225,7 @@ func TestKindWords(t *testing.T) {
 	read := kcmd(core.KindRead, core.OpAcquire, "k", 1, 10*time.Second)
 	write := kcmd(core.KindWrite, core.OpAcquire, "k", 1, 10*time.Second)
 	raise := kcmd(core.KindAll, core.OpRaiseFence, "{t}a", 1, 0)
-	raise.Keys, raise.Fence = []string{"{t}a", "{t}b"}, 12
+	raise.Keys, raise.Fence = core.NewKeyList([]string{"{t}a", "{t}b"}), 12
 	for _, tc := range []struct {
 		node  int
 		cmd   core.Command

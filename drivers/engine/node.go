@@ -466,10 +466,10 @@ func (n *node) pipeline(p *pipe, closing bool) {
 func (n *node) refuse(cmd *core.Command) error {
 	switch {
 	case cmd.Kind == core.KindMutex:
-	case cmd.Kind == core.KindAll && (len(cmd.Keys) == 0 || len(cmd.Keys) > core.MaxKeys):
-		return errors.New("a multi-key command of " + strconv.Itoa(len(cmd.Keys)) + " keys")
+	case cmd.Kind == core.KindAll && (cmd.Keys.Len() == 0 || cmd.Keys.Len() > core.MaxKeys):
+		return errors.New("a multi-key command of " + strconv.Itoa(cmd.Keys.Len()) + " keys")
 	case cmd.Kind == core.KindAll && n.cfg.Cluster:
-		return wire.CheckClusterKeys(cmd.Keys)
+		return wire.CheckClusterKeys(cmd.Keys.All())
 	default:
 		if _, ok := wire.ScriptOf(cmd.Kind, cmd.Op, false); !ok {
 			return errors.New("no " + cmd.Op.String() + " for a " + cmd.Kind.String() + " lock")
@@ -924,14 +924,14 @@ func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok str
 	fenced := op == core.OpAcquireFenced || op == core.OpRaiseFence
 	acquire := op == core.OpAcquire || op == core.OpAcquireFenced
 	if cmd.Kind == core.KindAll {
-		keys := len(cmd.Keys)
+		keys := cmd.Keys.Len()
 		if fenced {
 			keys *= 2
 		}
 		text, args = appendInt(text, args, int64(keys))
-		args = append(args, cmd.Keys...)
+		args = append(args, cmd.Keys.All()...)
 		if fenced {
-			for _, k := range cmd.Keys {
+			for _, k := range cmd.Keys.All() {
 				text, args = n.appendName(text, args, core.FenceKeyPrefix, k)
 			}
 		}
@@ -957,7 +957,7 @@ func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok str
 	case core.OpAcquire, core.OpAcquireFenced, core.OpExtend:
 		text, args = appendInt(text, args, wire.Millis(cmd.TTL))
 		if acquire && cmd.Kind == core.KindAll {
-			text, args = appendInt(text, args, int64(len(cmd.Keys)))
+			text, args = appendInt(text, args, int64(cmd.Keys.Len()))
 		}
 	case core.OpRaiseFence:
 		start := len(text)

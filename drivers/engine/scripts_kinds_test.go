@@ -87,10 +87,10 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 		}
 	}
 	if cmd.Kind == core.KindAll {
-		cmd.Keys = slices.Clone(kindKeys)
-		g.rng.Shuffle(len(cmd.Keys), func(i, j int) { cmd.Keys[i], cmd.Keys[j] = cmd.Keys[j], cmd.Keys[i] })
-		cmd.Keys = cmd.Keys[:1+g.rng.IntN(len(cmd.Keys))]
-		cmd.Key = cmd.Keys[0]
+		keys := slices.Clone(kindKeys)
+		g.rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		keys = keys[:1+g.rng.IntN(len(keys))]
+		cmd.Keys, cmd.Key = core.NewKeyList(keys), keys[0]
 	}
 	if (cmd.Op == core.OpRelease || cmd.Op == core.OpExtend) && g.rng.IntN(4) == 0 {
 		g.brk = breakRan + g.rng.Int32N(2)

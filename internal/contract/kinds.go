@@ -69,7 +69,7 @@ func Kinds(t *testing.T, n Target) {
 	// A multi-key lock over keys of one hash tag: all or none.
 	a, b, c := n.Key("{all}:a"), n.Key("{all}:b"), n.Key("{all}:c")
 	all := func(op core.Op, tok core.Token, keys ...string) core.Command {
-		cm := core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: keys, Token: tok}
+		cm := core.Command{Kind: core.KindAll, Op: op, Key: keys[0], Keys: core.NewKeyList(keys), Token: tok}
 		if op == core.OpAcquire || op == core.OpAcquireFenced || op == core.OpExtend {
 			cm.TTL = ttl
 		}
@@ -118,7 +118,7 @@ func announcements(t *testing.T, n Target) {
 		tok := core.TokenFromUint64s(0xa11, uint64(round))
 		for _, c := range []core.Command{
 			{Kind: core.KindRead, Key: key, Token: tok},
-			{Kind: core.KindAll, Key: key, Keys: []string{key}, Token: tok},
+			{Kind: core.KindAll, Key: key, Keys: core.NewKeyList([]string{key}), Token: tok},
 		} {
 			c.Op, c.TTL = core.OpAcquire, 10*time.Second
 			r := SendOne(n.D, i, c, time.Second)

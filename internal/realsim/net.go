@@ -250,7 +250,7 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 		cmd.TTL /= 2 // the node's clock runs twice as fast: its keys expire early
 	}
 	if d == DefectSubsetAll && acquire && cmd.Kind == core.KindAll {
-		cmd.Keys = cmd.Keys[:1:1] // the script takes the first key alone
+		cmd.Keys = core.NewKeyList([]string{cmd.Keys.At(0)}) // the script takes the first key alone
 	}
 	if d == DefectCountSemaphore {
 		cmd = n.countSlot(node, cmd)
