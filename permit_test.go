@@ -293,3 +293,116 @@ func waitSelectingIn(t *testing.T, fn string) {
 	}
 	t.Fatalf("no goroutine blocked in a select in %s", fn)
 }
+
+// TestLockPermitErrorsHaveOneKind: each failure of LockPermit and
+// TryLockPermit matches exactly one of core's sentinels, the one its
+// documentation names, and names the nodes where nodes answered.
+func TestLockPermitErrorsHaveOneKind(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		kind  error
+		nodes bool // names nodes
+		err   func(t *testing.T) error
+	}{
+		{"every slot taken", redlock.ErrTaken, true, func(t *testing.T) error {
+			nodes := memnode.New(3, core.SystemClock{})
+			for i := range 3 {
+				for s := range 2 {
+					nodes.Set(i, core.PermitKey("sem", s), core.TokenFromUint64s(1, uint64(s)), time.Minute)
+				}
+			}
+			c, err := redlock.NewClient(nodes, redlock.Options{})
+			require.NoError(t, err)
+			_, err = c.TryLockPermit(ctx, "sem", 2)
+			return err
+		}},
+		{"a majority down", redlock.ErrQuorumUnreachable, true, func(t *testing.T) error {
+			nodes := memnode.New(3, core.SystemClock{})
+			nodes.SetDown(0, true)
+			nodes.SetDown(1, true)
+			c, err := redlock.NewClient(nodes, redlock.Options{})
+			require.NoError(t, err)
+			_, err = c.TryLockPermit(ctx, "sem", 2)
+			return err
+		}},
+		{"cancelled", redlock.ErrCancelled, false, func(t *testing.T) error {
+			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{})
+			require.NoError(t, err)
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_, err = c.LockPermit(cctx, "sem", 2)
+			return err
+		}},
+		{"no permits", redlock.ErrInvalidConfig, false, func(t *testing.T) error {
+			c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{})
+			require.NoError(t, err)
+			_, err = c.LockPermit(ctx, "sem", 0)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err(t)
+			require.Error(t, err)
+			var kinds []error
+			for kind := range outcomeOfKind {
+				if errors.Is(err, kind) {
+					kinds = append(kinds, kind)
+				}
+			}
+			assert.Equal(t, []error{tc.kind}, kinds, "%v", err)
+			assert.Equal(t, outcomeOfKind[tc.kind], redlock.OutcomeOf(err))
+			if tc.nodes {
+				var e *core.Error
+				require.ErrorAs(t, err, &e)
+				assert.NotEmpty(t, e.Nodes, "%v names no node", err)
+				assert.Contains(t, err.Error(), "node ", "%v", err)
+			}
+		})
+	}
+}
+
+// TestLockPermitPolls: with Options.Poll, LockPermit watches nothing and
+// sweeps again after each Backoff delay, until a permit is released.
+func TestLockPermitPolls(t *testing.T) {
+	nodes := &slotWatching{Cluster: memnode.New(3, core.SystemClock{})}
+	c, err := redlock.NewClient(nodes, redlock.Options{Poll: true, TTL: time.Hour,
+		Backoff: redlock.RandomDelay(time.Millisecond, 2*time.Millisecond)})
+	require.NoError(t, err)
+	ctx := testguard.Context(t)
+	holder, err := c.TryLockPermit(ctx, "sem", 1)
+	require.NoError(t, err)
+	got := make(chan *redlock.Lock)
+	go func() {
+		l, err := c.LockPermit(ctx, "sem", 1)
+		assert.NoError(t, err)
+		got <- l
+	}()
+	require.NoError(t, holder.Unlock(context.Background()))
+	l := <-got
+	require.NotNil(t, l)
+	assert.Equal(t, holder.Key(), l.Key())
+	require.NoError(t, l.Unlock(context.Background()))
+	assert.Zero(t, nodes.live.Load(), "a polling LockPermit watched")
+}
+
+// TestLockPermitObserved: the Observer's Acquire event of a LockPermit
+// names the semaphore's key, its outcome and its attempts.
+func TestLockPermitObserved(t *testing.T) {
+	var events []redlock.AcquireEvent
+	c, err := redlock.NewClient(memnode.New(3, core.SystemClock{}), redlock.Options{
+		Observer: redlock.Observer{Acquire: func(e redlock.AcquireEvent) { events = append(events, e) }}})
+	require.NoError(t, err)
+	l, err := c.TryLockPermit(context.Background(), "sem", 1)
+	require.NoError(t, err)
+	_, err = c.TryLockPermit(context.Background(), "sem", 1)
+	require.ErrorIs(t, err, redlock.ErrTaken)
+	require.NoError(t, l.Unlock(context.Background()))
+	require.Len(t, events, 2)
+	assert.Equal(t, "sem", events[0].Key)
+	assert.Equal(t, redlock.OutcomeOK, events[0].Outcome)
+	assert.Equal(t, 1, events[0].Attempts)
+	assert.True(t, events[1].Try)
+	assert.Equal(t, redlock.OutcomeTaken, events[1].Outcome)
+	assert.ErrorIs(t, events[1].Err, redlock.ErrTaken)
+}

@@ -248,11 +248,11 @@ func (l *locker) keep(ctx context.Context, ls *core.Lease, until time.Time) []le
 }
 
 // AcquirePermit is Client.LockPermit without the watches: it drives a
-// Permits of slots to its end, kept in *p (a Permits is larger than
-// TinyGo keeps on the stack), and returns the grant and its slot.
+// Permits of slots to its end, started in *p (AcquirePermitIn: a
+// Permits is larger than TinyGo keeps on the stack), and returns the
+// grant and its slot.
 func (l *locker) AcquirePermit(ctx context.Context, p *core.Permits, slots []string) (core.Grant, int, error) {
-	var err error
-	if *p, err = l.spec.AcquirePermit(slots, core.Token{}, l.clock.Now()); err != nil {
+	if err := l.spec.AcquirePermitIn(p, slots, core.Token{}, l.clock.Now()); err != nil {
 		return core.Grant{}, -1, err
 	}
 	for {

@@ -173,7 +173,8 @@ const permitHeard = 8
 //
 // A Permits allocates nothing on the way to a grant. It holds an
 // Acquisition, and is larger than TinyGo's 1 KiB for values kept on the
-// stack: there, keep one in place to allocate nothing. The zero Permits
+// stack: there, start one in place (AcquirePermitIn) to allocate
+// nothing. The zero Permits
 // is in Phase 0 and does nothing; its Result is an ErrInvalidConfig
 // error.
 type Permits struct {
@@ -229,26 +230,46 @@ type heardSlot struct {
 // one key in order (PermitKeys); a bad slot key (as Acquire's); a token
 // whose first 8 bytes are zero; and Config.Fair, whose waiter queues are
 // the mutex's (TryPermit runs without it, as Try does).
-func (s Spec) AcquirePermit(slots []string, tok Token, now time.Time) (Permits, error) {
-	if s.cfg.Fair {
-		return Permits{}, invalid("Fair waits only for a mutex, not a semaphore's permit")
-	}
-	return s.permits(slots, tok, now, s.cfg.Retry)
+//
+// A Permits is larger than the 1 KiB TinyGo keeps on the stack: there,
+// AcquirePermitIn starts one in the caller's, allocating nothing.
+func (s Spec) AcquirePermit(slots []string, tok Token, now time.Time) (p Permits, err error) {
+	err = s.AcquirePermitIn(&p, slots, tok, now)
+	return p, err
 }
 
 // TryPermit is AcquirePermit with one sweep: one attempt per slot, and
 // no wait. With Config.Fair, its attempts are those of a Spec without
 // Fair, as Try's are; slots are checked under the Spec's own rules.
-func (s Spec) TryPermit(slots []string, tok Token, now time.Time) (Permits, error) {
-	return s.permits(slots, tok, now, s.cfg.Retry.WithTries(1))
+func (s Spec) TryPermit(slots []string, tok Token, now time.Time) (p Permits, err error) {
+	err = s.TryPermitIn(&p, slots, tok, now)
+	return p, err
 }
 
-func (s Spec) permits(slots []string, tok Token, now time.Time, policy RetryPolicy) (p Permits, err error) {
+// AcquirePermitIn is AcquirePermit into *p, whatever *p held: on an
+// error, *p is the zero Permits.
+func (s Spec) AcquirePermitIn(p *Permits, slots []string, tok Token, now time.Time) error {
+	if s.cfg.Fair {
+		*p = Permits{}
+		return invalid("Fair waits only for a mutex, not a semaphore's permit")
+	}
+	return s.permits(p, slots, tok, now, s.cfg.Retry)
+}
+
+// TryPermitIn is TryPermit into *p, as AcquirePermitIn.
+func (s Spec) TryPermitIn(p *Permits, slots []string, tok Token, now time.Time) error {
+	return s.permits(p, slots, tok, now, s.cfg.Retry.WithTries(1))
+}
+
+// permits starts *p in place: a Permits built here and copied out would
+// be allocated under TinyGo.
+func (s Spec) permits(p *Permits, slots []string, tok Token, now time.Time, policy RetryPolicy) error {
+	*p = Permits{}
 	if err := s.checkSlots(slots); err != nil {
-		return Permits{}, err
+		return err
 	}
 	if tok != (Token{}) && !tok.safe() {
-		return Permits{}, invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
+		return invalid("token " + tok.String() + " has its first 8 bytes zero: fewer than 64 unpredictable bits")
 	}
 	p.sweeps = policy.start()
 	s.cfg.Fair, s.cfg.Retry.tries = false, 1
@@ -260,7 +281,7 @@ func (s Spec) permits(slots []string, tok Token, now time.Time, policy RetryPoli
 	}
 	p.home = permitSlot(p.first, len(slots))
 	p.startSweep(p.home, now)
-	return p, nil
+	return nil
 }
 
 // startSweep starts a sweep at slot, at now.
@@ -299,7 +320,12 @@ func (p *Permits) startSlot(slot int, now time.Time) {
 	if err != nil { // a token of Config.Tokens with its first 8 bytes zero
 		p.att = Acquisition{}
 		p.finish(&Error{Op: OpAcquire, Kind: ErrInvalidConfig, Key: p.slots[slot], Attempts: p.attempts, Cause: err})
+		return
 	}
+	// Once an attempt was refused the semaphore is contended: every next
+	// attempt asks for the holder's remaining TTL (Command.Probe), for
+	// the wait after the sweep, as an Acquisition's retries do.
+	p.att.round.cmd.Probe = p.attempts > 1
 }
 
 // Phase returns what the acquisition waits for.

@@ -111,6 +111,16 @@ func TestPermitsRefuseBadInput(t *testing.T) {
 	if cmd := p.Round().Command(); cmd.Fair || cmd.Ticket != 0 || cmd.Probe {
 		t.Errorf("Fair TryPermit's attempt %+v: want a plain SET NX", cmd)
 	}
+	started, err := spec.AcquirePermit(three, core.Token{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.AcquirePermitIn(&started, nil, core.Token{}, now); !errors.Is(err, core.ErrInvalidConfig) || started.Phase() != 0 {
+		t.Errorf("AcquirePermitIn of no slots over a started Permits: %v, phase %v; want ErrInvalidConfig, the zero Permits", err, started.Phase())
+	}
+	if err := fair.AcquirePermitIn(&p, three, core.Token{}, now); !errors.Is(err, core.ErrInvalidConfig) || p.Phase() != 0 {
+		t.Errorf("Fair AcquirePermitIn: %v, phase %v; want ErrInvalidConfig, the zero Permits", err, p.Phase())
+	}
 	var zero core.Permits
 	if _, err := zero.Result(); !errors.Is(err, core.ErrInvalidConfig) || zero.Phase() != 0 {
 		t.Errorf("zero Permits: phase %v, %v; want 0, ErrInvalidConfig", zero.Phase(), err)
@@ -141,6 +151,9 @@ func sweep(t *testing.T, p *core.Permits, now time.Time, st core.Status, ttl fun
 		r := p.Round()
 		cmd := r.Command()
 		if cmd.Op == core.OpAcquire {
+			if cmd.Probe != (len(keys) > 0 || p.Attempts() > 1) {
+				t.Errorf("attempt %d on %q: Probe %v; want it from the second attempt on", p.Attempts(), cmd.Key, cmd.Probe)
+			}
 			keys = append(keys, cmd.Key)
 			if p.Slot() < 0 || cmd.Key != core.PermitKey("k", p.Slot()) {
 				t.Fatalf("attempt on %q while Slot() is %d", cmd.Key, p.Slot())
