@@ -319,6 +319,31 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	a.startCleanup(now)
 }
 
+// refusedEverywhere reports whether Round is a done attempt (not a fence
+// raise nor a cleanup) that every node it was sent to refused as held
+// (StatusHeld), none of them still to answer: on no node did it take the
+// key (a node it was never sent to, after a sequential round was lost,
+// took nothing either), so that its cleanup, the release of a
+// token no node holds, changes nothing on a node whose kind's refusal
+// leaves nothing behind (not a writer, whose refusal marks the key, nor
+// a Fair one, whose cleanup queues its waiter).
+func (a *Acquisition) refusedEverywhere() bool {
+	r := &a.round
+	return a.phase == PhaseRound && !a.cleaning && !a.raising && r.Done() && a.ours == 0 &&
+		r.tally.held == int(r.sent) && r.cmd.Kind != KindWrite && !a.spec.cfg.Fair
+}
+
+// dropCleanup ends the cleanup round just started, not sent, of an
+// attempt refusedEverywhere, as its end would: the wait for the next
+// try, or the acquisition's end.
+func (a *Acquisition) dropCleanup(now time.Time) {
+	if a.cause != nil {
+		a.finish(a.cancelled())
+		return
+	}
+	a.waitNext(now)
+}
+
 // waitNext waits for the retry delay after a failed attempt, its cleanup
 // done or needless (queuedEverywhere), at now; or ends the acquisition
 // when no try is left.

@@ -356,7 +356,14 @@ func (p *Permits) RoundDone(now time.Time) {
 		return
 	}
 	a := &p.att
+	refused := a.refusedEverywhere()
 	a.RoundDone(now)
+	if refused && a.phase == PhaseRound && a.cleaning && a.round.sent == 0 {
+		// Every node refused the attempt as held: it took nothing, and
+		// its cleanup would change nothing anywhere (a slot is a plain
+		// mutex key, never Fair): one round per refused slot, not two.
+		a.dropCleanup(now)
+	}
 	if a.phase != PhaseDone {
 		return
 	}

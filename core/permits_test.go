@@ -527,3 +527,78 @@ func TestPermitsWokenSweepTriesTheSlotReleased(t *testing.T) {
 		t.Errorf("a sweep woken by many slots: %d attempts, want 12", len(got))
 	}
 }
+
+// TestPermitsRefusedSlotNeedsNoCleanup: an attempt on a slot that every
+// node refused as held took nothing anywhere, and the sweep moves on
+// without its cleanup round: one round per refused slot. An attempt that
+// took the slot on some node, or that a node did not refuse (a timeout,
+// which may have taken it, or a reply still to come when the others'
+// refusals lost the round), is cleaned up on every node, as any.
+func TestPermitsRefusedSlotNeedsNoCleanup(t *testing.T) {
+	slots, _ := core.PermitKeys("k", 3)
+	now := time.Unix(1_000_000, 0)
+	for _, tc := range []struct {
+		name  string
+		other core.Status // node "a"'s answer to every attempt; the others answer held
+		clean bool
+	}{
+		{"refused everywhere", core.StatusHeld, false},
+		{"taken on one node", core.StatusOK, true},
+		{"one node timed out", core.StatusTimeout, true},
+		{"one node failed", core.StatusError, true},
+		{"one node still to answer", 0, true}, // lost on the others' refusals
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := permitSpec(t, 1)
+			p, err := spec.TryPermit(slots, core.Token{}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var attempts, cleanups int
+			for i := 0; p.Phase() == core.PhaseRound; i++ {
+				if i == 100 {
+					t.Fatal("the sweep never ends")
+				}
+				r := p.Round()
+				for {
+					node, c, _, ok := r.Next(now)
+					if !ok {
+						break
+					}
+					rep := core.Reply{Node: node, Status: core.StatusHeld, TTL: time.Second}
+					switch {
+					case c.Op == core.OpRelease:
+						rep = core.Reply{Node: node, Status: core.StatusMissing}
+						if node == 0 && tc.other == core.StatusOK {
+							rep.Status = core.StatusOK
+						}
+					case node == 0 && tc.other == 0:
+						continue // its reply is still on the way once the round is lost
+					case node == 0:
+						rep.Status, rep.TTL = tc.other, 0
+						if tc.other == core.StatusError {
+							rep.Err = errors.New("planted")
+						}
+					}
+					r.Receive(rep)
+				}
+				if r.Command().Op == core.OpRelease {
+					cleanups++
+				} else {
+					attempts++
+				}
+				p.RoundDone(now)
+			}
+			want := 0
+			if tc.clean {
+				want = 3
+			}
+			if attempts != 3 || cleanups != want {
+				t.Errorf("%d attempts and %d cleanups, want 3 and %d", attempts, cleanups, want)
+			}
+			if _, err := p.Result(); err == nil || p.Phase() != core.PhaseDone {
+				t.Errorf("phase %v, result %v: want a failure", p.Phase(), err)
+			}
+		})
+	}
+}

@@ -417,13 +417,13 @@ func TestKindScriptDiffSeesPlantedDefects(t *testing.T) {
 		swaps  []string // old, new, old, new...
 	}{
 		{"a script that admits a reader beside a writer", &wire.ReadAcquire,
-			[]string{`if a ~= -2 or b ~= -2 then`, `if b ~= -2 then`}},
+			[]string{`redis.call("EXISTS", KEYS[1], KEYS[3])`, `redis.call("EXISTS", KEYS[3])`}},
 		{"a multi-key script that takes a subset", &wire.AllAcquire,
 			[]string{`if held then`, `if false then`, `redis.call("SET", KEYS[i], ARGV[1], "PX", ARGV[2])`, `redis.call("SET", KEYS[i], ARGV[1], "NX", "PX", ARGV[2])`}},
 		{"a writer admitted beside a reader", &wire.WriteAcquire,
 			[]string{`if last[1] then`, `if false then`}},
 		{"a reader admitted past a waiting writer's mark", &wire.ReadAcquire,
-			[]string{`redis.call("PTTL", KEYS[3])`, `-2`}},
+			[]string{`redis.call("EXISTS", KEYS[1], KEYS[3])`, `redis.call("EXISTS", KEYS[1])`}},
 		{"a writer's mark that outlives its writer", &wire.WriteAcquire,
 			[]string{`redis.call("DEL", KEYS[3])`, `redis.call("PTTL", KEYS[3])`}},
 		{"a reader's release that removes another reader", &wire.ReadRelease,

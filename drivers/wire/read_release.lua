@@ -19,9 +19,17 @@ local st = 0
 if s and tonumber(s) > now then
   st = 1
 end
-redis.call("ZREM", KEYS[2], ARGV[1])
-redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
-if st == 1 and redis.call("ZCARD", KEYS[2]) == 0 then
+if s then
+  redis.call("ZREM", KEYS[2], ARGV[1])
+end
+-- The readers left, the expired ones dropped: no sweep of a set emptied
+-- (deleted) already, and the count is the set's less what the sweep
+-- removed, rather than a second count.
+local n = redis.call("ZCARD", KEYS[2])
+if n > 0 then
+  n = n - redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
+end
+if st == 1 and n == 0 then
   redis.pcall(publish, channel("redlock:release:", KEYS[1]), ARGV[1])
 end
 return st
