@@ -12,15 +12,15 @@ import (
 	"github.com/redlock-go/redlock/internal/redistest"
 )
 
-// TestReviewWriteAcquireKnowsItsOwnMark (review finding): a writer's
-// attempts differ in their last four bytes (core.SameAcquisition, which
-// core/memnode applies), but the engine sends tokens as 32 hex digits
-// and write_acquire.lua compares all but the last four *digits*, two
-// bytes: from its 65537th attempt on (deriveToken XORs k-1 into bytes
-// 12..15), a writer that wins no longer knows the mark its refused
-// attempts left as its own, and readers stay out for another TTL. The
-// script and memnode disagree there.
-func TestReviewWriteAcquireKnowsItsOwnMark(t *testing.T) {
+// TestWriteAcquireKnowsItsOwnMarkPastAttempt65536: a writer's attempts
+// differ in their last four bytes (core.SameAcquisition, which
+// core/memnode applies), and the engine sends tokens as 32 hex digits:
+// write_acquire.lua must compare all but the last eight digits. A script
+// that compared all but the last four digits (two bytes) would, from a
+// writer's 65537th attempt on (deriveToken XORs k-1 into bytes 12..15),
+// no longer know the mark its refused attempts left as its own once it
+// wins, and readers would stay out for another TTL.
+func TestWriteAcquireKnowsItsOwnMarkPastAttempt65536(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	env := startKinds(t, nil, s.Addr)
 	const ttl = 10 * time.Second
