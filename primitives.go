@@ -49,7 +49,9 @@ func (c *Client) TryRLock(ctx context.Context, key string) (*Lock, error) {
 // renews by an attempt every half TTL while it waits, so that they admit
 // no new reader meanwhile:
 // a stream of new readers, each holding less than a TTL, does not starve
-// it (docs/primitives.md says the bound, and what it costs readers).
+// it (docs/primitives.md says the bound, and what it costs readers). Its
+// release, and the cleanup of a writer that gives up (its ctx ended, or
+// no try left), delete its mark.
 // Under Options.Fencing it raises the key's fence as Lock does. Errors
 // are Lock's.
 func (c *Client) WLock(ctx context.Context, key string) (*Lock, error) {
@@ -57,7 +59,8 @@ func (c *Client) WLock(ctx context.Context, key string) (*Lock, error) {
 }
 
 // TryWLock is WLock with one attempt, as TryLock. A TryWLock refused for
-// readers leaves the key marked as waited for, for a TTL at most.
+// readers deletes the mark its attempt left, in its cleanup: it does not
+// wait, and keeps no reader out.
 func (c *Client) TryWLock(ctx context.Context, key string) (*Lock, error) {
 	return c.take(ctx, core.Target{Kind: core.KindWrite, Key: key}, true)
 }

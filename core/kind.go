@@ -26,7 +26,13 @@ const (
 	// SET NX on Key, admitted only while the key's reader set holds no
 	// unexpired reader. A writer refused for readers marks the key as
 	// waited for (WriterWaitPrefix), for a bound, so that the node admits
-	// no new reader meanwhile. Release and extension are the mutex's.
+	// no new reader meanwhile. Its release is the mutex's, and deletes
+	// the key's mark too where it is the writer's own (SameAcquisition),
+	// unless its Command.Ticket is positive: the cleanup of a failed
+	// attempt whose writer waits on keeps it. A writer that gives up
+	// (cancelled, or no try left) deletes it, in its last cleanup or in
+	// one more release of its last token. Extension and fence raise are
+	// the mutex's.
 	KindWrite
 	// KindAll is a multi-key lock of Command.Keys: on each node one script
 	// takes every key or none, and releases and extends every key that

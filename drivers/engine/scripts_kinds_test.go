@@ -62,6 +62,9 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 		acquire()
 	case k < 12:
 		cmd.Kind, cmd.Op = core.KindWrite, core.OpRelease
+		if g.rng.IntN(3) == 0 {
+			cmd.Ticket = 1 // the cleanup of an attempt whose writer waits on: the mark stays
+		}
 	case k < 13:
 		cmd.Kind, cmd.Op, cmd.TTL = core.KindWrite, core.OpExtend, g.span()
 	case k < 16:
@@ -85,6 +88,11 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 			acquire()
 			cmd.Probe = true
 		}
+	}
+	if cmd.Kind == core.KindWrite && g.rng.IntN(2) == 0 {
+		// Another attempt of the same writer (core.SameAcquisition):
+		// its mark is the writer's own, to the scripts as to memnode.
+		cmd.Token[12+g.rng.IntN(4)] ^= byte(1 + g.rng.IntN(255))
 	}
 	if cmd.Kind == core.KindAll {
 		keys := slices.Clone(kindKeys)
@@ -293,6 +301,8 @@ func (env *diffEnv) diffKinds(seed uint64) error {
 			start = t1
 		}
 		at(t1)
+		mark, _, marked := model.Mark(0, diffKey)
+		own := marked && core.SameAcquisition(mark, cmd.Token) && cmd.Kind == core.KindWrite && cmd.Op == core.OpRelease
 		got := env.run(0, cmd, g.brk)
 		var want core.Reply
 		if g.brk != breakUnsent {
@@ -315,6 +325,9 @@ func (env *diffEnv) diffKinds(seed uint64) error {
 		desc := fmt.Sprintf("%s %s %+v%s", cmd.Kind, cmd.Op, cmd, resentNames[g.brk])
 		if env.seen != nil {
 			env.seen[fmt.Sprintf("%s %s %s", cmd.Kind, cmd.Op, got.Status)]++
+			if _, _, still := model.Mark(0, diffKey); own {
+				env.seen[map[bool]string{true: "write release keeps its own mark", false: "write release deletes its own mark"}[still]]++
+			}
 		}
 		if got.Err != nil || want.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
 			got.TTL > want.TTL+env.window || got.TTL < want.TTL-env.window {
@@ -361,6 +374,7 @@ func kindsMatchMemnode(t *testing.T, env *diffEnv) {
 	}
 	for _, c := range []string{"read release ok", "read release missing", "read extend ok", "read extend missing",
 		"write release ok", "write release held", "write release missing", "write extend ok", "write raise-fence ok",
+		"write release keeps its own mark", "write release deletes its own mark",
 		"all release ok", "all release held", "all release missing", "all extend ok", "all extend held", "all extend missing",
 		"all raise-fence ok", "all raise-fence held", "all raise-fence missing"} {
 		require.NotZero(t, env.seen[c], "%s never met: %v", c, env.seen)
@@ -387,6 +401,14 @@ func TestKindScriptDiffSeesPlantedDefects(t *testing.T) {
 			[]string{`redis.call("PTTL", KEYS[3])`, `-2`}},
 		{"a writer's mark that outlives its writer", &wire.WriteAcquire,
 			[]string{`redis.call("DEL", KEYS[3])`, `redis.call("PTTL", KEYS[3])`}},
+		{"a writer that knows its own mark by hex digits", &wire.WriteAcquire,
+			[]string{`string.sub(m, 1, -9) == string.sub(ARGV[1], 1, -9)`, `string.sub(m, 1, -5) == string.sub(ARGV[1], 1, -5)`}},
+		{"a writer's release that leaves its own mark", &wire.WriteRelease,
+			[]string{`if ARGV[2] ~= "w" then`, `if false then`}},
+		{"a waiting writer's cleanup that drops its mark", &wire.WriteRelease,
+			[]string{`if ARGV[2] ~= "w" then`, `if true then`}},
+		{"a writer's release that drops another writer's mark", &wire.WriteRelease,
+			[]string{`string.sub(m, 1, -9) == string.sub(ARGV[1], 1, -9)`, `true`}},
 		{"a reader's release that removes another reader", &wire.ReadRelease,
 			[]string{`redis.call("ZREM", KEYS[2], ARGV[1])`, `redis.call("ZPOPMIN", KEYS[2])`}},
 		{"an expired reader extended", &wire.ReadExtend,

@@ -41,3 +41,44 @@ func TestWriteAcquireKnowsItsOwnMarkPastAttempt65536(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "the winning writer's own mark is left (memnode deletes it)")
 }
+
+// TestWriteReleaseDeletesItsOwnMark: a writer's release deletes the mark
+// its refused attempts left, and announces it, so that readers are not
+// kept out by a writer that waits no more; the cleanup of an attempt
+// whose writer waits on (a positive Ticket) keeps it, and another
+// writer's release leaves it.
+func TestWriteReleaseDeletesItsOwnMark(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	env := startKinds(t, nil, s.Addr)
+	next := env.subscribe(s.Addr, "rw")
+	const ttl = 10 * time.Second
+	marked := func() bool {
+		n, err := redis.Int(env.c.Do("EXISTS", core.WriterWaitPrefix+"rw"))
+		require.NoError(t, err)
+		return n == 1
+	}
+
+	env.expect(kcmd(core.KindRead, core.OpAcquire, "rw", 1, ttl), core.StatusOK, "a reader")
+	w := kcmd(core.KindWrite, core.OpAcquire, "rw", 0, ttl)
+	w.Token = tok(9)
+	env.expect(w, core.StatusHeld, "the writer's refused attempt marks the key")
+	require.True(t, marked())
+
+	cleanup := kcmd(core.KindWrite, core.OpRelease, "rw", 0, 0)
+	cleanup.Token, cleanup.Ticket = w.Token, 1
+	env.expect(cleanup, core.StatusMissing, "the cleanup of an attempt whose writer waits on")
+	assert.True(t, marked(), "the waiting writer's mark went with its cleanup")
+	other := kcmd(core.KindWrite, core.OpRelease, "rw", 0, 0)
+	other.Token = core.TokenFromUint64s(0xbeef, 9) // tok's differ in their last bytes only
+	env.expect(other, core.StatusMissing, "another writer's release")
+	assert.True(t, marked(), "another writer's release deleted the mark")
+	env.expect(kcmd(core.KindRead, core.OpAcquire, "rw", 2, ttl), core.StatusHeld, "a new reader, the writer waiting")
+
+	giveUp := cleanup
+	giveUp.Token[15] ^= 3 // its last attempt's token
+	giveUp.Ticket = 0
+	env.expect(giveUp, core.StatusMissing, "the writer gives up")
+	assert.False(t, marked(), "the mark of a writer that gave up")
+	assert.Equal(t, "rw", next(), "the mark's deletion announced")
+	env.expect(kcmd(core.KindRead, core.OpAcquire, "rw", 2, ttl), core.StatusOK, "a new reader, no writer waiting")
+}
