@@ -28,8 +28,13 @@ import (
 // A node admits a reader while no writer holds the key and no writer
 // waits for it; a quorum of nodes must admit it, and its validity is the
 // mutex's. The Lock's Unlock, Extend, Lease and Context are the mutex's;
-// its Fence, under Options.Fencing, is the fence of the key's last
-// writer (0 if none), read and never raised, so that readers share one.
+// its Fence, under Options.Fencing, is a reading of the key's fence
+// counters, never raised: at least the fence of every writer that held
+// the key before the reader (0 if none), so that a write fenced above it
+// is a later writer's. It is not a write fence: it may be above the last
+// writer's, and a later writer's may be lower (see Lock.Fence). A caller
+// must not RLock a key it already reads: while a writer waits, the
+// second RLock waits for the writer, which waits for the first.
 // Errors are Lock's.
 func (c *Client) RLock(ctx context.Context, key string) (*Lock, error) {
 	return c.take(ctx, core.Target{Kind: core.KindRead, Key: key}, false)

@@ -286,10 +286,12 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
 			fence := r.maxFence()
-			// A reader reads the last writer's fence and raises nothing:
-			// readers share the key, so no reader's fence may exclude
-			// another's writes. The quorum's highest counter is the last
-			// writer's, whose raise reached a majority this quorum meets.
+			// A reader reads the counters and raises nothing: readers
+			// share the key, so no reader's fence may exclude another's
+			// writes. The quorum's highest counter is at least the last
+			// writer's, whose raise reached a majority this quorum
+			// meets; it may be higher, from a writer's failed attempts
+			// (KindRead says so).
 			if a.round.cmd.Kind != KindRead && !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return

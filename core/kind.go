@@ -18,9 +18,13 @@ const (
 	// key's reader set with an expiry of its own, kept in the set's data
 	// (the server's time plus TTL). A held reply's TTL is the writer's, or
 	// the waiting writer's mark's, remaining time. With Config.Fencing an
-	// OpAcquireFenced reader reads the key's fence counter (the last
-	// writer's fence; 0 if none) and never raises it, and the acquisition
-	// sends no OpRaiseFence.
+	// OpAcquireFenced reader reads the key's fence counter (0 if none) and
+	// never raises it, and the acquisition sends no OpRaiseFence; its
+	// grant's fence is the highest counter of its quorum's replies: at
+	// least the fence of every writer that held the key before it, and
+	// maybe above the last one's, since a writer's failed attempts
+	// increment the counters of the nodes that admitted them. It is a
+	// reading, not a write fence: a later writer's fence may be lower.
 	KindRead
 	// KindWrite is the writer of a reader/writer lock on Key: the mutex's
 	// SET NX on Key, admitted only while the key's reader set holds no
