@@ -21,12 +21,14 @@ import (
 // its first wait until its acquisition ends, and feeds what it hears to
 // its Acquisition, which decides when to try again.
 
-// listener hears the release announcements of one acquisition's keys.
+// listener hears the release announcements of one acquisition's keys:
+// a reader/writer or multi-key waiter's, or a semaphore's slots
+// (LockPermit).
 type listener struct {
 	watches []core.Watch // one per key
 
 	mu    sync.Mutex
-	heard uint32        // nodes heard since the last arm, bit i for node i
+	heard []uint32      // per key, the nodes heard since the last arm, bit i for node i
 	ch    chan struct{} // closed at the next announcement; nil: not armed
 }
 
@@ -36,38 +38,48 @@ func (r *waitRoom) listen(t core.Target) *listener {
 	if keys == nil {
 		keys = []string{t.Key}
 	}
-	l := &listener{watches: make([]core.Watch, 0, len(keys))}
-	for _, k := range keys {
+	return r.listenKeys(keys)
+}
+
+// listenKeys starts the watches of keys for one waiter.
+func (r *waitRoom) listenKeys(keys []string) *listener {
+	l := &listener{watches: make([]core.Watch, 0, len(keys)), heard: make([]uint32, len(keys))}
+	for i, k := range keys {
 		// A watch's first notifications (its subscriptions starting) come
 		// at once, maybe from within Watch: a release may have gone
 		// unheard before.
-		l.watches = append(l.watches, r.ann.Watch(k, l.notify))
+		l.watches = append(l.watches, r.ann.Watch(k, func(node int) { l.notify(i, node) }))
 	}
 	return l
 }
 
-// notify records that node announced a release of one of the keys, or
-// that its subscription to one changed (core.Announcer.Watch).
-func (l *listener) notify(node int) {
+// notify records that node announced a release of key i, or that its
+// subscription to it changed (core.Announcer.Watch).
+func (l *listener) notify(i, node int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.heard |= 1 << node
+	l.heard[i] |= 1 << node
 	if l.ch != nil {
 		close(l.ch)
 		l.ch = nil
 	}
 }
 
-// arm returns the nodes heard since the last arm, and a channel closed at
-// the next announcement: none is lost between the two.
-func (l *listener) arm() (<-chan struct{}, uint32) {
+// arm hands each key's nodes heard since the last arm to heard, if any,
+// and returns a channel closed at the next announcement: none is lost
+// between the two.
+func (l *listener) arm(heard func(key int, nodes uint32)) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ch := make(chan struct{})
 	l.ch = ch
-	heard := l.heard
-	l.heard = 0
-	return ch, heard
+	for i, nodes := range l.heard {
+		if nodes != 0 {
+			heard(i, nodes)
+			l.heard[i] = 0
+		}
+	}
+	return ch
 }
 
 // listening returns the nodes whose subscriptions to every key are
@@ -96,7 +108,7 @@ func (c *Client) waitAlone(ctx context.Context, a *core.Acquisition, l *listener
 	if l != nil {
 		listening := l.listening() // before the heard nodes: a change after it is heard
 		var heard uint32
-		poke, heard = l.arm()
+		poke = l.arm(func(_ int, nodes uint32) { heard |= nodes })
 		now := c.now(vl)
 		a.SetListening(listening)
 		for i := 0; heard != 0; i, heard = i+1, heard>>1 {

@@ -105,13 +105,3 @@ func allTarget(keys []string) core.Target {
 	}
 	return t
 }
-
-// LockPermit takes one of permits permits of the semaphore key.
-func (c *Client) LockPermit(ctx context.Context, key string, permits int) (*Lock, error) {
-	return nil, invalid("LockPermit is not built yet")
-}
-
-// TryLockPermit is LockPermit with one sweep of the permits.
-func (c *Client) TryLockPermit(ctx context.Context, key string, permits int) (*Lock, error) {
-	return nil, invalid("TryLockPermit is not built yet")
-}

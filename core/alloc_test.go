@@ -68,6 +68,11 @@ func allocCases(tb testing.TB) []allocCase {
 			}
 			prefix := "nodes=" + strconv.Itoa(n) + "/fanout=" + mode.String() + "/"
 			key, extendKey, fencedKey := "alloc:"+prefix, "alloc:extend:"+prefix, "alloc:fenced:"+prefix
+			slots, err := core.PermitKeys("alloc:permit:"+prefix, 4)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			p := new(core.Permits) // kept in place: larger than TinyGo keeps on the stack
 			out = append(out,
 				allocCase{prefix + "acquire+release", func() {
 					lock, err := l.Acquire(ctx, key)
@@ -88,6 +93,16 @@ func allocCases(tb testing.TB) []allocCase {
 						panic(err)
 					}
 					sink = lock
+				}},
+				allocCase{prefix + "permit+release", func() {
+					g, _, err := l.AcquirePermit(ctx, p, slots)
+					if err != nil {
+						panic(err)
+					}
+					if err := l.Release(ctx, g); err != nil {
+						panic(err)
+					}
+					sink = g
 				}},
 				allocCase{prefix + "extend", func() {
 					lock, err := l.Acquire(ctx, extendKey)

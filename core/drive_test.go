@@ -246,3 +246,39 @@ func (l *locker) keep(ctx context.Context, ls *core.Lease, until time.Time) []le
 	}
 	return rounds
 }
+
+// AcquirePermit is Client.LockPermit without the watches: it drives a
+// Permits of slots to its end, started in *p (AcquirePermitIn: a
+// Permits is larger than TinyGo keeps on the stack), and returns the
+// grant and its slot.
+func (l *locker) AcquirePermit(ctx context.Context, p *core.Permits, slots []string) (core.Grant, int, error) {
+	if err := l.spec.AcquirePermitIn(p, slots, core.Token{}, l.clock.Now()); err != nil {
+		return core.Grant{}, -1, err
+	}
+	for {
+		switch p.Phase() {
+		case core.PhaseRound:
+			if p.Round().Command().Op == core.OpRelease { // a failed attempt's cleanup
+				l.run(ctx, p.Round(), nil)
+			} else if ctx.Err() != nil || l.run(ctx, p.Round(), ctx.Done()) {
+				p.Cancel(l.clock.Now(), ctx.Err())
+				continue
+			}
+			p.RoundDone(l.clock.Now())
+		case core.PhaseWait:
+			at := p.WakeAt()
+			if dl, ok := ctx.Deadline(); ok && !at.Before(dl) {
+				p.GiveUp(l.clock.Now())
+				continue
+			}
+			if !l.clock.Sleep(at.Sub(l.clock.Now()), ctx.Done()) {
+				p.Cancel(l.clock.Now(), ctx.Err())
+				continue
+			}
+			p.Wake(l.clock.Now())
+		default:
+			g, err := p.Result()
+			return g, p.Slot(), err
+		}
+	}
+}

@@ -34,7 +34,89 @@ const (
 	Proxy    = "proxy"
 	Variants = "variants"
 	Handoff  = "handoff"
+	// Kinds is the primitives beyond the mutex, on the loopback servers:
+	// the reader/writer lock, the semaphore and the multi-key lock, each
+	// cell (Cell.Variant, one of KindCells) beside the mutex cell its
+	// target divides by.
+	Kinds = "kinds"
 )
+
+// The cells of the Kinds scenario (Cell.Variant), in run order: each
+// measured right after or before the mutex cell its target compares it
+// with, over the same driver.
+const (
+	// KindRLock is the uncontended reader pair, TryRLock then Unlock, one
+	// client; KindLock the mutex pair beside it, TryLock then Unlock.
+	KindRLock = "rlock"
+	KindLock  = "lock"
+	// KindLockAll is the uncontended LockAll pair of LockAllKeys keys,
+	// TryLockAll then Unlock, one client; KindLock3 the same keys taken
+	// by as many TryLocks in a row, then unlocked in a row.
+	KindLockAll = "lockall"
+	KindLock3   = "lock-3"
+	// KindReaders is the readers' pair, TryRLock then Unlock, by every
+	// client on one key; KindMutexKeys the mutex pair by as many clients
+	// on a key each.
+	KindReaders   = "readers"
+	KindMutexKeys = "mutex-keys"
+	// KindPermits is the semaphore: contenders loop LockPermit of
+	// Permits permits of one key (waiting), a section, Unlock;
+	// KindMutexPermits the same contenders on Permits mutex keys, Lock
+	// of the key of contender i mod Permits.
+	KindPermits      = "permits"
+	KindMutexPermits = "mutex-permit-keys"
+	// KindWriterWait is a writer behind a stream of readers: Clients
+	// readers loop RLock (waiting), a section that holds for less than
+	// the cell's TTL, Unlock; one writer loops WLock (waiting), a
+	// section, Unlock, then a pause. Its figure is the writer's wait.
+	KindWriterWait = "writer-wait"
+	// KindLockAllHot is LockAll contended: contenders loop LockAll
+	// (waiting) of LockAllKeys of a pool of LockAllKeys+1 keys, every
+	// two sets intersecting; its figure is the exclusion check.
+	KindLockAllHot = "lockall-hot"
+)
+
+// KindCells lists the Kinds cells in run order.
+var KindCells = []string{KindRLock, KindLock, KindLockAll, KindLock3, KindReaders, KindMutexKeys,
+	KindPermits, KindMutexPermits, KindWriterWait, KindLockAllHot}
+
+// The shapes of the Kinds cells that are not the run's.
+const (
+	// Permits is the semaphore's K.
+	Permits = 4
+	// LockAllKeys is how many keys a LockAll cell takes.
+	LockAllKeys = 3
+	// WriterWaitReaders is the readers of the writer's cell.
+	WriterWaitReaders = 8
+	// LockAllContenders is the contenders of KindLockAllHot.
+	LockAllContenders = 8
+)
+
+// KindRounds reports whether Kinds cell c is measured in the rounds of
+// Plan.Rounds: the cells of the kinds' ratio targets, so that each ratio
+// is the median of the rounds' own ratios. Not the writer's cell nor
+// LockAll contended, whose figures are not a ratio.
+func KindRounds(c Cell) bool {
+	if c.Scenario != Kinds {
+		return false
+	}
+	switch c.Variant {
+	case KindWriterWait, KindLockAllHot:
+		return false
+	}
+	return true
+}
+
+// KindHot reports whether a Kinds cell is a hot one: contenders that
+// wait (measure.RunSections), or clients sharing one key, its exclusion
+// checked.
+func KindHot(variant string) bool {
+	switch variant {
+	case KindReaders, KindMutexKeys, KindPermits, KindMutexPermits, KindWriterWait, KindLockAllHot:
+		return true
+	}
+	return false
+}
 
 // How this library's Lock waits in a Handoff cell (its Cell.Variant).
 const (
@@ -153,6 +235,9 @@ type Record struct {
 	// Handoff is a Handoff cell's handoff latencies and exclusion check;
 	// its Result counts critical sections (Ops, Throughput).
 	Handoff *measure.Handoff `json:"handoff,omitempty"`
+	// Exclusion is a hot Kinds cell's exclusion check (and a writer's
+	// waits); a contended cell's Result counts critical sections.
+	Exclusion *measure.Exclusion `json:"exclusion,omitempty"`
 	// FloorMeanUs is, for a one-client loopback cell of the mem driver,
 	// the mean pair of its floor (target.MemFloor: memnode and the pair's
 	// clock readings, no core, no runner), measured right after the cell
@@ -202,6 +287,15 @@ type Plan struct {
 	// HandoffOnly leaves out every cell but the Handoff cells (and the
 	// Variants cells, with VariantsOnly).
 	HandoffOnly bool
+	// Kinds lists the Kinds cells (KindCells) to run at VariantNodes,
+	// multiplexed, over each of KindsDrivers; the contended ones run for
+	// KindsDuration (the writer's cell KindsWriterRounds times that).
+	Kinds         []string
+	KindsDrivers  []string
+	KindsDuration time.Duration
+	// KindsOnly leaves out every cell but the Kinds cells (and those
+	// VariantsOnly and HandoffOnly keep).
+	KindsOnly bool
 	// Repeats, above 1, is the Cell.Repeats of the cells the p50 targets
 	// compare: one client, on the loopback servers at VariantNodes, this
 	// library's multiplexed cells over every driver but mem, and
@@ -236,7 +330,8 @@ func (p Plan) ThroughputClients() int {
 // seconds apart: the p50 targets' cells (repeated), and the throughput
 // targets' (this library's multiplexed cells over every driver but mem,
 // and redsync's and rueidislock's, at VariantNodes and ThroughputClients
-// on distinct keys). None with Repeats 1.
+// on distinct keys), and the Kinds cells of ratio targets (KindRounds).
+// None with Repeats 1.
 func (p Plan) Rounds(cells []Cell) []Cell {
 	n, c := p.VariantNodes(), p.ThroughputClients()
 	if p.Repeats < 2 {
@@ -244,7 +339,7 @@ func (p Plan) Rounds(cells []Cell) []Cell {
 	}
 	var out []Cell
 	for _, x := range cells {
-		if p.repeated(x) {
+		if p.repeated(x) || KindRounds(x) {
 			out = append(out, x)
 			continue
 		}
@@ -307,13 +402,16 @@ func (p Plan) Cells() []Cell {
 	var cells []Cell
 	maxN, maxC := slices.Max(p.NodeCounts), slices.Max(p.Concurrency)
 	contendedFan := p.curveFan()
-	if p.VariantsOnly || p.HandoffOnly {
+	if p.VariantsOnly || p.HandoffOnly || p.KindsOnly {
 		if p.VariantsOnly {
 			cells = p.variantCells()
 		}
 		if p.HandoffOnly {
 			cells = append(cells, p.handoffCells(false)...)
 			cells = append(cells, p.handoffCells(true)...)
+		}
+		if p.KindsOnly {
+			cells = append(cells, p.kindCells()...)
 		}
 		return cells
 	}
@@ -348,6 +446,7 @@ func (p Plan) Cells() []Cell {
 	cells = append(cells, p.variantCells()...)
 	cells = append(cells, p.curveCells(false)...)
 	cells = append(cells, p.handoffCells(false)...)
+	cells = append(cells, p.kindCells()...)
 	for _, peer := range p.Peers {
 		lib, drv, _ := strings.Cut(peer, "+")
 		fan := FanConcurrent
@@ -445,6 +544,50 @@ func (p Plan) handoffCells(peers bool) []Cell {
 	return cells
 }
 
+// KindsWriterRounds is how many times KindsDuration the writer's cell
+// runs: each of its waits takes about a TTL, and its p99 needs many.
+const KindsWriterRounds = 4
+
+// kindCells returns the Kinds cells: per driver, each chosen cell in
+// KindCells' order, which puts every cell beside the mutex cell it is
+// compared with. The one-client cells are repeated as the p50 targets'
+// are (Repeats).
+func (p Plan) kindCells() []Cell {
+	var cells []Cell
+	n, c := p.VariantNodes(), 32
+	if len(p.Concurrency) > 0 {
+		c = p.ThroughputClients()
+	}
+	for _, d := range p.KindsDrivers {
+		for _, v := range KindCells {
+			if !slices.Contains(p.Kinds, v) {
+				continue
+			}
+			x := Cell{Library: Redlock, Driver: d, Scenario: Kinds, Nodes: n, FanOut: "multiplexed", Clients: 1, Variant: v}
+			switch v {
+			case KindRLock, KindLock, KindLockAll, KindLock3:
+				if p.Repeats > 1 {
+					x.Repeats = p.Repeats
+				}
+			case KindReaders:
+				x.Clients, x.SharedKey = c, true
+			case KindMutexKeys:
+				x.Clients = c
+			case KindPermits:
+				x.Clients, x.SharedKey, x.Duration = c, true, p.KindsDuration
+			case KindMutexPermits:
+				x.Clients, x.Duration = c, p.KindsDuration
+			case KindWriterWait:
+				x.Clients, x.SharedKey, x.Duration = WriterWaitReaders, true, KindsWriterRounds*p.KindsDuration
+			case KindLockAllHot:
+				x.Clients, x.SharedKey, x.Duration = LockAllContenders, true, p.KindsDuration
+			}
+			cells = append(cells, x)
+		}
+	}
+	return cells
+}
+
 // variantCells returns the Variants cells: a driver's variants run one
 // after the other, so that they are measured close together in time.
 func (p Plan) variantCells() []Cell {
@@ -464,10 +607,10 @@ func (p Plan) variantCells() []Cell {
 }
 
 // ScenarioAddrs returns the scenario whose servers a cell of scenario sc
-// runs against: the Variants and Handoff cells run on the loopback
-// servers.
+// runs against: the Variants, Handoff and Kinds cells run on the
+// loopback servers.
 func ScenarioAddrs(sc string) string {
-	if sc == Variants || sc == Handoff {
+	if sc == Variants || sc == Handoff || sc == Kinds {
 		return Loopback
 	}
 	return sc

@@ -32,6 +32,22 @@ type PeerRequest struct {
 	Cells    []Cell        `json:"cells"`
 	// HandoffHold is the Handoff cells' measure.HandoffSpec.Hold.
 	HandoffHold time.Duration `json:"handoff_hold,omitempty"`
+	// WriterTTL is the TTL of the KindWriterWait cell's locks, whose
+	// readers each hold for less than it; 0: DefaultWriterTTL.
+	WriterTTL time.Duration `json:"writer_ttl,omitempty"`
+}
+
+// DefaultWriterTTL is the KindWriterWait cell's TTL when the request
+// gives none: short, so that a window holds many of the writer's waits,
+// each bounded in TTLs.
+const DefaultWriterTTL = 200 * time.Millisecond
+
+// WriterWaitTTL is the KindWriterWait cell's TTL.
+func (r PeerRequest) WriterWaitTTL() time.Duration {
+	if r.WriterTTL > 0 {
+		return r.WriterTTL
+	}
+	return DefaultWriterTTL
 }
 
 // PeerMessage is one line of the peer command's output: exactly one field
@@ -146,4 +162,48 @@ func (r PeerRequest) MeasureHandoff(ctx context.Context, s measure.HotSubject, c
 func OverlapNote(h measure.Handoff) string {
 	return fmt.Sprintf("EXCLUSION BROKEN: %d sections entered while another was inside, %d of %d counter updates lost",
 		h.Overlaps, h.LostUpdates(), h.Entered)
+}
+
+// MeasureSections runs hot Kinds cell c of the request with contenders
+// (measure.RunSections), the request's warm-up, then the cell's
+// duration, after a garbage collection, its servers read at the
+// window's edges; ledger is the check the contenders' sections enter.
+// The record's Exclusion is set, and a violation written in its Note.
+//
+// rounds, when not nil, counts the rounds the contenders' driver ran:
+// the record has the rounds per section.
+func (r PeerRequest) MeasureSections(ctx context.Context, contenders []measure.SectionContender, ledger *measure.Ledger, rounds measure.RoundCounter, c Cell) Record {
+	spec := measure.SectionsSpec{Warmup: r.Warmup, Duration: r.duration(c), Ledger: ledger, Rounds: rounds}
+	var cpuErr error
+	if n := c.Servers(); n > 0 {
+		if addrs := r.Addrs[ScenarioAddrs(c.Scenario)]; len(addrs) >= n {
+			var srv measure.Servers
+			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
+				defer srv.Close()
+				spec.Servers = srv
+			}
+		}
+	}
+	runtime.GC()
+	res, e := measure.RunSections(ctx, contenders, spec)
+	if cpuErr != nil {
+		res.ServersCPUError = cpuErr.Error()
+	}
+	rec := Record{Cell: c, Result: res, Exclusion: &e}
+	if !e.Ok() {
+		rec.Note = ViolationNote(e)
+	}
+	return rec
+}
+
+// ViolationNote says what a hot Kinds cell's check found: a broken lock.
+func ViolationNote(e measure.Exclusion) string {
+	s := fmt.Sprintf("EXCLUSION BROKEN: %d violations, %d of %d counter updates lost", e.Violations, e.LostUpdates, e.Sections)
+	if e.Refused > 0 {
+		s += fmt.Sprintf(", %d readers refused with no writer", e.Refused)
+	}
+	if e.Expired > 0 {
+		s += fmt.Sprintf(" (%d sections outlived their validity: outside the assumptions)", e.Expired)
+	}
+	return s
 }

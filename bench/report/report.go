@@ -86,9 +86,10 @@ const TableWidth = 120
 // column is added when a cell had errors. p99.9 is in the markdown and
 // JSON reports.
 func Table(w io.Writer, recs []matrix.Record) error {
-	var variants, handoff []matrix.Record
+	var variants, handoff, kinds []matrix.Record
 	recs, variants = splitScenario(recs, matrix.Variants)
 	recs, handoff = splitScenario(recs, matrix.Handoff)
+	recs, kinds = splitScenario(recs, matrix.Kinds)
 	header := []string{"subject", "N", "fan-out", "clients", "ops/s", "p50", "p90", "p99", "max", "allocs", "B/op", "gor/op", "won%", "cCPU", "sCPU"}
 	errCol := slices.ContainsFunc(recs, func(r matrix.Record) bool { return r.Errors > 0 })
 	if errCol {
@@ -204,10 +205,16 @@ func Table(w io.Writer, recs []matrix.Record) error {
 		}
 		handoffTable(&out, handoff)
 	}
+	if len(kinds) > 0 {
+		if out.Len() > 0 {
+			out.WriteString("\n")
+		}
+		kindsTable(&out, kinds)
+	}
 	if _, err := io.WriteString(w, out.String()); err != nil {
 		return err
 	}
-	return ErrorSummary(w, append(append(recs, variants...), handoff...))
+	return ErrorSummary(w, append(append(append(recs, variants...), handoff...), kinds...))
 }
 
 // splitScenario separates the cells of scenario (the Variants' fencing
@@ -508,6 +515,9 @@ func Markdown(w io.Writer, run Run, plots []string) error {
 	}
 	if _, handoff := splitScenario(run.Records, matrix.Handoff); len(handoff) > 0 {
 		handoffMarkdown(&b, handoff, e)
+	}
+	if _, kinds := splitScenario(run.Records, matrix.Kinds); len(kinds) > 0 {
+		kindsMarkdown(&b, kinds)
 	}
 	b.WriteString(multiproc.Markdown(run.MultiProc))
 	var failed []matrix.Record

@@ -477,7 +477,8 @@ func Evaluate(recs []matrix.Record, env Env, nodes, clients int) []Target {
 		}
 	}
 	ts = append(ts, variantTargets(recs)...)
-	return append(ts, handoffTargets(recs, env, latNote)...)
+	ts = append(ts, handoffTargets(recs, env, latNote)...)
+	return append(ts, kindTargets(recs, latNote, tputNote)...)
 }
 
 // pingFloorTarget is the one-client p50 of subj's multiplexed cell r

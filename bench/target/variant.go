@@ -136,3 +136,14 @@ func NewVariant(name string, drv core.Driver, fan core.FanOut, ttl time.Duration
 	v.c = c
 	return v, nil
 }
+
+// CheckKeys asks the wrapped driver, if it can tell (core.KeysChecker),
+// whether its nodes can take a multi-key lock's keys, so that a Client
+// over the counter checks them as over the driver itself; nil when it
+// cannot tell, as a Client takes a driver that is no KeysChecker.
+func (c *RoundCounter) CheckKeys(keys []string) error {
+	if kc, ok := c.Driver.(core.KeysChecker); ok {
+		return kc.CheckKeys(keys)
+	}
+	return nil
+}

@@ -35,8 +35,9 @@ type config struct {
 	listDrivers bool
 	replot      string
 	handoffHold time.Duration
-	pipeDepth   int      // the servers' pipelined limit: pairs per batch; 0: not measured
-	mp          mpConfig // the hot key across processes
+	pipeDepth   int           // the servers' pipelined limit: pairs per batch; 0: not measured
+	writerTTL   time.Duration // the writer-wait cell's TTL
+	mp          mpConfig      // the hot key across processes
 }
 
 // parseFlags parses args (without the program name) into a config.
@@ -51,7 +52,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c                                         config
 		nodes, drivers, counts, fans, conc, peers string
 		variants, curve, handoff, handoffDrivers  string
-		variantsOnly, handoffOnly                 bool
+		variantsOnly, handoffOnly, kindsOnly      bool
+		kinds, kindsDrivers                       string
 	)
 	fs.StringVar(&nodes, "nodes", "", "comma-separated host:port list of external Redis servers (default: start redis-server, or miniredis, on loopback)")
 	fs.StringVar(&c.user, "user", "", "ACL user for external servers")
@@ -73,6 +75,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.plan.HandoffDuration, "handoff-duration", 1500*time.Millisecond, "measured time of each hot-key cell (after --warmup)")
 	fs.DurationVar(&c.handoffHold, "handoff-hold", 0, "how much longer a hot-key critical section holds the lock once every other contender is in its acquire call (a sleep; 0: release at once)")
 	fs.BoolVar(&handoffOnly, "handoff-only", false, "run the hot-key cells alone (with --variants-only: and the fencing and lease table)")
+	fs.StringVar(&kinds, "kinds", "all", "the primitives beyond the mutex, at N=5 (or the largest N) over --kinds-drivers, each beside the mutex cell its target compares it with: "+strings.Join(matrix.KindCells, ",")+" (all, none)")
+	fs.StringVar(&kindsDrivers, "kinds-drivers", "redigo", "redlock drivers of the --kinds cells: "+strings.Join(target.Drivers(), ",")+" (all, none)")
+	fs.DurationVar(&c.plan.KindsDuration, "kinds-duration", 1500*time.Millisecond, "measured time of each contended --kinds cell (after --warmup); the writer's cell runs 4 times that")
+	fs.DurationVar(&c.writerTTL, "kinds-writer-ttl", matrix.DefaultWriterTTL, "TTL of the writer-wait cell's locks: its readers hold a tenth to a half of it, and the writer's wait is bounded in it")
+	fs.BoolVar(&kindsOnly, "kinds-only", false, "run the --kinds cells alone (with --variants-only or --handoff-only: and those)")
 	fs.IntVar(&c.plan.Repeats, "repeats", 3, "measure the one-client N=5 (or the largest N) cells of the p50 targets this many times each (this library's multiplexed cells and redsync+redigo's), and the cells of the throughput targets in this many rounds that alternate this library's cells with the peers'; their targets take the median repeat's p50 and the median round's throughput")
 	fs.IntVar(&c.pipeDepth, "pipeline-depth", 100, "the servers' pipelined limit: pairs (SET NX PX, then the release script by EVALSHA) per pipelined batch on each server, for --duration, to compare the servers' CPU per pair with (0: not measured)")
 	fs.DurationVar(&c.duration, "duration", 400*time.Millisecond, "measured time per cell")
@@ -134,6 +141,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.plan.HandoffDrivers, err = matrix.ParseNames(handoffDrivers, target.Drivers()); err != nil {
 		return nil, fmt.Errorf("--handoff-drivers: %w", err)
 	}
+	if c.plan.Kinds, err = matrix.ParseNames(kinds, matrix.KindCells); err != nil {
+		return nil, fmt.Errorf("--kinds: %w", err)
+	}
+	if c.plan.KindsDrivers, err = matrix.ParseNames(kindsDrivers, target.Drivers()); err != nil {
+		return nil, fmt.Errorf("--kinds-drivers: %w", err)
+	}
+	if kindsOnly {
+		if len(c.plan.Kinds) == 0 || len(c.plan.KindsDrivers) == 0 {
+			return nil, errors.New("--kinds-only with no kinds cells or no kinds drivers: nothing to run")
+		}
+		c.plan.KindsOnly, c.proxyDelay = true, 0
+		if !handoffOnly {
+			c.plan.Peers = nil
+		}
+	}
 	if variantsOnly {
 		if len(c.plan.Drivers) == 0 || len(c.plan.Variants) == 0 {
 			return nil, errors.New("--variants-only with no drivers or no variants: nothing to run")
@@ -160,8 +182,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.duration <= 0:
 		return nil, errors.New("--duration must be positive")
-	case c.plan.CurveDuration <= 0 || c.plan.HandoffDuration <= 0:
-		return nil, errors.New("--curve-duration and --handoff-duration must be positive")
+	case c.plan.CurveDuration <= 0 || c.plan.HandoffDuration <= 0 || c.plan.KindsDuration <= 0:
+		return nil, errors.New("--curve-duration, --handoff-duration and --kinds-duration must be positive")
+	case c.writerTTL < time.Millisecond || c.writerTTL%time.Millisecond != 0:
+		return nil, errors.New("--kinds-writer-ttl must be a whole number of milliseconds")
 	case c.handoffHold < 0:
 		return nil, errors.New("--handoff-hold must not be negative")
 	case c.warmup < 0 || c.proxyDelay < 0:
@@ -226,7 +250,7 @@ against the same servers, and reports latency percentiles, throughput,
 allocations and goroutines per pair, the project's performance targets, and
 plots.
 
-With no flags it runs 244 cells in about 2 minutes, plus 1 to 4 minutes on a
+With no flags it runs 254 cells in about 2.5 minutes, plus 1 to 4 minutes on a
 first run to compile this command and the peer libraries:
 
   - 186 cells of 0.5 s (400 ms measured after 100 ms of warm-up): every
@@ -255,6 +279,17 @@ first run to compile this command and the peer libraries:
     CPU of the servers and of the loop's own client, for the CPU targets;
     it runs after each round of the throughput cells too, and the lowest
     measurement counts;
+  - 10 cells of the reader/writer lock, the semaphore and LockAll
+    (--kinds) at N=5 over redigo (--kinds-drivers), each beside the mutex
+    cell its target divides by: the uncontended RLock and LockAll pairs
+    and their mutex pairs (3 repeats each), 32 readers on one key and 32
+    clients on a key each, the semaphore (K=4, 32 contenders) and 32
+    contenders on 4 mutex keys, 1.5 s each (--kinds-duration), a writer
+    behind 8 readers for 6 s (TTL 200 ms, --kinds-writer-ttl), and LockAll
+    contended (8 contenders, overlapping key sets), every contended cell's
+    exclusion checked; the cells of the ratios join the throughput
+    cells' rounds, and a target takes the median of the rounds' ratios;
+    --kinds-only runs them alone, in about a minute;
   - the hot key across processes (--multiproc): 4 child processes of 8
     goroutines on one key, woken and polling, 5 s each after 0.5 s of
     warm-up, with attempts per acquisition, the handoff gap across

@@ -101,11 +101,13 @@ func TestUsageSaysNoIssue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var matrixCells, curve, hot int
+	var matrixCells, curve, hot, kinds int
 	for _, cell := range c.plan.Cells() {
 		switch {
 		case cell.Scenario == matrix.Handoff:
 			hot++
+		case cell.Scenario == matrix.Kinds:
+			kinds++
 		case cell.Duration > 0:
 			curve++
 		default:
@@ -117,6 +119,7 @@ func TestUsageSaysNoIssue(t *testing.T) {
 		fmt.Sprintf("%d cells of 0.5 s", matrixCells),
 		fmt.Sprintf("%d more points of the throughput curve", curve),
 		fmt.Sprintf("%d hot-key cells (--handoff) of 1.5 s", hot),
+		fmt.Sprintf("%d cells of the reader/writer lock, the semaphore and LockAll (--kinds)", kinds),
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(usageText), " "), n) {
 			t.Errorf("usage does not say the default run's %q", n)
@@ -193,7 +196,7 @@ func TestCurveAndHandoffFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cell := range c.plan.Cells() {
-		if cell.Duration > 0 || cell.Scenario == matrix.Handoff {
+		if cell.Scenario != matrix.Kinds && cell.Duration > 0 || cell.Scenario == matrix.Handoff {
 			t.Errorf("--curve none --handoff none: cell %s", cell.Name())
 		}
 	}
@@ -206,6 +209,51 @@ func TestCurveAndHandoffFlags(t *testing.T) {
 		{"--curve-duration", "0s"},
 		{"--handoff-duration", "-1s"},
 		{"--handoff-hold", "-1ms"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
+
+func TestKindsFlags(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.plan.Kinds, matrix.KindCells) || !slices.Equal(c.plan.KindsDrivers, []string{"redigo"}) || c.plan.KindsOnly ||
+		c.writerTTL != matrix.DefaultWriterTTL || c.plan.KindsDuration != 1500*time.Millisecond {
+		t.Errorf("defaults: kinds %v over %v, only %v, writer TTL %v, duration %v", c.plan.Kinds, c.plan.KindsDrivers, c.plan.KindsOnly, c.writerTTL, c.plan.KindsDuration)
+	}
+	c, err = parseFlags([]string{"--kinds-only", "--kinds", "lock,rlock,writer-wait", "--kinds-drivers", "redigo,radix", "--kinds-writer-ttl", "50ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := c.plan.Cells()
+	var got []string
+	for _, cell := range cells {
+		if cell.Scenario != matrix.Kinds || cell.Nodes != 5 {
+			t.Errorf("--kinds-only: cell %s", cell.Name())
+		}
+		got = append(got, cell.Driver+" "+cell.Variant)
+	}
+	// Each driver's cells in KindCells' order, whatever the flag's.
+	want := []string{"redigo rlock", "redigo lock", "redigo writer-wait", "radix rlock", "radix lock", "radix writer-wait"}
+	if !slices.Equal(got, want) || c.plan.Proxy || c.plan.Peers != nil || c.mp.on || c.writerTTL != 50*time.Millisecond {
+		t.Fatalf("--kinds-only: cells %v, proxy %v, peers %v, multiproc %v, writer TTL %v", got, c.plan.Proxy, c.plan.Peers, c.mp.on, c.writerTTL)
+	}
+	if w := cells[2]; w.Clients != matrix.WriterWaitReaders || !w.SharedKey || w.Duration != matrix.KindsWriterRounds*1500*time.Millisecond {
+		t.Errorf("writer cell %+v", w)
+	}
+	if c, _ := parseFlags([]string{"--kinds", "none"}, io.Discard); c.plan.Kinds != nil {
+		t.Errorf("--kinds none: %v", c.plan.Kinds)
+	}
+	for _, args := range [][]string{
+		{"--kinds", "rwlock"},
+		{"--kinds-only", "--kinds", "none"},
+		{"--kinds-only", "--kinds-drivers", "none"},
+		{"--kinds-duration", "0s"},
+		{"--kinds-writer-ttl", "1500us"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("%q accepted", args)

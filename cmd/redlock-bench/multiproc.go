@@ -57,11 +57,11 @@ func serverDrivers() []string {
 }
 
 // apply checks the scenario's flags and, with --multiproc-only, empties
-// c's plan of every other cell, unless --variants-only or --handoff-only
-// asked for theirs too; those alone leave the scenario out. It runs after
+// c's plan of every other cell, unless --variants-only, --handoff-only
+// or --kinds-only asked for theirs too; those alone leave the scenario out. It runs after
 // the other checks.
 func (m *mpConfig) apply(c *config) error {
-	otherOnly := c.plan.VariantsOnly || c.plan.HandoffOnly
+	otherOnly := c.plan.VariantsOnly || c.plan.HandoffOnly || c.plan.KindsOnly
 	switch {
 	case m.only:
 		m.on = true

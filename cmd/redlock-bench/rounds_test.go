@@ -151,3 +151,41 @@ func TestInterleaveRoundsP50(t *testing.T) {
 		}
 	}
 }
+
+// A checked cell's later rounds count in its exclusion check: a
+// violation in round 2 breaks the record's check and writes its note,
+// even when a round fails after it.
+func TestInterleaveRoundsAddsChecks(t *testing.T) {
+	cell := matrix.Cell{Library: matrix.Redlock, Driver: "redigo", Scenario: matrix.Kinds, Nodes: 5, FanOut: "multiplexed", Clients: 32, SharedKey: true, Variant: matrix.KindPermits}
+	if !matrix.KindRounds(cell) {
+		t.Fatal("the semaphore's cell is not a round cell")
+	}
+	for _, fail := range []bool{false, true} {
+		first := measure.Exclusion{Sections: 100, MaxHolders: 3, Limit: 4}
+		recs := []matrix.Record{{Cell: cell, Result: measure.Result{Ops: 100, Throughput: 50}, Exclusion: &first}}
+		ours := func(i int, cells []matrix.Cell, keep func(matrix.Record)) error {
+			if i == 3 && fail {
+				return errors.New("child died")
+			}
+			e := measure.Exclusion{Sections: 100, MaxHolders: 4, Limit: 4}
+			if i == 2 {
+				e.Violations, e.MaxHolders = 1, 5
+			}
+			keep(matrix.Record{Cell: cell, Result: measure.Result{Ops: 100, Throughput: 60}, Exclusion: &e})
+			return nil
+		}
+		none := func(int, []matrix.Cell, func(matrix.Record)) error { return nil }
+		err := interleaveRounds(context.Background(), 3, []matrix.Cell{cell}, recs, ours, none, func(int) {})
+		if fail != (err != nil) {
+			t.Fatalf("fail %v: err %v", fail, err)
+		}
+		e := recs[0].Exclusion
+		wantSections := int64(400)
+		if fail {
+			wantSections = 300
+		}
+		if e.Ok() || e.Violations != 1 || e.MaxHolders != 5 || e.Sections != wantSections || recs[0].Note == "" {
+			t.Errorf("fail %v: check %+v, note %q", fail, *e, recs[0].Note)
+		}
+	}
+}

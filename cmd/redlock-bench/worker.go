@@ -98,6 +98,9 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 		}
 		return rec
 	}
+	if c.Scenario == matrix.Kinds {
+		return measureKind(ctx, req, drv, c)
+	}
 	var s measure.Subject
 	if c.Variant != "" {
 		// The variant wraps the driver in a round counter: the result
@@ -121,6 +124,41 @@ func measureCell(ctx context.Context, req matrix.PeerRequest, opts target.DialOp
 				why = "no pair in its window"
 			}
 			rec.Note = strings.TrimPrefix(rec.Note+"; floor not measured: "+why, "; ")
+		}
+	}
+	return rec
+}
+
+// measureKind runs one cell of the primitives beyond the mutex: a pair
+// cell through the matrix's loop, a hot one through
+// measure.RunSections, each with its exclusion check.
+func measureKind(ctx context.Context, req matrix.PeerRequest, drv core.Driver, c matrix.Cell) matrix.Record {
+	rec := matrix.Record{Cell: c}
+	switch c.Variant {
+	case matrix.KindPermits, matrix.KindMutexPermits, matrix.KindWriterWait, matrix.KindLockAllHot:
+		ttl := req.WriterWaitTTL()
+		cs, rounds, err := target.Sections(drv, c, c.KeyPrefix(req.RunID)+"hot", req.TTL, ttl)
+		if err != nil {
+			rec.Note = err.Error()
+			return rec
+		}
+		rec = req.MeasureSections(ctx, cs, measure.NewLedger(), rounds, c)
+		if c.Variant == matrix.KindWriterWait {
+			rec.Exclusion.TTLMs = ttl.Milliseconds()
+		}
+		return rec
+	}
+	s, err := target.NewKindPair(drv, c.Variant, req.TTL)
+	if err != nil {
+		rec.Note = err.Error()
+		return rec
+	}
+	rec.Result = req.Measure(ctx, s, c)
+	if matrix.KindHot(c.Variant) {
+		e := s.Check(rec.Result)
+		rec.Exclusion = &e
+		if !e.Ok() {
+			rec.Note = matrix.ViolationNote(e)
 		}
 	}
 	return rec

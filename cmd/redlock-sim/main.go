@@ -95,6 +95,10 @@ func configs() []sim.Config {
 	out = append(out, processConfigs()...)
 	out = append(out, failoverConfigs()...)
 	out = append(out, cancelConfigs()...)
+	out = append(out, sim.RWConfigs()...)
+	out = append(out, sim.AllConfigs()...)
+	out = append(out, sim.PermitConfigs()...)
+	out = append(out, sim.BrokenKinds()...)
 	for _, n := range []int{3, 5} {
 		out = append(out, sim.InstantRestart(n), sim.FastNodeClocks(n), sim.PastValidity(n), sim.SharedToken(n),
 			sim.FenceCountersLost(n), sim.FenceRaiseSkipped(n), sim.QueueSkipsHead(n), sim.ProcessesForgetSuccessor(n),
@@ -252,7 +256,7 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	var total sim.Result
 	var within, withinCfgs int
 	var firsts []string
-	var waited, failed, gaveUp []result
+	var waited, failed, gaveUp, kinds []result
 	for _, cfg := range cfgs {
 		r := sim.Campaign(cfg, seed, schedules)
 		if waiters(cfg) {
@@ -263,6 +267,9 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 		}
 		if cfg.Faults.Cancels > 0 {
 			gaveUp = append(gaveUp, result{cfg, r})
+		}
+		if cfg.Primitive != sim.PrimMutex {
+			kinds = append(kinds, result{cfg, r})
 		}
 		total.Schedules += r.Schedules
 		if !broken(cfg) {
@@ -294,6 +301,9 @@ func campaign(w io.Writer, cfgs []sim.Config, seed uint64, schedules int) (bool,
 	}
 	if len(gaveUp) > 0 {
 		cancels(out, gaveUp)
+	}
+	if len(kinds) > 0 {
+		primitives(out, kinds)
 	}
 	out.printf("\n%d schedules in %v; %d of them in the %d configurations within the assumptions.\n",
 		total.Schedules, time.Since(start).Round(time.Second), within, withinCfgs)
@@ -466,4 +476,31 @@ Spec.HandOn round; with Fair, the times Room.Ended woke the head: a lock
 of the process that attempted at once ended without the key, having
 taken it or freed it on some node, and the head was woken (or the next
 to come told).`)
+}
+
+// primitives prints what the reader/writer lock, the multi-key lock and
+// the semaphore did, and what their own checkers found.
+func primitives(out *printer, rs []result) {
+	ms := func(ns int64) float64 { return float64(ns) / float64(time.Millisecond) }
+	out.printf("\nReader/writer, multi-key and semaphore locks:\n%-58s %8s %8s %8s %8s | %8s %8s | %8s %9s %9s %9s | %6s %6s %6s %6s\n",
+		"configuration", "reads", "writes", "all", "permits", "shared", "marks", "wr waits", "mean ms", "max ms", "bound ms",
+		"writer", "keys", "K", "wrWait")
+	for _, x := range rs {
+		k, v := x.r.Kinds, x.r.Violations
+		mean := 0.0
+		if k.WriterWaits > 0 {
+			mean = ms(k.WriterWaitTotal / int64(k.WriterWaits))
+		}
+		out.printf("%-58s %8d %8d %8d %8d | %8d %8d | %8d %9.2f %9.2f %9.2f | %6d %6d %6d %6d\n",
+			x.cfg.Name, k.Reads, k.Writes, k.Alls, k.Permits, k.Shared, k.Marks,
+			k.WriterWaits, mean, ms(k.WriterWaitMax), ms(int64(x.cfg.RW.WriterBound)),
+			v.Writer, v.KeySets, v.Permits, v.WriterWait)
+	}
+	out.println(`Columns: acquisitions of readers, writers, multi-key locks and permits;
+pairs of uses that overlapped as they may (two readers, disjoint key
+sets, permits held together); writer attempts refused for readers that
+marked the key; writers' waits (acquisition start to grant), their mean
+and longest, against the bound (0: unchecked); violations (a writer
+overlapping another holder, two holders of intersecting key sets, more
+than K holders, a writer waiting past its bound).`)
 }

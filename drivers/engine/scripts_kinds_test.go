@@ -268,22 +268,72 @@ func (env *diffEnv) shiftKinds(d time.Duration) error {
 	return nil
 }
 
+// kindModel is a model of the kinds' scripts that their sequences run
+// through beside the server: core/memnode, or the simulation's nodes
+// (sim.ScriptModel). Each runs at the server's time srv plus shifted,
+// the times the server's stored times were moved earlier by.
+type kindModel interface {
+	// apply runs cmd, its connection broken under it as brk says, and
+	// returns the reply.
+	apply(cmd core.Command, brk int32, srv, shifted time.Duration) core.Reply
+	// state returns what the model holds, its expiries in the server's
+	// time.
+	state(srv, shifted time.Duration) kindState
+}
+
+// memnodeKinds is core/memnode's node 0 as a kindModel.
+type memnodeKinds struct {
+	clock *memnode.ManualClock
+	model *memnode.Cluster
+}
+
+func newMemnodeKinds() *memnodeKinds {
+	clock := memnode.NewManualClock(time.UnixMilli(0))
+	return &memnodeKinds{clock, memnode.New(1, clock)}
+}
+
+func (m *memnodeKinds) at(srv, shifted time.Duration) {
+	m.clock.Advance(time.UnixMilli(0).Add(srv + shifted).Sub(m.clock.Now()))
+}
+
+func (m *memnodeKinds) apply(cmd core.Command, brk int32, srv, shifted time.Duration) core.Reply {
+	m.at(srv, shifted)
+	var want core.Reply
+	if brk != breakUnsent {
+		b := m.model.Begin(context.Background())
+		b.Send(0, cmd, m.clock.Now().Add(10*time.Second))
+		want, _ = b.Receive(nil)
+		b.Close()
+	}
+	if brk != 0 {
+		want = m.model.Resend(0, cmd)
+	}
+	return want
+}
+
+func (m *memnodeKinds) state(srv, shifted time.Duration) kindState {
+	m.at(srv, shifted)
+	return memnodeKindState(m.model, srv)
+}
+
 // diffKinds runs kinds sequence seed through core/memnode and the
 // server, as diffMemnode does the mutex's, and returns the first
 // difference, naming the seed and the step.
 func (env *diffEnv) diffKinds(seed uint64) error {
+	return env.diffKindsWith(seed, newMemnodeKinds(), "memnode")
+}
+
+// diffKindsWith is diffKinds through model, named name.
+func (env *diffEnv) diffKindsWith(seed uint64, model kindModel, name string) error {
 	if _, err := env.c.Do("FLUSHALL"); err != nil {
 		return err
 	}
 	g := newGen(seed)
 	env.window = 0
-	clock := memnode.NewManualClock(time.UnixMilli(0))
-	model := memnode.New(1, clock)
 	var shifted, start time.Duration
 	fail := func(step int, what string, args ...any) error {
 		return fmt.Errorf("kinds: seed %d, step %d: "+what, append([]any{seed, step}, args...)...)
 	}
-	at := func(srv time.Duration) { clock.Advance(time.UnixMilli(0).Add(srv + shifted).Sub(clock.Now())) }
 	for i := range steps {
 		cmd, step := g.kindCommand()
 		if step > 0 {
@@ -300,20 +350,10 @@ func (env *diffEnv) diffKinds(seed uint64) error {
 		if start == 0 {
 			start = t1
 		}
-		at(t1)
-		mark, _, marked := model.Mark(0, diffKey)
-		own := marked && core.SameAcquisition(mark, cmd.Token) && cmd.Kind == core.KindWrite && cmd.Op == core.OpRelease
+		mark := model.state(t1, shifted).Mark
+		own := mark != (heldKey{}) && core.SameAcquisition(mark.Token, cmd.Token) && cmd.Kind == core.KindWrite && cmd.Op == core.OpRelease
 		got := env.run(0, cmd, g.brk)
-		var want core.Reply
-		if g.brk != breakUnsent {
-			b := model.Begin(context.Background())
-			b.Send(0, cmd, clock.Now().Add(10*time.Second))
-			want, _ = b.Receive(nil)
-			b.Close()
-		}
-		if g.brk != 0 {
-			want = model.Resend(0, cmd)
-		}
+		want := model.apply(cmd, g.brk, t1, shifted)
 		t2, err := env.now()
 		if err != nil {
 			return err
@@ -325,22 +365,22 @@ func (env *diffEnv) diffKinds(seed uint64) error {
 		desc := fmt.Sprintf("%s %s %+v%s", cmd.Kind, cmd.Op, cmd, resentNames[g.brk])
 		if env.seen != nil {
 			env.seen[fmt.Sprintf("%s %s %s", cmd.Kind, cmd.Op, got.Status)]++
-			if _, _, still := model.Mark(0, diffKey); own {
-				env.seen[map[bool]string{true: "write release keeps its own mark", false: "write release deletes its own mark"}[still]]++
-			}
 		}
 		if got.Err != nil || want.Err != nil || got.Status != want.Status || got.Fence != want.Fence ||
 			got.TTL > want.TTL+env.window || got.TTL < want.TTL-env.window {
-			return fail(i, "%s: the scripts reply %v fence %d TTL %v (err %v), memnode %v fence %d TTL %v (err %v)",
-				desc, got.Status, got.Fence, got.TTL, got.Err, want.Status, want.Fence, want.TTL, want.Err)
+			return fail(i, "%s: the scripts reply %v fence %d TTL %v (err %v), %s %v fence %d TTL %v (err %v)",
+				desc, got.Status, got.Fence, got.TTL, got.Err, name, want.Status, want.Fence, want.TTL, want.Err)
 		}
 		srv, err := env.kindState(t2)
 		if err != nil {
 			return fail(i, "%s: %v", desc, err)
 		}
-		at(t2)
-		if mod := memnodeKindState(model, t2); !sameKindState(srv, mod, env.window) {
-			return fail(i, "%s (reply %v): the server holds %+v, memnode %+v (window %v)", desc, got.Status, srv, mod, env.window)
+		mod := model.state(t2, shifted)
+		if !sameKindState(srv, mod, env.window) {
+			return fail(i, "%s (reply %v): the server holds %+v, %s %+v (window %v)", desc, got.Status, srv, name, mod, env.window)
+		}
+		if env.seen != nil && own {
+			env.seen[map[bool]string{true: "write release keeps its own mark", false: "write release deletes its own mark"}[mod.Mark != (heldKey{})]]++
 		}
 	}
 	return nil

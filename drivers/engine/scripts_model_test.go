@@ -475,7 +475,8 @@ func startDiff(t *testing.T) *diffEnv {
 // diffSeeds is how many sequences TestScriptsMatchSimModel runs.
 const diffSeeds = 150
 
-// TestScriptsMatchSimModel: see grid. A failure names the seed and step
+// TestScriptsMatchSimModel: see grid; its kinds subtest runs the kinds'
+// sequences (kindCommand) through the model too. A failure names the seed and step
 // that replay it (sequences are drawn from the seed alone).
 func TestScriptsMatchSimModel(t *testing.T) {
 	env := startDiff(t)
@@ -484,6 +485,7 @@ func TestScriptsMatchSimModel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Run("kinds", func(t *testing.T) { kindsMatchSimModel(t, env) }) // scripts_kinds_sim_test.go
 }
 
 // firstDiff returns the first difference of sequences 1 to diffSeeds,

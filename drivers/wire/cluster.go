@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redlock-go/redlock/core"
 	"github.com/redlock-go/redlock/drivers/internal/dialspec"
 )
 
@@ -32,18 +33,9 @@ import (
 var ErrUntaggable = fmt.Errorf("%w: a key with '}' and no hash tag cannot be used on a Cluster", dialspec.ErrMisconfigured)
 
 // HashTag returns the text of key's hash tag and true, or "" and false if
-// key has none (no '{' followed by a '}' with something between).
-func HashTag(key string) (string, bool) {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return "", false
-	}
-	end := strings.IndexByte(key[open+1:], '}')
-	if end <= 0 {
-		return "", false
-	}
-	return key[open+1 : open+1+end], true
-}
+// key has none (no '{' followed by a '}' with something between): the
+// rule of core.HashTag, which is the one copy.
+func HashTag(key string) (string, bool) { return core.HashTag(key) }
 
 // ClusterWrap reports how a Cluster member names key's auxiliary keys:
 // wrapped (prefix + "{" + key + "}") or not (prefix + key), or

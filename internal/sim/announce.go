@@ -27,20 +27,21 @@ var defaultRedial = [2]time.Duration{10 * ms, 40 * ms}
 
 func (w *world) latency() int64 { return w.between(w.cfg.Latency[0], w.cfg.Latency[1]) }
 
-// publish announces a release of the key on node n to every client
-// subscribed there.
-func (w *world) publish(n int) {
+// publishSlot announces a release on node n to every client subscribed
+// there: of permit slot slot (kinds.go), or, with slot 0, of the key or
+// of any key.
+func (w *world) publishSlot(n, slot int) {
 	for c, gen := range w.nodes[n].subs {
 		if gen != 0 {
 			w.res.Announce.Published++
-			w.sendAnnouncement(c, n)
+			w.sendAnnouncement(c, n, slot)
 		}
 	}
 }
 
 // sendAnnouncement puts one announcement from node n to client c on the
 // wire, with Announcements' faults.
-func (w *world) sendAnnouncement(c, n int) {
+func (w *world) sendAnnouncement(c, n, slot int) {
 	a := &w.cfg.Announce
 	if w.chance(a.Drop) {
 		w.res.Announce.Dropped++
@@ -57,7 +58,7 @@ func (w *world) sendAnnouncement(c, n int) {
 			w.res.Announce.Late++
 			at += w.between(0, a.LateBy)
 		}
-		w.schedule(event{at: at, kind: evAnnounce, c: c, n: n})
+		w.schedule(event{at: at, kind: evAnnounce, c: c, n: n, dur: int64(slot)}) // dur: the slot
 	}
 }
 
@@ -173,7 +174,7 @@ func (c *client) announce(n int) {
 	}
 	c.heard = true
 	c.annSince |= 1 << n
-	c.acq.Announce(n, c.now())
+	c.a().Announce(n, c.now())
 	c.checkWait()
 }
 
@@ -189,17 +190,17 @@ func (c *client) setListening() {
 	}
 	if l != c.listening {
 		c.listening = l
-		c.acq.SetListening(l)
+		c.a().SetListening(l)
 	}
 }
 
 // rewake, after an announcement or a change of listening in PhaseWait,
 // starts the next attempt if WakeAt has come, or moves the wake to it.
 func (c *client) rewake() {
-	if c.room() != nil || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if c.room() != nil || c.state != acquiring || c.a().Phase() != core.PhaseWait {
 		return
 	}
-	at := c.acq.WakeAt()
+	at := c.a().WakeAt()
 	switch {
 	case !at.After(c.now()):
 		c.wake()
@@ -213,7 +214,7 @@ func (c *client) rewake() {
 func (c *client) scheduleWake() {
 	c.wakeGen++
 	c.armed = c.wakeGen
-	c.wakeAt = c.acq.WakeAt()
+	c.wakeAt = c.a().WakeAt()
 	c.w.schedule(event{at: max(realAt(c.wakeAt, c.ppm), c.w.now), kind: evWake, c: c.id, gen: c.wakeGen})
 }
 
@@ -223,7 +224,7 @@ func (c *client) scheduleWake() {
 // expiry; a listening waiter that heard something counts it as
 // announced: a statistic, not a check.)
 func (c *client) announcedWake() bool {
-	return c.heard && c.acq.WakeAt().Before(c.retryEnd)
+	return c.heard && c.a().WakeAt().Before(c.retryEnd)
 }
 
 // checkWait is the waiters' liveness check: once the nodes announced
@@ -232,16 +233,18 @@ func (c *client) announcedWake() bool {
 // than the retry delay's end, as polling would have (once at least one
 // node other than the attempt's own announced). Announcements are what
 // the client fed, forged ones included: the check is of the decision,
-// given its inputs.
+// given its inputs. A semaphore's permit is not checked: it wakes for a
+// quorum of one slot's announcements, after a retry delay of its own
+// per sweep (core.Permits, whose tests hold it to that).
 func (c *client) checkWait() {
-	if c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if c.state != acquiring || c.a().Phase() != core.PhaseWait || c.permits {
 		return
 	}
 	free := c.annSince | c.ours
 	if bits.OnesCount32(free) < core.Quorum(c.w.cfg.Nodes) || c.annSince&^c.ours == 0 {
 		return
 	}
-	if at := c.acq.WakeAt(); at.After(c.retryEnd) {
+	if at := c.a().WakeAt(); at.After(c.retryEnd) {
 		c.w.violation(&c.w.res.Violations.LongWait, "client %d: nodes %b announced free, a quorum, yet its wait ends at %v, after the retry delay's end %v",
 			c.id, free, at, c.retryEnd)
 	}
@@ -257,6 +260,6 @@ func (c *client) wake() {
 	c.heard, c.annSince = false, 0
 	c.attempts++
 	c.w.res.Attempts++
-	c.acq.Wake(c.now())
-	c.drive(c.acq.Round())
+	c.a().Wake(c.now())
+	c.drive(c.a().Round())
 }

@@ -101,12 +101,25 @@ type client struct {
 	held             core.Held
 	rel              core.Releasing
 	early, toldEarly bool
+
+	// With a Primitive other than the mutex (kinds.go): what the current
+	// acquisition takes, its keys as a bit set (bit i: allKeys[i]), and
+	// when it started (real time), for the writer's wait.
+	target  core.Target
+	mask    uint32
+	startAt int64
+	// permits: the acquisition is perm's, not acq's (client.a).
+	permits bool
+	perm    core.Permits
+	annSlot int // the slot of the announcement being fed (evAnnounce)
 }
 
 // use is one stretch of real time during which a client used a lock.
 type use struct {
 	client, acq int
 	start, end  int64
+	kind        core.Kind // what it held (kinds.go)
+	mask        uint32    // PrimAll: its keys, bit i for allKeys[i]
 }
 
 func (c *client) now() time.Time { return localAt(c.w.now, c.ppm) }
@@ -193,7 +206,7 @@ func (c *client) handle(e event) {
 	case evTimeout:
 		c.answer(e.n, e.msg, core.StatusTimeout)
 	case evWake:
-		if e.gen == c.wakeGen && c.state == acquiring && c.acq.Phase() == core.PhaseWait {
+		if e.gen == c.wakeGen && c.state == acquiring && c.a().Phase() == core.PhaseWait {
 			c.wake()
 		}
 	case evPoke:
@@ -210,6 +223,7 @@ func (c *client) handle(e event) {
 	case evSubConfirm, evSubLost:
 		c.subEvent(e)
 	case evAnnounce:
+		c.annSlot = int(e.dur)
 		c.announcement(e.n)
 	case evTimer:
 		if e.gen == c.timerGen {
@@ -242,7 +256,7 @@ func (c *client) start() {
 		// behind them rather than attempt.
 		p.join(c)
 		c.draws = 0
-		c.acq.WaitAgain(c.now())
+		c.a().WaitAgain(c.now())
 		c.restartWait(c.now())
 		c.step()
 		return
@@ -255,7 +269,16 @@ func (c *client) begin(spec *core.Spec) {
 	c.w.acqs++
 	c.acqID = c.w.acqs
 	c.tokens.cur = core.Token{}
-	a, err := spec.Acquire(key, core.Token{}, c.now())
+	c.drawTarget()
+	c.startAt = c.w.now
+	c.permits = c.w.cfg.Primitive == PrimPermits && !c.w.cfg.Faults.CountSemaphore
+	var a core.Acquisition
+	var err error
+	if c.permits {
+		c.perm, err = spec.AcquirePermit(permitKeys[:c.w.cfg.Permits], core.Token{}, c.now())
+	} else {
+		a, err = spec.AcquireTarget(c.target, core.Token{}, c.now())
+	}
 	if err != nil {
 		panic("sim: " + err.Error())
 	}
@@ -269,7 +292,7 @@ func (c *client) begin(spec *core.Spec) {
 func (c *client) attempt() {
 	c.attempts = 1
 	c.w.res.Attempts++
-	c.drive(c.acq.Round())
+	c.drive(c.a().Round())
 }
 
 // process returns the clients of c's process: c alone without
@@ -398,19 +421,19 @@ func (c *client) roundDone() {
 	c.round = nil
 	switch c.state {
 	case acquiring:
-		if c.acq.Round().Command().Op == core.OpRelease { // a cleanup
+		if c.a().Round().Command().Op == core.OpRelease { // a cleanup
 			c.checkHygiene(r)
 		} else {
 			c.ours = c.okNodes()
 		}
 		c.draws = 0
-		c.acq.RoundDone(c.now())
-		switch c.acq.Phase() {
+		c.a().RoundDone(c.now())
+		switch c.a().Phase() {
 		case core.PhaseRound:
-			if c.acq.Round().Command().Op == core.OpRaiseFence {
+			if c.a().Round().Command().Op == core.OpRaiseFence {
 				w.res.Raises++
 			}
-			c.drive(c.acq.Round())
+			c.drive(c.a().Round())
 		case core.PhaseWait:
 			if op := r.Command().Op; op == core.OpAcquire || op == core.OpAcquireFenced {
 				w.res.Queue.QueuedByAttempt++ // it queued the client everywhere: no cleanup round
@@ -444,8 +467,9 @@ func (c *client) roundDone() {
 // finished ends the acquisition, in PhaseDone: it leaves its process's
 // queue or stops its watch, then holds the lock or goes idle.
 func (c *client) finished() {
-	lock, err := c.acq.Result()
+	lock, err := c.a().Result()
 	waited := c.queued
+	c.checkWriterWait(err == nil)
 	var handOn, try bool
 	if p := c.room(); p != nil {
 		switch {
@@ -491,7 +515,7 @@ func (c *client) cancel() {
 	n := &w.res.Faults.Cancelled
 	if !c.cancelPending {
 		w.res.Faults.Cancels++
-		if c.acq.Phase() == core.PhaseRound && c.acq.Round().Command().Op == core.OpRelease {
+		if c.a().Phase() == core.PhaseRound && c.a().Round().Command().Op == core.OpRelease {
 			n.Cleanup++
 			c.cancelPending = true // acted on in the wait the cleanup leads to, if any
 			return
@@ -512,27 +536,27 @@ func (c *client) cancel() {
 	if ticket != 0 {
 		n.Queued++
 	}
-	if c.acq.Phase() == core.PhaseWait {
+	if c.a().Phase() == core.PhaseWait {
 		c.wakeGen++ // the wake set, if any, is void
 		switch k := w.rng.IntN(3); {
 		case k == 0:
 			n.GiveUp++
-			c.acq.GiveUp(now)
+			c.a().GiveUp(now)
 		case k == 1 && (head || c.room() == nil):
 			n.Unsent++
-			c.acq.Wake(now)
-			c.acq.Cancel(now, context.Canceled)
+			c.a().Wake(now)
+			c.a().Cancel(now, context.Canceled)
 		default:
 			n.Wait++
-			c.acq.Cancel(now, context.Canceled)
+			c.a().Cancel(now, context.Canceled)
 		}
 	} else {
 		n.Attempt++
-		c.acq.Cancel(now, context.Canceled)
+		c.a().Cancel(now, context.Canceled)
 	}
-	switch c.acq.Phase() {
+	switch c.a().Phase() {
 	case core.PhaseRound:
-		c.drive(c.acq.Round())
+		c.drive(c.a().Round())
 	case core.PhaseDone:
 		c.finished()
 	}
@@ -604,7 +628,7 @@ func (c *client) checkHygiene(r *core.Round) {
 			continue
 		}
 		nd := &c.w.nodes[n]
-		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate && !nd.restored {
+		if nd.alive(c.w.now) && nd.tok == tok && !nd.setLate && !nd.restored || nd.holdsToken(tok, c.w.now) {
 			c.w.violation(&c.w.res.Violations.Hygiene, "client %d: node %d still holds token %v after answering its release", c.id, n, tok)
 		}
 	}
@@ -615,8 +639,8 @@ func (c *client) checkHygiene(r *core.Round) {
 // during the attempt already warrant one.
 func (c *client) startWait() {
 	if c.trying { // a TryLock gives up at its first wait
-		c.acq.GiveUp(c.now())
-		if c.acq.Phase() != core.PhaseDone {
+		c.a().GiveUp(c.now())
+		if c.a().Phase() != core.PhaseDone {
 			panic("sim: a TryLock's GiveUp did not end it")
 		}
 		c.finished()
@@ -638,7 +662,7 @@ func (c *client) startWait() {
 		return
 	}
 	c.checkWait() // announcements heard during the attempt count
-	if !c.acq.WakeAt().After(c.now()) {
+	if !c.a().WakeAt().After(c.now()) {
 		c.wake()
 		return
 	}
@@ -671,7 +695,7 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	}
 	c.state = holding
 	w.checkOvertakes(c, waited)
-	c.leasing = !c.trying && w.chance(w.cfg.Faults.Extend)
+	c.leasing = !c.trying && w.chance(w.cfg.Faults.Extend) && !c.shortReader()
 	if c.leasing {
 		c.lease = c.leaseSpec.Lease(g)
 	} else {
@@ -680,7 +704,11 @@ func (c *client) acquired(g core.Grant, waited bool) {
 	c.lastSetEnd, c.grantAt = w.now, w.now
 	c.workEnd = c.now()
 	if !c.trying { // a reannouncement unlocks at once
-		c.workEnd = c.workEnd.Add(time.Duration(w.between(w.cfg.Work[0], w.cfg.Work[1])))
+		work := w.cfg.Work
+		if c.shortReader() {
+			work = w.cfg.RW.ReaderWork
+		}
+		c.workEnd = c.workEnd.Add(time.Duration(w.between(work[0], work[1])))
 	}
 	w.noteAcquired(c)
 	if !c.trying && w.chance(w.cfg.Faults.PauseAfterAcquire) {
@@ -711,7 +739,7 @@ func (c *client) use() {
 
 func (c *client) stopUsing() {
 	if c.using {
-		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now})
+		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now, kind: c.target.Kind, mask: c.mask})
 		c.using = false
 		// A running process that used the lock to the end of its validity
 		// was told of the loss too late, or never: its lease's fault.

@@ -53,6 +53,15 @@ type Config struct {
 	// script PUBLISHes after its compare-and-delete; the zero value has no
 	// client listen, so every waiter polls.
 	Announce Announcements
+	// Primitive is what the clients take (kinds.go); the zero value is
+	// the mutex. RW configures a reader/writer schedule, Keys is how many
+	// keys a PrimAll schedule draws its key sets from (at most 8), and
+	// Permits is a PrimPermits schedule's K (at most 8). Fair, Waiters
+	// and Fencing are the mutex's alone.
+	Primitive Primitive
+	RW        RWConfig
+	Keys      int
+	Permits   int
 }
 
 // LeaseConfig is the core.Config of the holders' leases. A holder whose
@@ -266,6 +275,16 @@ type Faults struct {
 	// its process's queue pokes no successor, which then waits for
 	// whatever the process hears next, if anything.
 	ForgetSuccessor bool
+
+	// With a Primitive other than the mutex (kinds.go), the planted
+	// defects of the nodes' scripts. ReaderBesideWriter: a node admits a
+	// reader while the writer's key is set. TakeSubset: a multi-key
+	// acquire checks and takes its first key alone. CountSemaphore: the
+	// unsound semaphore, in place of the permit slots: each node admits
+	// a holder of the key while it counts fewer than Config.Permits, and
+	// a client holds with a quorum of admissions. NoWriterMark: a writer
+	// refused for readers marks nothing, and new readers keep it out.
+	ReaderBesideWriter, TakeSubset, CountSemaphore, NoWriterMark bool
 }
 
 // Result counts what a campaign of schedules did and found.
@@ -287,7 +306,9 @@ type Result struct {
 	// the lock up) to the next acquisition.
 	Handoff Handoffs
 	// Queue counts what the Fair queues did.
-	Queue      QueueCounts
+	Queue QueueCounts
+	// Kinds counts what the kinds beyond the mutex did (kinds.go).
+	Kinds      KindCounts
 	Violations Violations
 	// First describes the first violation found, with its schedule's seed.
 	First string
@@ -360,6 +381,31 @@ type QueueCounts struct {
 	// their wait: held on every node, they queued their waiter there in
 	// their own round, and needed no cleanup round to join the queue.
 	QueuedByAttempt int
+}
+
+// KindCounts counts the work of the kinds beyond the mutex: the
+// acquisitions of each kind; Shared, the pairs of uses that overlapped
+// as they may (two readers, two disjoint key sets, two permits); Marks,
+// the writers' attempts refused for readers that marked the key; and the
+// writers' waits from their acquisition's start to its grant.
+type KindCounts struct {
+	Reads, Writes, Alls, Permits int
+	Shared, Marks                int
+	WriterWaits                  int
+	WriterWaitTotal              int64
+	WriterWaitMax                int64
+}
+
+func (k *KindCounts) add(o KindCounts) {
+	k.Reads += o.Reads
+	k.Writes += o.Writes
+	k.Alls += o.Alls
+	k.Permits += o.Permits
+	k.Shared += o.Shared
+	k.Marks += o.Marks
+	k.WriterWaits += o.WriterWaits
+	k.WriterWaitTotal += o.WriterWaitTotal
+	k.WriterWaitMax = max(k.WriterWaitMax, o.WriterWaitMax)
 }
 
 // AnnounceCounts counts release announcements.
@@ -448,11 +494,19 @@ type Violations struct {
 	// attempt of the process following (proc.go): the waiters that heard
 	// nothing wait for the old key's expiry.
 	Unheard int
+	// With a Primitive other than the mutex (kinds.go). Writer counts a
+	// writer's use that overlaps another holder's (a reader's or a
+	// writer's); Permits, the times more than Config.Permits holders
+	// used the semaphore at once; KeySets, overlapping uses of two
+	// multi-key locks whose key sets intersect; WriterWait, writers that
+	// waited past RWConfig.WriterBound while no writer held.
+	Writer, Permits, KeySets, WriterWait int
 }
 
 // Total returns the number of violations of every kind.
 func (v Violations) Total() int {
-	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped + v.Unheard
+	return v.Exclusion + v.Liveness + v.Hygiene + v.LostValid + v.Fence + v.LateLoss + v.LongWait + v.Skipped + v.Stuck + v.Gathered + v.Stayed + v.Jumped + v.Unheard +
+		v.Writer + v.Permits + v.KeySets + v.WriterWait
 }
 
 func (r *Result) add(o Result) {
@@ -512,6 +566,11 @@ func (r *Result) add(o Result) {
 	v.Stayed += u.Stayed
 	v.Jumped += u.Jumped
 	v.Unheard += u.Unheard
+	v.Writer += u.Writer
+	v.Permits += u.Permits
+	v.KeySets += u.KeySets
+	v.WriterWait += u.WriterWait
+	r.Kinds.add(o.Kinds)
 	q, p := &r.Queue, o.Queue
 	q.Handoffs += p.Handoffs
 	q.Lost += p.Lost

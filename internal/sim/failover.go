@@ -131,7 +131,9 @@ func (w *world) ship(i, k int) {
 	r := &n.reps[k]
 	at := max(w.now+w.replDelay(), r.last+1)
 	r.last = at
-	r.pending = append(r.pending, shipped{data: n.data, off: n.offset})
+	d := n.data
+	d.xd = d.xd.clone() // the replica's copy shares nothing with the master
+	r.pending = append(r.pending, shipped{data: d, off: n.offset})
 	w.schedule(event{at: at, kind: evReplWrite, n: i, c: k, gen: r.gen})
 }
 
@@ -320,13 +322,17 @@ func (w *world) promote(i int) {
 	}
 	old, oldOff := n.data, n.off
 	n.data, n.off, n.restored = r.data, r.off, r.has
+	if n.xd != nil {
+		n.xd.restored = true
+	}
 	n.up = true
 	f := &w.cfg.Faults
 	if !f.Persistent {
-		old = data{fence: old.fence} // the process restarts empty, counter persisted
+		old = data{fence: old.fence, xd: old.xd.persisted(false)} // the process restarts empty, counter persisted
 	}
 	if f.LoseCounters {
 		old.fence = 0
+		old.xd.loseFences()
 	}
 	*r = replica{data: old, off: oldOff, gen: r.gen + 1, pending: r.pending[:0]}
 	w.schedule(event{at: w.now + w.between(rc.Rejoin[0], rc.Rejoin[1]), kind: evRejoin, n: i, c: k})

@@ -167,7 +167,7 @@ func (n *node) handOn(t int64, handoff time.Duration, w *world) {
 	w.res.Queue.Handoffs++
 	if gen := n.subs[head]; gen != 0 {
 		w.res.Announce.Published++
-		w.sendAnnouncement(head, n.i)
+		w.sendAnnouncement(head, n.i, 0)
 	}
 }
 

@@ -125,3 +125,71 @@ func (m *ScriptModel) SetDue(waiter int, at time.Duration) {
 		}
 	}
 }
+
+// SetKeys names the node's keys for the kinds beyond the mutex
+// (core.KindRead, KindWrite, KindAll): main is the key of the mutex and
+// of the reader/writer lock (its reader set and writer's mark are
+// main's), others are the other keys a multi-key command or a mutex
+// command may name, at most 8. Until SetKeys, every command's key is the
+// one key, as for the mutex alone.
+func (m *ScriptModel) SetKeys(main string, others ...string) {
+	if len(others) > maxKeys {
+		panic("sim: more keys than a node holds")
+	}
+	m.w.main, m.w.xnames = main, [maxKeys]string{}
+	copy(m.w.xnames[:], others)
+}
+
+// KindState is what a ScriptModel holds of the kinds beyond the mutex,
+// at some time: the keys that exist and their holders (the main key
+// among them), the non-zero fence counters, the reader set's unexpired
+// readers and the waiting writer's mark, each with when it expires on
+// the node's clock. Keys named only by SetKeys.
+type KindState struct {
+	Keys    map[string]KeyState
+	Fences  map[string]uint64
+	Readers map[core.Token]time.Duration
+	Mark    KeyState
+}
+
+// KeyState is a key's (or the mark's) holder and expiry; the zero value
+// is a key that does not exist.
+type KeyState struct {
+	Token   core.Token
+	Expires time.Duration
+}
+
+// KindState returns the node's state of its named keys at now.
+func (m *ScriptModel) KindState(now time.Duration) KindState {
+	n, t := m.n, int64(now)
+	s := KindState{Keys: map[string]KeyState{}, Fences: map[string]uint64{}, Readers: map[core.Token]time.Duration{}}
+	name := func(i int) string {
+		if i == mainKey {
+			return m.w.main
+		}
+		return m.w.xnames[i]
+	}
+	for i := mainKey; i < maxKeys; i++ {
+		if name(i) == "" {
+			continue
+		}
+		if has, tok, exp := n.get(i, t); has {
+			s.Keys[name(i)] = KeyState{tok, time.Duration(exp)}
+		}
+		if f := *n.fenceOf(i); f != 0 {
+			s.Fences[name(i)] = f
+		}
+	}
+	x := n.x()
+	if x.mark != (core.Token{}) && t < x.markExp {
+		s.Mark = KeyState{x.mark, time.Duration(x.markExp)}
+	}
+	if t < x.rexp {
+		for _, r := range x.readers {
+			if r.exp > t {
+				s.Readers[r.tok] = time.Duration(r.exp)
+			}
+		}
+	}
+	return s
+}

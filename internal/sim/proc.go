@@ -219,7 +219,7 @@ func (p *proc) listening() uint32 {
 // poke.
 func (c *client) step() {
 	p := c.p
-	if !c.queued || c.state != acquiring || c.acq.Phase() != core.PhaseWait {
+	if !c.queued || c.state != acquiring || c.a().Phase() != core.PhaseWait {
 		return
 	}
 	if p.waiters[0] != c {
@@ -244,7 +244,7 @@ func (c *client) step() {
 		return
 	}
 	c.checkWait()
-	switch at := c.acq.WakeAt(); {
+	switch at := c.a().WakeAt(); {
 	case !at.After(now):
 		c.wake()
 	case c.armed != c.wakeGen || !at.Equal(c.wakeAt):

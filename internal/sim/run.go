@@ -51,6 +51,11 @@ func Run(cfg Config, seed uint64) Result {
 	}
 	w.checkExclusion()
 	w.checkStuck()
+	for _, c := range w.clients {
+		if c.state == acquiring && !c.crashed {
+			c.checkWriterWait(false)
+		}
+	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
 		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
 			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
@@ -63,6 +68,13 @@ func Run(cfg Config, seed uint64) Result {
 func newWorld(cfg Config, seed uint64) *world {
 	w := &world{cfg: cfg, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x5eed)), releasedAt: -1} //nolint:gosec // G404: a seeded, reproducible schedule; nothing secret
 	w.res.Schedules = 1
+	if cfg.Keys > maxKeys || cfg.Permits > maxKeys {
+		panic("sim: Config.Keys and Config.Permits are at most 8")
+	}
+	w.main, w.xnames = key, allKeys
+	if cfg.Primitive == PrimPermits {
+		w.xnames = permitKeys
+	}
 	f := &cfg.Faults
 	w.nodes = make([]node, cfg.Nodes)
 	for i := range w.nodes {
@@ -176,10 +188,12 @@ func (w *world) crashNode(i int, d [2]time.Duration) {
 	n.up = false
 	if !w.cfg.Faults.Persistent {
 		n.has, n.handed, n.queue = false, 0, nil // the data set is gone with the process
+		n.xd = n.xd.persisted(w.cfg.Faults.LoseCounters)
 		w.res.Faults.EmptyRestarts++
 	}
 	if w.cfg.Faults.LoseCounters {
 		n.fence = 0 // the counter was not persisted either
+		n.xd.loseFences()
 		w.res.Faults.CountersLost++
 	}
 	for c := range n.subs {
@@ -282,14 +296,16 @@ func (w *world) noteAcquired(c *client) {
 		}
 		w.releasedAt = -1
 	}
-	if w.cfg.Fencing {
+	if w.cfg.Fencing && w.cfg.Primitive == PrimMutex {
 		w.checkFence(c)
+	} else if w.cfg.Fencing {
+		w.checkKindFence(c)
 	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
 		cr.met = true
 		if w.now > cr.deadline {
-			w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; client %d acquired only at %v, after %v",
-				cr.client, time.Duration(cr.at), c.id, time.Duration(w.now), time.Duration(cr.deadline))
+			w.violation(&w.res.Violations.Liveness, "client %d (%v) crashed holding the lock at %v; client %d (%v) acquired only at %v, after %v",
+				cr.client, w.clients[cr.client].target.Kind, time.Duration(cr.at), c.id, c.target.Kind, time.Duration(w.now), time.Duration(cr.deadline))
 		}
 	}
 }
@@ -334,6 +350,10 @@ func (w *world) checkFence(c *client) {
 // checkExclusion counts pairs of uses by different acquisitions that
 // overlap in real time.
 func (w *world) checkExclusion() {
+	if w.cfg.Primitive != PrimMutex {
+		w.checkKinds()
+		return
+	}
 	slices.SortFunc(w.uses, func(a, b use) int {
 		switch {
 		case a.start < b.start:

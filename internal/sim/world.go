@@ -114,6 +114,13 @@ type world struct {
 	crash        *holderCrash
 	grants       []grant // fenced acquisitions, in the order they completed
 	topGrant     int     // index in grants of the largest fence
+	// kindFences are the fence checker's for the kinds beyond the mutex
+	// (kinds.go): the largest fence completed per key, a writer's at 0.
+	kindFences [maxKeys]kindGrant
+	// main and xnames name the nodes' keys (kinds.go's keyIndex): the
+	// schedule's own, and the others of its kind.
+	main   string
+	xnames [maxKeys]string
 	// releasedAt is when the last release started while another client
 	// waited, until the next acquisition; -1: none pending.
 	releasedAt int64
@@ -185,6 +192,7 @@ type message struct {
 	late      bool          // delivered after its deadline, out of order
 	reordered bool          // delivered ahead of the client's earlier requests (Faults.Reorder)
 	resent    bool          // a Fair release sent again after a broken connection (ScriptModel.ApplyResent)
+	silent    bool          // a release that announces nothing (kinds.go: readers remain, or nothing deleted)
 	acq       int           // the id of the acquisition that sent it; 0: none
 	deadline  int64         // real time
 }
@@ -306,6 +314,9 @@ type data struct {
 	// fence is the key's fence counter (core.FenceKey): it never expires,
 	// and survives a crash unless Faults.LoseCounters.
 	fence uint64
+	// xd holds the kinds beyond the mutex (kinds.go); nil until one is
+	// used. A copy of data must clone it (xdata.clone).
+	xd *xdata
 }
 
 // node is one Redis master holding at most the one key: a quorum member,
@@ -350,6 +361,10 @@ func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
 	cmd, f := m.cmd, &w.cfg.Faults
 	if n.has && !n.alive(t) {
 		n.has, n.handed = false, 0
+	}
+	if cmd.Kind == core.KindRead || cmd.Kind == core.KindAll || w.keyIndex(cmd.Key) != mainKey || f.CountSemaphore ||
+		cmd.Kind == core.KindWrite && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+		return n.applyKind(m, t, w)
 	}
 	if cmd.Fair {
 		return n.applyFair(m, c, t, w)
@@ -425,8 +440,8 @@ func (w *world) deliver(e event) {
 	if n.up {
 		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
-		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet {
-			w.publish(e.n) // the release script PUBLISHes after its delete
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent {
+			w.publishSlot(e.n, max(w.keyIndex(m.cmd.Key), 0)) // the release script PUBLISHes after its delete
 			if p := w.clients[e.c].p; p != nil {
 				w.heard(p) // its quiet releases are followed
 			}

@@ -26,26 +26,26 @@ func SendOne(d core.Driver, i int, cmd core.Command, timeout time.Duration) core
 	return conformance.SendOne(d, i, cmd, timeout)
 }
 
-// RunDial runs every system suite over a driver's Dial: Run (each
-// cluster's credentials and TLS passed in Options), RunDriver, and the
-// case of Options.Clock through a Client (redlock.NewClient adopting or
-// refusing a clock). The contract suites are dialtest.RunDial's.
+// RunDial runs every system suite over a driver's Dial: Run and
+// RunPrimitives (each cluster's credentials and TLS passed in Options),
+// RunDriver, and the case of Options.Clock through a Client
+// (redlock.NewClient adopting or refusing a clock). The contract suites are dialtest.RunDial's.
 func RunDial(t *testing.T, dial DialFunc) {
-	t.Run("locker", func(t *testing.T) {
-		Run(t, func(t *testing.T, eps []Endpoint) core.Driver {
-			addrs := make([]string, len(eps))
-			for i, ep := range eps {
-				addrs[i] = ep.Addr
-			}
-			// Every endpoint of one cluster shares its credentials and TLS;
-			// the driver logs where the process does.
-			d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS,
-				Logger: slog.Default()})
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, d.Close()) })
-			return d
-		})
-	})
+	f := func(t *testing.T, eps []Endpoint) core.Driver {
+		addrs := make([]string, len(eps))
+		for i, ep := range eps {
+			addrs[i] = ep.Addr
+		}
+		// Every endpoint of one cluster shares its credentials and TLS;
+		// the driver logs where the process does.
+		d, err := dial(addrs, drivers.Options{Username: eps[0].Username, Password: eps[0].Password, TLS: eps[0].TLS,
+			Logger: slog.Default()})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, d.Close()) })
+		return d
+	}
+	t.Run("locker", func(t *testing.T) { Run(t, f) })
+	t.Run("primitives", func(t *testing.T) { RunPrimitives(t, f) })
 	t.Run("driver", func(t *testing.T) { RunDriver(t, dial.Defaults()) })
 	t.Run("clock", func(t *testing.T) { testDialClock(t, dial) })
 }

@@ -73,6 +73,8 @@ func RunMembers(t *testing.T, md Members) {
 	t.Run("SentinelFailoverWithoutWait", func(t *testing.T) { testMembersSentinelFailoverWithoutWait(t, md) })
 	t.Run("WaitCountsReplicas", func(t *testing.T) { testMembersWaitCountsReplicas(t, md) })
 	t.Run("WaitWithoutReplicasIsRefused", func(t *testing.T) { testMembersWaitWithoutReplicasIsRefused(t, md) })
+	t.Run("PrimitivesMixedQuorum", func(t *testing.T) { testMembersPrimitivesMixedQuorum(t, md) })
+	t.Run("PrimitivesBadInput", func(t *testing.T) { testMembersPrimitivesBadInput(t, md) })
 }
 
 // membersClient is a fencing Client over members.
