@@ -92,7 +92,7 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 	if cmd.Kind == core.KindWrite && g.rng.IntN(2) == 0 {
 		// Another attempt of the same writer (core.SameAcquisition):
 		// its mark is the writer's own, to the scripts as to memnode.
-		cmd.Token[12+g.rng.IntN(4)] ^= byte(1 + g.rng.IntN(255))
+		cmd.Token[12+g.rng.IntN(4)] ^= []byte{1, 0x10, 0x5a, 0xff}[g.rng.IntN(4)]
 	}
 	if cmd.Kind == core.KindAll {
 		keys := slices.Clone(kindKeys)
