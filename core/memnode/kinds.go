@@ -7,7 +7,7 @@ import (
 )
 
 // The kinds beyond the mutex (core.Kind) run as the drivers' scripts do
-// (drivers/wire: read_*.lua, write_acquire.lua, all_*.lua), on the same
+// (drivers/wire: read_*.lua, write_*.lua, all_*.lua), on the same
 // keys as the mutex's:
 //
 //   - a reader (core.KindRead) is an entry of the key's reader set, with
