@@ -4,6 +4,7 @@
 //
 //	redlock-realsim -n 1000                        # every configuration, seeds 1..1000
 //	redlock-realsim -seed 17 -config "real: lease N=3"  # replay one schedule
+//	redlock-realsim -match 'rw|all|permits' -n 1000     # the primitives' configurations
 //
 // Its schedules run inside testing/synctest bubbles, which need a
 // *testing.T: the command gets one from testing.Main, the entry point
@@ -24,8 +25,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,6 +45,7 @@ func main() {
 	out := flag.String("out", "", "also write the report to this file")
 	procs := flag.Int("procs", 1, "GOMAXPROCS: 1 makes a replay repeat its schedule most closely")
 	watchdog := flag.Duration("watchdog", time.Minute, "real time one schedule may take before the campaign stops, reporting it stuck")
+	match := flag.String("match", "", "run only the configurations whose name matches this regular expression")
 	list := flag.Bool("list", false, "list the configurations")
 	tracing := flag.Bool("trace", false, "print every event of the schedules (for a replay)")
 	testing.Init()
@@ -51,6 +55,14 @@ func main() {
 	// Built with -tags redlock_mutations, the "bug:" configurations too:
 	// slips planted in the runner itself (realsim.Bugs; none otherwise).
 	cfgs := append(realsim.Configs(), realsim.Bugs()...)
+	if *match != "" {
+		re, err := regexp.Compile(*match)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "redlock-realsim: -match:", err)
+			os.Exit(2)
+		}
+		cfgs = slices.DeleteFunc(cfgs, func(c realsim.Config) bool { return !re.MatchString(c.Name) })
+	}
 	if *list {
 		for _, c := range cfgs {
 			fmt.Println(c.Name)
@@ -116,7 +128,7 @@ func (r *reporter) campaign(t *testing.T, cfgs []realsim.Config, seed uint64, n,
 		}
 	}
 	r.printf("redlock-realsim: the real redlock.Client (root package, its Lock, TryLock, Unlock, Extend,\n"+
-		"lease watcher, wait room and Fair) over in-memory nodes with injected faults, in virtual time\n"+
+		"lease watcher, wait room and Fair; RLock, WLock, LockAll, LockPermit) over in-memory nodes with injected faults, in virtual time\n"+
 		"(testing/synctest); revision %s; %s; GOMAXPROCS %d; seeds from %d, %d per configuration (%d at most if broken)\n\n",
 		rev, runtime.Version(), runtime.GOMAXPROCS(0), seed, n, min(n, nBroken))
 	total, bad := 0, 0

@@ -24,6 +24,25 @@ type Config struct {
 	// NodeTimeout is every command's bound (core.Config.NodeTimeout).
 	NodeTimeout time.Duration
 	Sequential  bool
+	// Prim is the primitive the goroutines take: the mutex (Lock and
+	// TryLock), a reader/writer lock, a multi-key lock or a semaphore.
+	Prim Prim
+	// Readers is the share of readers (RLock, TryRLock) among a
+	// reader/writer workload's acquisitions; the others are writers.
+	Readers float64
+	// SetSize is the most keys of one LockAll, out of Keys; Mutex is the
+	// share of a multi-key workload's acquisitions that take one key with
+	// Lock or TryLock instead, a set of one key to the checker.
+	SetSize int
+	Mutex   float64
+	// Permits is the semaphore's K, for LockPermit.
+	Permits int
+	// WriterWait, when set, runs the writer-wait checker with this bound
+	// over a PrimRW workload whose one writer (process 0's goroutine 0,
+	// which calls WLock alone) waits behind a stream of readers, each
+	// holding under a TTL: no WLock may wait longer. Set it only where
+	// no command is lost or late and nodes neither crash nor pause.
+	WriterWait time.Duration
 	// Length is how long the goroutines start new operations, in virtual
 	// time; they then finish what they do.
 	Length time.Duration
@@ -78,6 +97,22 @@ type Faults struct {
 	MaxPause time.Duration
 }
 
+// Prim is a primitive of the root package the goroutines take.
+type Prim int
+
+// The primitives.
+const (
+	// PrimMutex: Lock and TryLock.
+	PrimMutex Prim = iota
+	// PrimRW: RLock, TryRLock, WLock and TryWLock on each key.
+	PrimRW
+	// PrimAll: LockAll and TryLockAll of overlapping sets of keys, and
+	// Lock and TryLock of single keys (Config.Mutex).
+	PrimAll
+	// PrimPermit: LockPermit and TryLockPermit with Config.Permits.
+	PrimPermit
+)
+
 // Defect is a planted defect of a broken configuration.
 type Defect int
 
@@ -114,6 +149,24 @@ const (
 	// outside the schedule's bubble: a block that synctest does not see
 	// as durable, so that virtual time stops.
 	DefectBlockedOutside
+	// DefectReaderBesideWriter plants a reader script that admits a
+	// reader beside a writer: a reader's acquire refused while the
+	// writer's key is held is answered OK.
+	DefectReaderBesideWriter
+	// DefectSubsetAll plants a multi-key script that takes a subset: a
+	// LockAll's acquire takes its first key alone.
+	DefectSubsetAll
+	// DefectCountSemaphore plants the per-node count semaphore: a node
+	// admits a permit's acquire whenever it holds fewer than K of the
+	// semaphore's slots, taking a free slot of its own choosing when the
+	// slot named is taken (and keeping it under the holder's token for its
+	// release and extensions), so that nodes count holders instead of
+	// voting on one slot: with 3 nodes and K = 2, holders on AB, BC and AC
+	// each have a majority.
+	DefectCountSemaphore
+	// DefectReaderNoFence plants a reader script that reads no fence: a
+	// fenced reader's acquire answers fence 0, whatever the last writer's.
+	DefectReaderNoFence
 )
 
 // stepBound is the most commands a schedule may send before it is stuck.
@@ -236,7 +289,9 @@ func Configs() []Config {
 	c.Keys, c.Goroutines, c.Try, c.Lease = 1, 3, 0.1, true
 	cs = append(cs, c)
 
+	cs = append(cs, Primitives()...)
 	cs = append(cs, Broken()...)
+	cs = append(cs, BrokenPrimitives()...)
 	return cs
 }
 

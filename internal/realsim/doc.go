@@ -1,6 +1,7 @@
 // Package realsim is the simulation campaign of the real Client: it runs
 // the root package's redlock.Client itself — Lock, TryLock, Unlock,
-// Extend, the lease watcher, the wait room and Fair — one Client per
+// Extend, the lease watcher, the wait room and Fair, and the reader/writer
+// lock, the multi-key lock and the semaphore — one Client per
 // process, a few goroutines each, over memnode's in-memory nodes behind a
 // network of its own that loses, delays and duplicates commands, replies
 // and release announcements, forges announcements, crashes nodes (with
@@ -43,6 +44,14 @@
 // heard through Options.Observer), when its Context was cancelled and
 // why, and its fence. Exclusion: no two holders of a key worked at once.
 // Fences: with Fencing, each holder's fence exceeds every earlier one's.
+// The primitives beyond the mutex (Config.Prim) have theirs: no writer
+// overlaps another holder of its key (readers share); no two holders of
+// intersecting key sets (LockAll, a Lock being a set of one key) worked
+// at once; no more than K holders of a semaphore's permits worked at
+// once; a reader's fence is at least that of every writer that
+// returned before its RLock began; and, where Config.WriterWait is set,
+// no writer's WLock waited past that bound behind a stream of readers
+// each holding under a TTL.
 // Late loss: a Context is cancelled no later than its Until. Long wait,
 // where announcements arrive and no command is lost: no Lock waits past
 // a retry delay and a failed attempt's rounds while a quorum of nodes has

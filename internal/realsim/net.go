@@ -33,10 +33,13 @@ type network struct {
 	// release (free and announced), not an acquire (held, or expired
 	// without a word).
 	released []map[string]bool
-	steps    int
-	killed   bool
-	stuck    func(string) // reports a step bound passed
-	bg       *group       // counts the goroutines of messages in flight
+	// slots[node][token]: the permit slot the node took for the token,
+	// under DefectCountSemaphore.
+	slots  []map[core.Token]string
+	steps  int
+	killed bool
+	stuck  func(string) // reports a step bound passed
+	bg     *group       // counts the goroutines of messages in flight
 }
 
 func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *network {
@@ -45,6 +48,12 @@ func newNetwork(cfg *Config, seed uint64, stuck func(string), bg *group) *networ
 		released: make([]map[string]bool, cfg.Nodes)}
 	for i := range n.released {
 		n.released[i] = map[string]bool{}
+	}
+	if cfg.Defect == DefectCountSemaphore {
+		n.slots = make([]map[core.Token]string, cfg.Nodes)
+		for i := range n.slots {
+			n.slots[i] = map[core.Token]string{}
+		}
 	}
 	for i := range n.tail {
 		ch := make(chan struct{})
@@ -236,8 +245,15 @@ func (n *network) deliver(proc, node int, cmd core.Command, out chan<- core.Repl
 // configuration if any.
 func (n *network) apply(node int, cmd core.Command) core.Reply {
 	d := n.cfg.Defect
-	if d == DefectFastNodeClock && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpExtend) {
+	acquire := cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced
+	if d == DefectFastNodeClock && (acquire || cmd.Op == core.OpExtend) {
 		cmd.TTL /= 2 // the node's clock runs twice as fast: its keys expire early
+	}
+	if d == DefectSubsetAll && acquire && cmd.Kind == core.KindAll {
+		cmd.Keys = core.NewKeyList([]string{cmd.Keys.At(0)}) // the script takes the first key alone
+	}
+	if d == DefectCountSemaphore {
+		cmd = n.countSlot(node, cmd)
 	}
 	b := n.cl.Begin(context.Background())
 	b.Send(node, cmd, time.Now().Add(time.Hour))
@@ -252,7 +268,22 @@ func (n *network) apply(node int, cmd core.Command) core.Reply {
 			n.mu.Unlock()
 		}
 	}
+	if d == DefectCountSemaphore {
+		n.countedSlot(node, &cmd, &r)
+	}
 	switch {
+	case d == DefectReaderBesideWriter && acquire && cmd.Kind == core.KindRead && r.Status == core.StatusHeld:
+		if _, _, writer := n.cl.Get(node, cmd.Key); writer {
+			// The writer's key is held: a reader is admitted beside it
+			// (without entering the reader set: writers that come later
+			// are not held back by it either).
+			r.Status, r.TTL = core.StatusOK, 0
+			if cmd.Op == core.OpAcquireFenced {
+				r.Fence = n.cl.Fence(node, cmd.Key)
+			}
+		}
+	case d == DefectReaderNoFence && cmd.Kind == core.KindRead && cmd.Op == core.OpAcquireFenced && r.Status == core.StatusOK:
+		r.Fence = 0 // the counter is not read
 	case d == DefectLyingNodes && node < n.cfg.Nodes/2+1 && node > 0 &&
 		(cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) && r.Status == core.StatusHeld:
 		// A node that says yes to a held key: with node 0 honest, a
@@ -402,4 +433,52 @@ func (w *watch) Stop() {
 	w.mu.Lock()
 	w.done = true
 	w.mu.Unlock()
+}
+
+// countSlot is the per-node count semaphore's admission
+// (DefectCountSemaphore): an acquire of a permit slot that the node holds
+// for another token takes, instead, a free slot of the node's choosing
+// while the node holds fewer than K of them; a command of a token the
+// node gave a slot of its choosing goes to that slot.
+func (n *network) countSlot(node int, cmd core.Command) core.Command {
+	key, slot, ok := slotOf(cmd.Key)
+	if !ok || cmd.Kind != core.KindMutex || slot >= n.cfg.Permits {
+		return cmd
+	}
+	n.mu.Lock()
+	mine, took := n.slots[node][cmd.Token]
+	n.mu.Unlock()
+	if took {
+		cmd.Key = mine
+		return cmd
+	}
+	if cmd.Op != core.OpAcquire && cmd.Op != core.OpAcquireFenced {
+		return cmd
+	}
+	if _, _, held := n.cl.Get(node, cmd.Key); !held {
+		return cmd
+	}
+	for j := range n.cfg.Permits {
+		if _, _, held := n.cl.Get(node, permitKey(key, j)); !held {
+			cmd.Key = permitKey(key, j) // fewer than K held: admitted
+			break
+		}
+	}
+	return cmd
+}
+
+// countedSlot keeps the slot a node took for a token (countSlot) for the
+// token's later commands, until its release.
+func (n *network) countedSlot(node int, cmd *core.Command, r *core.Reply) {
+	if _, _, ok := slotOf(cmd.Key); !ok || r.Status != core.StatusOK {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch cmd.Op {
+	case core.OpAcquire, core.OpAcquireFenced:
+		n.slots[node][cmd.Token] = cmd.Key
+	case core.OpRelease:
+		delete(n.slots[node], cmd.Token)
+	}
 }

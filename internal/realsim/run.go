@@ -89,6 +89,7 @@ func run(t *testing.T, cfg Config, seed uint64) (res Result) {
 			res.Violations = append(res.Violations, s.violations...)
 			res.Violations = append(res.Violations, check(&cfg, s.holdings)...)
 			res.Violations = append(res.Violations, checkWaits(&cfg, s.calls, s.free)...)
+			res.Violations = append(res.Violations, checkWriterWaits(&cfg, s.writes)...)
 			res.Acquired, res.Attempts = len(s.holdings), s.attempts
 			for _, h := range s.holdings {
 				if h.lost {
@@ -118,13 +119,20 @@ func trace(format string, args ...any) {
 type holding struct {
 	proc, gor int
 	key       string
-	lock      *redlock.Lock
-	start     time.Time // Lock or TryLock returned it
-	stop      time.Time // the holder stopped working under it
-	until     time.Time // the latest validity the holder was told (Until)
-	done      time.Time // its Context was cancelled
-	lost      bool      // by a loss (a *LostError), not Unlock
-	fence     uint64
+	// kind is the primitive's side that holds: "mutex", "read", "write",
+	// "all" or "permit"; keys are every key of an "all" holding, nil
+	// otherwise; permits is a "permit" holding's K.
+	kind    string
+	keys    []string
+	permits int
+	lock    *redlock.Lock
+	began   time.Time // the call that returned it began
+	start   time.Time // Lock or TryLock returned it
+	stop    time.Time // the holder stopped working under it
+	until   time.Time // the latest validity the holder was told (Until)
+	done    time.Time // its Context was cancelled
+	lost    bool      // by a loss (a *LostError), not Unlock
+	fence   uint64
 }
 
 // call is one Lock call.
@@ -153,6 +161,7 @@ type schedule struct {
 	mu         sync.Mutex
 	holdings   []*holding
 	calls      []call            // Lock calls, for the long-wait checker
+	writes     []call            // WLock calls, for the writer-wait checker
 	free       map[string][]span // per key: when a quorum of nodes had it free
 	violations []Violation
 	attempts   int
@@ -306,6 +315,9 @@ func (s *schedule) faults(rng *prng) {
 	}
 	for range f.Spurious {
 		at, node, key := rng.between(0, cfg.Length), rng.intn(cfg.Nodes), keyName(rng.intn(cfg.Keys))
+		if cfg.Prim == PrimPermit { // a permit's waiter hears its slots' releases
+			key = permitKey(key, rng.intn(cfg.Permits))
+		}
 		s.spawn(func() {
 			time.Sleep(at)
 			s.net.cl.Announce(node, key)
@@ -349,8 +361,15 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 	cfg := s.cfg
 	for time.Since(s.start) < cfg.Length && s.root.Err() == nil {
 		time.Sleep(rng.between(cfg.Think[0], cfg.Think[1]))
-		key := keyName(rng.intn(cfg.Keys))
+		o := s.pick(rng)
+		key := o.key
 		try := rng.chance(cfg.Try)
+		if cfg.WriterWait > 0 { // one writer, behind a stream of readers
+			o.kind, try = "read", try && (p != 0 || g != 0)
+			if p == 0 && g == 0 {
+				o.kind = "write"
+			}
+		}
 		box := &recBox{}
 		base := context.WithValue(s.root, recKey{}, box)
 		var ctx context.Context
@@ -373,10 +392,20 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 		s.mu.Unlock()
 		var l *redlock.Lock
 		var err error
-		if try {
+		began := time.Now()
+		switch {
+		case o.kind != "mutex":
+			trace("process %d goroutine %d: %s %v (try: %v)", p, g, o.kind, o.names(), try)
+			l, err = o.take(ctx, c, try)
+			trace("process %d goroutine %d: %s %v: %v", p, g, o.kind, o.names(), err)
+			if o.kind == "write" && !try {
+				s.mu.Lock()
+				s.writes = append(s.writes, call{key, began, time.Now()})
+				s.mu.Unlock()
+			}
+		case try:
 			l, err = c.TryLock(ctx, key)
-		} else {
-			began := time.Now()
+		default:
 			trace("process %d goroutine %d: Lock %s", p, g, key)
 			l, err = c.Lock(ctx, key)
 			trace("process %d goroutine %d: Lock %s: %v", p, g, key, err)
@@ -388,16 +417,18 @@ func (s *schedule) worker(c *redlock.Client, p, g int, rng *prng) {
 			cancel()
 			continue
 		}
-		s.hold(l, box, p, g, key, rng)
+		s.hold(l, box, p, g, o, began, rng)
 		cancel()
 	}
 }
 
 // hold works under l, as a holder should: until its Context is cancelled
 // or its work is done, extending it on the way if asked to; then unlocks.
-func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, key string, rng *prng) {
+func (s *schedule) hold(l *redlock.Lock, box *recBox, p, g int, o op, began time.Time, rng *prng) {
 	cfg := s.cfg
-	h := &holding{proc: p, gor: g, key: key, lock: l, start: time.Now(), until: l.Until()}
+	key := o.key
+	h := &holding{proc: p, gor: g, key: key, kind: o.kind, keys: o.keys, permits: o.permits,
+		lock: l, began: began, start: time.Now(), until: l.Until()}
 	if cfg.Fencing {
 		h.fence, _ = l.Fence()
 	}
