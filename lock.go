@@ -157,8 +157,13 @@ func (l *Lock) Until() time.Time {
 // of every earlier holder of the key, as long as the nodes keep their
 // counters (see core's "Fencing"). Pass it with every write to the storage
 // the lock protects, and have the storage refuse a fence lower than one it
-// has seen. A reader's (RLock) is the fence of the key's last writer,
-// read and never raised: readers share it. It returns ErrNoFencing on a
+// has seen. A reader's (RLock) is no write fence, but a reading of the
+// key's counters, never raised: at least the fence of every writer that
+// held the key before the reader, so that a write fenced above it is a
+// later writer's; it may be above the last writer's fence (a writer's
+// failed attempts increment counters), and a later writer's fence may be
+// equal or lower: do not pass it to a storage that refuses stale fences
+// (docs/primitives.md). It returns ErrNoFencing on a
 // Client without Options.Fencing, and ErrUnlocked on the nil Lock
 // returned with an error.
 func (l *Lock) Fence() (uint64, error) {

@@ -28,8 +28,13 @@ import (
 // A node admits a reader while no writer holds the key and no writer
 // waits for it; a quorum of nodes must admit it, and its validity is the
 // mutex's. The Lock's Unlock, Extend, Lease and Context are the mutex's;
-// its Fence, under Options.Fencing, is the fence of the key's last
-// writer (0 if none), read and never raised, so that readers share one.
+// its Fence, under Options.Fencing, is a reading of the key's fence
+// counters, never raised: at least the fence of every writer that held
+// the key before the reader (0 if none), so that a write fenced above it
+// is a later writer's. It is not a write fence: it may be above the last
+// writer's, and a later writer's may be lower (see Lock.Fence). A caller
+// must not RLock a key it already reads: while a writer waits, the
+// second RLock waits for the writer, which waits for the first.
 // Errors are Lock's.
 func (c *Client) RLock(ctx context.Context, key string) (*Lock, error) {
 	return c.take(ctx, core.Target{Kind: core.KindRead, Key: key}, false)
@@ -49,7 +54,9 @@ func (c *Client) TryRLock(ctx context.Context, key string) (*Lock, error) {
 // renews by an attempt every half TTL while it waits, so that they admit
 // no new reader meanwhile:
 // a stream of new readers, each holding less than a TTL, does not starve
-// it (docs/primitives.md says the bound, and what it costs readers).
+// it (docs/primitives.md says the bound, and what it costs readers). Its
+// release, and the cleanup of a writer that gives up (its ctx ended, or
+// no try left), delete its mark.
 // Under Options.Fencing it raises the key's fence as Lock does. Errors
 // are Lock's.
 func (c *Client) WLock(ctx context.Context, key string) (*Lock, error) {
@@ -57,7 +64,8 @@ func (c *Client) WLock(ctx context.Context, key string) (*Lock, error) {
 }
 
 // TryWLock is WLock with one attempt, as TryLock. A TryWLock refused for
-// readers leaves the key marked as waited for, for a TTL at most.
+// readers deletes the mark its attempt left, in its cleanup: it does not
+// wait, and keeps no reader out.
 func (c *Client) TryWLock(ctx context.Context, key string) (*Lock, error) {
 	return c.take(ctx, core.Target{Kind: core.KindWrite, Key: key}, true)
 }

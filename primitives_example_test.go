@@ -18,16 +18,16 @@ func ExampleClient_RLock() {
 	second, err := client.RLock(ctx, "catalog") // beside the first
 	fmt.Println(err)
 
-	_, err = client.TryWLock(ctx, "catalog") // refused while readers hold it...
-	fmt.Println(errors.Is(err, redlock.ErrTaken))
-	_, err = client.TryRLock(ctx, "catalog") // ...and its mark refuses new readers
+	_, err = client.TryWLock(ctx, "catalog") // refused while readers hold it
 	fmt.Println(errors.Is(err, redlock.ErrTaken))
 
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	writer := make(chan error)
 	go func() {
-		w, err := client.WLock(wctx, "catalog") // woken by the last reader's release
+		// Refused, it marks the key: no new reader is admitted while it
+		// waits. The last reader's release wakes it.
+		w, err := client.WLock(wctx, "catalog")
 		if err == nil {
 			err = w.Unlock(ctx)
 		}
@@ -43,11 +43,11 @@ func ExampleClient_RLock() {
 	// Output:
 	// <nil>
 	// true
-	// true
 	// <nil>
 }
 
-// A reader's fence is the last writer's: read, never raised.
+// A reader's fence is a reading of the writers' counters, never raised:
+// here, with no writer's attempt failed, the last writer's.
 func ExampleClient_WLock() {
 	ctx := context.Background()
 	client, _ := redlock.NewClient(nodes(), redlock.Options{Fencing: true})

@@ -157,9 +157,11 @@ func TestWriterWaitsBehindAStreamOfReaders(t *testing.T) {
 	})
 }
 
-// TestReaderFenceIsTheLastWriters: under Fencing a reader's fence is the
-// fence of the key's last writer, 0 before any, and a reader raises
-// nothing: the next writer's fence is one more than the last writer's.
+// TestReaderFenceIsTheLastWriters: under Fencing, with every writer's
+// attempt won on every node, a reader's fence is the fence of the key's
+// last writer, 0 before any, and a reader raises nothing: the next
+// writer's fence is one more than the last writer's. (With failed
+// attempts it may be higher: TestReaderFenceIsAReading.)
 func TestReaderFenceIsTheLastWriters(t *testing.T) {
 	ctx := testguard.Context(t)
 	f := newFixture(t, redlock.Options{Fencing: true})

@@ -286,10 +286,12 @@ func (a *Acquisition) RoundDone(now time.Time) {
 	if r.tally.vote() == voteWon && keep {
 		if s.cfg.Fencing && !a.raising {
 			fence := r.maxFence()
-			// A reader reads the last writer's fence and raises nothing:
-			// readers share the key, so no reader's fence may exclude
-			// another's writes. The quorum's highest counter is the last
-			// writer's, whose raise reached a majority this quorum meets.
+			// A reader reads the counters and raises nothing: readers
+			// share the key, so no reader's fence may exclude another's
+			// writes. The quorum's highest counter is at least the last
+			// writer's, whose raise reached a majority this quorum
+			// meets; it may be higher, from a writer's failed attempts
+			// (KindRead says so).
 			if a.round.cmd.Kind != KindRead && !mutSkipFenceRaise {
 				a.startRaise(fence, now)
 				return
@@ -524,8 +526,51 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			cmd.Ticket = leaveTicket
 		}
 	}
+	if cmd.Kind == KindWrite && a.cause == nil && a.retry.attempts < a.retry.policy.tries {
+		// The writer waits on: its mark, which its refused attempts
+		// left, must keep new readers out until its next attempt. Any
+		// other writer's release deletes its own mark (Command.Ticket).
+		cmd.Ticket = keepMark
+	}
 	a.spec.initRound(r, cmd, now)
 	a.round.noWait = noWait
+}
+
+// keepMark is the Ticket of a writer's release (KindWrite) that keeps
+// the writer's mark: the cleanup of a failed attempt whose writer waits
+// on (Command.Ticket). A writer is never Fair: no queue reads it.
+const keepMark = 1
+
+// markKept reports whether a is a writer whose failed attempt's cleanup
+// kept its mark on the nodes, and whose next attempt has not been sent:
+// waiting (PhaseWait after that cleanup), woken for an attempt not yet
+// sent, or the cleanup itself.
+func (a *Acquisition) markKept() bool {
+	r := &a.round
+	switch {
+	case r.cmd.Kind != KindWrite || a.leaving:
+		return false
+	case r.cmd.Op == OpRelease:
+		return r.cmd.Ticket == keepMark
+	}
+	return !a.raising && r.sent == 0 && a.retry.attempts > 1
+}
+
+// unmark starts the round that deletes a writer's mark, kept by its
+// last cleanup (markKept), once the writer gives up, and reports
+// whether it did: a release of the last attempt's token without Ticket,
+// which finds the key gone (the cleanup deleted it, and an attempt not
+// yet sent set nothing) and deletes the mark where it is the writer's,
+// so that readers are not kept out for a TTL by a writer that no longer
+// waits.
+func (a *Acquisition) unmark(now time.Time) bool {
+	if !a.markKept() {
+		return false
+	}
+	cmd := a.command(OpRelease, a.round.cmd.Token)
+	a.phase, a.cleaning, a.raising, a.leaving = PhaseRound, true, false, true
+	a.spec.initRound(&a.round, cmd, now)
+	return true
 }
 
 // freedKey reports whether a ended without the lock after a cleanup
@@ -569,6 +614,9 @@ const leaveTicket = -1
 // attempt's set nothing), so it frees nothing but a key handed to the
 // waiter.
 func (a *Acquisition) leave(now time.Time) bool {
+	if a.round.cmd.Kind == KindWrite {
+		return a.unmark(now)
+	}
 	if !a.spec.cfg.Fair || a.ticket == 0 || a.followed {
 		return false
 	}

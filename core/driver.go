@@ -92,6 +92,9 @@ type Command struct {
 	// waiter): an attempt that will wait if it fails queues its waiter in
 	// its own round, rather than in its cleanup's. Zero: it does not
 	// join; -1, for an OpRelease: it leaves (a waiter that gives up).
+	// A writer's OpRelease (KindWrite, never Fair) with a positive Ticket
+	// is the cleanup of a failed attempt whose writer waits on: it keeps
+	// the writer's mark, which any other writer's release deletes.
 	Ticket int64
 	// Handoff is how long a Fair OpRelease keeps a key it hands to the
 	// first waiter for that waiter. A Fair acquire that joins the queue

@@ -18,15 +18,25 @@ const (
 	// key's reader set with an expiry of its own, kept in the set's data
 	// (the server's time plus TTL). A held reply's TTL is the writer's, or
 	// the waiting writer's mark's, remaining time. With Config.Fencing an
-	// OpAcquireFenced reader reads the key's fence counter (the last
-	// writer's fence; 0 if none) and never raises it, and the acquisition
-	// sends no OpRaiseFence.
+	// OpAcquireFenced reader reads the key's fence counter (0 if none) and
+	// never raises it, and the acquisition sends no OpRaiseFence; its
+	// grant's fence is the highest counter of its quorum's replies: at
+	// least the fence of every writer that held the key before it, and
+	// maybe above the last one's, since a writer's failed attempts
+	// increment the counters of the nodes that admitted them. It is a
+	// reading, not a write fence: a later writer's fence may be lower.
 	KindRead
 	// KindWrite is the writer of a reader/writer lock on Key: the mutex's
 	// SET NX on Key, admitted only while the key's reader set holds no
 	// unexpired reader. A writer refused for readers marks the key as
 	// waited for (WriterWaitPrefix), for a bound, so that the node admits
-	// no new reader meanwhile. Release and extension are the mutex's.
+	// no new reader meanwhile. Its release is the mutex's, and deletes
+	// the key's mark too where it is the writer's own (SameAcquisition),
+	// unless its Command.Ticket is positive: the cleanup of a failed
+	// attempt whose writer waits on keeps it. A writer that gives up
+	// (cancelled, or no try left) deletes it, in its last cleanup or in
+	// one more release of its last token. Extension and fence raise are
+	// the mutex's.
 	KindWrite
 	// KindAll is a multi-key lock of Command.Keys: on each node one script
 	// takes every key or none, and releases and extends every key that

@@ -7,7 +7,7 @@ import (
 )
 
 // The kinds beyond the mutex (core.Kind) run as the drivers' scripts do
-// (drivers/wire: read_*.lua, write_acquire.lua, all_*.lua), on the same
+// (drivers/wire: read_*.lua, write_*.lua, all_*.lua), on the same
 // keys as the mutex's:
 //
 //   - a reader (core.KindRead) is an entry of the key's reader set, with
@@ -16,8 +16,11 @@ import (
 //     announced on the key when it leaves no unexpired reader;
 //   - a writer (core.KindWrite) takes the key as the mutex does, once no
 //     unexpired reader is left; refused for readers, it marks the key as
-//     waited for, for its TTL, which keeps new readers out. Its release,
-//     extension and fence raise are the mutex's;
+//     waited for, for its TTL, which keeps new readers out. Its release
+//     is the mutex's, and deletes its own mark too (core.SameAcquisition)
+//     unless its Ticket is positive (the cleanup of an attempt whose
+//     writer waits on); either deletion is announced. Its extension and
+//     fence raise are the mutex's;
 //   - a multi-key lock (core.KindAll) takes every key of Command.Keys or
 //     none, and releases (announcing each key), extends or raises the
 //     fences of the keys only as a whole.
@@ -34,13 +37,13 @@ type mark struct {
 
 // kindCommand reports whether cmd runs a kind's own semantics
 // (applyKind) rather than the mutex's: every command of a reader and of
-// a multi-key lock, and a writer's acquire.
+// a multi-key lock, and a writer's acquire and release.
 func kindCommand(cmd *core.Command) bool {
 	switch cmd.Kind {
 	case core.KindMutex:
 		return false
 	case core.KindWrite:
-		return cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced
+		return cmd.Op != core.OpExtend && cmd.Op != core.OpRaiseFence
 	}
 	return true
 }
@@ -55,6 +58,9 @@ func (n *node) applyKind(cmd *core.Command, now instant, r *core.Reply) bool {
 	case core.KindRead:
 		return n.applyRead(cmd, now, r)
 	case core.KindWrite:
+		if cmd.Op == core.OpRelease {
+			return n.writeRelease(cmd, now, r)
+		}
 		n.applyWrite(cmd, now, r)
 	case core.KindAll:
 		return n.applyAll(cmd, now, r)
@@ -174,6 +180,21 @@ func (n *node) applyWrite(cmd *core.Command, now instant, r *core.Reply) {
 		delete(n.marks, cmd.Key)
 	}
 	r.Status = core.StatusOK
+}
+
+// writeRelease runs a writer's release: the mutex's compare-and-delete,
+// then, unless cmd.Ticket is positive (the cleanup of an attempt whose
+// writer waits on), the deletion of the key's mark if it is the
+// writer's own. It reports whether it deleted either, to announce.
+// c.nmu is held.
+func (n *node) writeRelease(cmd *core.Command, now instant, r *core.Reply) bool {
+	r.Status = n.apply(cmd, now)
+	freed := r.Status == core.StatusOK
+	if m, ok := n.liveMark(cmd.Key, now); ok && cmd.Ticket <= 0 && core.SameAcquisition(m.token, cmd.Token) {
+		delete(n.marks, cmd.Key)
+		freed = true
+	}
+	return freed
 }
 
 // applyAll runs a multi-key command; a release sets n.annKeys. c.nmu is

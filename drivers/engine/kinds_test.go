@@ -222,6 +222,7 @@ func TestKindWords(t *testing.T) {
 	e, clock := startNodes(t, f, []NodeConfig{{Cluster: true}, {}, {Replicas: 1, WaitTimeout: 50 * time.Millisecond}})
 	tk := tok(1).String()
 	fenced := func(c core.Command) core.Command { c.Op = core.OpAcquireFenced; return c }
+	waitsOn := func(c core.Command) core.Command { c.Ticket = 1; return c }
 	read := kcmd(core.KindRead, core.OpAcquire, "k", 1, 10*time.Second)
 	write := kcmd(core.KindWrite, core.OpAcquire, "k", 1, 10*time.Second)
 	raise := kcmd(core.KindAll, core.OpRaiseFence, "{t}a", 1, 0)
@@ -248,6 +249,10 @@ func TestKindWords(t *testing.T) {
 			Reply{Kind: KindInt, Int: -20}, core.Reply{Status: core.StatusHeld, TTL: 20 * time.Millisecond}},
 		{1, fenced(write), []string{"4", "k", "redlock:readers:k", "redlock:writer-waits:k", "redlock:fence:k", tk, "10000"},
 			Reply{Kind: KindInt, Int: 3}, core.Reply{Status: core.StatusOK, Fence: 3}},
+		{0, kcmd(core.KindWrite, core.OpRelease, "k", 1, 0), []string{"2", "k", "redlock:writer-waits:{k}", tk},
+			Reply{Kind: KindInt, Int: 1}, core.Reply{Status: core.StatusOK}},
+		{1, waitsOn(kcmd(core.KindWrite, core.OpRelease, "k", 1, 0)), []string{"2", "k", "redlock:writer-waits:k", tk, "w"},
+			Reply{Kind: KindInt, Int: 0}, core.Reply{Status: core.StatusMissing}},
 		{1, allCmd(core.OpAcquire, 1, 10*time.Second, "a", "b", "c"), []string{"3", "a", "b", "c", tk, "10000", "3"},
 			Reply{Kind: KindOK}, core.Reply{Status: core.StatusOK}},
 		{0, allCmd(core.OpAcquireFenced, 1, 10*time.Second, "{t}a", "{t}b"), []string{"4", "{t}a", "{t}b", "redlock:fence:{t}a", "redlock:fence:{t}b", tk, "10000", "2"},

@@ -778,10 +778,10 @@ func unexpected(op core.Op, r Reply) error {
 // scriptBit is the bit in node.scripts of the script of a command of kind
 // k and op: every op runs a script (a mutex's OpAcquire only with Probe),
 // one bit per op and kind, at most 32 of them (TestScriptBits). A
-// writer's release, extension and fence raise run the mutex's scripts,
-// and share their bits.
+// writer's extension and fence raise run the mutex's scripts, and share
+// their bits.
 func scriptBit(k core.Kind, op core.Op) uint32 {
-	if k == core.KindWrite && op != core.OpAcquire && op != core.OpAcquireFenced {
+	if k == core.KindWrite && (op == core.OpExtend || op == core.OpRaiseFence) {
 		k = core.KindMutex
 	}
 	return 1 << (uint(k)*opScripts + uint(op-core.OpAcquire))
@@ -894,14 +894,14 @@ func (n *node) script(k core.Kind, op core.Op) wire.Script {
 
 // kindScript reports whether cmd runs a script of its kind's own
 // (appendKind): every command of a reader and of a multi-key lock, and
-// a writer's acquire. A writer's release, extension and fence raise are
-// the mutex's.
+// a writer's acquire and release. A writer's extension and fence raise
+// are the mutex's.
 func kindScript(cmd *core.Command) bool {
 	switch cmd.Kind {
 	case core.KindMutex:
 		return false
 	case core.KindWrite:
-		return cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced
+		return cmd.Op != core.OpExtend && cmd.Op != core.OpRaiseFence
 	}
 	return true
 }
@@ -910,9 +910,10 @@ func kindScript(cmd *core.Command) bool {
 // (kindScript), as EVAL if eval, else EVALSHA: its keys and their
 // auxiliary keys' names (the key's reader set and writer's mark, and
 // fence counters, named as the member names them), then its token and
-// arguments (see the scripts in package wire). Fair, Quiet and Ticket
-// are the mutex's alone: core never sets them on another kind, and they
-// are not sent.
+// arguments (see the scripts in package wire). Fair and Quiet are the
+// mutex's alone: core never sets them on another kind, and they are not
+// sent. A writer's release sends its Ticket as "w" when positive: the
+// cleanup of an attempt whose writer waits on, which keeps its mark.
 func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok string, eval bool) ([]byte, []string) {
 	s := n.script(cmd.Kind, cmd.Op)
 	if eval {
@@ -935,7 +936,9 @@ func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok str
 				text, args = n.appendName(text, args, core.FenceKeyPrefix, k)
 			}
 		}
-	} else { // a reader, or a writer's acquire
+	} else { // a reader, or a writer's acquire or release
+		// A writer's release takes the key and its mark, no reader set.
+		writeRelease := cmd.Kind == core.KindWrite && op == core.OpRelease
 		keys := 2
 		if acquire {
 			keys++
@@ -944,8 +947,10 @@ func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok str
 			keys++
 		}
 		args = append(args, keyCounts[keys], cmd.Key)
-		text, args = n.appendName(text, args, core.ReadersPrefix, cmd.Key)
-		if acquire {
+		if !writeRelease {
+			text, args = n.appendName(text, args, core.ReadersPrefix, cmd.Key)
+		}
+		if acquire || writeRelease {
 			text, args = n.appendName(text, args, core.WriterWaitPrefix, cmd.Key)
 		}
 		if fenced {
@@ -963,6 +968,10 @@ func (n *node) appendKind(text []byte, args []string, cmd *core.Command, tok str
 		start := len(text)
 		text = strconv.AppendUint(text, cmd.Fence, 10)
 		args = append(args, view(text[start:]))
+	case core.OpRelease:
+		if cmd.Kind == core.KindWrite && cmd.Ticket > 0 {
+			args = append(args, "w") // write_release.lua: the mark stays
+		}
 	}
 	return text, args
 }

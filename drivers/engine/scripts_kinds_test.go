@@ -62,6 +62,9 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 		acquire()
 	case k < 12:
 		cmd.Kind, cmd.Op = core.KindWrite, core.OpRelease
+		if g.rng.IntN(3) == 0 {
+			cmd.Ticket = 1 // the cleanup of an attempt whose writer waits on: the mark stays
+		}
 	case k < 13:
 		cmd.Kind, cmd.Op, cmd.TTL = core.KindWrite, core.OpExtend, g.span()
 	case k < 16:
@@ -85,6 +88,11 @@ func (g *gen) kindCommand() (cmd core.Command, step time.Duration) {
 			acquire()
 			cmd.Probe = true
 		}
+	}
+	if cmd.Kind == core.KindWrite && g.rng.IntN(2) == 0 {
+		// Another attempt of the same writer (core.SameAcquisition):
+		// its mark is the writer's own, to the scripts as to memnode.
+		cmd.Token[12+g.rng.IntN(4)] ^= []byte{1, 0x10, 0x5a, 0xff}[g.rng.IntN(4)]
 	}
 	if cmd.Kind == core.KindAll {
 		keys := slices.Clone(kindKeys)
@@ -342,6 +350,8 @@ func (env *diffEnv) diffKindsWith(seed uint64, model kindModel, name string) err
 		if start == 0 {
 			start = t1
 		}
+		mark := model.state(t1, shifted).Mark
+		own := mark != (heldKey{}) && core.SameAcquisition(mark.Token, cmd.Token) && cmd.Kind == core.KindWrite && cmd.Op == core.OpRelease
 		got := env.run(0, cmd, g.brk)
 		want := model.apply(cmd, g.brk, t1, shifted)
 		t2, err := env.now()
@@ -365,8 +375,12 @@ func (env *diffEnv) diffKindsWith(seed uint64, model kindModel, name string) err
 		if err != nil {
 			return fail(i, "%s: %v", desc, err)
 		}
-		if mod := model.state(t2, shifted); !sameKindState(srv, mod, env.window) {
+		mod := model.state(t2, shifted)
+		if !sameKindState(srv, mod, env.window) {
 			return fail(i, "%s (reply %v): the server holds %+v, %s %+v (window %v)", desc, got.Status, srv, name, mod, env.window)
+		}
+		if env.seen != nil && own {
+			env.seen[map[bool]string{true: "write release keeps its own mark", false: "write release deletes its own mark"}[mod.Mark != (heldKey{})]]++
 		}
 	}
 	return nil
@@ -400,6 +414,7 @@ func kindsMatchMemnode(t *testing.T, env *diffEnv) {
 	}
 	for _, c := range []string{"read release ok", "read release missing", "read extend ok", "read extend missing",
 		"write release ok", "write release held", "write release missing", "write extend ok", "write raise-fence ok",
+		"write release keeps its own mark", "write release deletes its own mark",
 		"all release ok", "all release held", "all release missing", "all extend ok", "all extend held", "all extend missing",
 		"all raise-fence ok", "all raise-fence held", "all raise-fence missing"} {
 		require.NotZero(t, env.seen[c], "%s never met: %v", c, env.seen)
@@ -426,6 +441,14 @@ func TestKindScriptDiffSeesPlantedDefects(t *testing.T) {
 			[]string{`redis.call("EXISTS", KEYS[1], KEYS[3])`, `redis.call("EXISTS", KEYS[1])`}},
 		{"a writer's mark that outlives its writer", &wire.WriteAcquire,
 			[]string{`redis.call("DEL", KEYS[3])`, `redis.call("PTTL", KEYS[3])`}},
+		{"a writer that knows its own mark by hex digits", &wire.WriteAcquire,
+			[]string{`string.sub(m, 1, -9) == string.sub(ARGV[1], 1, -9)`, `string.sub(m, 1, -5) == string.sub(ARGV[1], 1, -5)`}},
+		{"a writer's release that leaves its own mark", &wire.WriteRelease,
+			[]string{`if ARGV[2] ~= "w" then`, `if false then`}},
+		{"a waiting writer's cleanup that drops its mark", &wire.WriteRelease,
+			[]string{`if ARGV[2] ~= "w" then`, `if true then`}},
+		{"a writer's release that drops another writer's mark", &wire.WriteRelease,
+			[]string{`string.sub(m, 1, -9) == string.sub(ARGV[1], 1, -9)`, `true`}},
 		{"a reader's release that removes another reader", &wire.ReadRelease,
 			[]string{`redis.call("ZREM", KEYS[2], ARGV[1])`, `redis.call("ZPOPMIN", KEYS[2])`}},
 		{"an expired reader extended", &wire.ReadExtend,

@@ -157,7 +157,7 @@ func TestReleaseShardedStaysInTheShard(t *testing.T) {
 // (each key it frees), announce with SPUBLISH on the shard channels in
 // their sharded variants.
 func TestKindReleasesShardedOnRedis(t *testing.T) {
-	for _, s := range []struct{ plain, sharded Script }{{ReadRelease, ReadReleaseSharded}, {AllRelease, AllReleaseSharded}} {
+	for _, s := range []struct{ plain, sharded Script }{{ReadRelease, ReadReleaseSharded}, {AllRelease, AllReleaseSharded}, {WriteRelease, WriteReleaseSharded}} {
 		require.NotEqual(t, s.plain.Src, s.sharded.Src, "the sharded variant replaced its channel lines")
 		assert.Contains(t, s.sharded.Src, `local publish = "SPUBLISH"`)
 	}

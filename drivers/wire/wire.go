@@ -49,6 +49,8 @@ var (
 	readExtendSrc string
 	//go:embed write_acquire.lua
 	writeAcquireSrc string
+	//go:embed write_release.lua
+	writeReleaseSrc string
 	//go:embed all_acquire.lua
 	allAcquireSrc string
 	//go:embed all_release.lua
@@ -112,8 +114,19 @@ var (
 	// TTL in milliseconds. It replies as AcquireProbe, or fenced as
 	// AcquireFenced; refused for readers, it marks the key as waited for
 	// and replies minus the time until the last reader's expiry. A
-	// writer's release, extension and fence raise are the mutex's.
+	// writer's extension and fence raise are the mutex's.
 	WriteAcquire = newScript(writeAcquireSrc)
+	// WriteRelease is a writer's release (core.KindWrite): KEYS[1] key,
+	// KEYS[2] its writer's mark, ARGV[1] token, and ARGV[2] "w" for the
+	// cleanup of a failed attempt whose writer waits on
+	// (core.Command.Ticket > 0). It is Release's compare-and-delete, and
+	// but for "w" deletes the mark too where it is the caller's own
+	// (core.SameAcquisition); it announces either deletion with PUBLISH
+	// on the key's ReleaseChannel, and replies as Release.
+	WriteRelease = newScript(writeReleaseSrc)
+	// WriteReleaseSharded is WriteRelease announcing with SPUBLISH, as
+	// ReleaseSharded.
+	WriteReleaseSharded = newScript(strings.Replace(writeReleaseSrc, plainChannels, shardedChannels, 1))
 	// AllAcquire takes every key of a multi-key lock or none
 	// (core.KindAll): KEYS[1..n] the keys, and for core.OpAcquireFenced
 	// KEYS[n+1..2n] their fence counters; ARGV[1] token, ARGV[2] TTL in
@@ -142,6 +155,11 @@ var (
 // mutex's OpAcquire without Probe is a plain SET NX, not ScriptOf's.
 func ScriptOf(k core.Kind, op core.Op, sharded bool) (s Script, ok bool) {
 	switch {
+	case k == core.KindWrite && op == core.OpRelease:
+		if sharded {
+			return WriteReleaseSharded, true
+		}
+		return WriteRelease, true
 	case k == core.KindMutex || k == core.KindWrite && op != core.OpAcquire && op != core.OpAcquireFenced:
 		if op == core.OpRelease && sharded {
 			return ReleaseSharded, true

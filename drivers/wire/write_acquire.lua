@@ -12,7 +12,8 @@
 -- caller's own (another writer's stays), and returns OK or the fence.
 -- A writer's attempts hold tokens that differ in their last four bytes
 -- only (core.SameAcquisition): the mark its refused attempts left is its
--- own when all but the last four bytes of the tokens are equal.
+-- own when all but the last four bytes of the tokens are equal. Tokens
+-- come as hex, two digits a byte: all but the last eight digits.
 local t = redis.call("PTTL", KEYS[1])
 if t ~= -2 then
   if t < 0 then
@@ -34,7 +35,7 @@ if #KEYS > 3 then
 end
 redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
 local m = redis.call("GET", KEYS[3])
-if m and #m == #ARGV[1] and string.sub(m, 1, -5) == string.sub(ARGV[1], 1, -5) then
+if m and #m == #ARGV[1] and string.sub(m, 1, -9) == string.sub(ARGV[1], 1, -9) then
   redis.call("DEL", KEYS[3])
 end
 if not n then

@@ -47,6 +47,10 @@ func Kinds(t *testing.T, n Target) {
 	assert.InDelta(t, ttl, r.TTL, float64(s))
 	assert.Equal(t, writer.String(), n.Do(t, "GET", mark), "the waiting writer's mark, named on the node")
 	send(cmd(core.KindRead, core.OpAcquire, core.TokenFromUint64s(3, 3)), core.StatusHeld, "a new reader behind the mark")
+	waiting := cmd(core.KindWrite, core.OpRelease, writer)
+	waiting.Ticket = 1 // the cleanup of an attempt whose writer waits on
+	send(waiting, core.StatusMissing, "a waiting writer's cleanup")
+	assert.Equal(t, writer.String(), n.Do(t, "GET", mark), "a waiting writer's cleanup deleted its mark")
 	send(cmd(core.KindRead, core.OpExtend, one), core.StatusOK, "a reader extends")
 	send(cmd(core.KindRead, core.OpRelease, one), core.StatusOK, "a reader leaves")
 	send(cmd(core.KindRead, core.OpRelease, two), core.StatusOK, "the other reader leaves")
@@ -64,6 +68,11 @@ func Kinds(t *testing.T, n Target) {
 	r = send(cmd(core.KindRead, core.OpAcquireFenced, one), core.StatusOK, "a fenced reader after the writer")
 	assert.Equal(t, uint64(7), r.Fence, "the last writer's fence")
 	assert.Equal(t, "7", n.Do(t, "GET", fence), "never raised by a reader")
+	other := core.TokenFromUint64s(8, 8)
+	send(cmd(core.KindWrite, core.OpAcquire, other), core.StatusHeld, "another writer behind the reader")
+	assert.Equal(t, other.String(), n.Do(t, "GET", mark), "its mark")
+	send(cmd(core.KindWrite, core.OpRelease, other), core.StatusMissing, "the writer gives up")
+	assert.Equal(t, int64(0), n.Do(t, "EXISTS", mark), "the mark of a writer that gave up stays")
 	send(cmd(core.KindRead, core.OpRelease, one), core.StatusOK, "the reader leaves")
 
 	// A multi-key lock over keys of one hash tag: all or none.
