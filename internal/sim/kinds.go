@@ -290,7 +290,9 @@ func (n *node) applyKind(m *message, t int64, w *world) core.Status {
 	switch {
 	case cmd.Kind == core.KindRead:
 		return n.applyRead(m, now, x, f)
-	case cmd.Kind == core.KindWrite: // its acquire alone: the rest is the mutex's
+	case cmd.Kind == core.KindWrite && cmd.Op == core.OpRelease:
+		return n.applyWriteRelease(m, t, now, x, f)
+	case cmd.Kind == core.KindWrite: // its acquire; its extend and raise are the mutex's
 		return n.applyWrite(m, t, now, x, w)
 	case cmd.Kind == core.KindAll:
 		return n.applyAll(m, t, now, w)
@@ -422,6 +424,23 @@ func (n *node) applyWrite(m *message, t, now int64, x *xdata, w *world) core.Sta
 		x.mark = core.Token{} // its own mark, left by an earlier attempt of its acquisition
 	}
 	return core.StatusOK
+}
+
+// applyWriteRelease runs a writer's release (write_release.lua): the
+// mutex's compare-and-delete of the key, then, unless it is the cleanup
+// of a writer that waits on (Command.Ticket > 0, which keeps its mark),
+// the key's mark if an attempt of the caller's acquisition left it
+// (core.SameAcquisition), whatever the key's status. It announces if it
+// deleted either.
+func (n *node) applyWriteRelease(m *message, t, now int64, x *xdata, f *Faults) core.Status {
+	st := n.applyMutex(m, t, now, mainKey, f.SkipRaise)
+	if x.mark != (core.Token{}) && now >= x.markExp {
+		x.mark = core.Token{}
+	}
+	if m.cmd.Ticket <= 0 && x.mark != (core.Token{}) && core.SameAcquisition(x.mark, m.cmd.Token) {
+		x.mark, m.unmarked = core.Token{}, true
+	}
+	return st
 }
 
 // applyAll runs a multi-key command on every key of cmd.Keys at once.

@@ -193,6 +193,7 @@ type message struct {
 	reordered bool          // delivered ahead of the client's earlier requests (Faults.Reorder)
 	resent    bool          // a Fair release sent again after a broken connection (ScriptModel.ApplyResent)
 	silent    bool          // a release that announces nothing (kinds.go: readers remain, or nothing deleted)
+	unmarked  bool          // a writer's release that deleted its mark: it announces, whatever its status
 	acq       int           // the id of the acquisition that sent it; 0: none
 	deadline  int64         // real time
 }
@@ -363,7 +364,7 @@ func (n *node) apply(m *message, c int, t int64, w *world) core.Status {
 		n.has, n.handed = false, 0
 	}
 	if cmd.Kind == core.KindRead || cmd.Kind == core.KindAll || w.keyIndex(cmd.Key) != mainKey || f.CountSemaphore ||
-		cmd.Kind == core.KindWrite && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced) {
+		cmd.Kind == core.KindWrite && (cmd.Op == core.OpAcquire || cmd.Op == core.OpAcquireFenced || cmd.Op == core.OpRelease) {
 		return n.applyKind(m, t, w)
 	}
 	if cmd.Fair {
@@ -440,7 +441,7 @@ func (w *world) deliver(e event) {
 	if n.up {
 		m.status = n.apply(&m, w.conn(e.c), w.now, w)
 		m.appliedAt = w.now
-		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent {
+		if m.status == core.StatusOK && m.cmd.Op == core.OpRelease && !m.cmd.Fair && !m.cmd.Quiet && !m.silent || m.unmarked {
 			w.publishSlot(e.n, max(w.keyIndex(m.cmd.Key), 0)) // the release script PUBLISHes after its delete
 			if p := w.clients[e.c].p; p != nil {
 				w.heard(p) // its quiet releases are followed
