@@ -75,17 +75,11 @@ func (r PeerRequest) Measure(ctx context.Context, s measure.Subject, c Cell) mea
 		Duration:  r.duration(c),
 		Warmup:    r.Warmup,
 	}
-	var cpuErr error
-	if n := c.Servers(); n > 0 {
-		addrs := r.Addrs[ScenarioAddrs(c.Scenario)]
-		if len(addrs) >= n {
-			var srv measure.Servers
-			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
-				defer srv.Close()
-				spec.Servers = srv
-			}
-		}
+	srv, cpuErr := r.cellServers(c)
+	if cpuErr == nil {
+		defer srv.Close()
 	}
+	spec.Servers = srv
 	var rs []measure.Result
 	for i := 0; i < max(1, c.Repeats) && (i == 0 || ctx.Err() == nil); i++ {
 		if i > 0 {
@@ -99,6 +93,23 @@ func (r PeerRequest) Measure(ctx context.Context, s measure.Subject, c Cell) mea
 		res.ServersCPUError = cpuErr.Error()
 	}
 	return res
+}
+
+// cellServers connects to cell c's servers to read their CPU, with the
+// request's credentials and TLS: none (nil) for a cell without servers
+// or whose scenario has too few addresses, or on an error, which it
+// returns.
+func (r PeerRequest) cellServers(c Cell) (measure.Servers, error) {
+	n := c.Servers()
+	addrs := r.Addrs[ScenarioAddrs(c.Scenario)]
+	if n == 0 || len(addrs) < n {
+		return nil, nil
+	}
+	srv, err := r.dialServers(addrs[:n])
+	if err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
 
 // dialServers connects to addrs to read their CPU, with the request's
@@ -136,16 +147,11 @@ func (r PeerRequest) MeasureHandoff(ctx context.Context, s measure.HotSubject, c
 		Duration:   r.duration(c),
 		Hold:       r.HandoffHold,
 	}
-	var cpuErr error
-	if n := c.Servers(); n > 0 {
-		if addrs := r.Addrs[ScenarioAddrs(c.Scenario)]; len(addrs) >= n {
-			var srv measure.Servers
-			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
-				defer srv.Close()
-				spec.Servers = srv
-			}
-		}
+	srv, cpuErr := r.cellServers(c)
+	if cpuErr == nil {
+		defer srv.Close()
 	}
+	spec.Servers = srv
 	runtime.GC()
 	res, h := measure.RunHandoff(ctx, s, spec)
 	if cpuErr != nil {
@@ -174,16 +180,11 @@ func OverlapNote(h measure.Handoff) string {
 // the record has the rounds per section.
 func (r PeerRequest) MeasureSections(ctx context.Context, contenders []measure.SectionContender, ledger *measure.Ledger, rounds measure.RoundCounter, c Cell) Record {
 	spec := measure.SectionsSpec{Warmup: r.Warmup, Duration: r.duration(c), Ledger: ledger, Rounds: rounds}
-	var cpuErr error
-	if n := c.Servers(); n > 0 {
-		if addrs := r.Addrs[ScenarioAddrs(c.Scenario)]; len(addrs) >= n {
-			var srv measure.Servers
-			if srv, cpuErr = r.dialServers(addrs[:n]); cpuErr == nil {
-				defer srv.Close()
-				spec.Servers = srv
-			}
-		}
+	srv, cpuErr := r.cellServers(c)
+	if cpuErr == nil {
+		defer srv.Close()
 	}
+	spec.Servers = srv
 	runtime.GC()
 	res, e := measure.RunSections(ctx, contenders, spec)
 	if cpuErr != nil {
