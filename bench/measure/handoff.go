@@ -276,10 +276,7 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 					if waitCtx.Err() != nil {
 						return
 					}
-					st.errors++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
+					st.failed(err)
 					// With a budget, a failed acquire spends a ticket, so
 					// that a lock that always fails cannot loop forever.
 					if counted && budget.Add(-1) <= 0 {
@@ -321,10 +318,7 @@ func RunHandoff(ctx context.Context, subject HotSubject, spec HandoffSpec) (Resu
 				err = c.Unlock(release)
 				t = int64(time.Since(base))
 				if err != nil {
-					st.errors++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
+					st.failed(err)
 				} else {
 					pairs.released(g, t0, t)
 				}

@@ -255,6 +255,14 @@ type workerStats struct {
 	_                     [32]byte // keep workers' counters on separate cache lines
 }
 
+// failed counts a failed call with err, keeping the first error.
+func (s *workerStats) failed(err error) {
+	s.errors++
+	if s.firstErr == nil {
+		s.firstErr = err
+	}
+}
+
 // Prepare creates the workers and histograms of a measurement.
 func Prepare(subject Subject, spec Spec) *Loop {
 	if spec.Clients < 1 {
@@ -330,10 +338,7 @@ func (l *Loop) Go(ctx context.Context) {
 					st.acquired++
 				}
 				if err != nil {
-					st.errors++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
+					st.failed(err)
 				}
 			}
 		}()

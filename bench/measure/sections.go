@@ -301,10 +301,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 					if waitCtx.Err() != nil {
 						return
 					}
-					st.errors++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
+					st.failed(err)
 					if counted && budget.Add(-1) <= 0 {
 						stop()
 					}
@@ -333,10 +330,7 @@ func RunSections(ctx context.Context, contenders []SectionContender, spec Sectio
 					}
 				}
 				if err := c.Unlock(release); err != nil {
-					st.errors++
-					if st.firstErr == nil {
-						st.firstErr = err
-					}
+					st.failed(err)
 				}
 				if counted && in && budget.Load() <= 0 {
 					stop()
