@@ -10,6 +10,7 @@
 //
 //	go run ./cmd/redlock-sim                      # 1,000 schedules per configuration
 //	go run ./cmd/redlock-sim -schedules 10000     # the committed campaign (results/simulation)
+//	go run ./cmd/redlock-sim -match '^rw: failover, WAIT N=3 '   # one configuration, by a regular expression
 //
 // Configurations within the algorithm's assumptions must show no
 // violation; each "broken:" or "bug:" configuration breaks one assumption,
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -35,14 +37,20 @@ func main() {
 	schedules := flag.Int("schedules", 1000, "schedules per configuration")
 	seed := flag.Uint64("seed", 1, "seed of each configuration's first schedule; the others follow it")
 	only := flag.String("only", "", "run only the configurations whose name starts with one of these comma-separated prefixes")
+	match := flag.String("match", "", "run only the configurations whose name matches this regular expression (names hold commas, which -only splits at)")
 	flag.Parse()
 	if *schedules < 1 {
 		fmt.Fprintln(os.Stderr, "redlock-sim: -schedules must be at least 1")
 		os.Exit(2)
 	}
-	cfgs := selected(configs(), *only)
+	re, err := regexp.Compile(*match)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redlock-sim: -match:", err)
+		os.Exit(2)
+	}
+	cfgs := matching(selected(configs(), *only), re)
 	if len(cfgs) == 0 {
-		fmt.Fprintf(os.Stderr, "redlock-sim: no configuration starts with %q\n", *only)
+		fmt.Fprintf(os.Stderr, "redlock-sim: no configuration starts with %q and matches %q\n", *only, *match)
 		os.Exit(2)
 	}
 	ok, err := campaign(os.Stdout, cfgs, *seed, *schedules)
@@ -68,6 +76,17 @@ func selected(cfgs []sim.Config, only string) []sim.Config {
 				out = append(out, c)
 				break
 			}
+		}
+	}
+	return out
+}
+
+// matching returns the configurations whose name re matches.
+func matching(cfgs []sim.Config, re *regexp.Regexp) []sim.Config {
+	var out []sim.Config
+	for _, c := range cfgs {
+		if re.MatchString(c.Name) {
+			out = append(out, c)
 		}
 	}
 	return out
