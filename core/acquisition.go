@@ -183,7 +183,7 @@ func (a *Acquisition) startAttempt(now time.Time) {
 			// one was taken, which made it stale.
 			cmd.Ticket, cmd.Handoff = a.ticket, a.spec.fairHandoff()
 			if cmd.Ticket == 0 {
-				cmd.Ticket = ticketAt(now)
+				cmd.Ticket = TicketAt(now)
 			}
 		}
 	}
@@ -210,12 +210,20 @@ func (a *Acquisition) queuedEverywhere() bool {
 	return !a.cleaning && !a.raising && r.cmd.Ticket > 0 && r.tally.held == r.tally.n
 }
 
-// ticketAt is a Fair queue's ticket taken at now: its Unix time in ms, at
-// least 1, since 0 does not queue. Tickets from the clocks of different
-// hosts order their waiters as well as those clocks agree: a waiter whose
-// clock runs behind is served early, which costs others time and never
-// exclusion.
-func ticketAt(now time.Time) int64 { return max(now.UnixMilli(), 1) }
+// TicketUnit is the unit of a Fair queue's tickets (Command.Ticket):
+// their Unix time in microseconds. Waiters that queue one after another
+// within a millisecond are so served in that order, where tickets in
+// milliseconds tied them and the nodes broke the tie by waiter id. A
+// node's queue keeps a ticket as a sorted set's score, a float64, which
+// holds every microsecond exactly until the year 2255.
+const TicketUnit = time.Microsecond
+
+// TicketAt is a Fair queue's ticket taken at now: its Unix time in
+// TicketUnits, at least 1, since 0 does not queue. Tickets from the
+// clocks of different hosts order their waiters as well as those clocks
+// agree: a waiter whose clock runs behind is served early, which costs
+// others time and never exclusion.
+func TicketAt(now time.Time) int64 { return max(now.UnixMicro(), 1) }
 
 // queued records, with Config.Fair, that the nodes queued the
 // acquisition's process under ticket (Room.Look): the cleanups of its
@@ -515,7 +523,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 		switch {
 		case a.cause == nil && a.retry.attempts < a.retry.policy.tries:
 			if a.ticket == 0 {
-				a.ticket = ticketAt(now)
+				a.ticket = TicketAt(now)
 			}
 			cmd.Ticket = a.ticket
 		case a.followed:

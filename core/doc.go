@@ -160,8 +160,8 @@
 //
 //   - An attempt that will wait if it fails (a try left) queues the
 //     driver's waiter on each node where it finds the key held, under a
-//     ticket, its acquisition's first attempt time in ms
-//     (Command.Ticket); an attempt held on every node took nothing and
+//     ticket, its acquisition's first attempt time in µs (TicketAt,
+//     Command.Ticket); an attempt held on every node took nothing and
 //     needs no cleanup, so a Fair section on a held key costs two rounds,
 //     the attempt that queues and the attempt on the waiter's turn. The
 //     cleanup of an attempt that took the key on some node queues the

@@ -129,15 +129,15 @@ func TestFairCommands(t *testing.T) {
 	}
 	att, clean := failAttempt(t, &a, t0)
 	wantCommand(t, "the first attempt probes, and queues where it finds the key held", att, core.Command{Op: core.OpAcquire, Key: "k",
-		Token: att.Token, TTL: 10 * time.Second, Probe: true, Fair: true, Ticket: t0.UnixMilli(), Handoff: handoff})
+		Token: att.Token, TTL: 10 * time.Second, Probe: true, Fair: true, Ticket: core.TicketAt(t0), Handoff: handoff})
 	wantCommand(t, "its cleanup queues the waiter", clean, core.Command{Op: core.OpRelease, Key: "k", Token: att.Token,
-		Fair: true, Ticket: t0.UnixMilli(), Handoff: handoff, TTL: life})
+		Fair: true, Ticket: core.TicketAt(t0), Handoff: handoff, TTL: life})
 
 	t1 := t0.Add(3 * time.Second)
 	a.Wake(t1)
 	att, clean = failAttempt(t, &a, t1)
-	if att.Ticket != t0.UnixMilli() || clean.Ticket != t0.UnixMilli() {
-		t.Errorf("attempt ticket %d, cleanup ticket %d: a waiter keeps its first ticket %d", att.Ticket, clean.Ticket, t0.UnixMilli())
+	if att.Ticket != core.TicketAt(t0) || clean.Ticket != core.TicketAt(t0) {
+		t.Errorf("attempt ticket %d, cleanup ticket %d: a waiter keeps its first ticket %d", att.Ticket, clean.Ticket, core.TicketAt(t0))
 	}
 
 	t2 := t1.Add(time.Second)
@@ -156,7 +156,7 @@ func TestFairCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCommand(t, "followed: the release queues the process at the back, then hands the key on", rel.Command(),
-		core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: t3.UnixMilli(), Handoff: handoff, TTL: life})
+		core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Ticket: core.TicketAt(t3), Handoff: handoff, TTL: life})
 	rel, _ = spec.Release(g, t3)
 	wantCommand(t, "a release hands the key on, and queues nobody", rel.Command(),
 		core.Command{Op: core.OpRelease, Key: "k", Token: g.Token(), Fair: true, Handoff: handoff, TTL: life})
@@ -534,9 +534,9 @@ func TestTicketGoesStaleWhenTheProcessTakesTheKey(t *testing.T) {
 	t2 := t1.Add(50 * time.Millisecond)
 	q.Look(&a, t2, 0, false)
 	a.Wake(t2)
-	if _, c := failAttempt(t, &a, t2); c.Ticket != t2.UnixMilli() {
+	if _, c := failAttempt(t, &a, t2); c.Ticket != core.TicketAt(t2) {
 		t.Errorf("after the process took the key: the cleanup queued under %d, want a ticket taken now, %d (its old one: %d)",
-			c.Ticket, t2.UnixMilli(), clean.Ticket)
+			c.Ticket, core.TicketAt(t2), clean.Ticket)
 	}
 }
 
@@ -597,8 +597,8 @@ func TestFairAttemptQueuesInItsOwnRound(t *testing.T) {
 	rounds := 0
 	att := drive(a.Round(), t0, core.StatusHeld)
 	rounds++
-	if len(att) != 3 || att[0].Ticket != t0.UnixMilli() || att[0].Handoff <= 0 {
-		t.Fatalf("the attempt: %d commands, %+v; want one per node, queueing under ticket %d", len(att), att[0], t0.UnixMilli())
+	if len(att) != 3 || att[0].Ticket != core.TicketAt(t0) || att[0].Handoff <= 0 {
+		t.Fatalf("the attempt: %d commands, %+v; want one per node, queueing under ticket %d", len(att), att[0], core.TicketAt(t0))
 	}
 	a.RoundDone(t0)
 	if a.Phase() != core.PhaseWait {
@@ -606,8 +606,8 @@ func TestFairAttemptQueuesInItsOwnRound(t *testing.T) {
 	}
 	t1 := t0.Add(5 * time.Millisecond) // its turn: the key handed to its waiter
 	a.Wake(t1)
-	if c := a.Round().Command(); c.Ticket != t0.UnixMilli() {
-		t.Errorf("the next attempt queues under %d, want its place %d", c.Ticket, t0.UnixMilli())
+	if c := a.Round().Command(); c.Ticket != core.TicketAt(t0) {
+		t.Errorf("the next attempt queues under %d, want its place %d", c.Ticket, core.TicketAt(t0))
 	}
 	drive(a.Round(), t1, core.StatusOK)
 	rounds++
@@ -651,5 +651,33 @@ func TestFairAttemptQueuesInItsOwnRound(t *testing.T) {
 	c.RoundDone(t0)
 	if c.Phase() != core.PhaseRound || c.Round().Command().Op != core.OpRelease || c.Round().Command().Ticket != 0 {
 		t.Errorf("the only try's cleanup: phase %v, %+v", c.Phase(), c.Round().Command())
+	}
+}
+
+// TestFairTicketsOrderWaitersWithinAMillisecond: two processes that join
+// the nodes' queue one after the other, 200 µs apart within one
+// millisecond, are queued in that order. Tickets in whole milliseconds
+// tied them, and the nodes broke the tie by waiter id, at random: the
+// later one was served first about half the time (TestMembers/ClusterFair,
+// a CI run of 9ff43f0).
+func TestFairTicketsOrderWaitersWithinAMillisecond(t *testing.T) {
+	t0 := time.Unix(1_000_000, 100_000) // 100 µs into a millisecond
+	first, second := fairSpec(t, core.RetryPolicy{}), fairSpec(t, core.RetryPolicy{})
+	a, err := first.Acquire("k", core.Token{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(200 * time.Microsecond)
+	b, err := second.Acquire("k", core.Token{}, t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, _ := failAttempt(t, &a, t0)
+	tb, _ := failAttempt(t, &b, t1)
+	if ta.Ticket <= 0 || tb.Ticket <= ta.Ticket {
+		t.Errorf("tickets %d then %d: the waiter that queued 200 µs later must queue behind", ta.Ticket, tb.Ticket)
+	}
+	if ta.Ticket != core.TicketAt(t0) || tb.Ticket != core.TicketAt(t1) {
+		t.Errorf("tickets %d and %d, want TicketAt of their attempts: %d and %d", ta.Ticket, tb.Ticket, core.TicketAt(t0), core.TicketAt(t1))
 	}
 }

@@ -80,7 +80,7 @@ func (q *queue) hold(g Grant) uint64 {
 	q.holds++
 	q.held, q.until, q.unheard = true, g.ValidUntil(), false // its release will be heard
 	q.heard = 0                                              // releases before g: a head that comes later must not attempt on them
-	q.place, q.took = 0, ticketAt(g.end)
+	q.place, q.took = 0, TicketAt(g.end)
 	return q.holds
 }
 
@@ -159,7 +159,7 @@ func (q *queue) look(a *Acquisition, now time.Time, listening uint32, followed b
 		// to keep, but its cleanup may have queued the process again after
 		// that lock's attempt, so it is a ticket still, a fresh one, and a
 		// head that gives up leaves.
-		a.ticket = ticketAt(now)
+		a.ticket = TicketAt(now)
 	}
 	a.queued(q.place)
 	// Followed, the head's place (its own failed attempts', or the one
@@ -297,7 +297,7 @@ func (q *queue) left(waiting bool) (handOn, try bool) {
 // waiters that queued since (look replaces such a ticket).
 func (q *queue) freed(a *Acquisition, now time.Time) bool {
 	if q.fair && a.leftQueue() {
-		q.place, q.took = 0, max(q.took, ticketAt(now))
+		q.place, q.took = 0, max(q.took, TicketAt(now))
 	}
 	if !q.fair || !a.spec.cfg.Fair || mutFreedUnheard || !a.freedKey() || q.holding(now) {
 		return false

@@ -203,7 +203,7 @@ func (s Spec) Release(g Grant, now time.Time) (r Round, err error) {
 	case s.cfg.Fair && g.kind == KindMutex: // the waiter queues are the mutex's alone
 		cmd = s.fairRelease(cmd)
 		if g.followed {
-			cmd.Ticket = ticketAt(now) // others of the process follow: back of the queue
+			cmd.Ticket = TicketAt(now) // others of the process follow: back of the queue
 		}
 	}
 	s.initRound(&r, cmd, now)

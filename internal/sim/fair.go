@@ -123,7 +123,7 @@ func (n *node) join(c int, m *message, due int64, w *world) {
 	if w.chance(f.QueueSkew) {
 		w.res.Queue.Skewed++
 		skew := w.between(0, 2*f.SkewBy) - int64(f.SkewBy) // ns, either way
-		ticket = max(ticket+skew/int64(time.Millisecond), 1)
+		ticket = max(ticket+skew/int64(core.TicketUnit), 1)
 	}
 	n.queueExp = due // the script's PEXPIRE of the queue's keys
 	for k := range n.queue {
@@ -227,7 +227,7 @@ func (c *client) checkJump(ticket int64) {
 		return // taken outside the room, which the process left before it joined
 	}
 	slack := 2*w.cfg.Faults.ClientPPM*p.out/1_000_000 + int64(time.Millisecond) + w.cfg.roundBound()
-	if since := localAt(p.out-slack, c.ppm).UnixMilli(); ticket < since {
+	if since := core.TicketAt(localAt(p.out-slack, c.ppm)); ticket < since {
 		w.violation(&w.res.Violations.Jumped, "process %d: queued again under ticket %d, taken before it last left the queue (at ticket %d)",
 			p.id, ticket, since)
 	}
