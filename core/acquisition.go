@@ -534,7 +534,7 @@ func (a *Acquisition) startCleanup(now time.Time) {
 			cmd.Ticket = leaveTicket
 		}
 	}
-	if cmd.Kind == KindWrite && a.cause == nil && a.retry.attempts < a.retry.policy.tries {
+	if cmd.Kind == KindWrite && a.cause == nil && (a.retry.attempts < a.retry.policy.tries || mutOutOfTriesKeepsMark) {
 		// The writer waits on: its mark, which its refused attempts
 		// left, must keep new readers out until its next attempt. Any
 		// other writer's release deletes its own mark (Command.Ticket).

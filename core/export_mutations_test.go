@@ -86,6 +86,13 @@ func BehindKeepsTicket() (restore func()) {
 	return func() { mutBehindKeepsTicket = false }
 }
 
+// OutOfTriesKeepsMark makes a writer out of tries keep its mark in its
+// last cleanup, and returns the function that fixes it.
+func OutOfTriesKeepsMark() (restore func()) {
+	mutOutOfTriesKeepsMark = true
+	return func() { mutOutOfTriesKeepsMark = false }
+}
+
 // MarkLapses re-introduces a writer that sleeps until the readers'
 // expiry, past its mark's, and returns the function that fixes it.
 func MarkLapses() (restore func()) {

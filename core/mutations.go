@@ -32,6 +32,10 @@ var (
 	// until their expiry, past its mark's: readers admitted as the mark
 	// lapses refuse it again, a TTL at a time (WakeAt).
 	mutMarkLapses bool
+	// mutOutOfTriesKeepsMark makes a writer's last cleanup, when it has
+	// no try left, keep its mark as a waiting writer's does: readers are
+	// kept out for the mark's life by a writer that no longer waits.
+	mutOutOfTriesKeepsMark bool
 	// mutChainNeverOpens makes queue.follow hand every release on within the
 	// process: a process that always has a waiter keeps the key for ever.
 	mutChainNeverOpens bool

@@ -14,6 +14,7 @@ const (
 	mutValidityWithoutDrift   = false
 	mutWakeOnHeldOnly         = false
 	mutMarkLapses             = false
+	mutOutOfTriesKeepsMark    = false
 	mutChainNeverOpens        = false
 	mutPlaceIgnored           = false
 	mutNeededOverstates       = false

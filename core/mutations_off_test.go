@@ -14,6 +14,7 @@ const anyMutation = mutExtendWithSpecDrift ||
 	mutValidityWithoutDrift ||
 	mutWakeOnHeldOnly ||
 	mutMarkLapses ||
+	mutOutOfTriesKeepsMark ||
 	mutChainNeverOpens ||
 	mutPlaceIgnored ||
 	mutNeededOverstates ||

@@ -266,3 +266,25 @@ func TestSimulationSeesALastAttemptThatQueues(t *testing.T) {
 	seesDefect(t, []sim.Config{sim.QueueFewTries(3), sim.QueueFewTries(5)},
 		core.LastAttemptQueues, "last attempt that queues", func(v sim.Violations) int { return v.Stayed })
 }
+
+// TestSimulationSeesAWriterOutOfTriesKeepingItsMark: the liveness
+// checker of the reader/writer lock's holder-crash configurations finds
+// a writer that, out of tries, keeps its mark in its last cleanup (as a
+// waiting writer does): readers stay out for the mark's life while
+// nobody waits behind it. With the fix, none.
+func TestSimulationSeesAWriterOutOfTriesKeepingItsMark(t *testing.T) {
+	const schedules = 400
+	for _, cfg := range []sim.Config{sim.RWLiveness(3, core.Multiplexed), sim.RWLiveness(5, core.Sequential)} {
+		if r := sim.Campaign(cfg, 1, schedules); r.Violations.Total() != 0 {
+			t.Fatalf("%s, with the fix: %+v; first: %s", cfg.Name, r.Violations, r.First)
+		}
+	}
+	restore := core.OutOfTriesKeepsMark()
+	defer restore()
+	cfg := sim.RWLiveness(3, core.Multiplexed)
+	broken := sim.Campaign(cfg, 1, schedules)
+	if broken.Violations.Liveness == 0 {
+		t.Fatalf("%s: the bug went unseen in %d schedules: %+v", cfg.Name, broken.Schedules, broken.Violations)
+	}
+	t.Logf("with the bug: %+v; first: %s", broken.Violations, broken.First)
+}

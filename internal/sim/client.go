@@ -739,6 +739,7 @@ func (c *client) use() {
 
 func (c *client) stopUsing() {
 	if c.using {
+		c.w.holdEnded(c, c.expiresBy()) // lost, or crashed: its keys stay until they expire
 		c.w.uses = append(c.w.uses, use{client: c.id, acq: c.acqID, start: c.useStart, end: c.w.now, kind: c.target.Kind, mask: c.mask})
 		c.using = false
 		// A running process that used the lock to the end of its validity
@@ -845,6 +846,7 @@ func (c *client) unlock() {
 }
 
 func (c *client) release() {
+	c.w.holdEnded(c, c.w.now+c.w.cfg.roundBound()) // its release round frees the keys
 	c.stopUsing()
 	c.timerGen++
 	c.w.noteRelease(c)

@@ -60,34 +60,40 @@ func KindConfigs(kind func(Config) Config) []Config {
 }
 
 // RWConfigs returns the reader/writer lock's configurations: KindConfigs,
-// and the writer's wait behind a stream of readers, checked and, with
-// loss and late commands, measured.
+// liveness after a holder crash (RWLiveness) N=3 multiplexed and N=5
+// sequential, and the writer's wait behind a stream of readers, checked
+// and, with loss and late commands, measured.
 func RWConfigs() []Config {
-	return append(KindConfigs(rwKind), WriterWait(3), WriterWait(5), WriterWaitFaulty(3), WriterWaitFaulty(5))
+	return append(KindConfigs(rwKind), RWLiveness(3, core.Multiplexed), RWLiveness(5, core.Sequential),
+		WriterWait(3), WriterWait(5), WriterWaitFaulty(3), WriterWaitFaulty(5))
 }
 
-// AllConfigs returns the multi-key lock's configurations.
-//
-// Neither it nor RWConfigs has a liveness configuration (Liveness): the
-// liveness checker's bound is the mutex's (the keys' expiry, then one
-// think time or retry delay and four rounds), and both kinds pass it
-// now and then by tens of milliseconds: a writer waiting out a crashed
-// reader's entry while its mark keeps the other readers out (10 of
-// 1,000 schedules, rw N=5 sequential), and multi-key contenders whose
-// key sets overlap the crashed holder's and each other's (28 of 1,000,
-// N=3 multiplexed). Not a safety matter; a bound of their own is to
-// be derived.
-func AllConfigs() []Config { return KindConfigs(allKind) }
+// AllConfigs returns the multi-key lock's configurations: KindConfigs,
+// and liveness after a holder crash (Liveness) N=3 multiplexed and N=5
+// sequential.
+func AllConfigs() []Config {
+	return append(KindConfigs(allKind), liveness(allKind, 3, core.Multiplexed), liveness(allKind, 5, core.Sequential))
+}
 
 // PermitConfigs returns the semaphore's configurations: KindConfigs, and
 // liveness after a holder crash (Liveness) N=3 multiplexed and N=5
-// sequential, with Liveness's three clients (its bound allows one split
-// vote, not the many of five contenders).
+// sequential.
 func PermitConfigs() []Config {
 	return append(KindConfigs(permitKind), liveness(permitKind, 3, core.Multiplexed), liveness(permitKind, 5, core.Sequential))
 }
 
-// liveness is Liveness of kind, with its three clients.
+// RWLiveness is the reader/writer lock's liveness after a holder crash
+// (Liveness), with its three clients.
+func RWLiveness(n int, fo core.FanOut) Config { return liveness(rwKind, n, fo) }
+
+// liveness is Liveness of kind, with its three clients (its bound allows
+// one split vote, not the many of five contenders). The liveness checker
+// counts its bound from the crashed holder's expiry or from the end of
+// the last hold that was under way beside it, whichever is later: a
+// reader beside a crashed reader, the holder of another slot, or of a
+// key set disjoint from the crashed one's, holds the others up as any
+// holder does (a writer, a contender for its keys), and is theirs to
+// wait for (crashHolder).
 func liveness(kind func(Config) Config, n int, fo core.FanOut) Config {
 	c := kind(Liveness(n, fo))
 	c.Clients = 3

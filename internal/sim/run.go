@@ -18,6 +18,11 @@ type holderCrash struct {
 	at       int64
 	deadline int64 // real time
 	met      bool
+	// beside is the other clients that held when it crashed, bit i for
+	// client i (readers, a semaphore's other slots, disjoint key sets):
+	// until each is freed, a contender may wait for it as for any holder
+	// (holdEnded).
+	beside uint64
 }
 
 // Run runs one schedule of cfg drawn from seed and returns what it did
@@ -56,7 +61,7 @@ func Run(cfg Config, seed uint64) Result {
 			c.checkWriterWait(false)
 		}
 	}
-	if cr := w.crash; cr != nil && cr.done && !cr.met && length > cr.deadline {
+	if cr := w.crash; cr != nil && cr.done && !cr.met && cr.beside == 0 && length > cr.deadline {
 		w.violation(&w.res.Violations.Liveness, "client %d crashed holding the lock at %v; nobody acquired by %v",
 			cr.client, time.Duration(cr.at), time.Duration(cr.deadline))
 	}
@@ -247,20 +252,23 @@ func (w *world) staleKey() {
 // attempt and its cleanup, the winning one), five with Fencing (the
 // winning attempt's raise round), each bounded by the node timeout, or by
 // one node timeout per node when sequential.
+//
+// A client that held beside the crashed one (a reader, the holder of
+// another slot or of a disjoint key set) holds the others up as any
+// holder does: the deadline moves to the same slack after it is freed
+// (holdEnded).
 func (w *world) crashHolder() {
 	for _, c := range w.clients {
 		if c.using && !c.crashed && !c.paused {
-			cfg := w.cfg
-			expire := c.lastSetEnd + int64(cfg.TTL)*1_000_000/(1_000_000-cfg.Faults.NodePPM) + 1
-			round := cfg.roundBound()
-			rounds := int64(4)
-			if cfg.Fencing {
-				rounds++ // the winning attempt's raise round
+			var beside uint64
+			for _, o := range w.clients {
+				if o != c && o.using && !o.crashed {
+					beside |= 1 << o.id
+				}
 			}
-			slack := max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(1, ^uint64(0)))) + rounds*round
-			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: expire + slack}
+			w.crash = &holderCrash{done: true, client: c.id, at: w.now, deadline: c.expiresBy() + w.livenessSlack(), beside: beside}
 			c.handle(event{kind: evClientCrash, c: c.id})
-			if cfg.Faults.DownAfterCrash {
+			if w.cfg.Faults.DownAfterCrash {
 				for i := range w.nodes {
 					w.nodes[i].up = false
 				}
@@ -269,6 +277,36 @@ func (w *world) crashHolder() {
 		}
 	}
 	w.schedule(event{at: w.now + int64(time.Millisecond), kind: evClientCrash, c: -1})
+}
+
+// livenessSlack is how long after the keys that held the others up are
+// freed another client must have acquired (crashHolder).
+func (w *world) livenessSlack() int64 {
+	cfg := w.cfg
+	rounds := int64(4)
+	if cfg.Fencing {
+		rounds++ // the winning attempt's raise round
+	}
+	return max(int64(cfg.Think[1]), int64(cfg.Retry.Delay(1, ^uint64(0)))) + rounds*cfg.roundBound()
+}
+
+// expiresBy is when c's keys expire at the latest: TTL after the round
+// that last set them ended, on the fastest node clock.
+func (c *client) expiresBy() int64 {
+	cfg := c.w.cfg
+	return c.lastSetEnd + int64(cfg.TTL)*1_000_000/(1_000_000-cfg.Faults.NodePPM) + 1
+}
+
+// holdEnded records that c, which held beside the crashed holder, is
+// freed by freed (its release's round, or its keys' expiry): another
+// client must acquire within the liveness slack after it.
+func (w *world) holdEnded(c *client, freed int64) {
+	cr := w.crash
+	if cr == nil || cr.met || cr.beside&(1<<c.id) == 0 {
+		return
+	}
+	cr.beside &^= 1 << c.id
+	cr.deadline = max(cr.deadline, freed+w.livenessSlack())
 }
 
 // noteRelease starts a handoff when c gives the lock up while another
@@ -303,7 +341,9 @@ func (w *world) noteAcquired(c *client) {
 	}
 	if cr := w.crash; cr != nil && cr.done && !cr.met && c.id != cr.client {
 		cr.met = true
-		if w.now > cr.deadline {
+		// While a hold beside the crashed one lasts, the deadline is
+		// still to come: holdEnded sets it past that hold's end.
+		if cr.beside == 0 && w.now > cr.deadline {
 			w.violation(&w.res.Violations.Liveness, "client %d (%v) crashed holding the lock at %v; client %d (%v) acquired only at %v, after %v",
 				cr.client, w.clients[cr.client].target.Kind, time.Duration(cr.at), c.id, c.target.Kind, time.Duration(w.now), time.Duration(cr.deadline))
 		}

@@ -306,13 +306,18 @@ func TestHygieneCheckerSeesBrokenOrder(t *testing.T) {
 }
 
 // TestLivenessCheckerSeesNoProgress: when every node goes down as the
-// holder crashes, nobody can acquire, and the liveness checker says so.
+// holder crashes, nobody can acquire, and the liveness checker says so,
+// for every kind: a hold beside the crashed one (a reader's, another
+// slot's, a disjoint key set's) moves the deadline past its end, and
+// does not hide that nobody acquires after it.
 func TestLivenessCheckerSeesNoProgress(t *testing.T) {
-	cfg := Liveness(3, core.Multiplexed)
-	cfg.Faults.DownAfterCrash = true
-	r := Campaign(cfg, 1, 50)
-	if r.Violations.Liveness == 0 {
-		t.Fatalf("no liveness violation: %+v", r.Violations)
+	for _, cfg := range []Config{Liveness(3, core.Multiplexed), RWLiveness(3, core.Multiplexed),
+		liveness(allKind, 3, core.Multiplexed), liveness(permitKind, 3, core.Multiplexed)} {
+		cfg.Faults.DownAfterCrash = true
+		r := Campaign(cfg, 1, 50)
+		if r.Violations.Liveness == 0 {
+			t.Errorf("%s: no liveness violation: %+v", cfg.Name, r.Violations)
+		}
 	}
 }
 
