@@ -277,8 +277,11 @@ type Announcer interface {
 	// Watch starts relaying the announcements of key: notify(i) is called
 	// whenever node i announces a release of key, and whenever node i's
 	// subscription to key starts, restarts or stops, since a release may
-	// have gone unannounced around it. notify is called from a goroutine
-	// of the driver's, one call at a time per Watch, and must not block.
+	// have gone unannounced around it; a Watch that joins a subscription
+	// other Watches of key started is notified at once of each node it
+	// listens to, for the same reason. notify is called from a goroutine
+	// of the driver's, or from within Watch, one call at a time per Watch,
+	// and must not block.
 	Watch(key string, notify func(node int)) Watch
 }
 

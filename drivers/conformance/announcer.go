@@ -93,10 +93,13 @@ func testWatchesAndStop(t *testing.T, dial Dialer) {
 	a := openAnnouncer(t, dial, contract.AddrsOf(srvs))
 	wa, ra := watch(t, a, "k")
 	started(t, wa, ra, allNodes(2))
-	// The second Watch joins subscriptions that may have started: it
-	// listens, with or without a notification of their start.
+	// The second Watch joins subscriptions that started: it listens, and
+	// is notified of each node it listens to, since a release there may
+	// have been announced before it began (a reader that joined its
+	// Client's subscription just after a writer's release otherwise slept
+	// until the writer's TTL).
 	wb, rb := watch(t, a, "k")
-	waitListening(t, wb, allNodes(2))
+	started(t, wb, rb, allNodes(2))
 
 	// Both are notified of a release.
 	beforeA := ra.count(0)

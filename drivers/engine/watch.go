@@ -61,7 +61,9 @@ type subscriber struct {
 }
 
 // Watch relays the release announcements of key (core.Announcer): see
-// watcher. Once the engine has been given a Fair command (core.Config.Fair), it
+// watcher. A Watch of a key that other Watches already hear is notified
+// at once, from within Watch, of each node whose subscription is
+// confirmed. Once the engine has been given a Fair command (core.Config.Fair), it
 // hears this engine's turn channel for the key too, on which a Fair
 // release tells the engine's waiter alone that the key was handed to it,
 // and it listens to a node once both subscriptions are confirmed there.
@@ -106,6 +108,16 @@ func (e *Engine) watch(channel string, notify func(node int)) *watchHandle {
 		w.touch(h.channel)
 	}
 	w.keys[h.channel] = append(w.keys[h.channel], h)
+	// A Watch that joins a subscription other Watches of the channel
+	// started hears no confirmation of its own: it is notified of each
+	// node already confirmed, as the confirmation notified those, since
+	// a release there may have been announced before it began. Under
+	// w.mu, as fire's notifications, one at a time.
+	for _, s := range w.subs {
+		if s.confirmed[h.channel] {
+			h.notify(s.i)
+		}
+	}
 	return h
 }
 

@@ -457,11 +457,19 @@ func TestWatchNotifiesAndListens(t *testing.T) {
 	assert.Equal(t, uint32(0b111), hk.Listening())
 	k.none()
 
-	// A second Watch of a confirmed key listens at once, and hears what
-	// the first hears.
+	// A second Watch of a confirmed key listens at once, is notified of
+	// each node it listens to, as a subscription's start notifies (a
+	// release announced before it began went unheard by it: a reader that
+	// joined its Client's subscription after the writer's release slept
+	// until the writer's TTL, TestReadersWaitTogetherOnRedis), and hears
+	// what the first hears.
 	k2 := newNotes(t)
 	hk2 := e.Watch("k", k2.notify)
 	assert.Equal(t, uint32(0b111), hk2.Listening())
+	k2.expect(0)
+	k2.expect(1)
+	k2.expect(2)
+	k.none()
 
 	// Messages: a message for k notifies k's watches of its node; one for
 	// another channel, sent first on the same connection, notifies no one.
