@@ -278,7 +278,7 @@ type Announcer interface {
 	// whenever node i announces a release of key, and whenever node i's
 	// subscription to key starts, restarts or stops, since a release may
 	// have gone unannounced around it; a Watch that joins a subscription
-	// other Watches of key started is notified at once of each node it
+	// other watches of key started is notified at once of each node it
 	// listens to, for the same reason. notify is called from a goroutine
 	// of the driver's, or from within Watch, one call at a time per Watch,
 	// and must not block.

@@ -59,14 +59,25 @@ func TestFirstReadsChild(t *testing.T) {
 // metrics.Read (some fifty allocations, 19 kB): read after the
 // allocation count, it counted in the first window, as redlock-bench's
 // children measured a cell's first repeat.
+//
+// The counters are the process's: another goroutine of the child's test
+// binary may allocate between the two readings now and then (a CI run
+// of 9cd24e5 counted 1). The defect allocates some fifty in every run,
+// so the test passes at the first of three children that counts none.
 func TestFirstReadOfAProcess(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFirstReadsChild$", "-test.v") //nolint:gosec // G204: this test binary itself
-	cmd.Env = append(os.Environ(), firstReadEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
+	var said []string
+	for range 3 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestFirstReadsChild$", "-test.v") //nolint:gosec // G204: this test binary itself
+		cmd.Env = append(os.Environ(), firstReadEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child: %v\n%s", err, out)
+		}
+		if strings.Contains(string(out), "allocations between the first two readings: 0\n") {
+			return
+		}
+		said = append(said, string(out))
 	}
-	if !strings.Contains(string(out), "allocations between the first two readings: 0\n") {
-		t.Errorf("want no allocation between the process's first two readings of the counters; the child said:\n%s", out)
-	}
+	t.Errorf("want no allocation between the process's first two readings of the counters in one of three children; they said:\n%s",
+		strings.Join(said, "\n"))
 }
