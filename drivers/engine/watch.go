@@ -113,12 +113,24 @@ func (e *Engine) watch(channel string, notify func(node int)) *watchHandle {
 	// node already confirmed, as the confirmation notified those, since
 	// a release there may have been announced before it began. Under
 	// w.mu, as fire's notifications, one at a time.
-	for _, s := range w.subs {
-		if s.confirmed[h.channel] {
-			h.notify(s.i)
+	for nodes, i := w.listening(h.channel), 0; nodes != 0; nodes, i = nodes>>1, i+1 {
+		if nodes&1 != 0 {
+			h.notify(i)
 		}
 	}
 	return h
+}
+
+// listening returns the nodes whose subscription to channel is
+// confirmed; w.mu is held.
+func (w *watcher) listening(channel string) uint32 {
+	var nodes uint32
+	for _, s := range w.subs {
+		if s.confirmed[channel] {
+			nodes |= 1 << s.i
+		}
+	}
+	return nodes
 }
 
 // start starts one subscriber per node; w.mu is held.
@@ -323,16 +335,10 @@ type watchHandle struct {
 func (h *watchHandle) Listening() uint32 {
 	h.w.mu.Lock()
 	defer h.w.mu.Unlock()
-	var nodes uint32
 	if h.stopped {
 		return 0
 	}
-	for _, s := range h.w.subs {
-		if s.confirmed[h.channel] {
-			nodes |= 1 << s.i
-		}
-	}
-	return nodes
+	return h.w.listening(h.channel)
 }
 
 // Stop ends the watch; the key's channel is unsubscribed once no watch of
